@@ -1,0 +1,252 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+)
+
+// Options tune a Host; nil means defaults.
+type Options struct {
+	// Logger receives the host's log and, through it, each plugin's log lines
+	// at their levels. Nil means no logging.
+	Logger hclog.Logger
+	// RestartBackoff is the first wait before restarting an exited plugin; it
+	// doubles on each consecutive restart. Default 250ms.
+	RestartBackoff time.Duration
+	// MaxBackoff caps the wait. Default 30s.
+	MaxBackoff time.Duration
+	// HealthyAfter is how long a plugin must run for its backoff and restart
+	// count to start afresh. Default 30s.
+	HealthyAfter time.Duration
+	// DescribeTimeout bounds a plugin's Configure and Describe. Default 10s.
+	DescribeTimeout time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	out := Options{}
+	if o != nil {
+		out = *o
+	}
+	if out.Logger == nil {
+		out.Logger = hclog.NewNullLogger()
+	}
+	setDefault(&out.RestartBackoff, 250*time.Millisecond)
+	setDefault(&out.MaxBackoff, 30*time.Second)
+	setDefault(&out.HealthyAfter, 30*time.Second)
+	setDefault(&out.DescribeTimeout, 10*time.Second)
+	return out
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// Host runs the configured plugins, keeps their groups registered while their
+// processes live, and routes tool calls to them.
+type Host struct {
+	cfg  *config.Config
+	opts Options
+	log  hclog.Logger
+	mgr  *Manager
+
+	mu      sync.Mutex
+	plugins []*supervisor // in config order
+	closed  bool
+}
+
+// New returns a host for the configuration. It starts nothing; see Start.
+func New(cfg *config.Config, opts *Options) (*Host, error) {
+	if cfg == nil {
+		return nil, toolhost.Errorf(toolhost.CodeValidation, "host: nil config")
+	}
+	o := opts.withDefaults()
+	return &Host{cfg: cfg, opts: o, log: o.Logger, mgr: NewManager()}, nil
+}
+
+// Manager returns the host's group manager.
+func (h *Host) Manager() *Manager { return h.mgr }
+
+// Config returns the configuration the host runs.
+func (h *Host) Config() *config.Config { return h.cfg }
+
+// Start launches every configured plugin in parallel and returns once each
+// has registered its group or failed its first attempt; a plugin that fails
+// is logged and shown by Plugins, and the host serves the others. Restarts
+// go on in the background until Close.
+func (h *Host) Start(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed || h.plugins != nil {
+		h.mu.Unlock()
+		return toolhost.Errorf(toolhost.CodeInternal, "host: Start called twice or after Close")
+	}
+	for _, p := range h.cfg.Plugins {
+		h.plugins = append(h.plugins, newSupervisor(h, p))
+	}
+	sups := h.plugins
+	h.mu.Unlock()
+	for _, s := range sups {
+		go s.run()
+	}
+	for _, s := range sups {
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// RegisterGroup registers an in-process group (source kind "runtime"), such
+// as a *sdk.Group; runtime groups may use reserved ids. The provider is
+// configured with an empty object and described in an empty context.
+func (h *Host) RegisterGroup(ctx context.Context, p toolhost.Provider) error {
+	if err := p.Configure(ctx, &toolhost.ConfigureRequest{Config: []byte("{}")}); err != nil {
+		return err
+	}
+	spec, err := p.Describe(ctx, &toolhost.DescribeRequest{})
+	if err != nil {
+		return err
+	}
+	return h.register(&Group{Spec: *spec, Kind: SourceRuntime, SourceName: spec.ID, Provider: p})
+}
+
+func (h *Host) register(g *Group) error {
+	replaced, err := h.mgr.Register(g)
+	if err != nil {
+		return err
+	}
+	if replaced != nil {
+		h.log.Warn("group replaced", "code", toolhost.CodeDuplicateGroupID, "group", g.Spec.ID,
+			"old_source", replaced.SourceName, "new_source", g.SourceName)
+	}
+	h.log.Info("group registered", "group", g.Spec.ID, "tools", len(g.Spec.Tools), "source", g.SourceName)
+	return nil
+}
+
+func (h *Host) unregister(g *Group) {
+	if h.mgr.UnregisterGroup(g) {
+		h.log.Info("group unregistered", "group", g.Spec.ID, "source", g.SourceName)
+	}
+}
+
+// Unload removes a group: a plugin's process is stopped gracefully first and
+// not restarted; a runtime group is unregistered.
+func (h *Host) Unload(groupID string) error {
+	g, ok := h.mgr.Get(groupID)
+	if !ok {
+		return toolhost.Errorf(toolhost.CodeValidation, "host: no group %q", groupID)
+	}
+	if s := h.supervisor(g.SourceName); s != nil && g.Kind != SourceRuntime {
+		s.unload()
+		return nil
+	}
+	h.unregister(g)
+	return nil
+}
+
+func (h *Host) supervisor(name string) *supervisor {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.plugins {
+		if s.cfg.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Groups lists the registered groups, sorted by id, with their sources' pids,
+// states and restart counts.
+func (h *Host) Groups() []GroupInfo {
+	groups := h.mgr.List()
+	for i := range groups {
+		src := &groups[i].Source
+		if src.Kind == SourceRuntime {
+			continue
+		}
+		if s := h.supervisor(src.Name); s != nil {
+			st := s.status()
+			src.Pid, src.State, src.Restarts = st.Pid, st.State, st.Restarts
+		}
+	}
+	return groups
+}
+
+// Plugins lists every configured plugin, registered or not, in config order.
+func (h *Host) Plugins() []PluginStatus {
+	h.mu.Lock()
+	sups := h.plugins
+	h.mu.Unlock()
+	out := make([]PluginStatus, len(sups))
+	for i, s := range sups {
+		out[i] = s.status()
+	}
+	return out
+}
+
+// Call routes a call to the group serving the tool and returns its result. A
+// tool that fails is a Result with OK false; an error means the call could
+// not be carried out: unknown_tool, timeout, cancelled, plugin_exited or
+// internal. An empty call id is filled in. The call is bounded by the tool's
+// timeout, or the configured default.
+func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	g, spec, ok := h.mgr.lookup(req.Tool)
+	if !ok {
+		return nil, toolhost.Errorf(toolhost.CodeUnknownTool, "unknown tool %q: no group provides it", req.Tool)
+	}
+	if req.Context.CallID == "" {
+		r := *req
+		r.Context.CallID = newCallID()
+		req = &r
+	}
+	timeout := spec.Timeout
+	if timeout <= 0 {
+		timeout = h.cfg.Limits.Timeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	res, err := g.Provider.Call(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, toolhost.ErrPluginExited) {
+			return nil, toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "call %s to %s: %w", req.Context.CallID, req.Tool, ctx.Err())
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// newCallID returns a random call id.
+func newCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}
+
+// Close stops every plugin gracefully, in parallel, and waits until no plugin
+// process, nor any process in a plugin's process group, is left.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	sups := h.plugins
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range sups {
+		wg.Go(s.unload)
+	}
+	wg.Wait()
+	return nil
+}

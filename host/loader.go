@@ -1,0 +1,268 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/rpcplugin"
+)
+
+// State is where a configured plugin is in its lifecycle.
+type State string
+
+// The plugin states.
+const (
+	StateStarting   State = "starting"   // first launch in progress
+	StateRunning    State = "running"    // registered and serving
+	StateRestarting State = "restarting" // exited; waiting out its backoff or relaunching
+	StateFailed     State = "failed"     // refused, or out of restarts
+	StateStopped    State = "stopped"    // unloaded, closed, or exited and not to be restarted
+)
+
+// PluginStatus is a configured plugin as GET /api/plugins shows it.
+type PluginStatus struct {
+	Name      string        `json:"name"`
+	Kind      SourceKind    `json:"kind"`
+	Path      string        `json:"path"`
+	State     State         `json:"state"`
+	Pid       int           `json:"pid,omitempty"`
+	Restarts  int           `json:"restarts"`
+	Group     string        `json:"group,omitempty"`
+	LastError string        `json:"lastError,omitempty"`
+	ErrorCode toolhost.Code `json:"errorCode,omitempty"`
+}
+
+// supervisor runs one configured plugin: launch, configure, describe,
+// register; on exit unregister at once and restart per the block's policy.
+type supervisor struct {
+	h    *Host
+	cfg  config.Plugin
+	kind SourceKind
+
+	stop     chan struct{} // closed to unload
+	stopOnce sync.Once
+	done     chan struct{} // closed when run returns
+	ready    chan struct{} // closed after the first launch attempt
+	readyOne sync.Once
+
+	mu       sync.Mutex
+	state    State
+	pid      int
+	restarts int
+	lastErr  error
+	group    *Group
+}
+
+func newSupervisor(h *Host, cfg config.Plugin) *supervisor {
+	kind := SourcePlugin
+	if cfg.Kind == config.KindBuiltin {
+		kind = SourceBuiltin
+	}
+	return &supervisor{
+		h: h, cfg: cfg, kind: kind, state: StateStarting,
+		stop: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{}),
+	}
+}
+
+func (s *supervisor) status() PluginStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := PluginStatus{Name: s.cfg.Name, Kind: s.kind, Path: s.cfg.Path, State: s.state, Pid: s.pid, Restarts: s.restarts}
+	if s.group != nil {
+		st.Group = s.group.Spec.ID
+	}
+	if s.lastErr != nil {
+		st.LastError, st.ErrorCode = s.lastErr.Error(), toolhost.CodeOf(s.lastErr)
+	}
+	return st
+}
+
+func (s *supervisor) set(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f()
+}
+
+// run is the plugin's lifecycle loop.
+func (s *supervisor) run() {
+	defer close(s.done)
+	defer s.readyOne.Do(func() { close(s.ready) })
+	log := s.h.log.With("plugin", s.cfg.Name)
+	backoff := s.h.opts.RestartBackoff
+	failures := 0
+	for {
+		started := time.Now()
+		proc, err := s.launch()
+		s.readyOne.Do(func() { close(s.ready) })
+		if err != nil {
+			log.Error("plugin refused", "code", toolhost.CodeOf(err), "error", err)
+			s.set(func() { s.lastErr, s.pid = err, 0 })
+			if permanent(err) || s.cfg.Restart == config.RestartNever {
+				s.set(func() { s.state = StateFailed })
+				return
+			}
+		} else {
+			select {
+			case <-proc.Exited().Done():
+			case <-s.stop:
+				s.shutdown(proc)
+				return
+			}
+			exitErr := s.exited(proc)
+			log.Warn("plugin exited", "error", exitErr)
+			if time.Since(started) >= s.h.opts.HealthyAfter {
+				failures, backoff = 0, s.h.opts.RestartBackoff
+			}
+			if !restartAfter(s.cfg.Restart, exitErr) {
+				s.set(func() {
+					s.state = StateStopped
+					if exitErr != nil {
+						s.state = StateFailed
+					}
+				})
+				return
+			}
+		}
+		failures++
+		if failures > s.cfg.MaxRestarts {
+			log.Error("plugin failed: out of restarts", "max_restarts", s.cfg.MaxRestarts)
+			s.set(func() { s.state = StateFailed })
+			return
+		}
+		s.set(func() { s.state = StateRestarting; s.restarts++ })
+		log.Info("restarting plugin", "backoff", backoff, "attempt", failures)
+		select {
+		case <-time.After(backoff):
+		case <-s.stop:
+			s.set(func() { s.state = StateStopped })
+			return
+		}
+		backoff = min(2*backoff, s.h.opts.MaxBackoff)
+	}
+}
+
+// launch starts the process, configures it, describes its group and
+// registers it. On error the process is stopped.
+func (s *supervisor) launch() (*rpcplugin.Process, error) {
+	proc, err := rpcplugin.Launch(rpcplugin.Options{
+		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, SHA256: s.cfg.SHA256,
+		StartTimeout: s.cfg.StartTimeout, Logger: s.h.log.Named(s.cfg.Name),
+	})
+	if err != nil {
+		return nil, err
+	}
+	g, err := s.describe(proc)
+	if err != nil {
+		proc.Stop()
+		return nil, err
+	}
+	s.set(func() { s.group, s.pid, s.state, s.lastErr = g, proc.Pid, StateRunning, nil })
+	return proc, nil
+}
+
+// describe configures the plugin and registers the group it reports.
+func (s *supervisor) describe(proc *rpcplugin.Process) (*Group, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.DescribeTimeout)
+	defer cancel()
+	if err := proc.Provider.Configure(ctx, &toolhost.ConfigureRequest{Config: s.cfg.Config}); err != nil {
+		return nil, fmt.Errorf("configure: %w", err)
+	}
+	spec, err := proc.Provider.Describe(ctx, &toolhost.DescribeRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("describe: %w", err)
+	}
+	if s.kind == SourceBuiltin && spec.ID != s.cfg.Name {
+		return nil, toolhost.Errorf(toolhost.CodeInvalidGroupDef, "builtin %q reported group id %q", s.cfg.Name, spec.ID)
+	}
+	g := &Group{Spec: *spec, Kind: s.kind, SourceName: s.cfg.Name, Provider: &procProvider{Provider: proc.Provider, exited: proc.Exited()}}
+	if err := s.h.register(g); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// exited unregisters the group of a process that has exited and reaps what
+// is left of its process group.
+func (s *supervisor) exited(proc *rpcplugin.Process) error {
+	s.mu.Lock()
+	g := s.group
+	s.group, s.pid = nil, 0
+	s.mu.Unlock()
+	if g != nil {
+		s.h.unregister(g)
+	}
+	proc.KillGroup()
+	err := proc.ExitError()
+	if err != nil {
+		s.set(func() { s.lastErr = toolhost.Errorf(toolhost.CodePluginExited, "plugin exited: %v", err) })
+	}
+	return err
+}
+
+// shutdown unregisters the group and stops the process gracefully.
+func (s *supervisor) shutdown(proc *rpcplugin.Process) {
+	s.mu.Lock()
+	g := s.group
+	s.group = nil
+	s.mu.Unlock()
+	if g != nil {
+		s.h.unregister(g)
+	}
+	proc.Stop()
+	s.set(func() { s.state, s.pid = StateStopped, 0 })
+}
+
+// unload stops the plugin and waits until it is gone.
+func (s *supervisor) unload() {
+	s.stopOnce.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+// permanent reports whether a launch error would repeat on every attempt.
+func permanent(err error) bool {
+	switch toolhost.CodeOf(err) {
+	case toolhost.CodeReservedGroupID, toolhost.CodeInvalidGroupDef, toolhost.CodePolicy, toolhost.CodeValidation:
+		return true
+	}
+	return false
+}
+
+// restartAfter applies a restart policy to how a process ended.
+func restartAfter(p config.RestartPolicy, exitErr error) bool {
+	switch p {
+	case config.RestartAlways:
+		return true
+	case config.RestartNever:
+		return false
+	}
+	return exitErr != nil
+}
+
+// procProvider serves a group from a plugin process; calls in flight when
+// the process exits fail at once with plugin_exited.
+type procProvider struct {
+	toolhost.Provider
+	exited context.Context
+}
+
+var errExited = toolhost.Errorf(toolhost.CodePluginExited, "plugin exited during the call")
+
+func (p *procProvider) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	if p.exited.Err() != nil {
+		return nil, errExited
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(p.exited, func() { cancel(errExited) })
+	defer stop()
+	res, err := p.Provider.Call(ctx, req)
+	if err != nil && (errors.Is(context.Cause(ctx), errExited) || p.exited.Err() != nil) {
+		return nil, errExited
+	}
+	return res, err
+}

@@ -1,0 +1,253 @@
+package host
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/toolhost/toolhost"
+)
+
+// SourceKind says what provides a group.
+type SourceKind string
+
+// The kinds of group source.
+const (
+	SourcePlugin  SourceKind = "plugin"  // a third-party plugin block
+	SourceBuiltin SourceKind = "builtin" // a first-party module's builtin block
+	SourceRuntime SourceKind = "runtime" // registered in-process through RegisterGroup
+)
+
+// mayUseReserved reports whether the kind may register a reserved group id.
+func (k SourceKind) mayUseReserved() bool { return k == SourceBuiltin || k == SourceRuntime }
+
+// Group is a registered tool group.
+type Group struct {
+	// Spec is the group as its provider reported it.
+	Spec toolhost.GroupSpec
+	// Kind says what provides the group.
+	Kind SourceKind
+	// SourceName is the config block's name, or the group id for runtime groups.
+	SourceName string
+	// Provider serves the group's calls.
+	Provider toolhost.Provider
+
+	seq   uint64         // registration order; the earliest group owning a tool name keeps it
+	tools map[string]int // tool name → index in Spec.Tools
+}
+
+// Tool returns the spec of one of the group's tools.
+func (g *Group) Tool(name string) (toolhost.ToolSpec, bool) {
+	i, ok := g.tools[name]
+	if !ok {
+		return toolhost.ToolSpec{}, false
+	}
+	return g.Spec.Tools[i], true
+}
+
+// Manager is seed 000's ToolGroupManager: the set of registered groups and the
+// index from tool name to group. It is safe for concurrent use; readers see an
+// immutable snapshot and never wait on writers or on plugins.
+type Manager struct {
+	mu   sync.Mutex // serialises writers
+	seq  uint64
+	snap atomic.Pointer[snapshot]
+}
+
+// snapshot is one immutable state of the manager.
+type snapshot struct {
+	groups map[string]*Group
+	ids    []string          // sorted
+	owner  map[string]*Group // tool name → the group that serves it
+}
+
+// NewManager returns an empty manager.
+func NewManager() *Manager {
+	m := &Manager{}
+	m.snap.Store(&snapshot{groups: map[string]*Group{}, owner: map[string]*Group{}})
+	return m
+}
+
+// Register adds g. The spec must pass GroupSpec.Validate (else
+// invalid_group_def), and a reserved id is refused (reserved_group_id) unless
+// g comes from a builtin block or the runtime. A group already registered under
+// the same id is replaced and returned, for the caller to warn about
+// (duplicate_group_id, seed 000).
+//
+// A tool name reported by two groups is served by the group registered first;
+// the later group's tool is shadowed (seed 003: a later tool with a taken name
+// is skipped) until the first group goes away.
+func (m *Manager) Register(g *Group) (replaced *Group, err error) {
+	if err := g.Spec.Validate(); err != nil {
+		return nil, err
+	}
+	if toolhost.IsReserved(g.Spec.ID) && !g.Kind.mayUseReserved() {
+		return nil, toolhost.Errorf(toolhost.CodeReservedGroupID, "group id %q is reserved for first-party modules and the runtime", g.Spec.ID)
+	}
+	g.tools = make(map[string]int, len(g.Spec.Tools))
+	for i, t := range g.Spec.Tools {
+		g.tools[t.Name] = i
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq++
+	g.seq = m.seq
+	old := m.snap.Load()
+	groups := make(map[string]*Group, len(old.groups)+1)
+	for id, x := range old.groups {
+		groups[id] = x
+	}
+	replaced = groups[g.Spec.ID]
+	groups[g.Spec.ID] = g
+	m.snap.Store(newSnapshot(groups))
+	return replaced, nil
+}
+
+// Unregister removes the group with the id and reports whether there was one.
+func (m *Manager) Unregister(id string) bool {
+	return m.remove(id, nil)
+}
+
+// UnregisterGroup removes g if it is still the group registered under its id,
+// so a plugin that exits does not remove a group that has replaced its own.
+func (m *Manager) UnregisterGroup(g *Group) bool {
+	return m.remove(g.Spec.ID, g)
+}
+
+func (m *Manager) remove(id string, only *Group) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.snap.Load()
+	cur, ok := old.groups[id]
+	if !ok || (only != nil && cur != only) {
+		return false
+	}
+	groups := make(map[string]*Group, len(old.groups))
+	for gid, x := range old.groups {
+		if gid != id {
+			groups[gid] = x
+		}
+	}
+	m.snap.Store(newSnapshot(groups))
+	return true
+}
+
+func newSnapshot(groups map[string]*Group) *snapshot {
+	s := &snapshot{groups: groups, owner: map[string]*Group{}}
+	for id := range groups {
+		s.ids = append(s.ids, id)
+	}
+	slices.Sort(s.ids)
+	for _, g := range groups {
+		for _, t := range g.Spec.Tools {
+			if cur, ok := s.owner[t.Name]; !ok || g.seq < cur.seq {
+				s.owner[t.Name] = g
+			}
+		}
+	}
+	return s
+}
+
+// Get returns the group with the id.
+func (m *Manager) Get(id string) (*Group, bool) {
+	g, ok := m.snap.Load().groups[id]
+	return g, ok
+}
+
+// ToolDefinitions returns the tools the listed groups serve, merged without
+// duplicates, in a stable order: by group id, then in each group's declared
+// order. Unknown ids are ignored; shadowed tools are left out, so what is listed
+// is exactly what IsToolInGroups allows.
+func (m *Manager) ToolDefinitions(groupIDs []string) []toolhost.ToolSpec {
+	s := m.snap.Load()
+	ids := slices.Clone(groupIDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var out []toolhost.ToolSpec
+	for _, id := range ids {
+		g, ok := s.groups[id]
+		if !ok {
+			continue
+		}
+		for _, t := range g.Spec.Tools {
+			if s.owner[t.Name] == g {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// GroupInfo summarises a group for listings (seed 000's listGroups).
+type GroupInfo struct {
+	ID          string     `json:"id"`
+	Description string     `json:"description"`
+	Version     string     `json:"version,omitempty"`
+	ToolCount   int        `json:"toolCount"`
+	Tools       []string   `json:"tools"`
+	Shadowed    []string   `json:"shadowed,omitempty"` // tools another group serves
+	Reserved    bool       `json:"reserved"`
+	Source      SourceInfo `json:"source"`
+}
+
+// SourceInfo says what provides a group and how its process is doing.
+type SourceInfo struct {
+	Kind     SourceKind `json:"kind"`
+	Name     string     `json:"name"`
+	Pid      int        `json:"pid,omitempty"`
+	State    State      `json:"state"`
+	Restarts int        `json:"restarts"`
+}
+
+// List returns every group, sorted by id. Source state is "running" for every
+// registered group; Host.Groups adds pids and restart counts.
+func (m *Manager) List() []GroupInfo {
+	s := m.snap.Load()
+	out := make([]GroupInfo, 0, len(s.ids))
+	for _, id := range s.ids {
+		g := s.groups[id]
+		info := GroupInfo{
+			ID: id, Description: g.Spec.Description, Version: g.Spec.Version,
+			ToolCount: len(g.Spec.Tools), Tools: make([]string, len(g.Spec.Tools)), Reserved: toolhost.IsReserved(id),
+			Source: SourceInfo{Kind: g.Kind, Name: g.SourceName, State: StateRunning},
+		}
+		for i, t := range g.Spec.Tools {
+			info.Tools[i] = t.Name
+			if s.owner[t.Name] != g {
+				info.Shadowed = append(info.Shadowed, t.Name)
+			}
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// GroupOf returns the id of the group that serves the tool.
+func (m *Manager) GroupOf(tool string) (string, bool) {
+	g, ok := m.snap.Load().owner[tool]
+	if !ok {
+		return "", false
+	}
+	return g.Spec.ID, true
+}
+
+// lookup returns the group serving the tool and the tool's spec.
+func (m *Manager) lookup(tool string) (*Group, toolhost.ToolSpec, bool) {
+	g, ok := m.snap.Load().owner[tool]
+	if !ok {
+		return nil, toolhost.ToolSpec{}, false
+	}
+	spec, _ := g.Tool(tool)
+	return g, spec, true
+}
+
+// IsToolInGroups reports whether the tool is served by one of the groups.
+func (m *Manager) IsToolInGroups(tool string, groupIDs []string) bool {
+	id, ok := m.GroupOf(tool)
+	return ok && slices.Contains(groupIDs, id)
+}
+
+// IDs returns every group id, sorted.
+func (m *Manager) IDs() []string {
+	return slices.Clone(m.snap.Load().ids)
+}

@@ -1,0 +1,90 @@
+package proto
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/toolhost/toolhost"
+)
+
+// These converters keep protobuf types inside internal/: the rest of the code
+// sees only the toolhost types.
+
+func contextToProto(c toolhost.CallContext) *CallContext {
+	return &CallContext{
+		CallId: c.CallID, AgentId: c.AgentID, Role: c.Role, Session: c.Session,
+		WorkspaceDir: c.WorkspaceDir, Sandboxed: c.Sandboxed, Channel: c.Channel,
+	}
+}
+
+func contextFromProto(c *CallContext) toolhost.CallContext {
+	return toolhost.CallContext{
+		CallID: c.GetCallId(), AgentID: c.GetAgentId(), Role: c.GetRole(), Session: c.GetSession(),
+		WorkspaceDir: c.GetWorkspaceDir(), Sandboxed: c.GetSandboxed(), Channel: c.GetChannel(),
+	}
+}
+
+func groupToProto(g *toolhost.GroupSpec) *GroupSpec {
+	out := &GroupSpec{Id: g.ID, Description: g.Description, Version: g.Version, Tools: make([]*ToolSpec, len(g.Tools))}
+	for i, t := range g.Tools {
+		out.Tools[i] = &ToolSpec{
+			Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
+			Optional: t.Optional, RequiresApproval: t.RequiresApproval, TimeoutMs: t.Timeout.Milliseconds(),
+			NeedsAgent: t.NeedsAgent, NeedsRuntime: t.NeedsRuntime,
+		}
+	}
+	return out
+}
+
+func groupFromProto(g *GroupSpec) *toolhost.GroupSpec {
+	out := &toolhost.GroupSpec{ID: g.GetId(), Description: g.GetDescription(), Version: g.GetVersion(), Tools: make([]toolhost.ToolSpec, len(g.GetTools()))}
+	for i, t := range g.GetTools() {
+		out.Tools[i] = toolhost.ToolSpec{
+			Name: t.GetName(), Description: t.GetDescription(), InputSchema: t.GetInputSchema(),
+			Optional: t.GetOptional(), RequiresApproval: t.GetRequiresApproval(),
+			Timeout:    time.Duration(t.GetTimeoutMs()) * time.Millisecond,
+			NeedsAgent: t.GetNeedsAgent(), NeedsRuntime: t.GetNeedsRuntime(),
+		}
+	}
+	return out
+}
+
+func resultToProto(r *toolhost.Result) (*Result, error) {
+	out := &Result{
+		Ok: r.OK, ExitCode: int32(r.ExitCode), Stdout: r.Stdout, Stderr: r.Stderr,
+		TruncatedLines: r.TruncatedLines, TruncatedBytes: r.TruncatedBytes, NextPageCursor: r.NextPageCursor,
+	}
+	if len(r.Meta) > 0 {
+		meta, err := json.Marshal(r.Meta)
+		if err != nil {
+			return nil, toolhost.Errorf(toolhost.CodeToolExec, "result meta is not JSON: %v", err)
+		}
+		out.Meta = meta
+	}
+	if r.Error != nil {
+		out.Error = &Error{Code: string(r.Error.Code), Message: r.Error.Message}
+	}
+	for _, a := range r.Attachments {
+		out.Attachments = append(out.Attachments, &Attachment{Name: a.Name, MimeType: a.MimeType, Data: a.Data})
+	}
+	return out, nil
+}
+
+func resultFromProto(r *Result) (*toolhost.Result, error) {
+	out := &toolhost.Result{
+		OK: r.GetOk(), ExitCode: int(r.GetExitCode()), Stdout: r.GetStdout(), Stderr: r.GetStderr(),
+		TruncatedLines: r.GetTruncatedLines(), TruncatedBytes: r.GetTruncatedBytes(), NextPageCursor: r.GetNextPageCursor(),
+	}
+	if len(r.GetMeta()) > 0 {
+		if err := json.Unmarshal(r.GetMeta(), &out.Meta); err != nil {
+			return nil, toolhost.Errorf(toolhost.CodeInternal, "plugin sent result meta that is not a JSON object: %v", err)
+		}
+	}
+	if e := r.GetError(); e != nil {
+		out.Error = &toolhost.ErrorInfo{Code: toolhost.Code(e.GetCode()), Message: e.GetMessage()}
+	}
+	for _, a := range r.GetAttachments() {
+		out.Attachments = append(out.Attachments, toolhost.Attachment{Name: a.GetName(), MimeType: a.GetMimeType(), Data: a.GetData()})
+	}
+	return out, nil
+}

@@ -1,0 +1,127 @@
+package proto
+
+import (
+	"context"
+
+	"github.com/toolhost/toolhost"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// errorDomain marks a gRPC status detail as carrying a toolhost code.
+const errorDomain = "toolhost"
+
+// NewServer returns the gRPC service serving p.
+func NewServer(p toolhost.Provider) ToolGroupServer { return &server{impl: p} }
+
+type server struct {
+	UnimplementedToolGroupServer
+	impl toolhost.Provider
+}
+
+func (s *server) Describe(ctx context.Context, req *DescribeRequest) (*DescribeResponse, error) {
+	spec, err := s.impl.Describe(ctx, &toolhost.DescribeRequest{Context: contextFromProto(req.GetContext())})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &DescribeResponse{Group: groupToProto(spec)}, nil
+}
+
+func (s *server) Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error) {
+	if err := s.impl.Configure(ctx, &toolhost.ConfigureRequest{Config: req.GetConfig()}); err != nil {
+		return nil, toStatus(err)
+	}
+	return &ConfigureResponse{}, nil
+}
+
+func (s *server) Call(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+	res, err := s.impl.Call(ctx, &toolhost.CallRequest{
+		Tool: req.GetTool(), Arguments: req.GetArguments(), Context: contextFromProto(req.GetContext()),
+	})
+	if err == nil {
+		var out *Result
+		if out, err = resultToProto(res); err == nil {
+			return &CallResponse{Result: out}, nil
+		}
+	}
+	return nil, toStatus(err)
+}
+
+// toStatus carries err's code across the wire as a status detail.
+func toStatus(err error) error {
+	st := status.New(codes.Unknown, err.Error())
+	if d, derr := st.WithDetails(&errdetails.ErrorInfo{Domain: errorDomain, Reason: string(toolhost.CodeOf(err))}); derr == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// Client is a toolhost.Provider that calls a plugin over gRPC.
+type Client struct {
+	rpc ToolGroupClient
+}
+
+var _ toolhost.Provider = (*Client)(nil)
+
+// NewClient returns a Provider calling the ToolGroup service on conn.
+func NewClient(conn grpc.ClientConnInterface) *Client { return &Client{rpc: NewToolGroupClient(conn)} }
+
+// Describe asks the plugin for its group. A spec larger than
+// toolhost.MaxSpecBytes is refused with invalid_group_def.
+func (c *Client) Describe(ctx context.Context, req *toolhost.DescribeRequest) (*toolhost.GroupSpec, error) {
+	resp, err := c.rpc.Describe(ctx, &DescribeRequest{ProtocolMinor: toolhost.ProtocolMinor, Context: contextToProto(req.Context)},
+		grpc.MaxCallRecvMsgSize(toolhost.MaxSpecBytes))
+	if status.Code(err) == codes.ResourceExhausted {
+		return nil, toolhost.Errorf(toolhost.CodeInvalidGroupDef, "group spec is larger than the limit of %d bytes: %v", toolhost.MaxSpecBytes, status.Convert(err).Message())
+	}
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	return groupFromProto(resp.GetGroup()), nil
+}
+
+// Configure passes the configuration to the plugin.
+func (c *Client) Configure(ctx context.Context, req *toolhost.ConfigureRequest) error {
+	_, err := c.rpc.Configure(ctx, &ConfigureRequest{ProtocolMinor: toolhost.ProtocolMinor, Config: req.Config})
+	return fromStatus(ctx, err)
+}
+
+// Call runs one tool in the plugin.
+func (c *Client) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	resp, err := c.rpc.Call(ctx, &CallRequest{
+		ProtocolMinor: toolhost.ProtocolMinor, Tool: req.Tool, Arguments: req.Arguments, Context: contextToProto(req.Context),
+	})
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	return resultFromProto(resp.GetResult())
+}
+
+// fromStatus maps a gRPC error back to a toolhost error: the code the plugin
+// sent, timeout or cancelled when the caller's context ended, plugin_exited
+// when the connection is gone.
+func fromStatus(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	st := status.Convert(err)
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain {
+			return &toolhost.Error{Code: toolhost.Code(info.GetReason()), Message: st.Message()}
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "%s: %w", st.Message(), ctx.Err())
+	case st.Code() == codes.DeadlineExceeded:
+		return toolhost.Errorf(toolhost.CodeTimeout, "%s: %w", st.Message(), context.DeadlineExceeded)
+	case st.Code() == codes.Canceled:
+		return toolhost.Errorf(toolhost.CodeCancelled, "%s: %w", st.Message(), context.Canceled)
+	case st.Code() == codes.Unavailable:
+		return toolhost.Errorf(toolhost.CodePluginExited, "plugin unreachable: %s", st.Message())
+	}
+	return toolhost.Errorf(toolhost.CodeInternal, "plugin: %s", st.Message())
+}
+

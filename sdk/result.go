@@ -1,0 +1,25 @@
+package sdk
+
+import (
+	"encoding/json"
+
+	"github.com/toolhost/toolhost"
+)
+
+// Text returns a successful result whose stdout is s.
+func Text(s string) *Result { return &Result{OK: true, Stdout: s} }
+
+// JSON returns a successful result whose stdout is v encoded as indented JSON.
+func JSON(v any) (*Result, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, toolhost.Errorf(toolhost.CodeInternal, "sdk: encode result: %w", err)
+	}
+	return Text(string(b)), nil
+}
+
+// Errorf returns an error with a code. A handler returning it fails the call
+// with that code and message; any other error fails it with tool_exec.
+func Errorf(code Code, format string, args ...any) error {
+	return toolhost.Errorf(code, format, args...)
+}

@@ -1,0 +1,100 @@
+// Package toolhost holds the types every part of toolhost shares: the tool-group
+// and tool specs a plugin reports, the call context, the result envelope, the
+// Provider interface a group implements and the stable error codes.
+//
+// Module authors use these through package sdk; embedders through package host.
+package toolhost
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// ProtocolMinor is the minor version of the plugin protocol. It grows when
+// fields are added; a breaking change bumps the major version instead.
+const ProtocolMinor = 0
+
+// GroupSpec is a tool group as its provider reports it.
+type GroupSpec struct {
+	// ID names the group; it must match ^[a-z][a-z0-9_-]{0,63}$.
+	ID string `json:"id"`
+	// Description says what the group is for, in a sentence.
+	Description string `json:"description"`
+	// Version is the provider's own version string, free-form.
+	Version string `json:"version,omitempty"`
+	// Tools are the group's tools, in the order the provider declares them.
+	Tools []ToolSpec `json:"tools"`
+}
+
+// ToolSpec describes one tool of a group.
+type ToolSpec struct {
+	// Name is unique across all groups; it must match ^[a-z][a-z0-9_]{0,63}$.
+	Name string `json:"name"`
+	// Description is what a model reads to decide whether to call the tool.
+	Description string `json:"description"`
+	// InputSchema is a JSON-schema object for the tool's arguments.
+	InputSchema json.RawMessage `json:"input_schema"`
+	// Optional tools are visible only when an allowlist names them.
+	Optional bool `json:"optional,omitempty"`
+	// RequiresApproval asks the host to get an approval before each call.
+	RequiresApproval bool `json:"requires_approval,omitempty"`
+	// Timeout bounds one call; zero means the host's default.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// NeedsAgent says the tool needs the calling agent in its context.
+	NeedsAgent bool `json:"needs_agent,omitempty"`
+	// NeedsRuntime says the tool needs the agent runtime in its context.
+	NeedsRuntime bool `json:"needs_runtime,omitempty"`
+}
+
+// CallContext says on whose behalf a Describe or a Call happens.
+type CallContext struct {
+	// CallID identifies one tool call; empty for Describe.
+	CallID string `json:"call_id,omitempty"`
+	// AgentID is the calling agent.
+	AgentID string `json:"agent_id,omitempty"`
+	// Role is the calling agent's role.
+	Role string `json:"role,omitempty"`
+	// Session identifies the conversation or MCP session.
+	Session string `json:"session,omitempty"`
+	// WorkspaceDir is the agent's workspace directory, if it has one.
+	WorkspaceDir string `json:"workspace_dir,omitempty"`
+	// Sandboxed is true when the agent runs in a sandbox.
+	Sandboxed bool `json:"sandboxed,omitempty"`
+	// Channel names where the request came from (cli, http, mcp, agent).
+	Channel string `json:"channel,omitempty"`
+}
+
+// DescribeRequest asks a provider for its group as seen from a context.
+type DescribeRequest struct {
+	// Context lets a provider offer different tools per agent or session.
+	Context CallContext
+}
+
+// ConfigureRequest passes a plugin block's config {} to its provider.
+type ConfigureRequest struct {
+	// Config is a JSON object; "{}" when the block has none.
+	Config json.RawMessage
+}
+
+// CallRequest is one tool call.
+type CallRequest struct {
+	// Tool is the tool's name.
+	Tool string
+	// Arguments is a JSON object.
+	Arguments json.RawMessage
+	// Context carries the call id and the caller.
+	Context CallContext
+}
+
+// Provider serves one tool group. *sdk.Group implements it; the host adapts
+// each subprocess plugin to it.
+type Provider interface {
+	// Describe reports the group and its tools for the request's context.
+	Describe(ctx context.Context, req *DescribeRequest) (*GroupSpec, error)
+	// Configure passes the group's configuration; called once, before Describe.
+	Configure(ctx context.Context, req *ConfigureRequest) error
+	// Call runs one tool. A failing tool is a Result with OK false; an error
+	// means the call could not be carried out.
+	Call(ctx context.Context, req *CallRequest) (*Result, error)
+}
