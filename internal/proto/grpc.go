@@ -124,4 +124,3 @@ func fromStatus(ctx context.Context, err error) error {
 	}
 	return toolhost.Errorf(toolhost.CodeInternal, "plugin: %s", st.Message())
 }
-
