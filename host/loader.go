@@ -170,11 +170,11 @@ func (s *supervisor) describe(proc *rpcplugin.Process) (*Group, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.DescribeTimeout)
 	defer cancel()
 	if err := proc.Provider.Configure(ctx, &toolhost.ConfigureRequest{Config: s.cfg.Config}); err != nil {
-		return nil, fmt.Errorf("configure: %w", err)
+		return nil, s.stepError("configure", err)
 	}
 	spec, err := proc.Provider.Describe(ctx, &toolhost.DescribeRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("describe: %w", err)
+		return nil, s.stepError("describe", err)
 	}
 	if s.kind == SourceBuiltin && spec.ID != s.cfg.Name {
 		return nil, toolhost.Errorf(toolhost.CodeInvalidGroupDef, "builtin %q reported group id %q", s.cfg.Name, spec.ID)
@@ -184,6 +184,14 @@ func (s *supervisor) describe(proc *rpcplugin.Process) (*Group, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// stepError names the step of loading that failed.
+func (s *supervisor) stepError(step string, err error) error {
+	if errors.Is(err, toolhost.ErrTimeout) {
+		return toolhost.Errorf(toolhost.CodeTimeout, "%s: no answer within %s", step, s.h.opts.DescribeTimeout)
+	}
+	return fmt.Errorf("%s: %w", step, err)
 }
 
 // exited unregisters the group of a process that has exited and reaps what

@@ -114,7 +114,7 @@ func fromStatus(ctx context.Context, err error) error {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "%s: %w", st.Message(), ctx.Err())
+		return toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "plugin call: %w", ctx.Err())
 	case st.Code() == codes.DeadlineExceeded:
 		return toolhost.Errorf(toolhost.CodeTimeout, "%s: %w", st.Message(), context.DeadlineExceeded)
 	case st.Code() == codes.Canceled:

@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -55,6 +55,9 @@ func Launch(opts Options) (*Process, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	if fi, err := os.Stat(opts.Path); err != nil || fi.IsDir() {
+		return nil, toolhost.Errorf(toolhost.CodeValidation, "plugin executable %s not found (build it with scripts/build, or fix the block's path)", opts.Path)
+	}
 	cmd := exec.Command(opts.Path, opts.Args...)
 	for _, k := range inheritedEnv {
 		if v, ok := os.LookupEnv(k); ok {
@@ -98,10 +101,41 @@ func Launch(opts Options) (*Process, error) {
 		}
 	}
 	p.Stop()
-	if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
-		return nil, toolhost.Errorf(toolhost.CodePolicy, "plugin %s: executable does not match its pinned sha256", opts.Path)
+	return nil, p.startError(err, opts)
+}
+
+// startError explains why a plugin did not start, in place of go-plugin's
+// generic notes, with a code: policy for a checksum mismatch, plugin_exited
+// when it died first, timeout when it never answered, invalid_group_def when
+// it answered with something other than the handshake.
+func (p *Process) startError(err error, opts Options) error {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
+		return toolhost.Errorf(toolhost.CodePolicy, "plugin %s: the executable does not match its pinned sha256", opts.Path)
+	case strings.Contains(msg, "timeout while waiting for plugin to start"):
+		return toolhost.Errorf(toolhost.CodeTimeout, "plugin %s: no handshake within the start timeout of %s", opts.Path, opts.StartTimeout)
+	case strings.Contains(msg, "exited before we could connect"), strings.Contains(msg, "Failed to read any lines"):
+		return toolhost.Errorf(toolhost.CodePluginExited, "plugin %s: exited before the handshake (%s)", opts.Path, p.exitStatus())
+	case strings.HasPrefix(msg, unrecognized):
+		line, _, _ := strings.Cut(strings.TrimPrefix(msg, unrecognized), "\n")
+		return toolhost.Errorf(toolhost.CodeInvalidGroupDef,
+			"plugin %s: did not complete the handshake: it wrote %q to stdout (a plugin serves with sdk.Serve and never writes to stdout)", opts.Path, line)
+	case strings.Contains(msg, "Incompatible API version"):
+		return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "plugin %s: %v", opts.Path, err)
 	}
-	return nil, fmt.Errorf("plugin %s: start: %w", opts.Path, err)
+	return toolhost.Errorf(toolhost.CodeInternal, "plugin %s: start: %w", opts.Path, err)
+}
+
+// unrecognized starts go-plugin's error for a first stdout line that is not
+// the handshake.
+const unrecognized = "Unrecognized remote plugin message: "
+
+func (p *Process) exitStatus() string {
+	if err := p.ExitError(); err != nil {
+		return err.Error()
+	}
+	return "exit status 0"
 }
 
 // Exited is cancelled once the plugin process has exited (go-plugin's done

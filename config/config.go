@@ -1,0 +1,174 @@
+// Package config loads toolhost's HCL configuration file, config.hcl.
+//
+// A file names the address the host listens on, its data and plugin directories, output limits,
+// and the modules to run: `plugin "NAME" {}` blocks for third-party modules and
+// `builtin "workspace"|"command"|"network" {}` blocks for first-party ones. Expressions may call
+// env("NAME"). The TOOLHOST_LISTEN, TOOLHOST_DATA_DIR and TOOLHOST_PLUGIN_DIR environment variables
+// override the file. Every problem found is reported at once as [Diagnostics], each with the
+// file, line and column it concerns.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Config is a parsed config.hcl with defaults filled in, paths absolute and overrides applied.
+type Config struct {
+	// File is the absolute path of the file parsed.
+	File string
+	// Listen is the host:port the HTTP server binds; default "127.0.0.1:8741", TOOLHOST_LISTEN overrides.
+	Listen string
+	// DataDir is the absolute data directory; default <dir of file>/data, TOOLHOST_DATA_DIR overrides
+	// (a relative value resolves against the current working directory).
+	DataDir string
+	// PluginDir is the absolute directory holding plugin executables; default <dir of file>/bin/plugins,
+	// TOOLHOST_PLUGIN_DIR overrides (a relative value resolves against the current working directory).
+	PluginDir string
+	// Limits bounds tool calls and their output.
+	Limits Limits
+	// Plugins are the plugin and builtin blocks, in file order.
+	Plugins []Plugin
+}
+
+// Limits bounds tool calls and their output, from the `limits` block.
+type Limits struct {
+	// Timeout is the longest a tool call may run; default 30s.
+	Timeout time.Duration
+	// MaxOutputLines is the most output lines a tool returns; default 2000.
+	MaxOutputLines int
+	// MaxOutputBytes is the most output bytes a tool returns; default 51200.
+	MaxOutputBytes int
+}
+
+// Kind tells third-party modules from first-party ones.
+type Kind string
+
+const (
+	// KindPlugin is a third-party module: `plugin "NAME" {}`.
+	KindPlugin Kind = "plugin"
+	// KindBuiltin is a first-party module with a reserved id: `builtin "workspace"|"command"|"network" {}`.
+	KindBuiltin Kind = "builtin"
+)
+
+// RestartPolicy says what the host does when a plugin's process exits.
+type RestartPolicy string
+
+const (
+	// RestartAlways restarts the plugin whenever it exits.
+	RestartAlways RestartPolicy = "always"
+	// RestartOnFailure restarts the plugin when it exits with an error; the default.
+	RestartOnFailure RestartPolicy = "on-failure"
+	// RestartNever leaves an exited plugin stopped.
+	RestartNever RestartPolicy = "never"
+)
+
+// Plugin is one plugin or builtin block.
+type Plugin struct {
+	// Name is the block label.
+	Name string
+	// Kind is KindPlugin or KindBuiltin, after the block type.
+	Kind Kind
+	// Path is the absolute path of the executable. A relative `path` resolves against
+	// Config.PluginDir; builtin blocks default to PluginDir/<name>.
+	Path string
+	// Args are the command-line arguments passed to the executable.
+	Args []string
+	// Env is extra environment for the process.
+	Env map[string]string
+	// SHA256 is the executable's pinned digest in lower-case hex, or "" when not pinned.
+	SHA256 string
+	// Restart is the restart policy; default RestartOnFailure.
+	Restart RestartPolicy
+	// MaxRestarts is how many consecutive restarts are tried before the plugin is marked failed; default 5.
+	MaxRestarts int
+	// StartTimeout bounds the plugin's start; default 10s.
+	StartTimeout time.Duration
+	// Config is the block's `config { ... }` as a JSON object, "{}" when absent.
+	Config json.RawMessage
+	// Pos is where the block is declared, "file:line,col".
+	Pos string
+}
+
+// Options tune parsing; nil means defaults.
+type Options struct {
+	// Getenv looks up environment variables (TOOLHOST_* overrides and the env() function); nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// Load reads the file at path and returns Parse(src, path, nil).
+func Load(path string) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(src, path, nil)
+}
+
+// Parse parses src as the contents of filename. Relative paths in the file resolve against
+// filepath.Dir(filename) made absolute. Environment overrides are applied after parsing.
+// Any error is a Diagnostics listing every problem found.
+func Parse(src []byte, filename string, opts *Options) (*Config, error) {
+	getenv := os.Getenv
+	if opts != nil && opts.Getenv != nil {
+		getenv = opts.Getenv
+	}
+	file, err := filepath.Abs(filename)
+	if err != nil {
+		return nil, Diagnostics{{File: filename, Summary: "Cannot resolve the file's path", Detail: err.Error()}}
+	}
+	dir := filepath.Dir(file)
+	cfg := &Config{
+		File:      file,
+		Listen:    "127.0.0.1:8741",
+		DataDir:   filepath.Join(dir, "data"),
+		PluginDir: filepath.Join(dir, "bin", "plugins"),
+		Limits:    Limits{Timeout: 30 * time.Second, MaxOutputLines: 2000, MaxOutputBytes: 51200},
+	}
+	d := &decoder{ctx: evalContext(getenv), dir: dir}
+	diags := fromHCL(d.decodeFile(cfg, src, filename), filename)
+	diags = append(diags, cfg.override(getenv)...)
+	if len(diags) > 0 {
+		return nil, diags
+	}
+	for i := range cfg.Plugins {
+		cfg.Plugins[i].Path = resolve(cfg.PluginDir, cfg.Plugins[i].Path)
+	}
+	return cfg, nil
+}
+
+// override applies the TOOLHOST_* environment variables that are set.
+func (c *Config) override(getenv func(string) string) Diagnostics {
+	var diags Diagnostics
+	if v := getenv("TOOLHOST_LISTEN"); v != "" {
+		if _, err := listenAddr(v); err != nil {
+			diags = append(diags, Diagnostic{File: "TOOLHOST_LISTEN", Summary: "Invalid TOOLHOST_LISTEN", Detail: err.Error() + "."})
+		}
+		c.Listen = v
+	}
+	dirs := []struct {
+		name string
+		dst  *string
+	}{{"TOOLHOST_DATA_DIR", &c.DataDir}, {"TOOLHOST_PLUGIN_DIR", &c.PluginDir}}
+	for _, d := range dirs {
+		if v := getenv(d.name); v != "" {
+			abs, err := filepath.Abs(v)
+			if err != nil {
+				diags = append(diags, Diagnostic{File: d.name, Summary: "Invalid " + d.name, Detail: err.Error() + "."})
+			}
+			*d.dst = abs
+		}
+	}
+	return diags
+}
+
+// resolve makes p absolute against base, cleaning it.
+func resolve(base, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(base, p)
+}

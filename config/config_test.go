@@ -1,0 +1,219 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// testEnv is the environment the golden tests see.
+var testEnv = map[string]string{
+	"PORT":      "9999",
+	"NOTES_BIN": "/usr/bin/notes",
+	"NOTES_DIR": "/srv/notes",
+	"TOKEN":     "s3cret",
+	"USER":      "Ada",
+}
+
+func getenv(env map[string]string) func(string) string {
+	return func(k string) string { return env[k] }
+}
+
+// TestGolden parses each testdata/*.hcl and compares the outcome with testdata/*.golden:
+// the Config as JSON, paths under testdata shown as $DIR, or the error text.
+func TestGolden(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "*.hcl"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no testdata: %v", err)
+	}
+	dir, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range inputs {
+		t.Run(strings.TrimSuffix(filepath.Base(in), ".hcl"), func(t *testing.T) {
+			src, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := render(t, dir, src, in)
+			goldenPath := strings.TrimSuffix(in, ".hcl") + ".golden"
+			if *update {
+				if err := os.WriteFile(goldenPath, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(goldenPath)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs from %s:\n--- got\n%s--- want\n%s", in, goldenPath, got, want)
+			}
+		})
+	}
+}
+
+// render parses src and returns the golden text for the outcome.
+func render(t *testing.T, dir string, src []byte, filename string) string {
+	t.Helper()
+	cfg, err := Parse(src, filename, &Options{Getenv: getenv(testEnv)})
+	if err != nil {
+		var diags Diagnostics
+		if !errors.As(err, &diags) {
+			t.Fatalf("error %T is not Diagnostics: %v", err, err)
+		}
+		return err.Error() + "\n"
+	}
+	type limits struct {
+		Limits
+		Timeout string
+	}
+	type plugin struct {
+		Plugin
+		StartTimeout string
+	}
+	view := struct {
+		*Config
+		Limits  limits
+		Plugins []plugin
+	}{Config: cfg, Limits: limits{cfg.Limits, cfg.Limits.Timeout.String()}}
+	placeholder := strings.NewReplacer(filepath.ToSlash(dir), "$DIR")
+	rel := func(p string) string { return placeholder.Replace(filepath.ToSlash(p)) }
+	cfg.File, cfg.DataDir, cfg.PluginDir = rel(cfg.File), rel(cfg.DataDir), rel(cfg.PluginDir)
+	for _, p := range cfg.Plugins {
+		p.Path = rel(p.Path)
+		view.Plugins = append(view.Plugins, plugin{p, p.StartTimeout.String()})
+	}
+	out, err := json.MarshalIndent(view, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out) + "\n"
+}
+
+func TestEnvOverrides(t *testing.T) {
+	const file = "/srv/toolhost/config.hcl"
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		src     string
+		env     map[string]string
+		check   func(t *testing.T, c *Config)
+		wantErr string
+	}{{
+		name: "defaults without overrides",
+		env:  map[string]string{},
+		check: func(t *testing.T, c *Config) {
+			equal(t, "Listen", c.Listen, "127.0.0.1:8741")
+			equal(t, "DataDir", c.DataDir, "/srv/toolhost/data")
+			equal(t, "PluginDir", c.PluginDir, "/srv/toolhost/bin/plugins")
+		},
+	}, {
+		name: "listen overrides file",
+		src:  `listen = "127.0.0.1:1"`,
+		env:  map[string]string{"TOOLHOST_LISTEN": ":9090"},
+		check: func(t *testing.T, c *Config) {
+			equal(t, "Listen", c.Listen, ":9090")
+		},
+	}, {
+		name: "empty values do not override",
+		src:  `listen = "127.0.0.1:1"` + "\n" + `data_dir = "d"`,
+		env:  map[string]string{"TOOLHOST_LISTEN": "", "TOOLHOST_DATA_DIR": ""},
+		check: func(t *testing.T, c *Config) {
+			equal(t, "Listen", c.Listen, "127.0.0.1:1")
+			equal(t, "DataDir", c.DataDir, "/srv/toolhost/d")
+		},
+	}, {
+		name: "absolute dirs",
+		src:  `data_dir = "d"` + "\n" + `plugin_dir = "p"`,
+		env:  map[string]string{"TOOLHOST_DATA_DIR": "/var/lib/toolhost", "TOOLHOST_PLUGIN_DIR": "/opt/plugins/"},
+		check: func(t *testing.T, c *Config) {
+			equal(t, "DataDir", c.DataDir, "/var/lib/toolhost")
+			equal(t, "PluginDir", c.PluginDir, "/opt/plugins")
+		},
+	}, {
+		name: "relative dirs resolve against the working directory",
+		env:  map[string]string{"TOOLHOST_DATA_DIR": "state", "TOOLHOST_PLUGIN_DIR": "./bin"},
+		check: func(t *testing.T, c *Config) {
+			equal(t, "DataDir", c.DataDir, filepath.Join(cwd, "state"))
+			equal(t, "PluginDir", c.PluginDir, filepath.Join(cwd, "bin"))
+		},
+	}, {
+		name: "plugin paths resolve against the overridden plugin dir",
+		src: `plugin_dir = "ignored"
+plugin "notes" { path = "notes/bin" }
+plugin "abs" { path = "/usr/bin/abs" }
+builtin "workspace" {}`,
+		env: map[string]string{"TOOLHOST_PLUGIN_DIR": "plugins"},
+		check: func(t *testing.T, c *Config) {
+			equal(t, "notes.Path", c.Plugins[0].Path, filepath.Join(cwd, "plugins", "notes", "bin"))
+			equal(t, "abs.Path", c.Plugins[1].Path, "/usr/bin/abs")
+			equal(t, "workspace.Path", c.Plugins[2].Path, filepath.Join(cwd, "plugins", "workspace"))
+		},
+	}, {
+		name:    "invalid listen",
+		env:     map[string]string{"TOOLHOST_LISTEN": "localhost"},
+		wantErr: `TOOLHOST_LISTEN: Invalid TOOLHOST_LISTEN: "localhost" is not host:port: address localhost: missing port in address.`,
+	}, {
+		name:    "invalid listen port",
+		env:     map[string]string{"TOOLHOST_LISTEN": "localhost:http"},
+		wantErr: `TOOLHOST_LISTEN: Invalid TOOLHOST_LISTEN: "localhost:http": the port must be a number from 0 to 65535.`,
+	}, {
+		name: "invalid listen reported after file errors",
+		src:  `listen = 1`,
+		env:  map[string]string{"TOOLHOST_LISTEN": "nope"},
+		wantErr: "/srv/toolhost/config.hcl:1,10: Invalid value for \"listen\": \"1\" is not host:port: address 1: missing port in address.\n" +
+			`TOOLHOST_LISTEN: Invalid TOOLHOST_LISTEN: "nope" is not host:port: address nope: missing port in address.`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.src), file, &Options{Getenv: getenv(tt.env)})
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error:\n got %v\nwant %s", err, tt.wantErr)
+				}
+				if c != nil {
+					t.Errorf("Config %+v returned with an error", c)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	t.Setenv("TOOLHOST_LISTEN", "")
+	t.Setenv("TOOLHOST_DATA_DIR", "")
+	t.Setenv("TOOLHOST_PLUGIN_DIR", "")
+	c, err := Load(filepath.Join("testdata", "empty.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "Timeout", c.Limits.Timeout, 30*time.Second)
+	if _, err := Load(filepath.Join("testdata", "missing.hcl")); err == nil || !strings.HasPrefix(err.Error(), "config: ") {
+		t.Errorf("Load of a missing file: %v", err)
+	}
+}
+
+func equal[T comparable](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}

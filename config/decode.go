@@ -1,0 +1,192 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// rootSchema is the top level of config.hcl.
+var rootSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "data_dir"}, {Name: "plugin_dir"}},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "limits"},
+		{Type: string(KindPlugin), LabelNames: []string{"name"}},
+		{Type: string(KindBuiltin), LabelNames: []string{"name"}},
+	},
+}
+
+var limitsSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "timeout"}, {Name: "max_output_lines"}, {Name: "max_output_bytes"}},
+}
+
+// moduleSchemas are the bodies of plugin and builtin blocks, which differ only in whether path is required.
+var moduleSchemas = map[Kind]*hcl.BodySchema{
+	KindPlugin:  moduleSchema(true),
+	KindBuiltin: moduleSchema(false),
+}
+
+func moduleSchema(pathRequired bool) *hcl.BodySchema {
+	return &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{
+			{Name: "path", Required: pathRequired},
+			{Name: "args"},
+			{Name: "env"},
+			{Name: "sha256"},
+			{Name: "restart"},
+			{Name: "max_restarts"},
+			{Name: "start_timeout"},
+		},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}},
+	}
+}
+
+// evalContext offers expressions a single function, env("NAME"), and no variables.
+func evalContext(getenv func(string) string) *hcl.EvalContext {
+	return &hcl.EvalContext{Functions: map[string]function.Function{
+		"env": function.New(&function.Spec{
+			Description: `Returns the value of an environment variable, or "" when it is unset.`,
+			Params:      []function.Parameter{{Name: "name", Type: cty.String}},
+			Type:        function.StaticReturnType(cty.String),
+			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+				return cty.StringVal(getenv(args[0].AsString())), nil
+			},
+		}),
+	}}
+}
+
+// decoder fills a Config from an HCL file, collecting every problem it finds.
+type decoder struct {
+	ctx   *hcl.EvalContext
+	dir   string // absolute directory of the file, for relative paths
+	diags hcl.Diagnostics
+}
+
+func (d *decoder) add(diags hcl.Diagnostics) { d.diags = append(d.diags, diags...) }
+
+func (d *decoder) fail(rng hcl.Range, summary, detail string) {
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()})
+}
+
+// decodeFile parses src and decodes it into cfg, whose fields already hold the defaults.
+// Plugin paths are left as written (or the block's name for a builtin without one), to be
+// resolved once the plugin directory is final.
+func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagnostics {
+	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		return diags
+	}
+	content, diags := f.Body.Content(rootSchema)
+	d.add(diags)
+	attr(d, content.Attributes, "listen", &cfg.Listen, listenAddr)
+	attr(d, content.Attributes, "data_dir", &cfg.DataDir, d.path)
+	attr(d, content.Attributes, "plugin_dir", &cfg.PluginDir, d.path)
+	if blk := d.onlyBlock(content.Blocks.OfType("limits")); blk != nil {
+		d.limits(&cfg.Limits, blk.Body)
+	}
+	declared := make(map[string]hcl.Range)
+	for _, blk := range content.Blocks {
+		if blk.Type != "limits" {
+			cfg.Plugins = append(cfg.Plugins, d.plugin(blk, declared))
+		}
+	}
+	return d.diags
+}
+
+func (d *decoder) limits(l *Limits, body hcl.Body) {
+	content, diags := body.Content(limitsSchema)
+	d.add(diags)
+	attr(d, content.Attributes, "timeout", &l.Timeout, duration)
+	attr(d, content.Attributes, "max_output_lines", &l.MaxOutputLines, positive)
+	attr(d, content.Attributes, "max_output_bytes", &l.MaxOutputBytes, positive)
+}
+
+// plugin decodes a plugin or builtin block; declared maps the names seen so far to their blocks.
+func (d *decoder) plugin(blk *hcl.Block, declared map[string]hcl.Range) Plugin {
+	kind, name, nameRange := Kind(blk.Type), blk.Labels[0], blk.LabelRanges[0]
+	p := Plugin{
+		Name:         name,
+		Kind:         kind,
+		Path:         name,
+		Restart:      RestartOnFailure,
+		MaxRestarts:  5,
+		StartTimeout: 10 * time.Second,
+		Config:       json.RawMessage("{}"),
+		Pos:          position(blk.DefRange),
+	}
+	if err := checkName(kind, name); err != nil {
+		d.fail(nameRange, fmt.Sprintf("Invalid %s name", kind), err.Error()+".")
+	} else if first, dup := declared[name]; dup {
+		d.fail(nameRange, "Duplicate plugin name",
+			fmt.Sprintf("A plugin or builtin named %q was already declared at %s.", name, position(first)))
+	} else {
+		declared[name] = blk.DefRange
+	}
+
+	content, diags := blk.Body.Content(moduleSchemas[kind])
+	d.add(diags)
+	attrs := content.Attributes
+	attr(d, attrs, "path", &p.Path, nonEmpty)
+	attr(d, attrs, "args", &p.Args, asIs)
+	attr(d, attrs, "env", &p.Env, envMap)
+	attr(d, attrs, "sha256", &p.SHA256, sha256Hex)
+	attr(d, attrs, "restart", &p.Restart, restartPolicy)
+	attr(d, attrs, "max_restarts", &p.MaxRestarts, nonNegative)
+	attr(d, attrs, "start_timeout", &p.StartTimeout, duration)
+	if cfg := d.onlyBlock(content.Blocks); cfg != nil {
+		p.Config = d.configJSON(cfg.Body)
+	}
+	return p
+}
+
+// onlyBlock returns the first of blocks, all of one type, reporting the others as duplicates.
+func (d *decoder) onlyBlock(blocks hcl.Blocks) *hcl.Block {
+	if len(blocks) == 0 {
+		return nil
+	}
+	for _, b := range blocks[1:] {
+		d.fail(b.DefRange, fmt.Sprintf("Duplicate %s block", b.Type),
+			fmt.Sprintf("Only one %s block is allowed here; the first is at %s.", b.Type, position(blocks[0].DefRange)))
+	}
+	return blocks[0]
+}
+
+// attr decodes the attribute name, when present, as a T and stores conv's result in *dst,
+// reporting a wrong type or conv's error at the attribute's value.
+func attr[T, U any](d *decoder, attrs hcl.Attributes, name string, dst *U, conv func(T) (U, error)) {
+	a, ok := attrs[name]
+	if !ok {
+		return
+	}
+	v, diags := a.Expr.Value(d.ctx)
+	d.add(diags)
+	if diags.HasErrors() {
+		return
+	}
+	var raw T
+	ty, err := gocty.ImpliedType(&raw)
+	if err == nil {
+		v, err = convert.Convert(v, ty)
+	}
+	if err == nil {
+		err = gocty.FromCtyValue(v, &raw)
+	}
+	if err != nil {
+		d.fail(a.Expr.Range(), "Incorrect attribute value type",
+			fmt.Sprintf("Inappropriate value for attribute %q: %v.", name, err))
+		return
+	}
+	u, err := conv(raw)
+	if err != nil {
+		d.fail(a.Expr.Range(), fmt.Sprintf("Invalid value for %q", name), err.Error()+".")
+		return
+	}
+	*dst = u
+}

@@ -1,0 +1,43 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func FuzzParse(f *testing.F) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "*.hcl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, in := range inputs {
+		src, err := os.ReadFile(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src)
+	}
+	opts := &Options{Getenv: getenv(testEnv)}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		cfg, err := Parse(src, "fuzz.hcl", opts)
+		if err != nil {
+			var diags Diagnostics
+			if !errors.As(err, &diags) || err.Error() == "" {
+				t.Fatalf("error %T %q is not a non-empty Diagnostics", err, err)
+			}
+			if cfg != nil {
+				t.Fatal("Config returned with an error")
+			}
+			return
+		}
+		for _, p := range cfg.Plugins {
+			var obj map[string]any
+			if err := json.Unmarshal(p.Config, &obj); err != nil || obj == nil {
+				t.Fatalf("plugin %q config %s is not a JSON object: %v", p.Name, p.Config, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,8 @@
+plugin "notes" {
+  path = "notes"
+  env = {
+    "1ST"   = "x"
+    "A-B"   = "y"
+    OK      = "z"
+  }
+}

@@ -1,0 +1,4 @@
+plugin "notes" {
+  path    = "notes"
+  restart = "sometimes"
+}

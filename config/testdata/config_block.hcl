@@ -1,0 +1,9 @@
+plugin "search" {
+  path = "search"
+  config {
+    engine = "bing"
+    proxy {
+      url = "http://proxy"
+    }
+  }
+}

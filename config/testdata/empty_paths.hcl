@@ -1,0 +1,6 @@
+data_dir   = ""
+plugin_dir = ""
+
+plugin "notes" {
+  path = ""
+}

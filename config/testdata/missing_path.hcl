@@ -1,0 +1,3 @@
+plugin "notes" {
+  args = ["-v"]
+}

@@ -1,0 +1,116 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The converters below check a decoded attribute value and turn it into its Config form.
+// Their errors become the detail of a diagnostic at the attribute's value.
+
+var (
+	nameRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+	envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sha256RE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+)
+
+// builtinNames are the labels a builtin block may have.
+var builtinNames = []string{"workspace", "command", "network"}
+
+var restartPolicies = []RestartPolicy{RestartAlways, RestartOnFailure, RestartNever}
+
+func checkName(kind Kind, name string) error {
+	if kind == KindBuiltin {
+		if !slices.Contains(builtinNames, name) {
+			return fmt.Errorf("%q is not a builtin module; the builtins are %s", name, strings.Join(builtinNames, ", "))
+		}
+		return nil
+	}
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%q must start with a lower-case letter and continue with up to 63 lower-case letters, digits, '_' or '-'", name)
+	}
+	return nil
+}
+
+func listenAddr(s string) (string, error) {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", fmt.Errorf("%q is not host:port: %v", s, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", fmt.Errorf("%q: the port must be a number from 0 to 65535", s)
+	}
+	return s, nil
+}
+
+func nonEmpty(s string) (string, error) {
+	if s == "" {
+		return "", errors.New("the path must not be empty")
+	}
+	return s, nil
+}
+
+// path resolves a non-empty path against the file's directory.
+func (d *decoder) path(s string) (string, error) {
+	if _, err := nonEmpty(s); err != nil {
+		return "", err
+	}
+	return resolve(d.dir, s), nil
+}
+
+func asIs[T any](v T) (T, error) { return v, nil }
+
+func envMap(env map[string]string) (map[string]string, error) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if !envKeyRE.MatchString(k) {
+			return nil, fmt.Errorf("%q is not a valid environment variable name: use letters, digits and '_', not starting with a digit", k)
+		}
+	}
+	return env, nil
+}
+
+func sha256Hex(s string) (string, error) {
+	if !sha256RE.MatchString(s) {
+		return "", fmt.Errorf("%q is not a SHA-256 digest: it must be 64 hexadecimal digits", s)
+	}
+	return strings.ToLower(s), nil
+}
+
+func restartPolicy(s string) (RestartPolicy, error) {
+	if p := RestartPolicy(s); slices.Contains(restartPolicies, p) {
+		return p, nil
+	}
+	return "", fmt.Errorf("%q is not one of always, on-failure, never", s)
+}
+
+func positive(n int) (int, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("%d must be greater than 0", n)
+	}
+	return n, nil
+}
+
+func nonNegative(n int) (int, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("%d must not be negative", n)
+	}
+	return n, nil
+}
+
+func duration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as \"30s\" or \"1m30s\"", s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q must be greater than 0", s)
+	}
+	return d, nil
+}

@@ -1,0 +1,351 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/sdk"
+)
+
+// startHost starts a host on the plugins and closes it when the test ends.
+func startHost(t *testing.T, plugins ...config.Plugin) *Host {
+	t.Helper()
+	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: plugins}
+	h, err := New(cfg, &Options{
+		Logger:         hclog.New(&hclog.LoggerOptions{Output: testLog{t}, Level: hclog.Info}),
+		RestartBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
+		DescribeTimeout: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func call(t *testing.T, h *Host, tool string, args any) (*toolhost.Result, error) {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	return h.Call(context.Background(), &toolhost.CallRequest{Tool: tool, Arguments: raw})
+}
+
+// eventually waits up to 5s for cond; it is a wait, not a timing assertion.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// alive reports whether pid is a live process (zombies count as dead).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func group(h *Host, id string) (GroupInfo, bool) {
+	for _, g := range h.Groups() {
+		if g.ID == id {
+			return g, true
+		}
+	}
+	return GroupInfo{}, false
+}
+
+func plugin(h *Host, name string) PluginStatus {
+	for _, p := range h.Plugins() {
+		if p.Name == name {
+			return p
+		}
+	}
+	return PluginStatus{}
+}
+
+func readPid(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	eventually(t, "the plugin wrote its pid", func() bool {
+		b, _ := os.ReadFile(file)
+		pid, _ = strconv.Atoi(string(b))
+		return pid > 0
+	})
+	return pid
+}
+
+func TestLoadAndCall(t *testing.T) {
+	h := startHost(t, testPlugin("good", "good", nil))
+	g, ok := group(h, "testgroup")
+	if !ok {
+		t.Fatalf("group not registered: %+v", h.Plugins())
+	}
+	if g.Source.Kind != SourcePlugin || g.Source.State != StateRunning || g.Source.Pid == 0 || g.ToolCount != 4 || g.Reserved {
+		t.Fatalf("group = %+v", g)
+	}
+	res, err := call(t, h, "echo", map[string]any{"text": "hi"})
+	if err != nil || !res.OK || res.Stdout != "hi" {
+		t.Fatalf("echo = %+v, %v", res, err)
+	}
+	res, err = call(t, h, "echo", map[string]any{"text": 3})
+	if err != nil || res.OK || res.Error.Code != toolhost.CodeValidation {
+		t.Fatalf("bad arguments: %+v, %v", res, err)
+	}
+	if _, err := call(t, h, "nope", nil); !errors.Is(err, toolhost.ErrUnknownTool) || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("unknown tool: err = %v", err)
+	}
+}
+
+func TestCallTimeoutReachesPlugin(t *testing.T) {
+	h := startHost(t, testPlugin("good", "good", nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := h.Call(ctx, &toolhost.CallRequest{Tool: "sleep", Arguments: []byte(`{"ms":60000}`)})
+	if !errors.Is(err, toolhost.ErrTimeout) {
+		t.Fatalf("err = %v, want timeout", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err = h.Call(ctx, &toolhost.CallRequest{Tool: "sleep", Arguments: []byte(`{"ms":60000}`)})
+	if !errors.Is(err, toolhost.ErrCancelled) {
+		t.Fatalf("err = %v, want cancelled", err)
+	}
+}
+
+func TestSIGKILLUnregistersFailsInFlightAndRestarts(t *testing.T) {
+	h := startHost(t, testPlugin("good", "good", nil))
+	g, _ := group(h, "testgroup")
+	oldPid := g.Source.Pid
+
+	inflight := make(chan error, 1)
+	go func() {
+		_, err := call(t, h, "sleep", map[string]any{"ms": 60000})
+		inflight <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let the call reach the plugin
+	if err := syscall.Kill(oldPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-inflight:
+		if !errors.Is(err, toolhost.ErrPluginExited) {
+			t.Fatalf("in-flight call: err = %v, want plugin_exited", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("in-flight call did not return")
+	}
+	eventually(t, "the group is back with a new process", func() bool {
+		g, ok := group(h, "testgroup")
+		return ok && g.Source.Pid != oldPid && g.Source.Pid != 0
+	})
+	g, _ = group(h, "testgroup")
+	if g.Source.Restarts != 1 || g.Source.State != StateRunning {
+		t.Fatalf("after restart: %+v", g.Source)
+	}
+	if res, err := call(t, h, "echo", map[string]any{"text": "again"}); err != nil || res.Stdout != "again" {
+		t.Fatalf("call after restart: %+v, %v", res, err)
+	}
+}
+
+func TestExitedGroupIsUnlistedUntilBack(t *testing.T) {
+	p := testPlugin("good", "good", nil)
+	p.Restart = config.RestartNever
+	h := startHost(t, p)
+	g, _ := group(h, "testgroup")
+	if err := syscall.Kill(g.Source.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the group is unregistered", func() bool { _, ok := group(h, "testgroup"); return !ok })
+	eventually(t, "the plugin is failed", func() bool { return plugin(h, "good").State == StateFailed })
+	st := plugin(h, "good")
+	if st.Restarts != 0 || st.ErrorCode != toolhost.CodePluginExited || !strings.Contains(st.LastError, "killed") {
+		t.Fatalf("status = %+v", st)
+	}
+	if _, err := call(t, h, "echo", map[string]any{"text": "x"}); !errors.Is(err, toolhost.ErrUnknownTool) {
+		t.Fatalf("call to an exited group: %v", err)
+	}
+}
+
+func TestReservedIDRefusedAndProcessStopped(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	h := startHost(t, testPlugin("impostor", "reserved", map[string]string{pidFileEnv: pidFile}), testPlugin("good", "good", nil))
+	st := plugin(h, "impostor")
+	if st.State != StateFailed || st.ErrorCode != toolhost.CodeReservedGroupID || !strings.Contains(st.LastError, "workspace") {
+		t.Fatalf("status = %+v", st)
+	}
+	if _, ok := group(h, "workspace"); ok {
+		t.Fatal("reserved group registered")
+	}
+	pid := readPid(t, pidFile)
+	eventually(t, "the refused plugin's process is gone", func() bool { return !alive(pid) })
+	if res, err := call(t, h, "echo", map[string]any{"text": "still here"}); err != nil || !res.OK {
+		t.Fatalf("host stopped serving: %+v, %v", res, err)
+	}
+}
+
+// TestBrokenPluginsAreRefused: each broken plugin is refused with a clear
+// error while the host goes on serving a good one.
+func TestBrokenPluginsAreRefused(t *testing.T) {
+	cases := []struct {
+		behaviour, want string
+		code      toolhost.Code
+	}{
+		{"junk", `wrote "hello from a plugin that prints to stdout" to stdout`, toolhost.CodeInvalidGroupDef},
+		{"nohandshake", "no handshake within the start timeout of 500ms", toolhost.CodeTimeout},
+		{"exit", "exited before the handshake (exit status 1)", toolhost.CodePluginExited},
+		{"dupetools", "declared twice", toolhost.CodeInvalidGroupDef},
+		{"badschema", `type must be "object"`, toolhost.CodeInvalidGroupDef},
+		{"slowdescribe", "describe: no answer within 2s", toolhost.CodeTimeout},
+	}
+	plugins := []config.Plugin{testPlugin("good", "good", nil)}
+	for _, c := range cases {
+		p := testPlugin(c.behaviour, c.behaviour, nil)
+		p.StartTimeout, p.MaxRestarts = 500*time.Millisecond, 1
+		plugins = append(plugins, p)
+	}
+	h := startHost(t, plugins...)
+	for _, c := range cases {
+		t.Run(c.behaviour, func(t *testing.T) {
+			eventually(t, "the plugin is failed", func() bool { return plugin(h, c.behaviour).State == StateFailed })
+			st := plugin(h, c.behaviour)
+			t.Logf("%s: %s", st.ErrorCode, st.LastError)
+			if !strings.Contains(st.LastError, c.want) || st.ErrorCode != c.code {
+				t.Fatalf("status = %+v, want error containing %q with code %q", st, c.want, c.code)
+			}
+		})
+	}
+	if res, err := call(t, h, "echo", map[string]any{"text": "ok"}); err != nil || !res.OK {
+		t.Fatalf("host stopped serving: %+v, %v", res, err)
+	}
+	if ids := h.Manager().IDs(); len(ids) != 1 || ids[0] != "testgroup" {
+		t.Fatalf("registered groups = %v", ids)
+	}
+}
+
+func TestCrashLoopBacksOffThenFails(t *testing.T) {
+	p := testPlugin("crash", "exit", nil)
+	p.MaxRestarts = 3
+	h := startHost(t, p)
+	eventually(t, "the plugin is failed", func() bool { return plugin(h, "crash").State == StateFailed })
+	if st := plugin(h, "crash"); st.Restarts != 3 {
+		t.Fatalf("restarts = %d, want 3", st.Restarts)
+	}
+}
+
+func TestUnloadStopsAndUnregisters(t *testing.T) {
+	h := startHost(t, testPlugin("good", "good", nil))
+	g, _ := group(h, "testgroup")
+	if err := h.Unload("testgroup"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := group(h, "testgroup"); ok {
+		t.Fatal("group still registered after Unload")
+	}
+	if st := plugin(h, "good"); st.State != StateStopped || st.Pid != 0 {
+		t.Fatalf("status = %+v", st)
+	}
+	if alive(g.Source.Pid) {
+		t.Fatal("process alive after Unload")
+	}
+	if err := h.Unload("testgroup"); !errors.Is(err, toolhost.ErrValidation) {
+		t.Fatalf("second unload: %v", err)
+	}
+}
+
+func TestCloseLeavesNoProcess(t *testing.T) {
+	h := startHost(t, testPlugin("good", "good", nil))
+	g, _ := group(h, "testgroup")
+	res, err := call(t, h, "spawn", nil)
+	if err != nil || !res.OK {
+		t.Fatalf("spawn: %+v, %v", res, err)
+	}
+	grandchild, _ := strconv.Atoi(res.Stdout)
+	if !alive(grandchild) {
+		t.Fatal("grandchild not running")
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(g.Source.Pid) {
+		t.Error("plugin alive after Close")
+	}
+	eventually(t, "the grandchild is gone", func() bool { return !alive(grandchild) })
+}
+
+func TestDuplicateGroupReplacesAndSurvivesOldExit(t *testing.T) {
+	env := map[string]string{groupIDEnv: "shared"}
+	h := startHost(t, testPlugin("first", "good", env))
+	first := plugin(h, "first").Pid
+	second := testPlugin("second", "good", env)
+	h2 := h // a second supervisor on the same host, as a later config block would be
+	s := newSupervisor(h2, second)
+	h.mu.Lock()
+	h.plugins = append(h.plugins, s)
+	h.mu.Unlock()
+	go s.run()
+	<-s.ready
+	g, _ := group(h, "shared")
+	if g.Source.Name != "second" {
+		t.Fatalf("group source = %+v, want the replacing plugin", g.Source)
+	}
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first plugin has exited", func() bool { return !alive(first) && plugin(h, "first").Pid != first })
+	if g, ok := group(h, "shared"); !ok || g.Source.Name == "" {
+		t.Fatalf("the replaced plugin's exit removed the group: %+v", h.Groups())
+	}
+}
+
+func TestRegisterGroupInProcess(t *testing.T) {
+	h := startHost(t)
+	g := &sdk.Group{ID: "console", Description: "in-process", Tools: []sdk.Tool{
+		sdk.NewTool("console_print", "Print.", func(_ context.Context, r *sdk.Request[echoArgs]) (*sdk.Result, error) {
+			return sdk.Text(r.Args.Text), nil
+		}),
+	}}
+	if err := h.RegisterGroup(context.Background(), g); err != nil {
+		t.Fatalf("runtime group with a reserved id: %v", err)
+	}
+	info, ok := group(h, "console")
+	if !ok || info.Source.Kind != SourceRuntime || !info.Reserved {
+		t.Fatalf("group = %+v", info)
+	}
+	if res, err := call(t, h, "console_print", map[string]any{"text": "hello"}); err != nil || res.Stdout != "hello" {
+		t.Fatalf("call: %+v, %v", res, err)
+	}
+	if err := h.Unload("console"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := group(h, "console"); ok {
+		t.Fatal("runtime group still registered")
+	}
+}

@@ -1,0 +1,31 @@
+package host
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"testing"
+)
+
+// minPropertyRuns is the least number of runs of each rapid property.
+const minPropertyRuns = 200
+
+// TestMain either serves a test plugin, when this binary was re-executed as
+// one (see testplugin_test.go), or runs the tests with enough property runs.
+func TestMain(m *testing.M) {
+	if name := os.Getenv(testPluginEnv); name != "" {
+		serveTestPlugin(name)
+		os.Exit(0)
+	}
+	flag.Parse()
+	want := minPropertyRuns
+	if testing.Short() {
+		want *= 5 // rapid runs a fifth of its checks under -short
+	}
+	if f := flag.Lookup("rapid.checks"); f != nil {
+		if n, _ := strconv.Atoi(f.Value.String()); n < want {
+			_ = f.Value.Set(strconv.Itoa(want))
+		}
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,135 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/sdk"
+)
+
+// The test binary re-executes itself as a plugin when testPluginEnv names
+// one of the behaviours below; pidFileEnv, when set, receives its pid first.
+const (
+	testPluginEnv = "TOOLHOST_TEST_PLUGIN"
+	groupIDEnv    = "TOOLHOST_TEST_GROUP"
+	pidFileEnv    = "TOOLHOST_TEST_PIDFILE"
+)
+
+type sleepArgs struct {
+	Ms int `json:"ms" jsonschema:"how long to sleep, in milliseconds"`
+}
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+// testGroup is a well-behaved group whose id comes from groupIDEnv.
+func testGroup() *sdk.Group {
+	id := os.Getenv(groupIDEnv)
+	if id == "" {
+		id = "testgroup"
+	}
+	return &sdk.Group{
+		ID: id, Description: "tools for the host's tests",
+		Tools: []sdk.Tool{
+			sdk.NewTool("noop", "Do nothing.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
+				return &sdk.Result{OK: true}, nil
+			}),
+			sdk.NewTool("echo", "Echo text.", func(_ context.Context, r *sdk.Request[echoArgs]) (*sdk.Result, error) {
+				return sdk.Text(r.Args.Text), nil
+			}),
+			sdk.NewTool("sleep", "Sleep, or until cancelled.", func(ctx context.Context, r *sdk.Request[sleepArgs]) (*sdk.Result, error) {
+				select {
+				case <-time.After(time.Duration(r.Args.Ms) * time.Millisecond):
+					return sdk.Text("slept"), nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}),
+			sdk.NewTool("spawn", "Start a grandchild process that sleeps; return its pid.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
+				cmd := exec.Command("sleep", "60")
+				if err := cmd.Start(); err != nil {
+					return nil, err
+				}
+				return sdk.Text(strconv.Itoa(cmd.Process.Pid)), nil
+			}),
+		},
+	}
+}
+
+// hostile is a provider that reports whatever spec it is given, bypassing
+// the SDK's own checks.
+type hostile struct {
+	spec     toolhost.GroupSpec
+	describe func()
+}
+
+func (h *hostile) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost.GroupSpec, error) {
+	if h.describe != nil {
+		h.describe()
+	}
+	return &h.spec, nil
+}
+func (h *hostile) Configure(context.Context, *toolhost.ConfigureRequest) error { return nil }
+func (h *hostile) Call(context.Context, *toolhost.CallRequest) (*toolhost.Result, error) {
+	return &toolhost.Result{OK: true}, nil
+}
+
+// serveTestPlugin runs as the named test plugin.
+func serveTestPlugin(name string) {
+	if f := os.Getenv(pidFileEnv); f != "" {
+		_ = os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644)
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Level: hclog.Info})
+	obj := []byte(`{"type":"object"}`)
+	switch name {
+	case "good":
+		sdk.Serve(testGroup(), nil)
+	case "reserved":
+		os.Setenv(groupIDEnv, "workspace")
+		sdk.Serve(testGroup(), nil)
+	case "junk":
+		fmt.Println("hello from a plugin that prints to stdout")
+		sdk.Serve(testGroup(), nil)
+	case "nohandshake":
+		time.Sleep(time.Hour)
+	case "exit":
+		os.Exit(1)
+	case "dupetools":
+		rpcplugin.Serve(&hostile{spec: toolhost.GroupSpec{ID: "dupes", Tools: []toolhost.ToolSpec{
+			{Name: "a", InputSchema: obj}, {Name: "a", InputSchema: obj}}}}, logger)
+	case "badschema":
+		rpcplugin.Serve(&hostile{spec: toolhost.GroupSpec{ID: "badschema", Tools: []toolhost.ToolSpec{
+			{Name: "a", InputSchema: []byte(`{"type":"array"}`)}}}}, logger)
+	case "slowdescribe":
+		rpcplugin.Serve(&hostile{spec: toolhost.GroupSpec{ID: "slow"}, describe: func() { time.Sleep(time.Hour) }}, logger)
+	default:
+		fmt.Fprintf(os.Stderr, "unknown test plugin %q\n", name)
+		os.Exit(2)
+	}
+}
+
+// testPlugin returns a config block that runs this test binary as the named
+// test plugin.
+func testPlugin(name, behaviour string, env map[string]string) config.Plugin {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	e := map[string]string{testPluginEnv: behaviour}
+	for k, v := range env {
+		e[k] = v
+	}
+	return config.Plugin{
+		Name: name, Kind: config.KindPlugin, Path: exe, Env: e,
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 5 * time.Second, Config: []byte("{}"),
+	}
+}

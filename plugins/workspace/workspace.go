@@ -1,0 +1,386 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolhost/toolhost/sdk"
+)
+
+// Defaults of the tools' optional arguments.
+const (
+	defaultListLimit = 1000 // entries returned by list_files
+	defaultReadLimit = 2000 // lines returned by read_file
+)
+
+// settings is the builtin block's config {}.
+type settings struct {
+	// Roots are the directories the tools may use; relative paths resolve
+	// against the first. Absent means the process's working directory.
+	Roots []string `json:"roots"`
+}
+
+// ListArgs are the arguments of list_files.
+type ListArgs struct {
+	Path      string `json:"path" jsonschema:"the directory to list: relative to the first root, or absolute inside a root"`
+	Recursive bool   `json:"recursive,omitempty" jsonschema:"list the whole tree below path, not only its entries"`
+	Limit     int    `json:"limit,omitempty" jsonschema:"at most this many entries (default 1000)"`
+}
+
+// ReadArgs are the arguments of read_file.
+type ReadArgs struct {
+	Path   string `json:"path" jsonschema:"the file to read: relative to the first root, or absolute inside a root"`
+	Offset int    `json:"offset,omitempty" jsonschema:"the first line to return, counting from 1 (default 1)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many lines (default 2000)"`
+}
+
+// WriteArgs are the arguments of write_file.
+type WriteArgs struct {
+	Path    string `json:"path" jsonschema:"the file to write: relative to the first root, or absolute inside a root; missing parent directories are created"`
+	Content string `json:"content" jsonschema:"the text to write"`
+	Mode    string `json:"mode,omitempty" jsonschema:"overwrite (default) replaces the file atomically; append adds content to its end"`
+}
+
+// root is one workspace root, opened: every file access goes through fs, so
+// no name, .. or symlink can lead out of it.
+type root struct {
+	dir string // absolute and clean, as configured
+	fs  *os.Root
+}
+
+// workspace holds the roots; configure sets them before the first call.
+type workspace struct {
+	roots []root
+}
+
+// errEscapes is the error an *os.Root gives for a name that leads out of it.
+// Package os does not export it, so it is learnt once by asking a root for "..".
+var errEscapes = func() error {
+	r, err := os.OpenRoot("/")
+	if err == nil {
+		defer r.Close()
+		_, err = r.Stat("..")
+	}
+	return cause(err)
+}()
+
+func newGroup() *sdk.Group {
+	w := &workspace{}
+	return &sdk.Group{
+		ID:          "workspace",
+		Description: "Files inside the workspace roots: list, read and write them.",
+		Version:     "0.1.0",
+		OnConfigure: w.configure,
+		Tools: []sdk.Tool{
+			sdk.NewTool("get_workspace_info", "Show the workspace roots as JSON; relative paths resolve against the first.", w.info),
+			sdk.NewTool("list_files", "List a directory, one entry a line, sorted; directories end with /.", w.list),
+			sdk.NewTool("read_file", "Read lines of a text file, a page at a time (offset, limit).", w.read),
+			sdk.NewTool("write_file", "Write a text file: replace it atomically or append to it. Creates parent directories.", w.write),
+		},
+	}
+}
+
+func (w *workspace) configure(_ context.Context, req *sdk.ConfigureRequest) error {
+	var s settings
+	dec := json.NewDecoder(bytes.NewReader(req.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return sdk.Errorf(sdk.CodeValidation, "workspace: config: %v", err)
+	}
+	if s.Roots == nil { // absent or null; an explicit [] is refused by openRoots
+		wd, err := os.Getwd()
+		if err != nil {
+			return sdk.Errorf(sdk.CodeValidation, "workspace: config: no roots and no working directory: %v", err)
+		}
+		s.Roots = []string{wd}
+	}
+	roots, err := openRoots(s.Roots)
+	if err != nil {
+		return err
+	}
+	closeRoots(w.roots)
+	w.roots = roots
+	return nil
+}
+
+// openRoots checks and opens the configured roots: absolute, existing
+// directories, duplicates dropped.
+func openRoots(dirs []string) ([]root, error) {
+	if len(dirs) == 0 {
+		return nil, sdk.Errorf(sdk.CodeValidation, "workspace: config: roots must name at least one directory")
+	}
+	var roots []root
+	for _, dir := range dirs {
+		dir = filepath.Clean(dir)
+		if slices.ContainsFunc(roots, func(r root) bool { return r.dir == dir }) {
+			continue
+		}
+		fsys, err := openRoot(dir)
+		if err != nil {
+			closeRoots(roots)
+			return nil, err
+		}
+		roots = append(roots, root{dir: dir, fs: fsys})
+	}
+	return roots, nil
+}
+
+// closeRoots releases roots.
+func closeRoots(roots []root) {
+	for _, r := range roots {
+		r.fs.Close()
+	}
+}
+
+// openRoot opens one configured root, which must be an absolute path to an
+// existing directory.
+func openRoot(dir string) (*os.Root, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, sdk.Errorf(sdk.CodeValidation, "workspace: config: root %q is not an absolute path", dir)
+	}
+	fsys, err := os.OpenRoot(dir) // fails unless dir is an existing directory
+	if err != nil {
+		return nil, sdk.Errorf(sdk.CodeValidation, "workspace: config: root %q: %v", dir, cause(err))
+	}
+	return fsys, nil
+}
+
+// resolve finds the root a path belongs to and the name relative to it. A
+// relative path belongs to the first root; an absolute one to the first root
+// containing it. The root refuses any .. or symlink leading out later.
+func (w *workspace) resolve(path string) (root, string, error) {
+	if path == "" {
+		path = "."
+	}
+	if !filepath.IsAbs(path) {
+		return w.roots[0], path, nil
+	}
+	for _, r := range w.roots {
+		if rel, err := filepath.Rel(r.dir, path); err == nil && filepath.IsLocal(rel) {
+			return r, rel, nil
+		}
+	}
+	return root{}, "", outside(path)
+}
+
+// outside is the error for a path leading out of the roots.
+func outside(path string) error {
+	return sdk.Errorf(sdk.CodePolicy, "path %q is outside the workspace roots", path)
+}
+
+// fsError turns an error of an *os.Root into the call's error: policy for a
+// path leading out of the root, tool_exec naming the caller's path otherwise.
+func fsError(path string, err error) error {
+	switch {
+	case errors.Is(err, errEscapes):
+		return outside(path)
+	case errors.Is(err, fs.ErrNotExist):
+		return sdk.Errorf(sdk.CodeToolExec, "%s: no such file or directory", path)
+	}
+	return sdk.Errorf(sdk.CodeToolExec, "%s: %v", path, cause(err))
+}
+
+// cause strips a *fs.PathError, whose operation and path mean nothing to the
+// caller, down to what went wrong.
+func cause(err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// positive returns v, or def when v is 0 (not given); a negative v is invalid.
+func positive(name string, v, def int) (int, error) {
+	switch {
+	case v < 0:
+		return 0, sdk.Errorf(sdk.CodeValidation, "%s must be positive, not %d", name, v)
+	case v == 0:
+		return def, nil
+	}
+	return v, nil
+}
+
+func (w *workspace) info(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
+	var info struct {
+		Roots []string `json:"roots"`
+	}
+	for _, r := range w.roots {
+		info.Roots = append(info.Roots, r.dir)
+	}
+	return sdk.JSON(info)
+}
+
+func (w *workspace) list(_ context.Context, req *sdk.Request[ListArgs]) (*sdk.Result, error) {
+	limit, err := positive("limit", req.Args.Limit, defaultListLimit)
+	if err != nil {
+		return nil, err
+	}
+	r, rel, err := w.resolve(req.Args.Path)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := r.fs.OpenRoot(rel)
+	if err != nil {
+		return nil, fsError(req.Args.Path, err)
+	}
+	defer dir.Close()
+	var entries []string
+	err = fs.WalkDir(dir.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		switch {
+		case name == ".":
+			return err
+		case err != nil:
+			return nil // an unreadable subdirectory: listed, its entries skipped
+		case d.IsDir():
+			entries = append(entries, name+"/")
+			if !req.Args.Recursive {
+				return fs.SkipDir
+			}
+		default:
+			entries = append(entries, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fsError(req.Args.Path, err)
+	}
+	slices.Sort(entries)
+	res := sdk.Text(strings.Join(entries[:min(limit, len(entries))], "\n"))
+	res.TruncatedLines = len(entries) > limit
+	res.Meta = map[string]any{"total": len(entries)}
+	return res, nil
+}
+
+func (w *workspace) read(_ context.Context, req *sdk.Request[ReadArgs]) (*sdk.Result, error) {
+	offset, err := positive("offset", req.Args.Offset, 1)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := positive("limit", req.Args.Limit, defaultReadLimit)
+	if err != nil {
+		return nil, err
+	}
+	r, rel, err := w.resolve(req.Args.Path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.fs.Open(rel)
+	if err != nil {
+		return nil, fsError(req.Args.Path, err)
+	}
+	defer f.Close()
+	next := offset + limit // the first line after the page
+	var page strings.Builder
+	lines := 0 // lines read so far
+	for br := bufio.NewReader(f); lines < next; {
+		s, err := br.ReadString('\n')
+		if s != "" {
+			lines++
+			if lines >= offset && lines < next {
+				page.WriteString(s)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fsError(req.Args.Path, err)
+		}
+	}
+	if offset > 1 && lines < offset {
+		return nil, sdk.Errorf(sdk.CodeValidation, "offset %d is past the end of %s (%d lines)", offset, req.Args.Path, lines)
+	}
+	res := sdk.Text(page.String())
+	if lines == next { // a line follows the page
+		res.TruncatedLines = true
+		res.NextPageCursor = strconv.Itoa(next)
+		res.Stdout += fmt.Sprintf("[continue with offset=%d]", next)
+	}
+	return res, nil
+}
+
+func (w *workspace) write(_ context.Context, req *sdk.Request[WriteArgs]) (*sdk.Result, error) {
+	a := req.Args
+	if a.Mode != "" && a.Mode != "overwrite" && a.Mode != "append" {
+		return nil, sdk.Errorf(sdk.CodeValidation, "mode must be overwrite or append, not %q", a.Mode)
+	}
+	r, rel, err := w.resolve(a.Path)
+	if err != nil {
+		return nil, err
+	}
+	err = r.fs.MkdirAll(filepath.Dir(rel), 0o777)
+	if err == nil && a.Mode == "append" {
+		err = writeFile(r.fs, rel, os.O_WRONLY|os.O_CREATE|os.O_APPEND, a.Content)
+	} else if err == nil {
+		err = overwrite(r.fs, rel, a.Content)
+	}
+	if err != nil {
+		return nil, fsError(a.Path, err)
+	}
+	res := sdk.Text(fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.Path))
+	res.Meta = map[string]any{"bytes": len(a.Content)}
+	return res, nil
+}
+
+// overwrite replaces the file name with content atomically: it writes a
+// temporary file in the same directory and renames it over name. The new
+// file gets the old one's permission bits (less the umask). A name that is a symlink is written through, in
+// place, so the link survives (and the root checks where it leads).
+func overwrite(fsys *os.Root, name, content string) error {
+	perm := fs.FileMode(0o666)
+	info, err := fsys.Lstat(name)
+	switch {
+	case err == nil && info.Mode()&fs.ModeSymlink != 0:
+		return writeFile(fsys, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, content)
+	case err == nil && info.IsDir():
+		return errors.New("is a directory")
+	case err == nil:
+		perm = info.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+"."+rand.Text()+".tmp")
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, name)
+	}
+	if err != nil {
+		fsys.Remove(tmp)
+	}
+	return err
+}
+
+// writeFile opens name with flag and writes content to it.
+func writeFile(fsys *os.Root, name string, flag int, content string) error {
+	f, err := fsys.OpenFile(name, flag, 0o666)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
