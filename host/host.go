@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -78,6 +79,15 @@ func (h *Host) Manager() *Manager { return h.mgr }
 
 // Config returns the configuration the host runs.
 func (h *Host) Config() *config.Config { return h.cfg }
+
+// workDir is the plugins' working directory: the config file's directory,
+// or the host's own when the config was not read from a file.
+func (h *Host) workDir() string {
+	if h.cfg.File == "" {
+		return ""
+	}
+	return filepath.Dir(h.cfg.File)
+}
 
 // Start launches every configured plugin in parallel and returns once each
 // has registered its group or failed its first attempt; a plugin that fails

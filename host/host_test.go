@@ -19,7 +19,7 @@ import (
 )
 
 // startHost starts a host on the plugins and closes it when the test ends.
-func startHost(t *testing.T, plugins ...config.Plugin) *Host {
+func startHost(t testing.TB, plugins ...config.Plugin) *Host {
 	t.Helper()
 	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: plugins}
 	h, err := New(cfg, &Options{
@@ -37,7 +37,7 @@ func startHost(t *testing.T, plugins ...config.Plugin) *Host {
 	return h
 }
 
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (w testLog) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
@@ -216,7 +216,7 @@ func TestReservedIDRefusedAndProcessStopped(t *testing.T) {
 func TestBrokenPluginsAreRefused(t *testing.T) {
 	cases := []struct {
 		behaviour, want string
-		code      toolhost.Code
+		code            toolhost.Code
 	}{
 		{"junk", `wrote "hello from a plugin that prints to stdout" to stdout`, toolhost.CodeInvalidGroupDef},
 		{"nohandshake", "no handshake within the start timeout of 500ms", toolhost.CodeTimeout},

@@ -56,6 +56,7 @@ type supervisor struct {
 	restarts int
 	lastErr  error
 	group    *Group
+	proc     *rpcplugin.Process // while running
 }
 
 func newSupervisor(h *Host, cfg config.Plugin) *supervisor {
@@ -150,7 +151,7 @@ func (s *supervisor) run() {
 // registers it. On error the process is stopped.
 func (s *supervisor) launch() (*rpcplugin.Process, error) {
 	proc, err := rpcplugin.Launch(rpcplugin.Options{
-		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, SHA256: s.cfg.SHA256,
+		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, SHA256: s.cfg.SHA256, Dir: s.h.workDir(),
 		StartTimeout: s.cfg.StartTimeout, Logger: s.h.log.Named(s.cfg.Name),
 	})
 	if err != nil {
@@ -161,7 +162,7 @@ func (s *supervisor) launch() (*rpcplugin.Process, error) {
 		proc.Stop()
 		return nil, err
 	}
-	s.set(func() { s.group, s.pid, s.state, s.lastErr = g, proc.Pid, StateRunning, nil })
+	s.set(func() { s.group, s.proc, s.pid, s.state, s.lastErr = g, proc, proc.Pid, StateRunning, nil })
 	return proc, nil
 }
 
@@ -186,6 +187,15 @@ func (s *supervisor) describe(proc *rpcplugin.Process) (*Group, error) {
 	return g, nil
 }
 
+// release forgets the running process and returns its group.
+func (s *supervisor) release() *Group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.group
+	s.group, s.proc, s.pid = nil, nil, 0
+	return g
+}
+
 // stepError names the step of loading that failed.
 func (s *supervisor) stepError(step string, err error) error {
 	if errors.Is(err, toolhost.ErrTimeout) {
@@ -197,11 +207,7 @@ func (s *supervisor) stepError(step string, err error) error {
 // exited unregisters the group of a process that has exited and reaps what
 // is left of its process group.
 func (s *supervisor) exited(proc *rpcplugin.Process) error {
-	s.mu.Lock()
-	g := s.group
-	s.group, s.pid = nil, 0
-	s.mu.Unlock()
-	if g != nil {
+	if g := s.release(); g != nil {
 		s.h.unregister(g)
 	}
 	proc.KillGroup()
@@ -214,15 +220,11 @@ func (s *supervisor) exited(proc *rpcplugin.Process) error {
 
 // shutdown unregisters the group and stops the process gracefully.
 func (s *supervisor) shutdown(proc *rpcplugin.Process) {
-	s.mu.Lock()
-	g := s.group
-	s.group = nil
-	s.mu.Unlock()
-	if g != nil {
+	if g := s.release(); g != nil {
 		s.h.unregister(g)
 	}
 	proc.Stop()
-	s.set(func() { s.state, s.pid = StateStopped, 0 })
+	s.set(func() { s.state = StateStopped })
 }
 
 // unload stops the plugin and waits until it is gone.

@@ -23,6 +23,7 @@ import (
 type Options struct {
 	Path         string            // the executable
 	Args         []string          // its arguments
+	Dir          string            // its working directory; empty means the host's
 	Env          map[string]string // added to the inherited allowlist (see inheritedEnv)
 	SHA256       string            // when set, the executable's checksum must match (hex)
 	StartTimeout time.Duration     // for the handshake; 0 means 10s
@@ -59,6 +60,7 @@ func Launch(opts Options) (*Process, error) {
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "plugin executable %s not found (build it with scripts/build, or fix the block's path)", opts.Path)
 	}
 	cmd := exec.Command(opts.Path, opts.Args...)
+	cmd.Dir = opts.Dir
 	for _, k := range inheritedEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			cmd.Env = append(cmd.Env, k+"="+v)

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+)
+
+// common are the flags every host command takes.
+type common struct {
+	config   string
+	logLevel string
+}
+
+func newFlags(name string, stderr io.Writer, defaultLevel string) (*flag.FlagSet, *common) {
+	fs := flag.NewFlagSet("toolhost "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &common{}
+	fs.StringVar(&c.config, "config", "config.hcl", "the config file")
+	level := os.Getenv("TOOLHOST_LOG_LEVEL")
+	if level == "" {
+		level = defaultLevel
+	}
+	fs.StringVar(&c.logLevel, "log-level", level, "log level: trace, debug, info, warn, error, off")
+	return fs, c
+}
+
+func (c *common) logger(stderr io.Writer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "toolhost", Output: stderr, Level: hclog.LevelFromString(c.logLevel)})
+}
+
+// load parses the config, printing its diagnostics on failure.
+func (c *common) load(stderr io.Writer) (*config.Config, bool) {
+	cfg, err := config.Load(c.config)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, false
+	}
+	return cfg, true
+}
+
+// startHost loads the config and starts a host on it.
+func (c *common) startHost(ctx context.Context, stderr io.Writer) (*host.Host, bool) {
+	cfg, ok := c.load(stderr)
+	if !ok {
+		return nil, false
+	}
+	h, err := host.New(cfg, &host.Options{Logger: c.logger(stderr)})
+	if err == nil {
+		err = h.Start(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return nil, false
+	}
+	return h, true
+}
+
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func validateCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newFlags("validate", stderr, "warn")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	cfg, ok := c.load(stderr)
+	if !ok {
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d plugins, listen %s)\n", c.config, len(cfg.Plugins), cfg.Listen)
+	return 0
+}
+
+func groupsCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newFlags("groups", stderr, "warn")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	ctx := context.Background()
+	h, ok := c.startHost(ctx, stderr)
+	if !ok {
+		return 1
+	}
+	defer h.Close()
+	groups := h.Groups()
+	if *asJSON {
+		printJSON(stdout, groups)
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSOURCE\tSTATE\tPID\tTOOLS\tDESCRIPTION")
+	for _, g := range groups {
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%d\t%s\t%s\n", g.ID, g.Source.Kind, g.Source.Name, g.Source.State, g.Source.Pid,
+			strings.Join(g.Tools, ","), g.Description)
+	}
+	_ = tw.Flush()
+	for _, p := range h.Plugins() {
+		if p.State != host.StateRunning {
+			fmt.Fprintf(stderr, "plugin %s: %s: %s\n", p.Name, p.State, p.LastError)
+		}
+	}
+	return 0
+}
+
+func callCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newFlags("call", stderr, "warn")
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: toolhost call [-config F] TOOL ['JSON-ARGS']"); fs.PrintDefaults() }
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fs.Usage()
+		return 2
+	}
+	raw := json.RawMessage("{}")
+	if fs.NArg() == 2 {
+		raw = json.RawMessage(fs.Arg(1))
+		var obj map[string]any
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			fmt.Fprintf(stderr, "toolhost: arguments must be a JSON object: %v\n", err)
+			return 2
+		}
+	}
+	ctx := context.Background()
+	h, ok := c.startHost(ctx, stderr)
+	if !ok {
+		return 1
+	}
+	defer h.Close()
+	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: fs.Arg(0), Arguments: raw, Context: toolhost.CallContext{Channel: "cli"}})
+	if err != nil {
+		res = toolhost.ErrorResult(err)
+	}
+	printJSON(stdout, res)
+	if !res.OK {
+		return 1
+	}
+	return 0
+}
+
+func pluginCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "inspect" {
+		fmt.Fprintln(stderr, "usage: toolhost plugin inspect [-config JSON] PATH")
+		return 2
+	}
+	fs := flag.NewFlagSet("toolhost plugin inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgJSON := fs.String("config", "{}", "the plugin's configuration, a JSON object")
+	level := fs.String("log-level", "warn", "log level")
+	if fs.Parse(args[1:]) != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: toolhost plugin inspect [-config JSON] PATH")
+		return 2
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "toolhost", Output: stderr, Level: hclog.LevelFromString(*level)})
+	spec, err := host.Inspect(context.Background(), fs.Arg(0), json.RawMessage(*cfgJSON), logger)
+	if spec != nil {
+		printJSON(stdout, spec)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %s: %v\n", toolhost.CodeOf(err), err)
+		return 1
+	}
+	if toolhost.IsReserved(spec.ID) {
+		fmt.Fprintf(stderr, "note: %q is a reserved id: only a builtin block may load this plugin\n", spec.ID)
+	}
+	return 0
+}
+

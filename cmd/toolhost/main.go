@@ -1,0 +1,57 @@
+// Command toolhost runs and inspects a toolhost deployment.
+//
+//	toolhost validate [-config F]              check a config file
+//	toolhost groups   [-config F] [-json]      start the plugins and list their groups
+//	toolhost call     [-config F] TOOL [JSON]  call one tool, print the result envelope
+//	toolhost plugin inspect [-config JSON] PATH   describe a plugin without registering it
+//	toolhost serve    [-config F]              run the host and its HTTP server
+//
+// -config defaults to config.hcl. Logs go to stderr at -log-level (or
+// TOOLHOST_LOG_LEVEL): info for serve, warn for the one-shot commands.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// command is one subcommand: it returns the process exit status.
+type command func(args []string, stdout, stderr io.Writer) int
+
+var commands = map[string]command{
+	"validate": validateCmd,
+	"groups":   groupsCmd,
+	"call":     callCmd,
+	"plugin":   pluginCmd,
+	"serve":    serveCmd,
+}
+
+const usage = `usage: toolhost COMMAND [flags]
+
+commands:
+  validate [-config F]                 check a config file
+  groups   [-config F] [-json]         start the plugins and list their groups
+  call     [-config F] TOOL [JSON]     call one tool and print its result envelope
+  plugin inspect [-config JSON] PATH   describe a plugin without registering it
+  serve    [-config F]                 run the host and its HTTP server
+
+Run 'toolhost COMMAND -h' for a command's flags.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "toolhost: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	return cmd(args[1:], stdout, stderr)
+}

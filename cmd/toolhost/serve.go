@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/toolhost/toolhost/server"
+)
+
+// serveCmd runs the host and its HTTP server until SIGINT or SIGTERM, then
+// shuts both down gracefully.
+func serveCmd(args []string, _, stderr io.Writer) int {
+	fs, c := newFlags("serve", stderr, "info")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	h, ok := c.startHost(ctx, stderr)
+	if !ok {
+		return 1
+	}
+	defer h.Close()
+	log := c.logger(stderr)
+	lis, err := net.Listen("tcp", h.Config().Listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: listen: %v\n", err)
+		return 1
+	}
+	srv := &http.Server{Handler: server.New(h), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	log.Info("serving", "url", "http://"+lis.Addr().String(), "groups", len(h.Manager().IDs()), "ready_in", time.Since(start))
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = srv.Shutdown(sctx)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "toolhost: serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
