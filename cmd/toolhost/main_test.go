@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"toolhost": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar against the toolhost command, with
+// the example notes plugin built into $PLUGIN_DIR (also TOOLHOST_PLUGIN_DIR)
+// and a free port in $PORT.
+func TestScripts(t *testing.T) {
+	pluginDir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "notes"), "../../examples/notes").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build notes: %v\n%s", err, out)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PLUGIN_DIR", pluginDir)
+			env.Setenv("TOOLHOST_PLUGIN_DIR", pluginDir)
+			port, err := freePort()
+			env.Setenv("PORT", strconv.Itoa(port))
+			return err
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"httpget": httpget},
+	})
+}
+
+// httpget URL FILE waits up to 10s for URL to answer, then writes the status
+// line and body to FILE.
+func httpget(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: httpget URL FILE")
+	}
+	var resp *http.Response
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if resp, err = http.Get(args[0]); err == nil {
+			break
+		}
+	}
+	ts.Check(err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), fmt.Appendf(nil, "%s\n%s", resp.Status, body), 0o644))
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
