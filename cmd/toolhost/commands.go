@@ -119,7 +119,10 @@ func groupsCmd(args []string, stdout, stderr io.Writer) int {
 
 func callCmd(args []string, stdout, stderr io.Writer) int {
 	fs, c := newFlags("call", stderr, "warn")
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: toolhost call [-config F] TOOL ['JSON-ARGS']"); fs.PrintDefaults() }
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolhost call [-config F] TOOL ['JSON-ARGS']")
+		fs.PrintDefaults()
+	}
 	if fs.Parse(args) != nil {
 		return 2
 	}
@@ -183,4 +186,3 @@ func pluginCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
