@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -348,4 +349,38 @@ func TestRegisterGroupInProcess(t *testing.T) {
 	if _, ok := group(h, "console"); ok {
 		t.Fatal("runtime group still registered")
 	}
+}
+
+// testHostEnv makes the test binary run a host with one plugin (whose pid it
+// writes to the named file) until it is killed.
+const testHostEnv = "TOOLHOST_TEST_HOST"
+
+func runTestHost(pidFile string) {
+	h, err := New(&config.Config{Plugins: []config.Plugin{testPlugin("good", "good", map[string]string{pidFileEnv: pidFile})}}, nil)
+	if err == nil {
+		err = h.Start(context.Background())
+	}
+	if err != nil {
+		panic(err)
+	}
+	select {}
+}
+
+// TestHostKilledLeavesNoPlugin: SIGKILL a host; its plugin must be gone soon
+// after, though nothing stopped it.
+func TestHostKilledLeavesNoPlugin(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), testHostEnv+"="+pidFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pluginPid := readPid(t, pidFile)
+	eventually(t, "the plugin runs", func() bool { return alive(pluginPid) })
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	eventually(t, "the orphaned plugin is gone", func() bool { return !alive(pluginPid) })
 }

@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 		serveTestPlugin(name)
 		os.Exit(0)
 	}
+	if pidFile := os.Getenv(testHostEnv); pidFile != "" {
+		runTestHost(pidFile)
+	}
 	flag.Parse()
 	want := minPropertyRuns
 	if testing.Short() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -42,7 +43,7 @@ func Serve(g *Group, opts *ServeOptions) {
 			os.Exit(1)
 		}
 	}
-	go exitWithParent(os.Getppid(), 250*time.Millisecond)
+	go exitWithParent(hostPid(), 250*time.Millisecond)
 	rpcplugin.Serve(g, logger)
 }
 
@@ -56,6 +57,16 @@ func checkGroup(g *Group) error {
 		return fmt.Errorf("sdk: group %q: %w", g.ID, err)
 	}
 	return nil
+}
+
+// hostPid is the pid of the host that started this plugin: the host passes
+// it (rpcplugin.HostPidEnv), as the parent may already be gone by the time a
+// plugin asks for it.
+func hostPid() int {
+	if pid, err := strconv.Atoi(os.Getenv(rpcplugin.HostPidEnv)); err == nil && pid > 0 {
+		return pid
+	}
+	return os.Getppid()
 }
 
 // exitWithParent ends the process once its parent is gone (it is then

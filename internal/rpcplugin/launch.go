@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,10 @@ type Process struct {
 	done   context.Context
 }
 
+// HostPidEnv passes the host's pid to a plugin, which exits when its parent
+// is no longer that process.
+const HostPidEnv = "TOOLHOST_HOST_PID"
+
 // inheritedEnv names the host variables a plugin inherits; everything else,
 // secrets included, stays in the host.
 var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR", "TOOLHOST_LOG_LEVEL"}
@@ -69,6 +74,7 @@ func Launch(opts Options) (*Process, error) {
 	for k, v := range opts.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	cmd.Env = append(cmd.Env, HostPidEnv+"="+strconv.Itoa(os.Getpid()))
 	// Its own process group, so stopping it reaches its children too; and
 	// SIGKILL when the host dies, so nothing is orphaned.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -1,0 +1,305 @@
+package sdk_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/sdk"
+	"github.com/toolhost/toolhost/sdk/sdktest"
+)
+
+// serveEnv makes the test binary serve a group (see TestMain).
+const serveEnv = "SDK_TEST_SERVE"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(serveEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "invalid":
+		sdk.Serve(&sdk.Group{ID: "Not Valid", Description: "x"}, nil)
+	default:
+		sdk.Serve(testGroup(), nil)
+	}
+	os.Exit(0)
+}
+
+type greetArgs struct {
+	Name  string `json:"name" jsonschema:"who to greet"`
+	Times int    `json:"times,omitempty" jsonschema:"how many times (default 1)"`
+}
+
+type blockArgs struct{}
+
+// cancelled receives a value when the block tool sees its context end.
+var cancelled = make(chan error, 1)
+
+func testGroup() *sdk.Group {
+	return &sdk.Group{
+		ID: "greeter", Description: "Greetings.", Version: "1.2.3",
+		Tools: []sdk.Tool{
+			sdk.NewTool("greet", "Greet someone.", func(_ context.Context, r *sdk.Request[greetArgs]) (*sdk.Result, error) {
+				n := max(r.Args.Times, 1)
+				return sdk.Text(strings.Repeat("hello "+r.Args.Name+" ", n)), nil
+			}, sdk.Timeout(5*time.Second), sdk.RequiresApproval()),
+			sdk.NewTool("whoami", "Report the call context.", func(_ context.Context, r *sdk.Request[struct{}]) (*sdk.Result, error) {
+				return sdk.JSON(r.Call)
+			}, sdk.NeedsAgent(), sdk.NeedsRuntime(), sdk.Optional()),
+			sdk.NewTool("fail", "Fail in the requested way.", func(_ context.Context, r *sdk.Request[struct {
+				How string `json:"how"`
+			}]) (*sdk.Result, error) {
+				switch r.Args.How {
+				case "policy":
+					return nil, sdk.Errorf(sdk.CodePolicy, "not allowed here")
+				case "panic":
+					panic("boom")
+				}
+				return nil, errors.New("it broke")
+			}),
+			sdk.NewTool("block", "Block until cancelled.", func(ctx context.Context, _ *sdk.Request[blockArgs]) (*sdk.Result, error) {
+				<-ctx.Done()
+				cancelled <- ctx.Err()
+				return nil, ctx.Err()
+			}),
+		},
+	}
+}
+
+func TestSpecDerivedFromTypes(t *testing.T) {
+	p := sdktest.New(t, testGroup(), nil)
+	if p.Spec.ID != "greeter" || p.Spec.Version != "1.2.3" || len(p.Spec.Tools) != 4 {
+		t.Fatalf("spec = %+v", p.Spec)
+	}
+	greet, whoami := p.Spec.Tools[0], p.Spec.Tools[1]
+	if greet.Timeout != 5*time.Second || !greet.RequiresApproval || greet.Optional {
+		t.Errorf("greet spec = %+v", greet)
+	}
+	if !whoami.NeedsAgent || !whoami.NeedsRuntime || !whoami.Optional {
+		t.Errorf("whoami spec = %+v", whoami)
+	}
+	var schema struct {
+		Type                 string                       `json:"type"`
+		Required             []string                     `json:"required"`
+		AdditionalProperties any                          `json:"additionalProperties"`
+		Properties           map[string]map[string]string `json:"properties"`
+	}
+	if err := json.Unmarshal(greet.InputSchema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if schema.Type != "object" || len(schema.Required) != 1 || schema.Required[0] != "name" ||
+		schema.Properties["name"]["description"] != "who to greet" || schema.Properties["times"]["type"] != "integer" {
+		t.Errorf("schema = %s", greet.InputSchema)
+	}
+}
+
+func TestArgumentsAreValidated(t *testing.T) {
+	p := sdktest.New(t, testGroup(), nil)
+	if got := sdktest.OK(t, p.Call("greet", greetArgs{Name: "ann", Times: 2})); got != "hello ann hello ann " {
+		t.Errorf("greet = %q", got)
+	}
+	for _, tc := range []struct {
+		args any
+		want string
+	}{
+		{map[string]any{}, "name"},
+		{map[string]any{"name": 3}, "name"},
+		{map[string]any{"name": "x", "times": "many"}, "times"},
+		{map[string]any{"name": "x", "extra": true}, "extra"},
+	} {
+		msg := sdktest.Fails(t, p.Call("greet", tc.args), sdk.CodeValidation)
+		if !strings.Contains(msg, tc.want) {
+			t.Errorf("args %v: message %q does not name %q", tc.args, msg, tc.want)
+		}
+	}
+	res, err := p.Do(context.Background(), &toolhost.CallRequest{Tool: "greet", Arguments: []byte("{")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdktest.Fails(t, res, sdk.CodeValidation)
+}
+
+func TestHandlerErrorsBecomeResults(t *testing.T) {
+	p := sdktest.New(t, testGroup(), nil)
+	if msg := sdktest.Fails(t, p.Call("fail", map[string]string{"how": "policy"}), sdk.CodePolicy); msg != "not allowed here" {
+		t.Errorf("policy message = %q", msg)
+	}
+	if msg := sdktest.Fails(t, p.Call("fail", map[string]string{"how": "plain"}), sdk.CodeToolExec); msg != "it broke" {
+		t.Errorf("plain error message = %q", msg)
+	}
+	if msg := sdktest.Fails(t, p.Call("fail", map[string]string{"how": "panic"}), sdk.CodeToolExec); !strings.Contains(msg, "panicked: boom") {
+		t.Errorf("panic message = %q", msg)
+	}
+	sdktest.OK(t, p.Call("greet", greetArgs{Name: "still serving"}))
+	_, err := p.Do(context.Background(), &toolhost.CallRequest{Tool: "nope", Arguments: []byte("{}")})
+	if !errors.Is(err, toolhost.ErrUnknownTool) {
+		t.Errorf("unknown tool: err = %v", err)
+	}
+}
+
+func TestCallContextReachesHandler(t *testing.T) {
+	p := sdktest.New(t, testGroup(), nil)
+	cc := toolhost.CallContext{CallID: "c1", AgentID: "a1", Role: "dev", Session: "s1", WorkspaceDir: "/w", Sandboxed: true, Channel: "mcp"}
+	res, err := p.Do(context.Background(), &toolhost.CallRequest{Tool: "whoami", Context: cc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got toolhost.CallContext
+	if err := json.Unmarshal([]byte(sdktest.OK(t, res)), &got); err != nil || got != cc {
+		t.Fatalf("handler saw %+v (%v), want %+v", got, err, cc)
+	}
+}
+
+func TestCancellationReachesHandler(t *testing.T) {
+	p := sdktest.New(t, testGroup(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := p.Do(ctx, &toolhost.CallRequest{Tool: "block", Arguments: []byte("{}")})
+	if !errors.Is(err, toolhost.ErrTimeout) {
+		t.Fatalf("err = %v, want timeout", err)
+	}
+	select {
+	case err := <-cancelled:
+		if err == nil {
+			t.Fatal("handler context ended without an error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's context was never cancelled")
+	}
+}
+
+func TestToolsForChoosesPerContext(t *testing.T) {
+	admin := sdk.NewTool("drop_tables", "Admin only.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
+		return sdk.Text("dropped"), nil
+	})
+	hello := sdk.NewTool("hello", "For everyone.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
+		return sdk.Text("hi"), nil
+	})
+	g := &sdk.Group{ID: "factory", Description: "Tools per role.", ToolsFor: func(_ context.Context, cc sdk.CallContext) ([]sdk.Tool, error) {
+		if cc.Role == "admin" {
+			return []sdk.Tool{hello, admin}, nil
+		}
+		return []sdk.Tool{hello}, nil
+	}}
+	p := sdktest.New(t, g, nil)
+	if n := len(p.Describe(toolhost.CallContext{Role: "admin"}).Tools); n != 2 {
+		t.Errorf("admin sees %d tools, want 2", n)
+	}
+	if n := len(p.Spec.Tools); n != 1 {
+		t.Errorf("default context sees %d tools, want 1", n)
+	}
+	res, err := p.Do(context.Background(), &toolhost.CallRequest{Tool: "drop_tables", Context: toolhost.CallContext{Role: "admin"}})
+	if err != nil || sdktest.OK(t, res) != "dropped" {
+		t.Fatalf("admin call: %+v, %v", res, err)
+	}
+	if _, err := p.Do(context.Background(), &toolhost.CallRequest{Tool: "drop_tables", Context: toolhost.CallContext{Role: "guest"}}); !errors.Is(err, toolhost.ErrUnknownTool) {
+		t.Fatalf("guest call: err = %v, want unknown_tool", err)
+	}
+}
+
+func TestBadInputTypeIsInvalidGroupDef(t *testing.T) {
+	g := &sdk.Group{ID: "bad", Description: "x", Tools: []sdk.Tool{
+		sdk.NewTool("chan", "Channels have no schema.", func(context.Context, *sdk.Request[chan int]) (*sdk.Result, error) { return nil, nil }),
+	}}
+	_, err := g.Describe(context.Background(), &toolhost.DescribeRequest{})
+	if !errors.Is(err, toolhost.ErrInvalidGroupDef) {
+		t.Fatalf("err = %v, want invalid_group_def", err)
+	}
+}
+
+// startRaw starts the test binary as a plugin without a host: the magic cookie
+// set, stdout and stderr piped.
+func startRaw(t *testing.T, mode string) (*exec.Cmd, *bufio.Reader, *strings.Builder) {
+	t.Helper()
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), serveEnv+"="+mode, rpcplugin.Handshake.MagicCookieKey+"="+rpcplugin.Handshake.MagicCookieValue,
+		"PLUGIN_PROTOCOL_VERSIONS=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, bufio.NewReader(stdout), stderr
+}
+
+// TestStdoutCarriesOnlyTheHandshake: the only line a plugin writes to stdout
+// is go-plugin's handshake; its log is JSON on stderr.
+func TestStdoutCarriesOnlyTheHandshake(t *testing.T) {
+	cmd, stdout, _ := startRaw(t, "good")
+	line, err := stdout.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^1\|1\|unix\|[^|]+\|grpc\|`).MatchString(line) {
+		t.Fatalf("first stdout line %q is not the handshake", line)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	rest, _ := stdout.ReadString(0)
+	if rest != "" {
+		t.Fatalf("plugin wrote %q to stdout after the handshake", rest)
+	}
+}
+
+func TestServeRefusesAnInvalidGroup(t *testing.T) {
+	cmd, _, stderr := startRaw(t, "invalid")
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("wait = %v, want exit status 1", err)
+	}
+	if !strings.Contains(stderr.String(), `group id "Not Valid" does not match`) {
+		t.Fatalf("stderr = %q", stderr.String())
+	}
+}
+
+// TestPluginExitsWhenItsParentDies: a shell starts the plugin in the
+// background and exits without stopping it; the orphaned plugin must notice
+// and exit by itself (no parent-death signal is involved here). The shell
+// passes its pid as a host does, since it may exit before the plugin runs.
+func TestPluginExitsWhenItsParentDies(t *testing.T) {
+	exe, _ := os.Executable()
+	sh := exec.Command("sh", "-c", `TOOLHOST_HOST_PID=$$ "$0" >/dev/null 2>&1 & echo $!`, exe)
+	sh.Env = append(os.Environ(), serveEnv+"=good", rpcplugin.Handshake.MagicCookieKey+"="+rpcplugin.Handshake.MagicCookieValue,
+		"PLUGIN_PROTOCOL_VERSIONS=1")
+	out, err := sh.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("pid %q: %v", out, err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	for deadline := time.Now().Add(5 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("orphaned plugin %d still running", pid)
+		}
+	}
+}
+
+// alive reports whether pid is a live process (zombies count as dead).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
