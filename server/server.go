@@ -7,6 +7,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
@@ -24,14 +25,31 @@ func New(h *host.Host) *Server {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /api/groups", s.groups)
 	s.mux.HandleFunc("GET /api/plugins", s.plugins)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, toolhost.Errorf(toolhost.CodeValidation, "no such endpoint: %s %s", r.Method, r.URL.Path))
-	})
 	return s
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. Unknown paths and methods get JSON
+// errors, 404 and 405 (with Allow), like every other error.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		writeError(w, http.StatusNotFound, toolhost.Errorf(toolhost.CodeValidation, "no such endpoint: %s", r.URL.Path))
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, http.StatusMethodNotAllowed, toolhost.Errorf(toolhost.CodeValidation, "%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+}
 
 // healthz answers 200 while the host runs, with the number of groups.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

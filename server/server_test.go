@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/sdk"
+)
+
+func newServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	h, err := host.New(&config.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g := &sdk.Group{ID: "console", Description: "Console.", Tools: []sdk.Tool{
+		sdk.NewTool("console_print", "Print.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return nil, nil }),
+	}}
+	if err := h.RegisterGroup(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(h))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func get(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s: content type %q", url, ct)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	return resp.StatusCode
+}
+
+func TestEndpoints(t *testing.T) {
+	srv := newServer(t)
+	var health map[string]any
+	if code := get(t, srv.URL+"/healthz", &health); code != 200 || health["status"] != "ok" || health["groups"] != 1.0 {
+		t.Fatalf("healthz = %d %v", code, health)
+	}
+	var groups []map[string]any
+	if code := get(t, srv.URL+"/api/groups", &groups); code != 200 || len(groups) != 1 {
+		t.Fatalf("groups = %d %v", code, groups)
+	}
+	g := groups[0]
+	src, _ := g["source"].(map[string]any)
+	for k, want := range map[string]any{"id": "console", "description": "Console.", "toolCount": 1.0, "reserved": true} {
+		if g[k] != want {
+			t.Errorf("group[%s] = %v, want %v", k, g[k], want)
+		}
+	}
+	if tools, _ := g["tools"].([]any); len(tools) != 1 || tools[0] != "console_print" {
+		t.Errorf("tools = %v", g["tools"])
+	}
+	if src["kind"] != "runtime" || src["name"] != "console" || src["state"] != "running" || src["restarts"] != 0.0 {
+		t.Errorf("source = %v", src)
+	}
+	var plugins []any
+	if code := get(t, srv.URL+"/api/plugins", &plugins); code != 200 || len(plugins) != 0 {
+		t.Fatalf("plugins = %d %v", code, plugins)
+	}
+}
+
+func TestErrorsAreJSON(t *testing.T) {
+	srv := newServer(t)
+	var body struct {
+		Error toolhost.ErrorInfo `json:"error"`
+	}
+	if code := get(t, srv.URL+"/api/nothing", &body); code != 404 || body.Error.Code != toolhost.CodeValidation || body.Error.Message == "" {
+		t.Fatalf("404 = %d %+v", code, body)
+	}
+	resp, err := http.Post(srv.URL+"/api/groups", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusMethodNotAllowed ||
+		resp.Header.Get("Allow") != "GET" || body.Error.Code != toolhost.CodeValidation {
+		t.Fatalf("POST /api/groups = %d allow %q %+v (%v), want 405", resp.StatusCode, resp.Header.Get("Allow"), body, err)
+	}
+}
