@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/toolhost/toolhost"
 )
@@ -22,4 +23,16 @@ func JSON(v any) (*Result, error) {
 // with that code and message; any other error fails it with tool_exec.
 func Errorf(code Code, format string, args ...any) error {
 	return toolhost.Errorf(code, format, args...)
+}
+
+// Fail marks res as failed with the code and a formatted message, keeping its
+// output (stdout, stderr, exit code), and returns it. Use it when a failed
+// tool has output worth returning, such as a command that exited non-zero.
+func Fail(res *Result, code Code, format string, args ...any) *Result {
+	res.OK = false
+	res.Error = &ErrorInfo{Code: code, Message: fmt.Sprintf(format, args...)}
+	if res.ExitCode == 0 {
+		res.ExitCode = 1
+	}
+	return res
 }

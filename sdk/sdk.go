@@ -41,8 +41,12 @@ type (
 	Result = toolhost.Result
 	// Attachment is binary output of a tool, such as a screenshot.
 	Attachment = toolhost.Attachment
+	// ErrorInfo is the error part of a Result: a code and a message.
+	ErrorInfo = toolhost.ErrorInfo
 	// CallContext says on whose behalf a call happens.
 	CallContext = toolhost.CallContext
+	// CallRequest is one tool call as the host sends it.
+	CallRequest = toolhost.CallRequest
 	// ConfigureRequest carries the plugin block's config {}.
 	ConfigureRequest = toolhost.ConfigureRequest
 	// Code is a stable error code.

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os/exec"
+
+	"github.com/chromedp/chromedp"
+	"github.com/toolhost/toolhost/sdk"
+)
+
+// notFound is the message of every call when there is no Chromium to run.
+const notFound = "Chromium was not found: install it (Debian: apt-get install chromium) or set chromium_path in the plugin's config"
+
+// candidates are the executables looked up on PATH when chromium_path is not set.
+var candidates = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
+
+// settings is the plugin block's config {}.
+type settings struct {
+	// ChromiumPath is the browser to run; absent means the first candidate
+	// found on PATH.
+	ChromiumPath string `json:"chromium_path"`
+	// Headless runs the browser without a window; absent means true.
+	Headless *bool `json:"headless"`
+}
+
+// NavigateArgs are the arguments of navigate.
+type NavigateArgs struct {
+	URL string `json:"url" jsonschema:"the absolute http or https URL to load"`
+}
+
+// TextArgs are the arguments of get_text.
+type TextArgs struct {
+	Selector string `json:"selector,omitempty" jsonschema:"a CSS selector; the visible text of the first element it matches is returned (default body)"`
+}
+
+// page is what navigate reports.
+type page struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+}
+
+// textScript evaluates to the innerText of the first element matching the
+// selector given as a JSON string, or null.
+const textScript = `(() => { const e = document.querySelector(%s); return e ? e.innerText : null })()`
+
+// browser is one Chromium with one tab, which the calls take turns to use.
+type browser struct {
+	// lock is held by the call using the tab: a channel, so that waiting
+	// for it honours the call's context.
+	lock     chan struct{}
+	execPath string // empty when Chromium was not found
+	headless bool
+	tab      context.Context    // nil until the first call starts Chromium
+	stop     context.CancelFunc // stops Chromium and removes its profile
+}
+
+func newBrowser() *browser { return &browser{lock: make(chan struct{}, 1)} }
+
+func newGroup(b *browser) *sdk.Group {
+	return &sdk.Group{
+		ID:          "chrome",
+		Description: "A headless Chromium: load web pages and read their text.",
+		Version:     "0.1.0",
+		OnConfigure: b.configure,
+		Tools: []sdk.Tool{
+			sdk.NewTool("navigate", "Load a page in the browser's tab; returns the final URL and the title as JSON.", b.navigate),
+			sdk.NewTool("get_text", "Return the visible text (innerText) of an element of the current page.", b.getText),
+		},
+	}
+}
+
+func (b *browser) configure(_ context.Context, req *sdk.ConfigureRequest) error {
+	var s settings
+	dec := json.NewDecoder(bytes.NewReader(req.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return sdk.Errorf(sdk.CodeValidation, "chrome: config: %v", err)
+	}
+	b.headless = s.Headless == nil || *s.Headless
+	path, err := findChromium(s.ChromiumPath)
+	if err != nil { // the group still loads; its calls say what to install
+		sdk.Logger().Warn(notFound, "error", err)
+	}
+	b.execPath = path
+	return nil
+}
+
+// findChromium returns the configured browser if it is an executable, and
+// otherwise the first candidate found on PATH.
+func findChromium(configured string) (string, error) {
+	if configured != "" {
+		return exec.LookPath(configured)
+	}
+	for _, name := range candidates {
+		if path, err := exec.LookPath(name); err == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("none of %v is on PATH", candidates)
+}
+
+// use runs f with the tab, once the call has its turn, starting Chromium on
+// first use. The context f gets ends with the call's.
+func (b *browser) use(ctx context.Context, f func(tab context.Context) error) error {
+	if b.execPath == "" {
+		return sdk.Errorf(sdk.CodeToolExec, notFound)
+	}
+	select {
+	case b.lock <- struct{}{}:
+		defer func() { <-b.lock }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err := b.start(ctx); err != nil {
+		return err
+	}
+	tab, cancel := context.WithCancel(b.tab)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	return f(tab)
+}
+
+// start starts Chromium unless it runs; it also replaces one that died.
+func (b *browser) start(ctx context.Context) error {
+	if b.tab != nil && b.tab.Err() == nil {
+		return nil
+	}
+	if b.stop != nil { // it died: release what is left of it
+		b.stop()
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], // headless, no first run, no background networking, no sync
+		chromedp.ExecPath(b.execPath),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+	) // and no user-data-dir: chromedp makes a fresh temporary one, removed by stop
+	if !b.headless {
+		opts = append(opts, chromedp.VisibleWindow)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	tab, cancelTab := chromedp.NewContext(alloc)
+	stop := func() {
+		cancelTab()
+		cancelAlloc()
+	}
+	// The first run starts the browser and binds its life to the context it
+	// gets, so it gets the tab's own context, and ctx is watched beside it.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(tab) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			stop()
+			return sdk.Errorf(sdk.CodeToolExec, "start Chromium (%s): %v", b.execPath, err)
+		}
+	case <-ctx.Done():
+		stop()
+		return ctx.Err()
+	}
+	b.tab, b.stop = tab, stop
+	return nil
+}
+
+// close stops Chromium, if it runs, once no call uses it.
+func (b *browser) close() {
+	b.lock <- struct{}{}
+	defer func() { <-b.lock }()
+	if b.stop != nil {
+		b.stop()
+		b.tab, b.stop = nil, nil
+	}
+}
+
+func (b *browser) navigate(ctx context.Context, req *sdk.Request[NavigateArgs]) (*sdk.Result, error) {
+	u, err := url.Parse(req.Args.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, sdk.Errorf(sdk.CodeValidation, "url %q: only absolute http and https URLs can be loaded", req.Args.URL)
+	}
+	var p page
+	err = b.use(ctx, func(tab context.Context) error {
+		err := chromedp.Do(tab, chromedp.Navigate(u.String()))
+		if err == nil {
+			p.URL, err = chromedp.Run(tab, chromedp.Location())
+		}
+		if err == nil {
+			p.Title, err = chromedp.Run(tab, chromedp.Title())
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sdk.JSON(p)
+}
+
+func (b *browser) getText(ctx context.Context, req *sdk.Request[TextArgs]) (*sdk.Result, error) {
+	selector := cmp.Or(req.Args.Selector, "body")
+	quoted, err := json.Marshal(selector)
+	if err != nil {
+		return nil, err
+	}
+	var text *string
+	err = b.use(ctx, func(tab context.Context) error {
+		var err error
+		text, err = chromedp.Run(tab, chromedp.Evaluate[*string](fmt.Sprintf(textScript, quoted)))
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case text == nil:
+		return nil, sdk.Errorf(sdk.CodeToolExec, "no element matches the selector %q", selector)
+	}
+	return sdk.Text(*text), nil
+}

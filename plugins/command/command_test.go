@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/sdk"
+	"github.com/toolhost/toolhost/sdk/sdktest"
+)
+
+func newPlugin(t *testing.T, cfg map[string]any) *sdktest.Plugin {
+	t.Helper()
+	return sdktest.New(t, newGroup(), &sdktest.Options{Config: cfg})
+}
+
+func TestRunCommand(t *testing.T) {
+	p := newPlugin(t, nil)
+	if p.Spec.ID != "command" || len(p.Spec.Tools) != 1 || p.Spec.Tools[0].Name != "run_command" {
+		t.Fatalf("spec = %+v", p.Spec)
+	}
+	t.Run("stdout and stderr", func(t *testing.T) {
+		res := p.Call("run_command", RunArgs{Command: "echo out; echo err >&2"})
+		if out := sdktest.OK(t, res); out != "out\n" || res.Stderr != "err\n" || res.ExitCode != 0 {
+			t.Errorf("stdout %q, stderr %q, exit %d", out, res.Stderr, res.ExitCode)
+		}
+	})
+	t.Run("exit status", func(t *testing.T) {
+		res := p.Call("run_command", RunArgs{Command: "echo partial; echo oops >&2; exit 3"})
+		if msg := sdktest.Fails(t, res, sdk.CodeToolExec); msg != "exit status 3" {
+			t.Errorf("message %q", msg)
+		}
+		if res.ExitCode != 3 || res.Stdout != "partial\n" || res.Stderr != "oops\n" {
+			t.Errorf("exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+		}
+	})
+	t.Run("environment", func(t *testing.T) {
+		t.Setenv("TOOLHOST_TEST_SECRET", "leaked")
+		t.Setenv("TZ", "UTC")
+		out := sdktest.OK(t, p.Call("run_command", RunArgs{Command: `echo "${TOOLHOST_TEST_SECRET-unset} $TZ"; env | cut -d= -f1 | sort`}))
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if lines[0] != "unset UTC" {
+			t.Errorf("first line %q, want the secret unset and TZ passed", lines[0])
+		}
+		for _, name := range lines[1:] {
+			switch name {
+			case "PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "PWD", "SHLVL", "_", "OLDPWD":
+				// passed, or set by bash itself
+			default:
+				t.Errorf("variable %s reached the command", name)
+			}
+		}
+	})
+	t.Run("output is capped", func(t *testing.T) {
+		res := p.Call("run_command", RunArgs{Command: "head -c 200000 /dev/zero | tr '\\0' x"})
+		if out := sdktest.OK(t, res); len(out) != maxOutputBytes || !res.TruncatedBytes {
+			t.Errorf("kept %d bytes (truncated %v), want %d", len(out), res.TruncatedBytes, maxOutputBytes)
+		}
+	})
+	sdktest.Fails(t, p.Call("run_command", RunArgs{Command: "true", TimeoutSeconds: -1}), sdk.CodeValidation)
+	sdktest.Fails(t, p.Call("run_command", RunArgs{Command: "true", Workdir: "/no/such/dir"}), sdk.CodeToolExec)
+}
+
+func TestWorkdir(t *testing.T) {
+	dir := t.TempDir()
+	other := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlugin(t, map[string]any{"workdir": dir})
+	for _, tc := range []struct{ workdir, want string }{
+		{"", dir},
+		{"sub", filepath.Join(dir, "sub")},
+		{other, other},
+	} {
+		if got := sdktest.OK(t, p.Call("run_command", RunArgs{Command: "pwd", Workdir: tc.workdir})); got != tc.want+"\n" {
+			t.Errorf("workdir %q: pwd = %q, want %q", tc.workdir, got, tc.want)
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sdktest.OK(t, newPlugin(t, nil).Call("run_command", RunArgs{Command: "pwd"})); got != wd+"\n" {
+		t.Errorf("default workdir: pwd = %q, want %q", got, wd)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	for name, cfg := range map[string]string{
+		"relative workdir": `{"workdir": "relative"}`,
+		"missing workdir":  `{"workdir": "/no/such/dir"}`,
+		"negative timeout": `{"timeout_seconds": -1}`,
+		"unknown key":      `{"timeout": 5}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := newGroup().Configure(context.Background(), &sdk.ConfigureRequest{Config: []byte(cfg)})
+			if err == nil || !strings.HasPrefix(err.Error(), "command: config: ") {
+				t.Fatalf("Configure(%s) = %v, want a config error", cfg, err)
+			}
+		})
+	}
+}
+
+// grandchild is a command that starts a grandchild, prints its pid and waits.
+const grandchild = "echo started; sleep 30 & echo $!; wait"
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	p := newPlugin(t, map[string]any{"timeout_seconds": 1})
+	start := time.Now()
+	res := p.Call("run_command", RunArgs{Command: grandchild, TimeoutSeconds: 20}) // capped to 1s
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("the call took %s", elapsed)
+	}
+	t.Log(sdktest.Fails(t, res, sdk.CodeTimeout))
+	if res.ExitCode != 137 {
+		t.Errorf("exit code %d, want 137 (SIGKILL)", res.ExitCode)
+	}
+	lines := strings.Fields(res.Stdout)
+	if len(lines) != 2 || lines[0] != "started" {
+		t.Fatalf("stdout %q, want the output so far: started and a pid", res.Stdout)
+	}
+	waitGone(t, lines[1])
+}
+
+func TestCancelKillsProcessGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	command := "sleep 30 & echo $! > " + pidFile + "; echo started; wait"
+
+	t.Run("through the plugin", func(t *testing.T) {
+		p := newPlugin(t, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			waitFor(t, pidFile)
+			cancel()
+		}()
+		start := time.Now()
+		_, err := do(ctx, p, "run_command", RunArgs{Command: command})
+		if err == nil || time.Since(start) > 10*time.Second {
+			t.Errorf("a cancelled call returned %v after %s", err, time.Since(start))
+		}
+		waitGone(t, readPid(t, pidFile))
+	})
+	t.Run("the result", func(t *testing.T) {
+		os.Remove(pidFile)
+		r := &runner{}
+		if err := r.configure(context.Background(), &sdk.ConfigureRequest{Config: []byte("{}")}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			waitFor(t, pidFile)
+			cancel()
+		}()
+		res, err := r.run(ctx, &sdk.Request[RunArgs]{Args: RunArgs{Command: command}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sdktest.Fails(t, res, sdk.CodeCancelled)
+		if res.Stdout != "started\n" {
+			t.Errorf("stdout %q, want the output so far", res.Stdout)
+		}
+		waitGone(t, readPid(t, pidFile))
+	})
+}
+
+// TestSubprocess runs the built plugin through the real plugin handshake; the
+// plugin lives in a process group of its own, which killing a command's
+// group must spare.
+func TestSubprocess(t *testing.T) {
+	p := sdktest.Exec(t, sdktest.Build(t, "."), &sdktest.Options{Config: map[string]any{"timeout_seconds": 1}})
+	if got := sdktest.OK(t, p.Call("run_command", RunArgs{Command: "echo hi"})); got != "hi\n" {
+		t.Errorf("echo hi = %q", got)
+	}
+	sdktest.Fails(t, p.Call("run_command", RunArgs{Command: grandchild}), sdk.CodeTimeout)
+	sdktest.OK(t, p.Call("run_command", RunArgs{Command: "true"}))
+}
+
+// do makes a call through p.Do with ctx, as the host would.
+func do(ctx context.Context, p *sdktest.Plugin, tool string, args any) (*sdk.Result, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	return p.Do(ctx, &sdk.CallRequest{Tool: tool, Arguments: raw})
+}
+
+// waitFor waits until a file exists and is not empty.
+func waitFor(t *testing.T, name string) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(name); err == nil && len(b) > 0 {
+			return
+		}
+	}
+	t.Errorf("%s never appeared", name)
+}
+
+func readPid(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// waitGone fails the test unless the process pid is gone, or a zombie, within
+// a few seconds.
+func waitGone(t *testing.T, pid string) {
+	t.Helper()
+	if _, err := strconv.Atoi(pid); err != nil {
+		t.Fatalf("not a pid: %q", pid)
+	}
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return
+		}
+		// The state follows the parenthesised command name.
+		if fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); fields[0] == "Z" {
+			return
+		}
+	}
+	t.Errorf("process %s outlived the command", pid)
+}
