@@ -303,3 +303,13 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+func TestFailKeepsOutput(t *testing.T) {
+	res := sdk.Fail(&sdk.Result{Stdout: "partial", ExitCode: 2}, sdk.CodeTimeout, "ran past %ds", 5)
+	if res.OK || res.Stdout != "partial" || res.ExitCode != 2 || res.Error.Code != sdk.CodeTimeout || res.Error.Message != "ran past 5s" {
+		t.Fatalf("Fail = %+v", res)
+	}
+	if res := sdk.Fail(sdk.Text("out"), sdk.CodeToolExec, "failed"); res.ExitCode != 1 {
+		t.Fatalf("a failed result kept exit code 0: %+v", res)
+	}
+}
