@@ -1,14 +1,19 @@
 package host
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -224,6 +229,8 @@ func TestBrokenPluginsAreRefused(t *testing.T) {
 		{"exit", "exited before the handshake (exit status 1)", toolhost.CodePluginExited},
 		{"dupetools", "declared twice", toolhost.CodeInvalidGroupDef},
 		{"badschema", `type must be "object"`, toolhost.CodeInvalidGroupDef},
+		{"bigspec", "group spec is larger than the limit of 4194304 bytes", toolhost.CodeInvalidGroupDef},
+		{"manytools", "group many has 5000 tools, more than the limit of 1000", toolhost.CodeInvalidGroupDef},
 		{"slowdescribe", "describe: no answer within 2s", toolhost.CodeTimeout},
 	}
 	plugins := []config.Plugin{testPlugin("good", "good", nil)}
@@ -383,4 +390,64 @@ func TestHostKilledLeavesNoPlugin(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	eventually(t, "the orphaned plugin is gone", func() bool { return !alive(pluginPid) })
+}
+
+func TestSHA256Pinning(t *testing.T) {
+	exe, _ := os.Executable()
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	pinned := testPlugin("pinned", "good", nil)
+	pinned.SHA256 = hex.EncodeToString(sum[:])
+	wrong := testPlugin("wrong", "good", map[string]string{groupIDEnv: "other"})
+	wrong.SHA256 = strings.Repeat("ab", 32)
+	h := startHost(t, pinned, wrong)
+	if st := plugin(h, "pinned"); st.State != StateRunning {
+		t.Fatalf("pinned plugin with the right checksum: %+v", st)
+	}
+	st := plugin(h, "wrong")
+	if st.State != StateFailed || st.ErrorCode != toolhost.CodePolicy || !strings.Contains(st.LastError, "does not match its pinned sha256") || st.Restarts != 0 {
+		t.Fatalf("plugin with the wrong checksum: %+v", st)
+	}
+}
+
+// TestPluginLogsKeepTheirLevels: a plugin's log line reaches the host's
+// logger at the level the plugin logged it.
+func TestPluginLogsKeepTheirLevels(t *testing.T) {
+	var buf syncBuffer
+	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{testPlugin("good", "good", nil)}}
+	h, err := New(cfg, &Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Warn})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := call(t, h, "log", map[string]any{"text": "hello host"}); err != nil || !res.OK {
+		t.Fatalf("log: %+v, %v", res, err)
+	}
+	eventually(t, "the plugin's line is logged", func() bool {
+		return regexp.MustCompile(`\[WARN\] +good(\.[a-z.-]+)?: plugin says: .*text="hello host"`).MatchString(buf.String())
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -53,6 +54,10 @@ func testGroup() *sdk.Group {
 				case <-ctx.Done():
 					return nil, ctx.Err()
 				}
+			}),
+			sdk.NewTool("log", "Log text at warn level.", func(_ context.Context, r *sdk.Request[echoArgs]) (*sdk.Result, error) {
+				sdk.Logger().Warn("plugin says", "text", r.Args.Text)
+				return &sdk.Result{OK: true}, nil
 			}),
 			sdk.NewTool("spawn", "Start a grandchild process that sleeps; return its pid.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
 				cmd := exec.Command("sleep", "60")
@@ -109,6 +114,14 @@ func serveTestPlugin(name string) {
 	case "badschema":
 		rpcplugin.Serve(&hostile{spec: toolhost.GroupSpec{ID: "badschema", Tools: []toolhost.ToolSpec{
 			{Name: "a", InputSchema: []byte(`{"type":"array"}`)}}}}, logger)
+	case "bigspec":
+		rpcplugin.Serve(&hostile{spec: toolhost.GroupSpec{ID: "big", Description: strings.Repeat("x", 10<<20)}}, logger)
+	case "manytools":
+		spec := toolhost.GroupSpec{ID: "many"}
+		for i := range 5000 {
+			spec.Tools = append(spec.Tools, toolhost.ToolSpec{Name: fmt.Sprintf("t%d", i), InputSchema: obj})
+		}
+		rpcplugin.Serve(&hostile{spec: spec}, logger)
 	case "slowdescribe":
 		rpcplugin.Serve(&hostile{spec: toolhost.GroupSpec{ID: "slow"}, describe: func() { time.Sleep(time.Hour) }}, logger)
 	default:
