@@ -224,15 +224,21 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 	if timeout <= 0 {
 		timeout = h.cfg.Limits.Timeout
 	}
+	// The timeout cancels the call rather than setting a gRPC deadline: the
+	// plugin's ctx ends all the same, without a deadline's cost on every call.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		t := time.AfterFunc(timeout, func() {
+			cancel(toolhost.Errorf(toolhost.CodeTimeout, "tool %s timed out after %s", req.Tool, timeout))
+		})
+		defer t.Stop()
 	}
 	res, err := g.Provider.Call(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, toolhost.ErrPluginExited) {
-			return nil, toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "call %s to %s: %w", req.Context.CallID, req.Tool, ctx.Err())
+			cause := context.Cause(ctx)
+			return nil, toolhost.Errorf(toolhost.CodeOf(cause), "call %s: %w", req.Context.CallID, cause)
 		}
 		return nil, err
 	}

@@ -114,7 +114,7 @@ func TestLoadAndCall(t *testing.T) {
 	if !ok {
 		t.Fatalf("group not registered: %+v", h.Plugins())
 	}
-	if g.Source.Kind != SourcePlugin || g.Source.State != StateRunning || g.Source.Pid == 0 || g.ToolCount != 4 || g.Reserved {
+	if g.Source.Kind != SourcePlugin || g.Source.State != StateRunning || g.Source.Pid == 0 || g.ToolCount != 5 || g.Reserved {
 		t.Fatalf("group = %+v", g)
 	}
 	res, err := call(t, h, "echo", map[string]any{"text": "hi"})
@@ -144,6 +144,22 @@ func TestCallTimeoutReachesPlugin(t *testing.T) {
 	if !errors.Is(err, toolhost.ErrCancelled) {
 		t.Fatalf("err = %v, want cancelled", err)
 	}
+}
+
+// TestConfiguredTimeout: the limits block's timeout ends a call with
+// timeout, and the plugin's handler sees its context end.
+func TestConfiguredTimeout(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "cancelled")
+	h := startHost(t, testPlugin("good", "good", map[string]string{cancelFileEnv: mark}))
+	h.cfg.Limits.Timeout = 100 * time.Millisecond
+	_, err := call(t, h, "sleep", map[string]any{"ms": 60000})
+	if !errors.Is(err, toolhost.ErrTimeout) || !strings.Contains(err.Error(), "tool sleep timed out after 100ms") {
+		t.Fatalf("err = %v, want timeout after 100ms", err)
+	}
+	eventually(t, "the plugin saw its context end", func() bool {
+		b, _ := os.ReadFile(mark)
+		return len(b) > 0
+	})
 }
 
 func TestSIGKILLUnregistersFailsInFlightAndRestarts(t *testing.T) {

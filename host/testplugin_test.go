@@ -22,6 +22,7 @@ const (
 	testPluginEnv = "TOOLHOST_TEST_PLUGIN"
 	groupIDEnv    = "TOOLHOST_TEST_GROUP"
 	pidFileEnv    = "TOOLHOST_TEST_PIDFILE"
+	cancelFileEnv = "TOOLHOST_TEST_CANCELFILE" // the sleep tool writes here when its ctx ends
 )
 
 type sleepArgs struct {
@@ -52,6 +53,9 @@ func testGroup() *sdk.Group {
 				case <-time.After(time.Duration(r.Args.Ms) * time.Millisecond):
 					return sdk.Text("slept"), nil
 				case <-ctx.Done():
+					if f := os.Getenv(cancelFileEnv); f != "" {
+						_ = os.WriteFile(f, []byte(ctx.Err().Error()), 0o644)
+					}
 					return nil, ctx.Err()
 				}
 			}),

@@ -28,8 +28,9 @@ type Handler[In any] func(ctx context.Context, req *Request[In]) (*Result, error
 
 // Tool is one tool of a group; build it with NewTool.
 type Tool struct {
-	spec     toolhost.ToolSpec
-	resolved *jsonschema.Resolved
+	spec       toolhost.ToolSpec
+	resolved   *jsonschema.Resolved
+	emptyValid bool // {} satisfies the schema, so a call without arguments skips validation
 	run      func(ctx context.Context, req *toolhost.CallRequest) (*Result, error)
 	err      error // set when the input schema could not be derived
 }
@@ -70,6 +71,7 @@ func NewTool[In any](name, description string, h Handler[In], opts ...ToolOption
 		t.err = fmt.Errorf("sdk: tool %s: input schema: %w", name, err)
 		return t
 	}
+	t.emptyValid = t.resolved.Validate(map[string]any{}) == nil
 	t.run = func(ctx context.Context, req *toolhost.CallRequest) (*Result, error) {
 		var in In
 		if err := json.Unmarshal(req.Arguments, &in); err != nil {
@@ -83,19 +85,23 @@ func NewTool[In any](name, description string, h Handler[In], opts ...ToolOption
 // Spec returns the tool's spec as the host sees it.
 func (t Tool) Spec() toolhost.ToolSpec { return t.spec }
 
+var emptyObject = []byte("{}")
+
 // call validates the arguments against the input schema, runs the handler
 // and turns whatever it returns, a panic included, into a Result.
 func (t Tool) call(ctx context.Context, req *toolhost.CallRequest) (res *Result) {
 	args := bytes.TrimSpace(req.Arguments)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
-		args = []byte("{}")
+		args = emptyObject
 	}
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
-		return toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeValidation, "arguments are not JSON: %v", err))
-	}
-	if err := t.resolved.Validate(v); err != nil {
-		return toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeValidation, "arguments: %v", err))
+	if !t.emptyValid || !bytes.Equal(args, emptyObject) {
+		var v any
+		if err := json.Unmarshal(args, &v); err != nil {
+			return toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeValidation, "arguments are not JSON: %v", err))
+		}
+		if err := t.resolved.Validate(v); err != nil {
+			return toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeValidation, "arguments: %v", err))
+		}
 	}
 	defer func() {
 		if p := recover(); p != nil {
