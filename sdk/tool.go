@@ -31,8 +31,8 @@ type Tool struct {
 	spec       toolhost.ToolSpec
 	resolved   *jsonschema.Resolved
 	emptyValid bool // {} satisfies the schema, so a call without arguments skips validation
-	run      func(ctx context.Context, req *toolhost.CallRequest) (*Result, error)
-	err      error // set when the input schema could not be derived
+	run        func(ctx context.Context, req *toolhost.CallRequest) (*Result, error)
+	err        error // set when the input schema could not be derived
 }
 
 // ToolOption sets one of a tool's optional properties.
