@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,17 +67,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// alive reports whether pid is a live process (zombies count as dead).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 func group(h *Host, id string) (GroupInfo, bool) {
@@ -227,7 +217,7 @@ func TestReservedIDRefusedAndProcessStopped(t *testing.T) {
 		t.Fatal("reserved group registered")
 	}
 	pid := readPid(t, pidFile)
-	eventually(t, "the refused plugin's process is gone", func() bool { return !alive(pid) })
+	eventually(t, "the refused plugin's process is gone", func() bool { return !proctest.Alive(pid) })
 	if res, err := call(t, h, "echo", map[string]any{"text": "still here"}); err != nil || !res.OK {
 		t.Fatalf("host stopped serving: %+v, %v", res, err)
 	}
@@ -296,7 +286,7 @@ func TestUnloadStopsAndUnregisters(t *testing.T) {
 	if st := plugin(h, "good"); st.State != StateStopped || st.Pid != 0 {
 		t.Fatalf("status = %+v", st)
 	}
-	if alive(g.Source.Pid) {
+	if proctest.Alive(g.Source.Pid) {
 		t.Fatal("process alive after Unload")
 	}
 	if err := h.Unload("testgroup"); !errors.Is(err, toolhost.ErrValidation) {
@@ -312,16 +302,16 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 		t.Fatalf("spawn: %+v, %v", res, err)
 	}
 	grandchild, _ := strconv.Atoi(res.Stdout)
-	if !alive(grandchild) {
+	if !proctest.Alive(grandchild) {
 		t.Fatal("grandchild not running")
 	}
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if alive(g.Source.Pid) {
+	if proctest.Alive(g.Source.Pid) {
 		t.Error("plugin alive after Close")
 	}
-	eventually(t, "the grandchild is gone", func() bool { return !alive(grandchild) })
+	eventually(t, "the grandchild is gone", func() bool { return !proctest.Alive(grandchild) })
 }
 
 func TestDuplicateGroupReplacesAndSurvivesOldExit(t *testing.T) {
@@ -343,7 +333,7 @@ func TestDuplicateGroupReplacesAndSurvivesOldExit(t *testing.T) {
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the first plugin has exited", func() bool { return !alive(first) && plugin(h, "first").Pid != first })
+	eventually(t, "the first plugin has exited", func() bool { return !proctest.Alive(first) && plugin(h, "first").Pid != first })
 	if g, ok := group(h, "shared"); !ok || g.Source.Name == "" {
 		t.Fatalf("the replaced plugin's exit removed the group: %+v", h.Groups())
 	}
@@ -400,12 +390,12 @@ func TestHostKilledLeavesNoPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	pluginPid := readPid(t, pidFile)
-	eventually(t, "the plugin runs", func() bool { return alive(pluginPid) })
+	eventually(t, "the plugin runs", func() bool { return proctest.Alive(pluginPid) })
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	eventually(t, "the orphaned plugin is gone", func() bool { return !alive(pluginPid) })
+	eventually(t, "the orphaned plugin is gone", func() bool { return !proctest.Alive(pluginPid) })
 }
 
 func TestSHA256Pinning(t *testing.T) {

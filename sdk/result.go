@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -35,4 +36,16 @@ func Fail(res *Result, code Code, format string, args ...any) *Result {
 		res.ExitCode = 1
 	}
 	return res
+}
+
+// DecodeConfig decodes a plugin block's config {} into v (a pointer to a
+// struct) strictly: an unknown key or a wrong type is a validation error
+// naming it, so a typo in config.hcl stops the plugin instead of being ignored.
+func DecodeConfig(req *ConfigureRequest, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(req.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(CodeValidation, "config: %v", err)
+	}
+	return nil
 }

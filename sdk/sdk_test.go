@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"os"
 	"os/exec"
 	"regexp"
@@ -286,22 +287,11 @@ func TestPluginExitsWhenItsParentDies(t *testing.T) {
 		t.Fatalf("pid %q: %v", out, err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	for deadline := time.Now().Add(5 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); proctest.Alive(pid); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("orphaned plugin %d still running", pid)
 		}
 	}
-}
-
-// alive reports whether pid is a live process (zombies count as dead).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 func TestFailKeepsOutput(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -55,8 +54,8 @@ func newGroup() *sdk.Group {
 
 func (nb *notebook) configure(_ context.Context, req *sdk.ConfigureRequest) error {
 	s := settings{MaxNotes: nb.max}
-	if err := json.Unmarshal(req.Config, &s); err != nil {
-		return sdk.Errorf(sdk.CodeValidation, "notes: config: %v", err)
+	if err := sdk.DecodeConfig(req, &s); err != nil {
+		return err
 	}
 	if s.MaxNotes < 1 {
 		return sdk.Errorf(sdk.CodeValidation, "notes: config: max_notes must be at least 1, not %d", s.MaxNotes)

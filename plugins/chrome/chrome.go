@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -76,10 +75,8 @@ func newGroup(b *browser) *sdk.Group {
 
 func (b *browser) configure(_ context.Context, req *sdk.ConfigureRequest) error {
 	var s settings
-	dec := json.NewDecoder(bytes.NewReader(req.Config))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return sdk.Errorf(sdk.CodeValidation, "chrome: config: %v", err)
+	if err := sdk.DecodeConfig(req, &s); err != nil {
+		return err
 	}
 	b.headless = s.Headless == nil || *s.Headless
 	path, err := findChromium(s.ChromiumPath)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -67,10 +66,8 @@ func newGroup() *sdk.Group {
 
 func (r *runner) configure(_ context.Context, req *sdk.ConfigureRequest) error {
 	var s settings
-	dec := json.NewDecoder(bytes.NewReader(req.Config))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return sdk.Errorf(sdk.CodeValidation, "command: config: %v", err)
+	if err := sdk.DecodeConfig(req, &s); err != nil {
+		return err
 	}
 	if s.Workdir == "" {
 		wd, err := os.Getwd()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -100,7 +101,7 @@ func TestBadConfig(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := newGroup().Configure(context.Background(), &sdk.ConfigureRequest{Config: []byte(cfg)})
-			if err == nil || !strings.HasPrefix(err.Error(), "command: config: ") {
+			if err == nil || !strings.Contains(err.Error(), "config: ") {
 				t.Fatalf("Configure(%s) = %v, want a config error", cfg, err)
 			}
 		})
@@ -213,16 +214,12 @@ func readPid(t *testing.T, name string) string {
 // a few seconds.
 func waitGone(t *testing.T, pid string) {
 	t.Helper()
-	if _, err := strconv.Atoi(pid); err != nil {
+	n, err := strconv.Atoi(pid)
+	if err != nil {
 		t.Fatalf("not a pid: %q", pid)
 	}
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil {
-			return
-		}
-		// The state follows the parenthesised command name.
-		if fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); fields[0] == "Z" {
+		if !proctest.Alive(n) {
 			return
 		}
 	}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,10 +92,8 @@ func newGroup() *sdk.Group {
 
 func (w *workspace) configure(_ context.Context, req *sdk.ConfigureRequest) error {
 	var s settings
-	dec := json.NewDecoder(bytes.NewReader(req.Config))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return sdk.Errorf(sdk.CodeValidation, "workspace: config: %v", err)
+	if err := sdk.DecodeConfig(req, &s); err != nil {
+		return err
 	}
 	if s.Roots == nil { // absent or null; an explicit [] is refused by openRoots
 		wd, err := os.Getwd()

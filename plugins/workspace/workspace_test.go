@@ -112,7 +112,7 @@ func TestBadConfig(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := newGroup().Configure(context.Background(), &sdk.ConfigureRequest{Config: cfg})
-			if err == nil || !strings.Contains(err.Error(), "workspace: config") {
+			if err == nil || !strings.Contains(err.Error(), "config: ") {
 				t.Fatalf("Configure(%s) = %v, want a config error", cfg, err)
 			}
 			t.Log(err)
