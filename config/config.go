@@ -32,6 +32,10 @@ type Config struct {
 	Limits Limits
 	// Plugins are the plugin and builtin blocks, in file order.
 	Plugins []Plugin
+	// Roles are the role blocks, in file order.
+	Roles []Role
+	// Tools is the global tools block: allowed optional tools and denied tools.
+	Tools ToolPolicy
 }
 
 // Limits bounds tool calls and their output, from the `limits` block.

@@ -18,6 +18,8 @@ var rootSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "data_dir"}, {Name: "plugin_dir"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "limits"},
+		{Type: "tools"},
+		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
 		{Type: string(KindBuiltin), LabelNames: []string{"name"}},
 	},
@@ -91,9 +93,15 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 	if blk := d.onlyBlock(content.Blocks.OfType("limits")); blk != nil {
 		d.limits(&cfg.Limits, blk.Body)
 	}
-	declared := make(map[string]hcl.Range)
+	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
+		cfg.Tools = d.toolPolicy(blk.Body)
+	}
+	declared, roles := make(map[string]hcl.Range), make(map[string]hcl.Range)
 	for _, blk := range content.Blocks {
-		if blk.Type != "limits" {
+		switch blk.Type {
+		case "role":
+			cfg.Roles = append(cfg.Roles, d.role(blk, roles))
+		case string(KindPlugin), string(KindBuiltin):
 			cfg.Plugins = append(cfg.Plugins, d.plugin(blk, declared))
 		}
 	}

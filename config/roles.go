@@ -1,0 +1,112 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Role is a `role "NAME" {}` block: a role declared in the file, read-only at
+// run time (edit the file and restart to change it).
+type Role struct {
+	// Name is the block label, unique among roles; "root" is reserved.
+	Name string
+	// Description says what the role is for.
+	Description string
+	// Prompt is the role's system prompt.
+	Prompt string
+	// ToolGroups are the groups the role's agents may use; nil when the block
+	// has no tool_groups (every group), otherwise as written, duplicates dropped.
+	ToolGroups []string
+	// Tools allows optional tools and denies tools for this role.
+	Tools ToolPolicy
+	// Pos is where the block is declared, "file:line,col".
+	Pos string
+}
+
+// ToolPolicy is a `tools {}` block (seed 003). Each entry names a tool, a
+// group (a plugin's id) or "group:plugins" (every tool from a plugin block).
+type ToolPolicy struct {
+	// Allow makes optional tools visible.
+	Allow []string
+	// Deny hides tools, whatever allows them.
+	Deny []string
+}
+
+// RootRole is the name of the role that always exists and no block may declare.
+const RootRole = "root"
+
+var (
+	roleNameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	policyItemRE = regexp.MustCompile(`^(group:plugins|[a-z][a-z0-9_-]{0,63})$`)
+)
+
+var roleSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "description"}, {Name: "prompt"}, {Name: "tool_groups"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "tools"}},
+}
+
+var toolsSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "allow"}, {Name: "deny"}},
+}
+
+// role decodes a role block; declared maps the role names seen so far to their blocks.
+func (d *decoder) role(blk *hcl.Block, declared map[string]hcl.Range) Role {
+	r := Role{Name: blk.Labels[0], Pos: position(blk.DefRange)}
+	switch first, dup := declared[r.Name]; {
+	case r.Name == RootRole:
+		d.fail(blk.LabelRanges[0], "Reserved role name", `The root role always exists and cannot be declared; choose another name.`)
+	case !roleNameRE.MatchString(r.Name):
+		d.fail(blk.LabelRanges[0], "Invalid role name",
+			fmt.Sprintf("%q must start with a letter or digit and continue with up to 63 letters, digits, '_', '.' or '-'.", r.Name))
+	case dup:
+		d.fail(blk.LabelRanges[0], "Duplicate role name", fmt.Sprintf("A role named %q was already declared at %s.", r.Name, position(first)))
+	default:
+		declared[r.Name] = blk.DefRange
+	}
+	content, diags := blk.Body.Content(roleSchema)
+	d.add(diags)
+	attr(d, content.Attributes, "description", &r.Description, asIs)
+	attr(d, content.Attributes, "prompt", &r.Prompt, asIs)
+	attr(d, content.Attributes, "tool_groups", &r.ToolGroups, groupIDs)
+	if blk := d.onlyBlock(content.Blocks); blk != nil {
+		r.Tools = d.toolPolicy(blk.Body)
+	}
+	return r
+}
+
+// toolPolicy decodes a tools block.
+func (d *decoder) toolPolicy(body hcl.Body) ToolPolicy {
+	var p ToolPolicy
+	content, diags := body.Content(toolsSchema)
+	d.add(diags)
+	attr(d, content.Attributes, "allow", &p.Allow, policyItems)
+	attr(d, content.Attributes, "deny", &p.Deny, policyItems)
+	return p
+}
+
+// groupIDs checks a list of group ids and drops duplicates; an empty list
+// stays empty, not nil, so that "configured as empty" is kept.
+func groupIDs(ids []string) ([]string, error) {
+	out := []string{}
+	for _, id := range ids {
+		if !nameRE.MatchString(id) {
+			return nil, fmt.Errorf("%q is not a group id", id)
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+func policyItems(items []string) ([]string, error) {
+	for _, it := range items {
+		if !policyItemRE.MatchString(it) {
+			return nil, fmt.Errorf(`%q is neither a tool name, a group id nor "group:plugins"`, it)
+		}
+	}
+	return items, nil
+}
