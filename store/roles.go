@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Source says where a role is defined.
+type Source string
+
+// The role sources.
+const (
+	SourceConfig Source = "config" // a role block in config.hcl: read-only at run time
+	SourceStore  Source = "store"  // created at run time: editable
+)
+
+// The root role and agent, which always exist.
+const (
+	RootRoleID  = "root"
+	RootRole    = "root"
+	RootAgentID = "root"
+)
+
+// Role is a role (seed 000): what its agents are for and which tool groups
+// they may use.
+type Role struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Prompt      string `json:"prompt"`
+	// ToolGroups are the role's tool groups; nil means none configured (every
+	// group is available), and JSON shows it as null.
+	ToolGroups []string `json:"toolGroups"`
+	// Allow lists optional tools, groups or "group:plugins" made visible.
+	Allow []string `json:"allow,omitempty"`
+	// Deny lists tools, groups or "group:plugins" hidden from the role.
+	Deny         []string  `json:"deny,omitempty"`
+	CreatedBy    string    `json:"createdBy"`
+	CreatedAt    time.Time `json:"createdAt"`
+	Status       string    `json:"status"`
+	LLMServiceID string    `json:"llmServiceId"`
+	Source       Source    `json:"source"`
+}
+
+// ReadOnly says whether the role may be edited at run time, and if not, why.
+func (r *Role) ReadOnly() (bool, string) {
+	switch {
+	case r.Name == RootRole:
+		return true, "the root role is built in: its tool groups are fixed to org_management"
+	case r.Source == SourceConfig:
+		return true, fmt.Sprintf("role %q is declared in the config file; edit its role block there and restart", r.Name)
+	}
+	return false, ""
+}
+
+const roleColumns = `id, name, description, prompt, tool_groups, tools_allow, tools_deny, created_by, created_at, status, llm_service_id, source`
+
+// ensureRoot creates the root role and the root agent when missing.
+func (s *Store) ensureRoot(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, '["org_management"]', '[]', '[]', 'system', ?, 'active', '', 'store')`,
+		RootRoleID, RootRole, "The root of the organisation: creates roles and agents and hands out work.",
+		"You are the root agent. You do not do tasks yourself: you find or create roles, spawn agents for them and send them work.", now())
+	if err == nil {
+		_, err = s.db.ExecContext(ctx, `INSERT OR IGNORE INTO agents (id, role_id, parent_id, status, created_at) VALUES (?, ?, '', 'active', ?)`,
+			RootAgentID, RootRoleID, now())
+	}
+	if err != nil {
+		return fmt.Errorf("store: root role: %w", err)
+	}
+	return nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRole(row scanner) (Role, error) {
+	var r Role
+	var groups sql.NullString
+	var allow, deny, created string
+	err := row.Scan(&r.ID, &r.Name, &r.Description, &r.Prompt, &groups, &allow, &deny, &r.CreatedBy, &created, &r.Status, &r.LLMServiceID, &r.Source)
+	if err != nil {
+		return r, err
+	}
+	r.CreatedAt = parseTime(created)
+	if groups.Valid {
+		r.ToolGroups = []string{}
+		err = json.Unmarshal([]byte(groups.String), &r.ToolGroups)
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(allow), &r.Allow)
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(deny), &r.Deny)
+	}
+	return r, err
+}
+
+// Roles returns every role, the root first, then by name.
+func (s *Store) Roles(ctx context.Context) ([]Role, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+roleColumns+` FROM roles ORDER BY id != 'root', name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: roles: %w", err)
+	}
+	defer rows.Close()
+	var out []Role
+	for rows.Next() {
+		r, err := scanRole(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: roles: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Role returns the role with the name, or with the id.
+func (s *Store) Role(ctx context.Context, nameOrID string) (Role, error) {
+	r, err := scanRole(s.db.QueryRowContext(ctx, `SELECT `+roleColumns+` FROM roles WHERE name = ? OR id = ? ORDER BY name = ? DESC LIMIT 1`, nameOrID, nameOrID, nameOrID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("store: role %q: %w", nameOrID, ErrNotFound)
+	}
+	return r, err
+}
+
+// CreateRole adds a role and returns it with its id, creation time, status
+// and source (SourceStore unless set) filled in.
+func (s *Store) CreateRole(ctx context.Context, r Role) (Role, error) {
+	if r.ID == "" {
+		r.ID = newID("role_")
+	}
+	if r.Status == "" {
+		r.Status = "active"
+	}
+	if r.Source == "" {
+		r.Source = SourceStore
+	}
+	r.CreatedAt = time.Now().UTC()
+	err := s.tx(ctx, func(tx *sql.Tx) error { return insertRole(ctx, tx, r) })
+	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: roles.name") {
+		return r, fmt.Errorf("store: role %q: %w", r.Name, ErrExists)
+	}
+	return r, err
+}
+
+func insertRole(ctx context.Context, tx *sql.Tx, r Role) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Name, r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny),
+		r.CreatedBy, r.CreatedAt.UTC().Format(time.RFC3339Nano), r.Status, r.LLMServiceID, r.Source)
+	return err
+}
+
+// UpdateRole stores every editable field of r (description, prompt, tool
+// groups, allow, deny, status, LLM service), found by its id.
+func (s *Store) UpdateRole(ctx context.Context, r Role) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return updateRole(ctx, tx, r) })
+}
+
+func updateRole(ctx context.Context, tx *sql.Tx, r Role) error {
+	res, err := tx.ExecContext(ctx, `UPDATE roles SET description = ?, prompt = ?, tool_groups = ?, tools_allow = ?, tools_deny = ?, status = ?, llm_service_id = ?, source = ? WHERE id = ?`,
+		r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny), r.Status, r.LLMServiceID, r.Source, r.ID)
+	if err != nil {
+		return fmt.Errorf("store: update role %q: %w", r.Name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: role %q: %w", r.Name, ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteRole removes the role with the name, and its agents.
+func (s *Store) DeleteRole(ctx context.Context, name string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM roles WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("store: delete role %q: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: role %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// ReconcileConfigRoles makes the config-sourced roles those given, in one
+// transaction: new ones are created, changed ones updated (keeping their ids
+// and agents), and config roles no longer declared deleted. A stored role
+// whose name is now declared in the config becomes a config role. It returns
+// the names it created, updated and deleted.
+func (s *Store) ReconcileConfigRoles(ctx context.Context, declared []Role) (changed []string, err error) {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+roleColumns+` FROM roles`)
+		if err != nil {
+			return err
+		}
+		existing := map[string]Role{}
+		for rows.Next() {
+			r, err := scanRole(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			existing[r.Name] = r
+		}
+		rows.Close()
+		keep := map[string]bool{}
+		for _, d := range declared {
+			keep[d.Name] = true
+			d.Source = SourceConfig
+			if d.Status == "" {
+				d.Status = "active"
+			}
+			old, ok := existing[d.Name]
+			switch {
+			case !ok:
+				d.ID, d.CreatedAt, d.CreatedBy = newID("role_"), time.Now().UTC(), "config"
+				err = insertRole(ctx, tx, d)
+			case !sameDeclaration(old, d):
+				d.ID = old.ID
+				err = updateRole(ctx, tx, d)
+			default:
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			changed = append(changed, d.Name)
+		}
+		for name, r := range existing {
+			if r.Source == SourceConfig && !keep[name] {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM roles WHERE id = ?`, r.ID); err != nil {
+					return err
+				}
+				changed = append(changed, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: reconcile config roles: %w", err)
+	}
+	return changed, nil
+}
+
+// sameDeclaration reports whether a stored role already matches a declaration.
+func sameDeclaration(old, d Role) bool {
+	return old.Source == SourceConfig && old.Description == d.Description && old.Prompt == d.Prompt &&
+		groupsJSON(old.ToolGroups) == groupsJSON(d.ToolGroups) && listJSON(old.Allow) == listJSON(d.Allow) && listJSON(old.Deny) == listJSON(d.Deny)
+}
+
+// groupsJSON encodes tool groups, nil (not configured) as SQL NULL.
+func groupsJSON(groups []string) any {
+	if groups == nil {
+		return nil
+	}
+	return listJSON(groups)
+}
+
+func listJSON(list []string) string {
+	if list == nil {
+		list = []string{}
+	}
+	b, _ := json.Marshal(list)
+	return string(b)
+}
