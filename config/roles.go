@@ -58,7 +58,7 @@ func (d *decoder) role(blk *hcl.Block, declared map[string]hcl.Range) Role {
 	switch first, dup := declared[r.Name]; {
 	case r.Name == RootRole:
 		d.fail(blk.LabelRanges[0], "Reserved role name", `The root role always exists and cannot be declared; choose another name.`)
-	case !roleNameRE.MatchString(r.Name):
+	case !ValidRoleName(r.Name):
 		d.fail(blk.LabelRanges[0], "Invalid role name",
 			fmt.Sprintf("%q must start with a letter or digit and continue with up to 63 letters, digits, '_', '.' or '-'.", r.Name))
 	case dup:
@@ -110,3 +110,6 @@ func policyItems(items []string) ([]string, error) {
 	}
 	return items, nil
 }
+
+// ValidRoleName reports whether name may name a role.
+func ValidRoleName(name string) bool { return roleNameRE.MatchString(name) }

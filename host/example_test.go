@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
@@ -13,7 +14,16 @@ import (
 // Embedding the host: load a config (its plugin and builtin blocks start as
 // subprocesses), register an in-process group, list the groups and call a tool.
 func Example() {
-	cfg, err := config.Parse([]byte(`limits { timeout = "5s" }`), "config.hcl", nil)
+	dataDir, _ := os.MkdirTemp("", "toolhost-example-")
+	defer os.RemoveAll(dataDir)
+	src := fmt.Sprintf(`
+		data_dir = %q
+		limits { timeout = "5s" }
+		role "scribe" {
+		  description = "Writes things down."
+		  tool_groups = ["console"]
+		}`, dataDir)
+	cfg, err := config.Parse([]byte(src), "config.hcl", nil)
 	if err != nil {
 		panic(err)
 	}
@@ -42,13 +52,23 @@ func Example() {
 		fmt.Println(g.ID, g.Source.Kind, g.Tools)
 	}
 
-	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "console_print", Arguments: []byte(`{"text":"hi"}`)})
+	// An agent of the scribe role sees and may call only the console group.
+	agent, err := h.CreateAgent(ctx, "scribe", "")
+	if err != nil {
+		panic(err)
+	}
+	tools, _ := h.ToolsFor(agent.ID)
+	fmt.Println(len(tools), tools[0].Function.Name)
+
+	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "console_print", Arguments: []byte(`{"text":"hi"}`),
+		Context: toolhost.CallContext{AgentID: agent.ID}})
 	fmt.Println(res.Stdout, err)
 
-	_, err = h.Call(ctx, &toolhost.CallRequest{Tool: "rm_rf"})
+	_, err = h.Call(ctx, &toolhost.CallRequest{Tool: "rm_rf", Context: toolhost.CallContext{AgentID: agent.ID}})
 	fmt.Println(toolhost.CodeOf(err))
 	// Output:
 	// console runtime [console_print]
+	// 1 console_print
 	// printed: hi <nil>
 	// unknown_tool
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/store"
 )
 
 // Options tune a Host; nil means defaults.
@@ -29,6 +31,13 @@ type Options struct {
 	HealthyAfter time.Duration
 	// DescribeTimeout bounds a plugin's Configure and Describe. Default 10s.
 	DescribeTimeout time.Duration
+	// Store keeps roles and agents. Nil means the host opens one in the
+	// config's DataDir, or, when DataDir is empty, in a temporary directory
+	// removed by Close.
+	Store *store.Store
+	// StoreWatch is how often the host checks the store for changes made by
+	// other processes (such as `toolhost roles` beside a server). Default 1s.
+	StoreWatch time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -43,6 +52,7 @@ func (o *Options) withDefaults() Options {
 	setDefault(&out.MaxBackoff, 30*time.Second)
 	setDefault(&out.HealthyAfter, 30*time.Second)
 	setDefault(&out.DescribeTimeout, 10*time.Second)
+	setDefault(&out.StoreWatch, time.Second)
 	return out
 }
 
@@ -60,19 +70,48 @@ type Host struct {
 	log  hclog.Logger
 	mgr  *Manager
 
+	store     *store.Store
+	closeDB   func() error // closes the store if the host opened it
+	dir       directory    // the store's roles and agents, cached
+	views     sync.Map     // role name → *view
+	stopWatch context.CancelFunc
+	watching  sync.WaitGroup
+
 	mu      sync.Mutex
 	plugins []*supervisor // in config order
 	closed  bool
 }
 
-// New returns a host for the configuration. It starts nothing; see Start.
+// New returns a host for the configuration, with its store open. It starts
+// no plugin; see Start.
 func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if cfg == nil {
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "host: nil config")
 	}
 	o := opts.withDefaults()
-	return &Host{cfg: cfg, opts: o, log: o.Logger, mgr: NewManager()}, nil
+	h := &Host{cfg: cfg, opts: o, log: o.Logger, mgr: NewManager(), store: o.Store, closeDB: func() error { return nil }}
+	if h.store == nil {
+		dir, cleanup := cfg.DataDir, func() error { return nil }
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "toolhost-data-")
+			if err != nil {
+				return nil, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+			}
+			dir, cleanup = tmp, func() error { return os.RemoveAll(tmp) }
+		}
+		st, err := store.Open(context.Background(), dir)
+		if err != nil {
+			_ = cleanup()
+			return nil, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+		}
+		h.store = st
+		h.closeDB = func() error { return errors.Join(st.Close(), cleanup()) }
+	}
+	return h, nil
 }
+
+// Store returns the host's store.
+func (h *Host) Store() *store.Store { return h.store }
 
 // Manager returns the host's group manager.
 func (h *Host) Manager() *Manager { return h.mgr }
@@ -103,7 +142,16 @@ func (h *Host) Start(ctx context.Context) error {
 		h.plugins = append(h.plugins, newSupervisor(h, p))
 	}
 	sups := h.plugins
+	watchCtx, stop := context.WithCancel(context.Background())
+	h.stopWatch = stop
 	h.mu.Unlock()
+	if err := h.reconcileRoles(ctx); err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	if err := h.dir.load(ctx, h.store); err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	h.watching.Go(func() { h.watchStore(watchCtx, h.opts.StoreWatch) })
 	for _, s := range sups {
 		go s.run()
 	}
@@ -114,7 +162,17 @@ func (h *Host) Start(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	for _, d := range h.configRoleDiagnostics() {
+		h.log.Warn(d.Message)
+	}
 	return nil
+}
+
+// Diagnostics lists the problems that did not stop the host: tool-name
+// conflicts and blocked plugins (seed 003), and config roles naming groups
+// no module provides.
+func (h *Host) Diagnostics() []Diagnostic {
+	return append(h.mgr.Diagnostics(), h.configRoleDiagnostics()...)
 }
 
 // RegisterGroup registers an in-process group (source kind "runtime"), such
@@ -139,6 +197,11 @@ func (h *Host) register(g *Group) error {
 	if replaced != nil {
 		h.log.Warn("group replaced", "code", toolhost.CodeDuplicateGroupID, "group", g.Spec.ID,
 			"old_source", replaced.SourceName, "new_source", g.SourceName)
+	}
+	for _, d := range h.mgr.Diagnostics() {
+		if d.Group == g.Spec.ID || d.Plugin == g.SourceName {
+			h.log.Error(d.Message, "plugin", d.Plugin)
+		}
 	}
 	h.log.Info("group registered", "group", g.Spec.ID, "tools", len(g.Spec.Tools), "source", g.SourceName)
 	return nil
@@ -205,21 +268,40 @@ func (h *Host) Plugins() []PluginStatus {
 	return out
 }
 
-// Call routes a call to the group serving the tool and returns its result. A
-// tool that fails is a Result with OK false; an error means the call could
-// not be carried out: unknown_tool, timeout, cancelled, plugin_exited or
-// internal. An empty call id is filled in. The call is bounded by the tool's
-// timeout, or the configured default.
+// Call routes a call to the group serving the tool and returns its result.
+// The caller's role decides first: the role of Context.AgentID, else the role
+// named by Context.Role, else (no agent, no role: an operator) every group
+// under the global tools policy. A tool outside the role is refused with
+// tool_not_available naming the tool and the role; a tool no group provides
+// with unknown_tool. A tool that fails is a Result with OK false; an error
+// means the call could not be carried out: those codes, validation (an
+// unknown agent or role), timeout, cancelled, plugin_exited or internal. An
+// empty call id is filled in, and the role set. The call is bounded by the
+// tool's timeout, or the configured default.
 func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
-	g, spec, ok := h.mgr.lookup(req.Tool)
-	if !ok {
-		return nil, toolhost.Errorf(toolhost.CodeUnknownTool, "unknown tool %q: no group provides it", req.Tool)
+	v, err := h.callerView(&req.Context)
+	if err != nil {
+		return nil, err
 	}
-	if req.Context.CallID == "" {
+	t, ok := v.tools[req.Tool]
+	if !ok {
+		if _, _, exists := h.mgr.lookup(req.Tool); !exists {
+			return nil, toolhost.Errorf(toolhost.CodeUnknownTool, "unknown tool %q: no group provides it", req.Tool)
+		}
+		if v.role == "" {
+			return nil, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available: the tools policy hides it", req.Tool)
+		}
+		return nil, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available to role %q", req.Tool, v.role)
+	}
+	if req.Context.CallID == "" || req.Context.Role != v.role {
 		r := *req
-		r.Context.CallID = newCallID()
+		r.Context.Role = v.role
+		if r.Context.CallID == "" {
+			r.Context.CallID = newCallID()
+		}
 		req = &r
 	}
+	g, spec := t.group, t.spec
 	timeout := spec.Timeout
 	if timeout <= 0 {
 		timeout = h.cfg.Limits.Timeout
@@ -235,14 +317,13 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 		defer t.Stop()
 	}
 	res, err := g.Provider.Call(ctx, req)
-	if err != nil {
-		if ctx.Err() != nil && !errors.Is(err, toolhost.ErrPluginExited) {
-			cause := context.Cause(ctx)
-			return nil, toolhost.Errorf(toolhost.CodeOf(cause), "call %s: %w", req.Context.CallID, cause)
-		}
-		return nil, err
+	// A call whose context ended is a timeout or a cancellation, even when
+	// the plugin's answer (to its own cancelled context) won the race.
+	if ctx.Err() != nil && !errors.Is(err, toolhost.ErrPluginExited) {
+		cause := context.Cause(ctx)
+		return nil, toolhost.Errorf(toolhost.CodeOf(cause), "call %s: %w", req.Context.CallID, cause)
 	}
-	return res, nil
+	return res, err
 }
 
 // newCallID returns a random call id.
@@ -256,6 +337,10 @@ func newCallID() string {
 // process, nor any process in a plugin's process group, is left.
 func (h *Host) Close() error {
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
 	h.closed = true
 	sups := h.plugins
 	h.mu.Unlock()
@@ -264,5 +349,9 @@ func (h *Host) Close() error {
 		wg.Go(s.unload)
 	}
 	wg.Wait()
-	return nil
+	if h.stopWatch != nil {
+		h.stopWatch()
+	}
+	h.watching.Wait()
+	return h.closeDB()
 }

@@ -1,6 +1,8 @@
 package host
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,8 +20,9 @@ const (
 	SourceRuntime SourceKind = "runtime" // registered in-process through RegisterGroup
 )
 
-// mayUseReserved reports whether the kind may register a reserved group id.
-func (k SourceKind) mayUseReserved() bool { return k == SourceBuiltin || k == SourceRuntime }
+// core reports whether the kind provides core tools: builtin and runtime
+// groups, which may use reserved ids and win tool-name conflicts over plugins.
+func (k SourceKind) core() bool { return k == SourceBuiltin || k == SourceRuntime }
 
 // Group is a registered tool group.
 type Group struct {
@@ -56,9 +59,19 @@ type Manager struct {
 
 // snapshot is one immutable state of the manager.
 type snapshot struct {
-	groups map[string]*Group
-	ids    []string          // sorted
-	owner  map[string]*Group // tool name → the group that serves it
+	groups  map[string]*Group
+	ids     []string          // sorted
+	owner   map[string]*Group // tool name → the group that serves it
+	blocked map[string]bool   // plugin groups whose id is a core tool's name
+	diags   []Diagnostic      // the conflicts found
+}
+
+// Diagnostic is a problem with a group that did not stop the host (seed 003).
+type Diagnostic struct {
+	Level   string `json:"level"`  // "error" or "warning"
+	Plugin  string `json:"plugin"` // the source: a config block's name, or a runtime group's id
+	Group   string `json:"group,omitempty"`
+	Message string `json:"message"`
 }
 
 // NewManager returns an empty manager.
@@ -74,14 +87,16 @@ func NewManager() *Manager {
 // the same id is replaced and returned, for the caller to warn about
 // (duplicate_group_id, seed 000).
 //
-// A tool name reported by two groups is served by the group registered first;
-// the later group's tool is shadowed (seed 003: a later tool with a taken name
-// is skipped) until the first group goes away.
+// Conflicts are resolved as seed 003 says, each with a Diagnostic: a tool name
+// reported by two groups is served by a core (builtin or runtime) group over a
+// plugin, else by the group registered first; the other group's tool is
+// shadowed until the winner goes away. A plugin group whose id equals a core
+// tool's name is blocked whole.
 func (m *Manager) Register(g *Group) (replaced *Group, err error) {
 	if err := g.Spec.Validate(); err != nil {
 		return nil, err
 	}
-	if toolhost.IsReserved(g.Spec.ID) && !g.Kind.mayUseReserved() {
+	if toolhost.IsReserved(g.Spec.ID) && !g.Kind.core() {
 		return nil, toolhost.Errorf(toolhost.CodeReservedGroupID, "group id %q is reserved for first-party modules and the runtime", g.Spec.ID)
 	}
 	g.tools = make(map[string]int, len(g.Spec.Tools))
@@ -133,16 +148,43 @@ func (m *Manager) remove(id string, only *Group) bool {
 }
 
 func newSnapshot(groups map[string]*Group) *snapshot {
-	s := &snapshot{groups: groups, owner: map[string]*Group{}}
-	for id := range groups {
+	s := &snapshot{groups: groups, owner: map[string]*Group{}, blocked: map[string]bool{}}
+	ordered := make([]*Group, 0, len(groups))
+	coreTools := map[string]bool{}
+	for id, g := range groups {
 		s.ids = append(s.ids, id)
+		ordered = append(ordered, g)
+		if g.Kind.core() {
+			for _, t := range g.Spec.Tools {
+				coreTools[t.Name] = true
+			}
+		}
 	}
 	slices.Sort(s.ids)
-	for _, g := range groups {
-		for _, t := range g.Spec.Tools {
-			if cur, ok := s.owner[t.Name]; !ok || g.seq < cur.seq {
-				s.owner[t.Name] = g
+	// Core groups first, then by registration: the first to claim a name keeps it.
+	slices.SortFunc(ordered, func(a, b *Group) int {
+		if a.Kind.core() != b.Kind.core() {
+			if a.Kind.core() {
+				return -1
 			}
+			return 1
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	for _, g := range ordered {
+		if !g.Kind.core() && coreTools[g.Spec.ID] {
+			s.blocked[g.Spec.ID] = true
+			s.diags = append(s.diags, Diagnostic{Level: "error", Plugin: g.SourceName, Group: g.Spec.ID,
+				Message: fmt.Sprintf("plugin %s blocked: its id %q is the name of a core tool", g.SourceName, g.Spec.ID)})
+			continue
+		}
+		for _, t := range g.Spec.Tools {
+			if winner, taken := s.owner[t.Name]; taken {
+				s.diags = append(s.diags, Diagnostic{Level: "error", Plugin: g.SourceName, Group: g.Spec.ID,
+					Message: fmt.Sprintf("plugin tool name conflict (%s): %s is already provided by group %s; skipped", g.SourceName, t.Name, winner.Spec.ID)})
+				continue
+			}
+			s.owner[t.Name] = g
 		}
 	}
 	return s
@@ -186,6 +228,7 @@ type GroupInfo struct {
 	ToolCount   int        `json:"toolCount"`
 	Tools       []string   `json:"tools"`
 	Shadowed    []string   `json:"shadowed,omitempty"` // tools another group serves
+	Blocked     bool       `json:"blocked,omitempty"`  // a plugin whose id is a core tool's name: none of its tools is served
 	Reserved    bool       `json:"reserved"`
 	Source      SourceInfo `json:"source"`
 }
@@ -208,7 +251,7 @@ func (m *Manager) List() []GroupInfo {
 		g := s.groups[id]
 		info := GroupInfo{
 			ID: id, Description: g.Spec.Description, Version: g.Spec.Version,
-			ToolCount: len(g.Spec.Tools), Tools: make([]string, len(g.Spec.Tools)), Reserved: toolhost.IsReserved(id),
+			ToolCount: len(g.Spec.Tools), Tools: make([]string, len(g.Spec.Tools)), Reserved: toolhost.IsReserved(id), Blocked: s.blocked[id],
 			Source: SourceInfo{Kind: g.Kind, Name: g.SourceName, State: StateRunning},
 		}
 		for i, t := range g.Spec.Tools {
@@ -220,6 +263,11 @@ func (m *Manager) List() []GroupInfo {
 		out = append(out, info)
 	}
 	return out
+}
+
+// Diagnostics returns the conflicts between the registered groups.
+func (m *Manager) Diagnostics() []Diagnostic {
+	return slices.Clone(m.snap.Load().diags)
 }
 
 // GroupOf returns the id of the group that serves the tool.

@@ -1,0 +1,275 @@
+package host
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/store"
+)
+
+// ToolDefinition is a tool as a model sees it (seed 000's format).
+type ToolDefinition struct {
+	Type     string   `json:"type"` // always "function"
+	Function Function `json:"function"`
+}
+
+// Function is the function part of a ToolDefinition.
+type Function struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// ToolMeta says where a tool comes from (seed 003's tool metadata).
+type ToolMeta struct {
+	Group    string     `json:"group"`
+	Plugin   string     `json:"plugin"` // the config block's name, or the runtime group's id
+	Kind     SourceKind `json:"kind"`
+	Optional bool       `json:"optional"`
+}
+
+// view is the compiled policy of one role: exactly the tools its agents may
+// see and call, built once per change of groups or roles. Listing reads defs
+// and calling reads tools, so the two cannot disagree.
+type view struct {
+	snap   *snapshot // what it was compiled from
+	rev    uint64
+	role   string   // "" for callers without a role
+	groups []string // the groups it draws from, sorted
+	defs   []ToolDefinition
+	tools  map[string]viewTool
+
+	tokensOnce sync.Once
+	tokens     int
+}
+
+type viewTool struct {
+	group *Group
+	spec  toolhost.ToolSpec
+}
+
+// compile builds the view of a role (nil: a caller without a role, such as
+// an operator's CLI call) over a snapshot of the groups. The root role gets
+// org_management only; a role without groups gets every group. Optional tools
+// need an allow entry; a deny entry hides any tool; deny wins.
+func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy) *view {
+	v := &view{snap: s, rev: rev, tools: map[string]viewTool{}}
+	ids, allow, deny := s.ids, global.Allow, global.Deny
+	if role != nil {
+		v.role = role.Name
+		allow = append(slices.Clip(allow), role.Allow...)
+		deny = append(slices.Clip(deny), role.Deny...)
+		switch {
+		case role.Name == store.RootRole:
+			ids = []string{"org_management"}
+		case len(role.ToolGroups) > 0:
+			ids = slices.Sorted(slices.Values(role.ToolGroups))
+		}
+	}
+	for _, id := range ids {
+		g, ok := s.groups[id]
+		if !ok || s.blocked[id] {
+			continue
+		}
+		for _, t := range g.Spec.Tools {
+			if s.owner[t.Name] != g || mentions(deny, t.Name, g) || (t.Optional && !mentions(allow, t.Name, g)) {
+				continue
+			}
+			v.add(g, t)
+		}
+	}
+	return v
+}
+
+// everyTool builds the view of every served tool, whatever the policy: what
+// a model would see without roles, to compare token costs against.
+func everyTool(s *snapshot) *view {
+	v := &view{snap: s, role: "*", tools: map[string]viewTool{}}
+	for _, id := range s.ids {
+		g := s.groups[id]
+		for _, t := range g.Spec.Tools {
+			if s.owner[t.Name] == g {
+				v.add(g, t)
+			}
+		}
+	}
+	return v
+}
+
+func (v *view) add(g *Group, t toolhost.ToolSpec) {
+	if len(v.groups) == 0 || v.groups[len(v.groups)-1] != g.Spec.ID {
+		v.groups = append(v.groups, g.Spec.ID)
+	}
+	v.tools[t.Name] = viewTool{group: g, spec: t}
+	v.defs = append(v.defs, ToolDefinition{Type: "function", Function: Function{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}})
+}
+
+// mentions reports whether a policy list names the tool, its group, its plugin,
+// or (for a plugin's tool) "group:plugins".
+func mentions(list []string, tool string, g *Group) bool {
+	for _, it := range list {
+		if it == tool || it == g.Spec.ID || it == g.SourceName || (it == "group:plugins" && g.Kind == SourcePlugin) {
+			return true
+		}
+	}
+	return false
+}
+
+// view returns the compiled view of a role, from the cache when neither the
+// groups nor the roles have changed since it was built.
+func (h *Host) view(role *store.Role, rev uint64) *view {
+	key := ""
+	if role != nil {
+		key = role.Name
+	}
+	s := h.mgr.snap.Load()
+	if x, ok := h.views.Load(key); ok {
+		if v := x.(*view); v.snap == s && v.rev == rev {
+			return v
+		}
+	}
+	v := compile(s, rev, role, h.cfg.Tools)
+	h.views.Store(key, v)
+	return v
+}
+
+// callerView returns the view that governs a call context: its agent's role,
+// else its role, else the view of a caller without a role.
+func (h *Host) callerView(cc *toolhost.CallContext) (*view, error) {
+	switch {
+	case cc.AgentID != "":
+		r, rev, ok := h.dir.agentRole(cc.AgentID)
+		if !ok || r == nil {
+			return nil, toolhost.Errorf(toolhost.CodeValidation, "unknown agent %q", cc.AgentID)
+		}
+		return h.view(r, rev), nil
+	case cc.Role != "":
+		r, rev := h.dir.role(cc.Role)
+		if r == nil {
+			return nil, noRole(cc.Role)
+		}
+		return h.view(r, rev), nil
+	}
+	_, rev := h.dir.role("")
+	return h.view(nil, rev), nil
+}
+
+// ToolsFor returns the tool definitions an agent sees: exactly those of its
+// role's view, in a stable order. The slice is shared; do not modify it.
+func (h *Host) ToolsFor(agentID string) ([]ToolDefinition, error) {
+	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
+	if err != nil {
+		return nil, err
+	}
+	return v.defs, nil
+}
+
+// RoleTools is a role's compiled tool list, as GET /api/roles/{name}/tools
+// and `toolhost tools` show it.
+type RoleTools struct {
+	Role   string              `json:"role"`
+	Groups []string            `json:"groups"`
+	Tools  []ToolDefinition    `json:"tools"`
+	Meta   map[string]ToolMeta `json:"meta"`
+	// Tokens counts the tokens of Tools encoded as JSON (o200k_base);
+	// AllTokens those of every registered tool, for comparison.
+	Tokens    int `json:"tokens"`
+	AllTokens int `json:"allTokens"`
+}
+
+// ToolsForRole returns the compiled tool list of a role ("" for callers
+// without a role), with metadata and token counts.
+func (h *Host) ToolsForRole(role string) (RoleTools, error) {
+	v, err := h.callerView(&toolhost.CallContext{Role: role})
+	if err != nil {
+		return RoleTools{}, err
+	}
+	out := RoleTools{Role: role, Groups: v.groups, Tools: v.defs, Meta: map[string]ToolMeta{}, Tokens: v.tokenCount()}
+	for name, t := range v.tools {
+		out.Meta[name] = ToolMeta{Group: t.group.Spec.ID, Plugin: t.group.SourceName, Kind: t.group.Kind, Optional: t.spec.Optional}
+	}
+	all, ok := h.views.Load(allToolsKey)
+	if !ok || all.(*view).snap != v.snap {
+		all = everyTool(v.snap)
+		h.views.Store(allToolsKey, all)
+	}
+	out.AllTokens = all.(*view).tokenCount()
+	return out, nil
+}
+
+// allToolsKey caches everyTool's view beside the roles' views; no role name
+// can contain a NUL.
+const allToolsKey = "\x00all"
+
+// ToolMeta returns where a registered tool comes from.
+func (h *Host) ToolMeta(tool string) (ToolMeta, bool) {
+	g, spec, ok := h.mgr.lookup(tool)
+	if !ok {
+		return ToolMeta{}, false
+	}
+	return ToolMeta{Group: g.Spec.ID, Plugin: g.SourceName, Kind: g.Kind, Optional: spec.Optional}, true
+}
+
+var (
+	encOnce sync.Once
+	enc     *tiktoken.Tiktoken
+	encErr  error
+)
+
+// CountTokens counts the tokens of s with the o200k_base BPE, loaded from
+// the tokenizer's embedded files (no network).
+func CountTokens(s string) (int, error) {
+	encOnce.Do(func() {
+		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
+		enc, encErr = tiktoken.GetEncoding("o200k_base")
+	})
+	if encErr != nil {
+		return 0, encErr
+	}
+	return len(enc.Encode(s, nil, nil)), nil
+}
+
+// tokenCount is the token count of the view's definitions as JSON, counted
+// once per view.
+func (v *view) tokenCount() int {
+	v.tokensOnce.Do(func() {
+		b, _ := json.Marshal(v.defs)
+		v.tokens, _ = CountTokens(string(b))
+	})
+	return v.tokens
+}
+
+// RolePrompt builds the system prompt for a role: its own prompt, then the
+// tool groups it works with (seed 001 req 3.5). A role without configured
+// groups is told every group is available, with no hint of restriction.
+func (h *Host) RolePrompt(role string) (string, error) {
+	r, rev := h.dir.role(role)
+	if r == nil {
+		return "", noRole(role)
+	}
+	v := h.view(r, rev)
+	var b strings.Builder
+	if r.Prompt != "" {
+		b.WriteString(strings.TrimSpace(r.Prompt))
+		b.WriteString("\n\n")
+	}
+	if r.Name == store.RootRole || len(r.ToolGroups) > 0 {
+		b.WriteString("Your role works with these tool groups; their tools are the ones you can call:\n")
+	} else {
+		b.WriteString("Every tool group is available to you:\n")
+	}
+	for _, id := range v.groups {
+		fmt.Fprintf(&b, "- %s: %s\n", id, v.snap.groups[id].Spec.Description)
+	}
+	if len(v.groups) == 0 {
+		b.WriteString("- (none is running at the moment)\n")
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,357 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/store"
+)
+
+// directory caches the store's roles and agents, so that listing and calling
+// never wait on SQLite. It is reloaded when the store changes underneath
+// (another process, such as the CLI beside a server, committed).
+type directory struct {
+	mu     sync.RWMutex
+	rev    uint64                 // bumped on every change to a role
+	roles  map[string]*store.Role // by name
+	byID   map[string]*store.Role
+	agents map[string]store.Agent
+}
+
+// load replaces the cache with the store's contents.
+func (d *directory) load(ctx context.Context, st *store.Store) error {
+	roles, err := st.Roles(ctx)
+	if err != nil {
+		return err
+	}
+	agents, err := st.Agents(ctx)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.roles = make(map[string]*store.Role, len(roles))
+	d.byID = make(map[string]*store.Role, len(roles))
+	for i := range roles {
+		d.roles[roles[i].Name], d.byID[roles[i].ID] = &roles[i], &roles[i]
+	}
+	d.agents = make(map[string]store.Agent, len(agents))
+	for _, a := range agents {
+		d.agents[a.ID] = a
+	}
+	d.rev++
+	return nil
+}
+
+// role returns the role with the name and the revision it belongs to.
+func (d *directory) role(name string) (*store.Role, uint64) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.roles[name], d.rev
+}
+
+// agentRole returns an agent's role and the revision it belongs to.
+func (d *directory) agentRole(agentID string) (*store.Role, uint64, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	a, ok := d.agents[agentID]
+	if !ok {
+		return nil, d.rev, false
+	}
+	return d.byID[a.RoleID], d.rev, true
+}
+
+// putRole records a created or changed role; nil removes the named one.
+func (d *directory) putRole(name string, r *store.Role) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if old := d.roles[name]; old != nil {
+		delete(d.byID, old.ID)
+	}
+	delete(d.roles, name)
+	if r != nil {
+		d.roles[name], d.byID[r.ID] = r, r
+	}
+	d.rev++
+}
+
+func (d *directory) putAgent(a store.Agent) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.agents[a.ID] = a
+}
+
+// watchStore reloads the directory whenever another connection commits,
+// checking every interval, until ctx ends.
+func (h *Host) watchStore(ctx context.Context, every time.Duration) {
+	w, err := h.store.Changes(ctx)
+	if err != nil {
+		h.log.Error("cannot watch the store for changes", "error", err)
+		return
+	}
+	defer w.Close()
+	last, _ := w.Version(ctx)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		v, err := w.Version(ctx)
+		if err != nil || v == last {
+			continue
+		}
+		last = v
+		if err := h.dir.load(ctx, h.store); err != nil {
+			h.log.Error("reloading roles", "error", err)
+			continue
+		}
+		h.log.Debug("roles reloaded: the store changed")
+	}
+}
+
+// Roles returns every role, the root first, then by name.
+func (h *Host) Roles() []store.Role {
+	h.dir.mu.RLock()
+	out := make([]store.Role, 0, len(h.dir.roles))
+	for _, r := range h.dir.roles {
+		out = append(out, *r)
+	}
+	h.dir.mu.RUnlock()
+	slices.SortFunc(out, func(a, b store.Role) int {
+		if (a.Name == store.RootRole) != (b.Name == store.RootRole) {
+			if a.Name == store.RootRole {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// Role returns the role with the name.
+func (h *Host) Role(name string) (store.Role, error) {
+	r, _ := h.dir.role(name)
+	if r == nil {
+		return store.Role{}, noRole(name)
+	}
+	return *r, nil
+}
+
+func noRole(name string) error {
+	return &toolhost.Error{Code: toolhost.CodeValidation, Message: fmt.Sprintf("no role named %q", name), Err: store.ErrNotFound}
+}
+
+// RoleSpec is what a new role is made of.
+type RoleSpec struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Prompt      string   `json:"prompt"`
+	ToolGroups  []string `json:"toolGroups"` // nil: none configured, every group is available
+	Allow       []string `json:"allow,omitempty"`
+	Deny        []string `json:"deny,omitempty"`
+	CreatedBy   string   `json:"createdBy,omitempty"`
+}
+
+// CreateRole stores a new, editable role. Its name must be free and valid,
+// and its tool groups known (validation otherwise).
+func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error) {
+	if !config.ValidRoleName(spec.Name) {
+		return store.Role{}, toolhost.Errorf(toolhost.CodeValidation,
+			"role name %q: must start with a letter or digit and continue with up to 63 letters, digits, '_', '.' or '-'", spec.Name)
+	}
+	if err := h.checkGroups(spec.ToolGroups); err != nil {
+		return store.Role{}, err
+	}
+	r, err := h.store.CreateRole(ctx, store.Role{
+		Name: spec.Name, Description: spec.Description, Prompt: spec.Prompt, ToolGroups: dedupe(spec.ToolGroups),
+		Allow: spec.Allow, Deny: spec.Deny, CreatedBy: spec.CreatedBy,
+	})
+	if errors.Is(err, store.ErrExists) {
+		return r, &toolhost.Error{Code: toolhost.CodeValidation, Message: fmt.Sprintf("a role named %q already exists", spec.Name), Err: err}
+	}
+	if err != nil {
+		return r, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	h.dir.putRole(r.Name, &r)
+	h.log.Info("role created", "role", r.Name, "tool_groups", r.ToolGroups)
+	return r, nil
+}
+
+// RoleUpdate changes some fields of a role; nil fields are left as they are.
+// A ToolGroups pointing at a nil slice clears the role's groups (every group
+// is then available).
+type RoleUpdate struct {
+	Description *string
+	Prompt      *string
+	ToolGroups  *[]string
+	Allow       *[]string
+	Deny        *[]string
+}
+
+// UpdateRole edits a role created at run time; the root role and config
+// roles are read-only (policy, with the reason).
+func (h *Host) UpdateRole(ctx context.Context, name string, u RoleUpdate) (store.Role, error) {
+	r, err := h.editable(name)
+	if err != nil {
+		return store.Role{}, err
+	}
+	if u.ToolGroups != nil {
+		if err := h.checkGroups(*u.ToolGroups); err != nil {
+			return store.Role{}, err
+		}
+		r.ToolGroups = dedupe(*u.ToolGroups)
+	}
+	set(&r.Description, u.Description)
+	set(&r.Prompt, u.Prompt)
+	set(&r.Allow, u.Allow)
+	set(&r.Deny, u.Deny)
+	if err := h.store.UpdateRole(ctx, r); err != nil {
+		return store.Role{}, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	h.dir.putRole(r.Name, &r)
+	h.log.Info("role updated", "role", r.Name, "tool_groups", r.ToolGroups)
+	return r, nil
+}
+
+// DeleteRole removes a role created at run time, and its agents.
+func (h *Host) DeleteRole(ctx context.Context, name string) error {
+	if _, err := h.editable(name); err != nil {
+		return err
+	}
+	if err := h.store.DeleteRole(ctx, name); err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	h.dir.putRole(name, nil)
+	h.log.Info("role deleted", "role", name)
+	return nil
+}
+
+// editable returns a copy of the role, or why it may not be edited.
+func (h *Host) editable(name string) (store.Role, error) {
+	r, err := h.Role(name)
+	if err != nil {
+		return r, err
+	}
+	if ro, why := r.ReadOnly(); ro {
+		return r, toolhost.Errorf(toolhost.CodePolicy, "role %q is read-only: %s", name, why)
+	}
+	return r, nil
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// dedupe drops repeated ids, keeping the first of each and nil as nil.
+func dedupe(ids []string) []string {
+	if ids == nil {
+		return nil
+	}
+	out := []string{}
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// KnownGroups returns the group ids a role may name: the registered groups
+// and those of every configured module, running or not.
+func (h *Host) KnownGroups() []string {
+	known := h.mgr.IDs()
+	for _, p := range h.Plugins() {
+		if p.Group != "" {
+			known = append(known, p.Group)
+		}
+		if p.Kind == SourceBuiltin {
+			known = append(known, p.Name)
+		}
+	}
+	slices.Sort(known)
+	return slices.Compact(known)
+}
+
+// checkGroups refuses unknown group ids with validation.
+func (h *Host) checkGroups(ids []string) error {
+	known := h.KnownGroups()
+	var unknown []string
+	for _, id := range ids {
+		if !slices.Contains(known, id) {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) > 0 {
+		return toolhost.Errorf(toolhost.CodeValidation, "unknown tool group(s) %s; the groups are: %s",
+			strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	return nil
+}
+
+// CreateAgent stores a new agent of the named role.
+func (h *Host) CreateAgent(ctx context.Context, role, parentID string) (store.Agent, error) {
+	r, err := h.Role(role)
+	if err != nil {
+		return store.Agent{}, err
+	}
+	a, err := h.store.CreateAgent(ctx, store.Agent{RoleID: r.ID, ParentID: parentID})
+	if err != nil {
+		return a, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	h.dir.putAgent(a)
+	return a, nil
+}
+
+// Agent returns the agent with the id.
+func (h *Host) Agent(id string) (store.Agent, bool) {
+	h.dir.mu.RLock()
+	defer h.dir.mu.RUnlock()
+	a, ok := h.dir.agents[id]
+	return a, ok
+}
+
+// reconcileRoles makes the store's config roles those the config declares.
+func (h *Host) reconcileRoles(ctx context.Context) error {
+	declared := make([]store.Role, len(h.cfg.Roles))
+	for i, r := range h.cfg.Roles {
+		declared[i] = store.Role{Name: r.Name, Description: r.Description, Prompt: r.Prompt, ToolGroups: r.ToolGroups,
+			Allow: r.Tools.Allow, Deny: r.Tools.Deny}
+	}
+	changed, err := h.store.ReconcileConfigRoles(ctx, declared)
+	if err != nil {
+		return err
+	}
+	if len(changed) > 0 {
+		h.log.Info("config roles reconciled", "changed", changed)
+	}
+	return nil
+}
+
+// configRoleDiagnostics warns about config roles naming groups no module
+// provides (it may be that a plugin failed to start).
+func (h *Host) configRoleDiagnostics() []Diagnostic {
+	known := h.KnownGroups()
+	var out []Diagnostic
+	for _, r := range h.cfg.Roles {
+		for _, g := range r.ToolGroups {
+			if !slices.Contains(known, g) {
+				out = append(out, Diagnostic{Level: "warning", Plugin: "config", Group: g,
+					Message: fmt.Sprintf("role %q (%s) names tool group %q, which no module provides", r.Name, r.Pos, g)})
+			}
+		}
+	}
+	return out
+}
