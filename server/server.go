@@ -1,5 +1,5 @@
 // Package server is toolhost's HTTP front: health, the groups and plugins of
-// a running host, and (in later issues) the role editor, the API and MCP.
+// a running host, roles and their tools, tool calls and diagnostics.
 // Errors are JSON {"error": {"code", "message"}} with the codes of package
 // toolhost.
 package server
@@ -25,6 +25,7 @@ func New(h *host.Host) *Server {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /api/groups", s.groups)
 	s.mux.HandleFunc("GET /api/plugins", s.plugins)
+	s.routesAPI()
 	return s
 }
 

@@ -1,0 +1,213 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/store"
+)
+
+// Request bodies are capped: roles are small, calls may carry file contents.
+const (
+	maxRoleBody = 1 << 20
+	maxCallBody = 16 << 20
+)
+
+// RoleJSON is a role as the API shows it: the stored role, and whether it
+// may be edited.
+type RoleJSON struct {
+	store.Role
+	ReadOnly       bool   `json:"readOnly"`
+	ReadOnlyReason string `json:"readOnlyReason,omitempty"`
+}
+
+func roleJSON(r store.Role) RoleJSON {
+	ro, why := r.ReadOnly()
+	return RoleJSON{Role: r, ReadOnly: ro, ReadOnlyReason: why}
+}
+
+func (s *Server) routesAPI() {
+	s.mux.HandleFunc("GET /api/roles", s.listRoles)
+	s.mux.HandleFunc("POST /api/roles", s.createRole)
+	s.mux.HandleFunc("GET /api/roles/{name}", s.getRole)
+	s.mux.HandleFunc("PUT /api/roles/{name}", s.updateRole)
+	s.mux.HandleFunc("DELETE /api/roles/{name}", s.deleteRole)
+	s.mux.HandleFunc("GET /api/roles/{name}/tools", s.roleTools)
+	s.mux.HandleFunc("POST /api/call", s.call)
+	s.mux.HandleFunc("GET /api/diagnostics", s.diagnostics)
+}
+
+func (s *Server) listRoles(w http.ResponseWriter, _ *http.Request) {
+	roles := s.h.Roles()
+	out := make([]RoleJSON, len(roles))
+	for i, r := range roles {
+		out[i] = roleJSON(r)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createRole(w http.ResponseWriter, r *http.Request) {
+	var spec host.RoleSpec
+	if !decode(w, r, maxRoleBody, &spec) {
+		return
+	}
+	spec.CreatedBy = "api"
+	role, err := s.h.CreateRole(r.Context(), spec)
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, roleJSON(role))
+}
+
+func (s *Server) getRole(w http.ResponseWriter, r *http.Request) {
+	role, err := s.h.Role(r.PathValue("name"))
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, roleJSON(role))
+}
+
+// updateRole applies the fields present in the body: "toolGroups": null
+// clears the groups (every group is then available), an absent field is left
+// as it is.
+func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
+	var fields map[string]json.RawMessage
+	if !decode(w, r, maxRoleBody, &fields) {
+		return
+	}
+	var u host.RoleUpdate
+	for name, raw := range fields {
+		var err error
+		switch name {
+		case "description":
+			u.Description, err = field[string](raw)
+		case "prompt":
+			u.Prompt, err = field[string](raw)
+		case "toolGroups":
+			u.ToolGroups, err = field[[]string](raw)
+		case "allow":
+			u.Allow, err = field[[]string](raw)
+		case "deny":
+			u.Deny, err = field[[]string](raw)
+		default:
+			err = errors.New("not a field that can be changed (description, prompt, toolGroups, allow, deny)")
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "%s: %v", name, err))
+			return
+		}
+	}
+	role, err := s.h.UpdateRole(r.Context(), r.PathValue("name"), u)
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, roleJSON(role))
+}
+
+// field decodes one field of an update.
+func field[T any](raw json.RawMessage) (*T, error) {
+	v := new(T)
+	return v, json.Unmarshal(raw, v)
+}
+
+func (s *Server) deleteRole(w http.ResponseWriter, r *http.Request) {
+	if err := s.h.DeleteRole(r.Context(), r.PathValue("name")); err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) roleTools(w http.ResponseWriter, r *http.Request) {
+	tools, err := s.h.ToolsForRole(r.PathValue("name"))
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, tools)
+}
+
+// CallBody is the body of POST /api/call.
+type CallBody struct {
+	Role      string          `json:"role"`
+	AgentID   string          `json:"agentId,omitempty"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	CallID    string          `json:"callId,omitempty"`
+}
+
+// call runs one tool through the host and answers with the result envelope
+// (200, whether the tool succeeded or not), or with an error when the call
+// could not be carried out.
+func (s *Server) call(w http.ResponseWriter, r *http.Request) {
+	var body CallBody
+	if !decode(w, r, maxCallBody, &body) {
+		return
+	}
+	if body.Tool == "" {
+		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "tool: required"))
+		return
+	}
+	if len(body.Arguments) == 0 {
+		body.Arguments = json.RawMessage("{}")
+	}
+	res, err := s.h.Call(r.Context(), &toolhost.CallRequest{Tool: body.Tool, Arguments: body.Arguments,
+		Context: toolhost.CallContext{CallID: body.CallID, Role: body.Role, AgentID: body.AgentID, Channel: "http"}})
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) diagnostics(w http.ResponseWriter, _ *http.Request) {
+	d := s.h.Diagnostics()
+	if d == nil {
+		d = []host.Diagnostic{}
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// decode reads a JSON body of at most limit bytes into v, answering 400 or
+// 413 itself when it cannot.
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	if err := dec.Decode(v); err != nil {
+		status := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, status, toolhost.Errorf(toolhost.CodeValidation, "request body: %v", err))
+		return false
+	}
+	return true
+}
+
+// statusOf maps an error's code to an HTTP status.
+func statusOf(err error) int {
+	switch toolhost.CodeOf(err) {
+	case toolhost.CodeValidation:
+		if errors.Is(err, store.ErrNotFound) {
+			return http.StatusNotFound
+		}
+		return http.StatusBadRequest
+	case toolhost.CodeUnknownTool:
+		return http.StatusNotFound
+	case toolhost.CodeToolNotAvailable, toolhost.CodePolicy, toolhost.CodeApprovalDenied:
+		return http.StatusForbidden
+	case toolhost.CodeTimeout:
+		return http.StatusGatewayTimeout
+	case toolhost.CodeCancelled:
+		return 499 // client closed request
+	case toolhost.CodePluginExited:
+		return http.StatusBadGateway
+	}
+	return http.StatusInternalServerError
+}
+
