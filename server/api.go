@@ -210,4 +210,3 @@ func statusOf(err error) int {
 	}
 	return http.StatusInternalServerError
 }
-

@@ -166,4 +166,3 @@ func TestRoleToolsAndCallAPI(t *testing.T) {
 		t.Fatalf("diagnostics = %d %v", code, diags)
 	}
 }
-
