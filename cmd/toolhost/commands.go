@@ -119,8 +119,10 @@ func groupsCmd(args []string, stdout, stderr io.Writer) int {
 
 func callCmd(args []string, stdout, stderr io.Writer) int {
 	fs, c := newFlags("call", stderr, "warn")
+	role := fs.String("role", "", "call as this role: a tool outside it is refused")
+	agent := fs.String("agent", "", "call as this agent (and so its role)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolhost call [-config F] TOOL ['JSON-ARGS']")
+		fmt.Fprintln(stderr, "usage: toolhost call [-config F] [-role R | -agent ID] TOOL ['JSON-ARGS']")
 		fs.PrintDefaults()
 	}
 	if fs.Parse(args) != nil {
@@ -145,7 +147,7 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer h.Close()
-	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: fs.Arg(0), Arguments: raw, Context: toolhost.CallContext{Channel: "cli"}})
+	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: fs.Arg(0), Arguments: raw, Context: toolhost.CallContext{Channel: "cli", Role: *role, AgentID: *agent}})
 	if err != nil {
 		res = toolhost.ErrorResult(err)
 	}

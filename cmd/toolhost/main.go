@@ -1,10 +1,12 @@
 // Command toolhost runs and inspects a toolhost deployment.
 //
-//	toolhost validate [-config F]              check a config file
-//	toolhost groups   [-config F] [-json]      start the plugins and list their groups
-//	toolhost call     [-config F] TOOL [JSON]  call one tool, print the result envelope
-//	toolhost plugin inspect [-config JSON] PATH   describe a plugin without registering it
-//	toolhost serve    [-config F]              run the host and its HTTP server
+//	toolhost validate [-config F]                      check a config file
+//	toolhost groups   [-config F] [-json]              start the plugins and list their groups
+//	toolhost roles    list|show|create|set-groups|delete   list and edit roles
+//	toolhost tools    [-config F] [-role R] [-json] [-tokens]   the tools a role sees
+//	toolhost call     [-config F] [-role R | -agent ID] TOOL [JSON]  call one tool, print the result envelope
+//	toolhost plugin inspect [-config JSON] PATH        describe a plugin without registering it
+//	toolhost serve    [-config F]                      run the host and its HTTP server
 //
 // -config defaults to config.hcl. Logs go to stderr at -log-level (or
 // TOOLHOST_LOG_LEVEL): info for serve, warn for the one-shot commands.
@@ -26,6 +28,8 @@ type command func(args []string, stdout, stderr io.Writer) int
 var commands = map[string]command{
 	"validate": validateCmd,
 	"groups":   groupsCmd,
+	"roles":    rolesCmd,
+	"tools":    toolsCmd,
 	"call":     callCmd,
 	"plugin":   pluginCmd,
 	"serve":    serveCmd,
@@ -36,7 +40,9 @@ const usage = `usage: toolhost COMMAND [flags]
 commands:
   validate [-config F]                 check a config file
   groups   [-config F] [-json]         start the plugins and list their groups
-  call     [-config F] TOOL [JSON]     call one tool and print its result envelope
+  roles    list|show|create|set-groups|delete   list and edit roles
+  tools    [-config F] [-role R] [-json] [-tokens]   the tools a role sees
+  call     [-config F] [-role R | -agent ID] TOOL [JSON]   call one tool and print its result envelope
   plugin inspect [-config JSON] PATH   describe a plugin without registering it
   serve    [-config F]                 run the host and its HTTP server
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -43,24 +44,32 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// httpget URL FILE waits up to 10s for URL to answer, then writes the status
-// line and body to FILE.
+// httpget URL FILE [REGEXP] waits up to 10s for URL to answer (and, with
+// REGEXP, for its body to match), then writes the status line and body to FILE.
 func httpget(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: httpget URL FILE")
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: httpget URL FILE [REGEXP]")
 	}
-	var resp *http.Response
+	var want *regexp.Regexp
+	if len(args) == 3 {
+		want = regexp.MustCompile(args[2])
+	}
+	var out []byte
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if resp, err = http.Get(args[0]); err == nil {
+		var resp *http.Response
+		if resp, err = http.Get(args[0]); err != nil {
+			continue
+		}
+		body, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		out, err = fmt.Appendf(nil, "%s\n%s", resp.Status, body), rerr
+		if err == nil && (want == nil || want.Match(body)) {
 			break
 		}
 	}
 	ts.Check(err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	ts.Check(err)
-	ts.Check(os.WriteFile(ts.MkAbs(args[1]), fmt.Appendf(nil, "%s\n%s", resp.Status, body), 0o644))
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), out, 0o644))
 }
 
 func freePort() (int, error) {
