@@ -30,6 +30,30 @@ plugin "chrome" {
   restart = "on-failure"
 }
 
+# Roles choose tool groups: an agent sees and may call only its role's tools.
+# Roles declared here are read-only at run time; `toolhost roles create` and
+# POST /api/roles make editable ones. The root role (org_management) always exists.
+role "developer" {
+  description = "Reads, writes and runs code in the workspace."
+  prompt      = "You are a careful software developer."
+  tool_groups = ["workspace", "command"]
+}
+
+role "researcher" {
+  description = "Reads the web and keeps notes in the workspace."
+  tool_groups = ["chrome", "workspace"]
+  tools {
+    deny = ["write_file"]   # reads only
+  }
+}
+
+# Optional tools are hidden unless allowed; deny hides any tool. Entries name a
+# tool, a group, or "group:plugins" (every third-party tool).
+tools {
+  allow = []
+  deny  = []
+}
+
 # A third-party module, built by scripts/build from examples/notes:
 # plugin "notes" {
 #   path = "notes"

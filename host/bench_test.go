@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -80,4 +81,42 @@ func benchParallel(b *testing.B, callers int, op func() error) {
 	if err := failed.Load(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkToolsFor lists an agent's tools with 100 groups of 20 tools
+// registered: from the cache, and right after an invalidation (a group
+// registered), which recompiles the role's view. Its role has 5 groups, so
+// the cost follows the role's 100 tools, not the 2,000 registered.
+func BenchmarkToolsFor(b *testing.B) {
+	h := newTestHost(b, nil)
+	for i := range 100 {
+		tools := make([]string, 20)
+		for j := range tools {
+			tools[j] = fmt.Sprintf("g%d_t%d", i, j)
+		}
+		addGroup(b, h, fmt.Sprintf("g%d", i), SourcePlugin, tools...)
+	}
+	role, err := h.CreateRole(context.Background(), RoleSpec{Name: "five", ToolGroups: []string{"g1", "g20", "g40", "g60", "g80"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	agent, _ := h.CreateAgent(context.Background(), role.Name, "")
+	list := func() {
+		if defs, err := h.ToolsFor(agent.ID); err != nil || len(defs) != 100 {
+			b.Fatalf("%d tools, %v", len(defs), err)
+		}
+	}
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			list()
+		}
+	})
+	b.Run("invalidated", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			b.StopTimer()
+			addGroup(b, h, "churn", SourcePlugin, fmt.Sprintf("churn_%d", i%2))
+			b.StartTimer()
+			list()
+		}
+	})
 }

@@ -98,8 +98,17 @@ func groupsCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer h.Close()
 	groups := h.Groups()
+	diags := stdout
 	if *asJSON {
 		printJSON(stdout, groups)
+		diags = stderr
+	}
+	defer func() {
+		for _, d := range h.Diagnostics() {
+			fmt.Fprintf(diags, "%s: %s\n", d.Level, d.Message)
+		}
+	}()
+	if *asJSON {
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
