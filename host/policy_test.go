@@ -267,6 +267,27 @@ func TestRoleEditsSurviveRestart(t *testing.T) {
 	}
 }
 
+func TestDeletedRoleTakesItsAgents(t *testing.T) {
+	h := newTestHost(t, nil)
+	ctx := context.Background()
+	if _, err := h.CreateRole(ctx, RoleSpec{Name: "temp"}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := h.CreateAgent(ctx, "temp", store.RootAgentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.DeleteRole(ctx, "temp"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.Agent(a.ID); ok {
+		t.Fatal("the agent of a deleted role is still known")
+	}
+	if _, err := h.ToolsFor(a.ID); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "unknown agent") {
+		t.Fatalf("ToolsFor a deleted role's agent: %v", err)
+	}
+}
+
 func TestUnknownGroupsRefused(t *testing.T) {
 	h := newTestHost(t, nil)
 	addGroup(t, h, "workspace", SourceBuiltin, "read")

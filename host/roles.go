@@ -68,12 +68,20 @@ func (d *directory) agentRole(agentID string) (*store.Role, uint64, bool) {
 	return d.byID[a.RoleID], d.rev, true
 }
 
-// putRole records a created or changed role; nil removes the named one.
+// putRole records a created or changed role; nil removes the named one and
+// its agents.
 func (d *directory) putRole(name string, r *store.Role) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if old := d.roles[name]; old != nil {
 		delete(d.byID, old.ID)
+		if r == nil { // the store deleted the role's agents with it
+			for id, a := range d.agents {
+				if a.RoleID == old.ID {
+					delete(d.agents, id)
+				}
+			}
+		}
 	}
 	delete(d.roles, name)
 	if r != nil {
