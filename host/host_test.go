@@ -29,11 +29,17 @@ import (
 func startHost(t testing.TB, plugins ...config.Plugin) *Host {
 	t.Helper()
 	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: plugins}
-	h, err := New(cfg, &Options{
+	return runHost(t, cfg, &Options{
 		Logger:         hclog.New(&hclog.LoggerOptions{Output: testLog{t}, Level: hclog.Info}),
 		RestartBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
 		DescribeTimeout: 2 * time.Second,
 	})
+}
+
+// runHost starts a host and closes it when the test ends.
+func runHost(t tb, cfg *config.Config, opts *Options) *Host {
+	t.Helper()
+	h, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

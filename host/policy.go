@@ -179,9 +179,10 @@ type RoleTools struct {
 	Tools  []ToolDefinition    `json:"tools"`
 	Meta   map[string]ToolMeta `json:"meta"`
 	// Tokens counts the tokens of Tools encoded as JSON (o200k_base);
-	// AllTokens those of every registered tool, for comparison.
+	// AllTokens those of every registered tool, AllTools of them, for comparison.
 	Tokens    int `json:"tokens"`
 	AllTokens int `json:"allTokens"`
+	AllTools  int `json:"allTools"`
 }
 
 // ToolsForRole returns the compiled tool list of a role ("" for callers
@@ -200,7 +201,7 @@ func (h *Host) ToolsForRole(role string) (RoleTools, error) {
 		all = everyTool(v.snap)
 		h.views.Store(allToolsKey, all)
 	}
-	out.AllTokens = all.(*view).tokenCount()
+	out.AllTokens, out.AllTools = all.(*view).tokenCount(), len(all.(*view).defs)
 	return out, nil
 }
 

@@ -33,15 +33,7 @@ func newTestHost(t tb, cfg *config.Config, st ...*store.Store) *Host {
 	if len(st) > 0 {
 		opts.Store = st[0]
 	}
-	h, err := New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return runHost(t, cfg, opts)
 }
 
 // okProvider answers every call with ok.

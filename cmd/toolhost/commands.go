@@ -66,6 +66,18 @@ func (c *common) startHost(ctx context.Context, stderr io.Writer) (*host.Host, b
 	return h, true
 }
 
+// withHost starts a host on the config, runs f and closes the host; a host
+// that does not start is exit status 1.
+func (c *common) withHost(stderr io.Writer, f func(ctx context.Context, h *host.Host) int) int {
+	ctx := context.Background()
+	h, ok := c.startHost(ctx, stderr)
+	if !ok {
+		return 1
+	}
+	defer h.Close()
+	return f(ctx, h)
+}
+
 func printJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -91,39 +103,30 @@ func groupsCmd(args []string, stdout, stderr io.Writer) int {
 	if fs.Parse(args) != nil {
 		return 2
 	}
-	ctx := context.Background()
-	h, ok := c.startHost(ctx, stderr)
-	if !ok {
-		return 1
-	}
-	defer h.Close()
-	groups := h.Groups()
-	diags := stdout
-	if *asJSON {
-		printJSON(stdout, groups)
-		diags = stderr
-	}
-	defer func() {
+	return c.withHost(stderr, func(_ context.Context, h *host.Host) int {
+		diags := stdout
+		if *asJSON {
+			printJSON(stdout, h.Groups())
+			diags = stderr
+		} else {
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "GROUP\tSOURCE\tSTATE\tPID\tTOOLS\tDESCRIPTION")
+			for _, g := range h.Groups() {
+				fmt.Fprintf(tw, "%s\t%s %s\t%s\t%d\t%s\t%s\n", g.ID, g.Source.Kind, g.Source.Name, g.Source.State, g.Source.Pid,
+					strings.Join(g.Tools, ","), g.Description)
+			}
+			_ = tw.Flush()
+		}
 		for _, d := range h.Diagnostics() {
 			fmt.Fprintf(diags, "%s: %s\n", d.Level, d.Message)
 		}
-	}()
-	if *asJSON {
-		return 0
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSOURCE\tSTATE\tPID\tTOOLS\tDESCRIPTION")
-	for _, g := range groups {
-		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%d\t%s\t%s\n", g.ID, g.Source.Kind, g.Source.Name, g.Source.State, g.Source.Pid,
-			strings.Join(g.Tools, ","), g.Description)
-	}
-	_ = tw.Flush()
-	for _, p := range h.Plugins() {
-		if p.State != host.StateRunning {
-			fmt.Fprintf(stderr, "plugin %s: %s: %s\n", p.Name, p.State, p.LastError)
+		for _, p := range h.Plugins() {
+			if p.State != host.StateRunning {
+				fmt.Fprintf(stderr, "plugin %s: %s: %s\n", p.Name, p.State, p.LastError)
+			}
 		}
-	}
-	return 0
+		return 0
+	})
 }
 
 func callCmd(args []string, stdout, stderr io.Writer) int {
@@ -150,21 +153,17 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	ctx := context.Background()
-	h, ok := c.startHost(ctx, stderr)
-	if !ok {
-		return 1
-	}
-	defer h.Close()
-	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: fs.Arg(0), Arguments: raw, Context: toolhost.CallContext{Channel: "cli", Role: *role, AgentID: *agent}})
-	if err != nil {
-		res = toolhost.ErrorResult(err)
-	}
-	printJSON(stdout, res)
-	if !res.OK {
-		return 1
-	}
-	return 0
+	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
+		res, err := h.Call(ctx, &toolhost.CallRequest{Tool: fs.Arg(0), Arguments: raw, Context: toolhost.CallContext{Channel: "cli", Role: *role, AgentID: *agent}})
+		if err != nil {
+			res = toolhost.ErrorResult(err)
+		}
+		printJSON(stdout, res)
+		if !res.OK {
+			return 1
+		}
+		return 0
+	})
 }
 
 func pluginCmd(args []string, stdout, stderr io.Writer) int {

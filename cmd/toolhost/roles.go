@@ -44,45 +44,41 @@ func rolesCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, rolesUsage)
 		return 2
 	}
-	ctx := context.Background()
-	h, ok := c.startHost(ctx, stderr)
-	if !ok {
-		return 1
-	}
-	defer h.Close()
-	var role store.Role
-	var err error
-	switch sub {
-	case "list":
-		printRoles(stdout, h.Roles(), *asJSON)
-		return 0
-	case "show":
-		role, err = h.Role(fs.Arg(0))
-	case "create":
-		role, err = h.CreateRole(ctx, host.RoleSpec{Name: fs.Arg(0), Description: *desc, Prompt: *prompt,
-			ToolGroups: splitList(*groups), Allow: splitList(*allow), Deny: splitList(*deny), CreatedBy: "cli"})
-	case "set-groups":
-		ids := fs.Args()[1:]
-		if len(ids) == 0 {
-			ids = nil
+	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
+		var role store.Role
+		var err error
+		switch sub {
+		case "list":
+			printRoles(stdout, h.Roles(), *asJSON)
+			return 0
+		case "show":
+			role, err = h.Role(fs.Arg(0))
+		case "create":
+			role, err = h.CreateRole(ctx, host.RoleSpec{Name: fs.Arg(0), Description: *desc, Prompt: *prompt,
+				ToolGroups: splitList(*groups), Allow: splitList(*allow), Deny: splitList(*deny), CreatedBy: "cli"})
+		case "set-groups":
+			ids := fs.Args()[1:]
+			if len(ids) == 0 {
+				ids = nil
+			}
+			role, err = h.UpdateRole(ctx, fs.Arg(0), host.RoleUpdate{ToolGroups: &ids})
+		case "delete":
+			if err = h.DeleteRole(ctx, fs.Arg(0)); err == nil {
+				fmt.Fprintf(stdout, "deleted role %s\n", fs.Arg(0))
+				return 0
+			}
 		}
-		role, err = h.UpdateRole(ctx, fs.Arg(0), host.RoleUpdate{ToolGroups: &ids})
-	case "delete":
-		if err = h.DeleteRole(ctx, fs.Arg(0)); err == nil {
-			fmt.Fprintf(stdout, "deleted role %s\n", fs.Arg(0))
+		if err != nil {
+			fmt.Fprintf(stderr, "toolhost: %s: %v\n", toolhost.CodeOf(err), err)
+			return 1
+		}
+		if *asJSON {
+			printJSON(stdout, role)
 			return 0
 		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost: %s: %v\n", toolhost.CodeOf(err), err)
-		return 1
-	}
-	if *asJSON {
-		printJSON(stdout, role)
+		printRole(stdout, role)
 		return 0
-	}
-	printRole(stdout, role)
-	return 0
+	})
 }
 
 // splitList splits a comma-separated flag; empty means nil.
@@ -137,42 +133,29 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	h, ok := c.startHost(context.Background(), stderr)
-	if !ok {
-		return 1
-	}
-	defer h.Close()
-	rt, err := h.ToolsForRole(*role)
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost: %s: %v\n", toolhost.CodeOf(err), err)
-		return 1
-	}
-	if *asJSON {
-		printJSON(stdout, rt)
-		return 0
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tGROUP\tOPTIONAL\tDESCRIPTION")
-	for _, d := range rt.Tools {
-		m := rt.Meta[d.Function.Name]
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", d.Function.Name, m.Group, m.Optional, firstLine(d.Function.Description))
-	}
-	_ = tw.Flush()
-	if *tokens {
-		fmt.Fprintf(stdout, "tokens: %d for %d tools of role %q; %d for all %d tools (o200k_base)\n",
-			rt.Tokens, len(rt.Tools), *role, rt.AllTokens, countAll(h))
-	}
-	return 0
-}
-
-func countAll(h *host.Host) int {
-	n := 0
-	for _, g := range h.Groups() {
-		if !g.Blocked {
-			n += g.ToolCount - len(g.Shadowed)
+	return c.withHost(stderr, func(_ context.Context, h *host.Host) int {
+		rt, err := h.ToolsForRole(*role)
+		if err != nil {
+			fmt.Fprintf(stderr, "toolhost: %s: %v\n", toolhost.CodeOf(err), err)
+			return 1
 		}
-	}
-	return n
+		if *asJSON {
+			printJSON(stdout, rt)
+			return 0
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOOL\tGROUP\tOPTIONAL\tDESCRIPTION")
+		for _, d := range rt.Tools {
+			m := rt.Meta[d.Function.Name]
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", d.Function.Name, m.Group, m.Optional, firstLine(d.Function.Description))
+		}
+		_ = tw.Flush()
+		if *tokens {
+			fmt.Fprintf(stdout, "tokens: %d for %d tools of role %q; %d for all %d tools (o200k_base)\n",
+				rt.Tokens, len(rt.Tools), *role, rt.AllTokens, rt.AllTools)
+		}
+		return 0
+	})
 }
 
 func firstLine(s string) string {
