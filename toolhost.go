@@ -45,6 +45,9 @@ type ToolSpec struct {
 	NeedsAgent bool `json:"needs_agent,omitempty"`
 	// NeedsRuntime says the tool needs the agent runtime in its context.
 	NeedsRuntime bool `json:"needs_runtime,omitempty"`
+	// OutputTail asks the host, when it cuts the output to its limits, to keep
+	// the end (as for command output) rather than the beginning.
+	OutputTail bool `json:"output_tail,omitempty"`
 }
 
 // CallContext says on whose behalf a Describe or a Call happens.

@@ -303,3 +303,18 @@ func TestFailKeepsOutput(t *testing.T) {
 		t.Fatalf("a failed result kept exit code 0: %+v", res)
 	}
 }
+
+// TestBinaryOutputCrossesTheWire: output that is not UTF-8 (binary, a rune cut
+// in half) reaches the caller with the bad bytes replaced, instead of failing
+// to encode.
+func TestBinaryOutputCrossesTheWire(t *testing.T) {
+	g := &sdk.Group{ID: "bin", Description: "Binary output.", Tools: []sdk.Tool{
+		sdk.NewTool("dump", "Dump bytes.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
+			return &sdk.Result{OK: true, Stdout: "ok\xff\xfe", Stderr: "caf\xc3"}, nil
+		}),
+	}}
+	res := sdktest.New(t, g, nil).Call("dump", nil)
+	if res.Stdout != "ok\uFFFD" || res.Stderr != "caf\uFFFD" {
+		t.Fatalf("stdout %q, stderr %q", res.Stdout, res.Stderr)
+	}
+}

@@ -53,6 +53,10 @@ func NeedsAgent() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsAgent 
 // NeedsRuntime declares that the tool needs the agent runtime in its context.
 func NeedsRuntime() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsRuntime = true } }
 
+// KeepTail asks the host, when it cuts the tool's output to its limits, to
+// keep the end rather than the beginning, as suits command output.
+func KeepTail() ToolOption { return func(s *toolhost.ToolSpec) { s.OutputTail = true } }
+
 // NewTool makes a tool whose input schema is derived from In, which should be
 // a struct (use struct{} for a tool without arguments).
 func NewTool[In any](name, description string, h Handler[In], opts ...ToolOption) Tool {

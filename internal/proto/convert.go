@@ -2,6 +2,8 @@ package proto
 
 import (
 	"encoding/json"
+	"strings"
+	"unicode/utf8"
 	"time"
 
 	"github.com/toolhost/toolhost"
@@ -30,7 +32,7 @@ func groupToProto(g *toolhost.GroupSpec) *GroupSpec {
 		out.Tools[i] = &ToolSpec{
 			Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
 			Optional: t.Optional, RequiresApproval: t.RequiresApproval, TimeoutMs: t.Timeout.Milliseconds(),
-			NeedsAgent: t.NeedsAgent, NeedsRuntime: t.NeedsRuntime,
+			NeedsAgent: t.NeedsAgent, NeedsRuntime: t.NeedsRuntime, OutputTail: t.OutputTail,
 		}
 	}
 	return out
@@ -43,15 +45,24 @@ func groupFromProto(g *GroupSpec) *toolhost.GroupSpec {
 			Name: t.GetName(), Description: t.GetDescription(), InputSchema: t.GetInputSchema(),
 			Optional: t.GetOptional(), RequiresApproval: t.GetRequiresApproval(),
 			Timeout:    time.Duration(t.GetTimeoutMs()) * time.Millisecond,
-			NeedsAgent: t.GetNeedsAgent(), NeedsRuntime: t.GetNeedsRuntime(),
+			NeedsAgent: t.GetNeedsAgent(), NeedsRuntime: t.GetNeedsRuntime(), OutputTail: t.GetOutputTail(),
 		}
 	}
 	return out
 }
 
+// validUTF8 makes s encodable as a protobuf string, replacing invalid bytes
+// (binary output, a rune cut in half) with U+FFFD.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
 func resultToProto(r *toolhost.Result) (*Result, error) {
 	out := &Result{
-		Ok: r.OK, ExitCode: int32(r.ExitCode), Stdout: r.Stdout, Stderr: r.Stderr,
+		Ok: r.OK, ExitCode: int32(r.ExitCode), Stdout: validUTF8(r.Stdout), Stderr: validUTF8(r.Stderr),
 		TruncatedLines: r.TruncatedLines, TruncatedBytes: r.TruncatedBytes, NextPageCursor: r.NextPageCursor,
 	}
 	if len(r.Meta) > 0 {
@@ -62,7 +73,7 @@ func resultToProto(r *toolhost.Result) (*Result, error) {
 		out.Meta = meta
 	}
 	if r.Error != nil {
-		out.Error = &Error{Code: string(r.Error.Code), Message: r.Error.Message}
+		out.Error = &Error{Code: string(r.Error.Code), Message: validUTF8(r.Error.Message)}
 	}
 	for _, a := range r.Attachments {
 		out.Attachments = append(out.Attachments, &Attachment{Name: a.Name, MimeType: a.MimeType, Data: a.Data})

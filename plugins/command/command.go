@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -16,9 +15,9 @@ import (
 
 // Limits of a command.
 const (
-	defaultTimeout    = 30       // seconds a call may run when it names no timeout
-	defaultMaxTimeout = 60       // the config's timeout_seconds when it names none
-	maxOutputBytes    = 50 << 10 // bytes kept of stdout and of stderr each
+	defaultTimeout    = 30      // seconds a call may run when it names no timeout
+	defaultMaxTimeout = 60      // the config's timeout_seconds when it names none
+	maxOutputBytes    = 8 << 20 // bytes kept of the end of stdout and of stderr each; the host cuts further to its limits
 	// waitDelay bounds the wait for the output pipes once the command has
 	// exited or been killed, in case a descendant outside its process group
 	// still holds them.
@@ -59,7 +58,7 @@ func newGroup() *sdk.Group {
 		Version:     "0.1.0",
 		OnConfigure: r.configure,
 		Tools: []sdk.Tool{
-			sdk.NewTool("run_command", "Run a command with bash -c and return its stdout, stderr and exit status. On timeout, it and every process it started are killed.", r.run),
+			sdk.NewTool("run_command", "Run a command with bash -c and return its stdout, stderr and exit status. On timeout, it and every process it started are killed.", r.run, sdk.KeepTail()),
 		},
 	}
 }
@@ -138,12 +137,11 @@ func (r *runner) run(ctx context.Context, req *sdk.Request[RunArgs]) (*sdk.Resul
 	}
 	_ = cmd.Wait() // the outcome is read from cmd.ProcessState and killed
 	res := &sdk.Result{
-		OK:             true,
-		ExitCode:       exitCode(cmd.ProcessState),
-		Stdout:         stdout.String(),
-		Stderr:         stderr.String(),
-		TruncatedBytes: stdout.dropped || stderr.dropped,
+		OK:       true,
+		ExitCode: exitCode(cmd.ProcessState),
 	}
+	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	res.TruncatedBytes = stdout.dropped || stderr.dropped
 	switch {
 	case killed.Load() && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		sdk.Fail(res, sdk.CodeTimeout, "the command ran past its timeout of %s and was killed", timeout)
@@ -176,21 +174,30 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// capped keeps the first maxOutputBytes written to it and drops the rest,
-// never failing a write, so the command does not see a broken pipe.
-// (Not an embedded bytes.Buffer: io.Copy would use its ReadFrom, past Write.)
+// capped keeps the last maxOutputBytes written to it, never failing a
+// write, so the command does not see a broken pipe. (Not an embedded
+// bytes.Buffer: io.Copy would use its ReadFrom, past Write.)
 type capped struct {
-	buf     bytes.Buffer
+	buf     []byte
 	dropped bool
 }
 
-// Write keeps what fits and reports all of p written.
+// Write keeps p, dropping the oldest bytes once twice the cap is held, and
+// reports all of p written.
 func (c *capped) Write(p []byte) (int, error) {
-	keep := min(len(p), maxOutputBytes-c.buf.Len())
-	c.buf.Write(p[:keep])
-	c.dropped = c.dropped || keep < len(p)
+	c.buf = append(c.buf, p...)
+	if len(c.buf) > 2*maxOutputBytes {
+		c.buf = append(c.buf[:0], c.buf[len(c.buf)-maxOutputBytes:]...)
+		c.dropped = true
+	}
 	return len(p), nil
 }
 
-// String returns what was kept.
-func (c *capped) String() string { return c.buf.String() }
+// String returns the last maxOutputBytes kept.
+func (c *capped) String() string {
+	if len(c.buf) > maxOutputBytes {
+		c.dropped = true
+		return string(c.buf[len(c.buf)-maxOutputBytes:])
+	}
+	return string(c.buf)
+}

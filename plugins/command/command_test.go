@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"os"
 	"path/filepath"
@@ -57,10 +58,10 @@ func TestRunCommand(t *testing.T) {
 			}
 		}
 	})
-	t.Run("output is capped", func(t *testing.T) {
-		res := p.Call("run_command", RunArgs{Command: "head -c 200000 /dev/zero | tr '\\0' x"})
-		if out := sdktest.OK(t, res); len(out) != maxOutputBytes || !res.TruncatedBytes {
-			t.Errorf("kept %d bytes (truncated %v), want %d", len(out), res.TruncatedBytes, maxOutputBytes)
+	t.Run("output is capped, keeping the end", func(t *testing.T) {
+		res := p.Call("run_command", RunArgs{Command: fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; echo END", 3*maxOutputBytes)})
+		if out := sdktest.OK(t, res); len(out) != maxOutputBytes || !res.TruncatedBytes || !strings.HasSuffix(out, "xEND\n") {
+			t.Errorf("kept %d bytes (truncated %v), ending %q, want the last %d", len(out), res.TruncatedBytes, out[max(0, len(out)-8):], maxOutputBytes)
 		}
 	})
 	sdktest.Fails(t, p.Call("run_command", RunArgs{Command: "true", TimeoutSeconds: -1}), sdk.CodeValidation)
