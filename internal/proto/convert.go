@@ -3,8 +3,8 @@ package proto
 import (
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost"
 )
