@@ -36,6 +36,33 @@ type Config struct {
 	Roles []Role
 	// Tools is the global tools block: allowed optional tools and denied tools.
 	Tools ToolPolicy
+	// Executor tunes the execution pipeline, from the `executor` block.
+	Executor Executor
+}
+
+// Executor tunes how calls run: batches, approvals and idempotency.
+type Executor struct {
+	// Mode runs a batch of calls "sequential" (the default) or "concurrent".
+	Mode string
+	// MaxParallel bounds a concurrent batch; default 4.
+	MaxParallel int
+	// Approver decides calls that need an approval: "queue" (the default:
+	// pending until decided through the API, or denied after
+	// ApprovalTimeout), "approve" or "deny".
+	Approver string
+	// ApprovalTimeout is how long an approval may stay pending; default 5m.
+	ApprovalTimeout time.Duration
+	// IdempotencyWindow is how long a call id's result is kept and replayed
+	// for a repeated call id; default 24h.
+	IdempotencyWindow time.Duration
+}
+
+// ToolSettings is a `tool "NAME" {}` block inside a plugin or builtin block.
+type ToolSettings struct {
+	// Timeout bounds the tool's calls, over the tool's own and the group's.
+	Timeout time.Duration
+	// RequiresApproval asks for an approval before each call.
+	RequiresApproval bool
 }
 
 // Limits bounds tool calls and their output, from the `limits` block.
@@ -93,6 +120,13 @@ type Plugin struct {
 	StartTimeout time.Duration
 	// Config is the block's `config { ... }` as a JSON object, "{}" when absent.
 	Config json.RawMessage
+	// Limits are the group's own limits (the block's `limits {}`); zero fields
+	// fall back to the global ones.
+	Limits Limits
+	// RequiresApproval asks for an approval before every call of the group.
+	RequiresApproval bool
+	// Tools configures single tools: `tool "NAME" { timeout, requires_approval }`.
+	Tools map[string]ToolSettings
 	// Pos is where the block is declared, "file:line,col".
 	Pos string
 }
@@ -131,6 +165,7 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 		DataDir:   filepath.Join(dir, "data"),
 		PluginDir: filepath.Join(dir, "bin", "plugins"),
 		Limits:    Limits{Timeout: 30 * time.Second, MaxOutputLines: 2000, MaxOutputBytes: 51200},
+		Executor:  Executor{Mode: "sequential", MaxParallel: 4, Approver: "queue", ApprovalTimeout: 5 * time.Minute, IdempotencyWindow: 24 * time.Hour},
 	}
 	d := &decoder{ctx: evalContext(getenv), dir: dir}
 	diags := fromHCL(d.decodeFile(cfg, src, filename), filename)

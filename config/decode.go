@@ -18,6 +18,7 @@ var rootSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "data_dir"}, {Name: "plugin_dir"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "limits"},
+		{Type: "executor"},
 		{Type: "tools"},
 		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
@@ -45,8 +46,9 @@ func moduleSchema(pathRequired bool) *hcl.BodySchema {
 			{Name: "restart"},
 			{Name: "max_restarts"},
 			{Name: "start_timeout"},
+			{Name: "requires_approval"},
 		},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}, {Type: "limits"}, {Type: "tool", LabelNames: []string{"name"}}},
 	}
 }
 
@@ -92,6 +94,9 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 	attr(d, content.Attributes, "plugin_dir", &cfg.PluginDir, d.path)
 	if blk := d.onlyBlock(content.Blocks.OfType("limits")); blk != nil {
 		d.limits(&cfg.Limits, blk.Body)
+	}
+	if blk := d.onlyBlock(content.Blocks.OfType("executor")); blk != nil {
+		d.executor(&cfg.Executor, blk.Body)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
 		cfg.Tools = d.toolPolicy(blk.Body)
@@ -148,10 +153,55 @@ func (d *decoder) plugin(blk *hcl.Block, declared map[string]hcl.Range) Plugin {
 	attr(d, attrs, "restart", &p.Restart, restartPolicy)
 	attr(d, attrs, "max_restarts", &p.MaxRestarts, nonNegative)
 	attr(d, attrs, "start_timeout", &p.StartTimeout, duration)
-	if cfg := d.onlyBlock(content.Blocks); cfg != nil {
+	attr(d, attrs, "requires_approval", &p.RequiresApproval, asIs)
+	if cfg := d.onlyBlock(content.Blocks.OfType("config")); cfg != nil {
 		p.Config = d.configJSON(cfg.Body)
 	}
+	if blk := d.onlyBlock(content.Blocks.OfType("limits")); blk != nil {
+		d.limits(&p.Limits, blk.Body)
+	}
+	for _, blk := range content.Blocks.OfType("tool") {
+		d.tool(&p, blk)
+	}
 	return p
+}
+
+var toolSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "timeout"}, {Name: "requires_approval"}}}
+
+// tool decodes a plugin's `tool "NAME" {}` block.
+func (d *decoder) tool(p *Plugin, blk *hcl.Block) {
+	name := blk.Labels[0]
+	if !toolNameRE.MatchString(name) {
+		d.fail(blk.LabelRanges[0], "Invalid tool name", fmt.Sprintf("%q is not a tool name.", name))
+		return
+	}
+	if _, dup := p.Tools[name]; dup {
+		d.fail(blk.LabelRanges[0], "Duplicate tool block", fmt.Sprintf("Tool %q is configured twice in this block.", name))
+		return
+	}
+	var t ToolSettings
+	content, diags := blk.Body.Content(toolSchema)
+	d.add(diags)
+	attr(d, content.Attributes, "timeout", &t.Timeout, duration)
+	attr(d, content.Attributes, "requires_approval", &t.RequiresApproval, asIs)
+	if p.Tools == nil {
+		p.Tools = map[string]ToolSettings{}
+	}
+	p.Tools[name] = t
+}
+
+var executorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "mode"}, {Name: "max_parallel"}, {Name: "approver"}, {Name: "approval_timeout"}, {Name: "idempotency_window"},
+}}
+
+func (d *decoder) executor(e *Executor, body hcl.Body) {
+	content, diags := body.Content(executorSchema)
+	d.add(diags)
+	attr(d, content.Attributes, "mode", &e.Mode, oneOf("sequential", "concurrent"))
+	attr(d, content.Attributes, "max_parallel", &e.MaxParallel, positive)
+	attr(d, content.Attributes, "approver", &e.Approver, oneOf("queue", "approve", "deny"))
+	attr(d, content.Attributes, "approval_timeout", &e.ApprovalTimeout, duration)
+	attr(d, content.Attributes, "idempotency_window", &e.IdempotencyWindow, duration)
 }
 
 // onlyBlock returns the first of blocks, all of one type, reporting the others as duplicates.

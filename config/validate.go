@@ -16,9 +16,10 @@ import (
 // Their errors become the detail of a diagnostic at the attribute's value.
 
 var (
-	nameRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
-	envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	sha256RE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	nameRE     = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+	envKeyRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sha256RE   = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	toolNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 )
 
 // builtinNames are the labels a builtin block may have.
@@ -113,4 +114,14 @@ func duration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q must be greater than 0", s)
 	}
 	return d, nil
+}
+
+// oneOf accepts only the given strings.
+func oneOf(allowed ...string) func(string) (string, error) {
+	return func(s string) (string, error) {
+		if !slices.Contains(allowed, s) {
+			return "", fmt.Errorf("%q is not one of %s", s, strings.Join(allowed, ", "))
+		}
+		return s, nil
+	}
 }

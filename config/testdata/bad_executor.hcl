@@ -1,0 +1,13 @@
+executor {
+  mode     = "sometimes"
+  approver = "bob"
+}
+
+plugin "notes" {
+  path = "notes"
+  tool "Add Note" {}
+  tool "get_note" {
+    timeout = "never"
+  }
+  tool "get_note" {}
+}
