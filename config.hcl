@@ -12,6 +12,15 @@ limits {
   max_output_bytes = 51200
 }
 
+# The execution pipeline every call goes through.
+executor {
+  mode               = "sequential"  # batches: sequential | concurrent
+  max_parallel       = 4
+  approver           = "queue"       # queue (decide in the page or POST /api/approvals/{id}) | approve | deny
+  approval_timeout   = "5m"          # a pending approval is denied after this
+  idempotency_window = "24h"         # a repeated call id replays its result for this long
+}
+
 # First-party modules with reserved ids.
 builtin "workspace" {
   # Without roots the workspace is this directory.
@@ -22,6 +31,10 @@ builtin "command" {
   config {
     timeout_seconds = 60
   }
+  limits {
+    timeout = "60s"          # this group's calls may run longer than the global 30s
+  }
+  # tool "run_command" { requires_approval = true }   # ask a person first
 }
 
 # Chromium starts on the first call; without it the tools say what to install.

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -38,6 +39,13 @@ type Options struct {
 	// StoreWatch is how often the host checks the store for changes made by
 	// other processes (such as `toolhost roles` beside a server). Default 1s.
 	StoreWatch time.Duration
+	// Approver decides calls that need an approval. Nil means the executor
+	// block's approver: a queue served by the HTTP API (see Approvals),
+	// always-approve or always-deny.
+	Approver Approver
+	// Runtime is put in the context of calls to tools that need the agent
+	// runtime (see RuntimeFrom); nil means such calls fail with validation.
+	Runtime any
 }
 
 func (o *Options) withDefaults() Options {
@@ -77,6 +85,14 @@ type Host struct {
 	stopWatch context.CancelFunc
 	watching  sync.WaitGroup
 
+	events   *store.EventWriter
+	approver Approver
+	queue    *ApprovalQueue // the approver, when it is a queue
+	flights  flights
+	inflight sync.WaitGroup  // calls in the pipeline
+	closing  context.Context // cancelled by Close: calls in flight end
+	shutdown context.CancelFunc
+
 	mu      sync.Mutex
 	plugins []*supervisor // in config order
 	closed  bool
@@ -107,8 +123,39 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		h.store = st
 		h.closeDB = func() error { return errors.Join(st.Close(), cleanup()) }
 	}
+	h.events = h.store.NewEventWriter(&store.WriterOptions{OnError: func(err error) { h.log.Error("writing events", "error", err) }})
+	h.approver = o.Approver
+	if h.approver == nil {
+		switch cfg.Executor.Approver {
+		case "approve":
+			h.approver = AlwaysApprove{}
+		case "deny":
+			h.approver = AlwaysDeny{Reason: "the executor block's approver denies every call that needs approval"}
+		default:
+			h.queue = NewApprovalQueue(cmp.Or(cfg.Executor.ApprovalTimeout, 5*time.Minute))
+			h.approver = h.queue
+		}
+	}
+	h.closing, h.shutdown = context.WithCancel(context.Background())
+	h.flights.saves, h.flights.done = make(chan *flight, 1024), make(chan struct{})
+	go h.flights.saveLoop(h)
 	return h, nil
 }
+
+// Approvals returns the queue of calls waiting for a decision, or nil when
+// the host's approver is not a queue.
+func (h *Host) Approvals() *ApprovalQueue { return h.queue }
+
+// Events returns recorded events (see store.EventFilter).
+func (h *Host) Events(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	return h.store.Events(ctx, f)
+}
+
+// FlushEvents returns once every event recorded so far is in the store.
+func (h *Host) FlushEvents(ctx context.Context) error { return h.events.Flush(ctx) }
+
+// dataDir is where the host keeps files: the store's directory.
+func (h *Host) dataDir() string { return filepath.Dir(h.store.Path()) }
 
 // Store returns the host's store.
 func (h *Host) Store() *store.Store { return h.store }
@@ -194,6 +241,8 @@ func (h *Host) register(g *Group) error {
 	if err != nil {
 		return err
 	}
+	h.events.Emit(store.Event{Type: store.EventGroupRegistered, Group: g.Spec.ID,
+		Payload: map[string]any{"source": g.SourceName, "kind": g.Kind, "tools": len(g.Spec.Tools)}})
 	if replaced != nil {
 		h.log.Warn("group replaced", "code", toolhost.CodeDuplicateGroupID, "group", g.Spec.ID,
 			"old_source", replaced.SourceName, "new_source", g.SourceName)
@@ -210,6 +259,7 @@ func (h *Host) register(g *Group) error {
 func (h *Host) unregister(g *Group) {
 	if h.mgr.UnregisterGroup(g) {
 		h.log.Info("group unregistered", "group", g.Spec.ID, "source", g.SourceName)
+		h.events.Emit(store.Event{Type: store.EventGroupUnregistered, Group: g.Spec.ID, Payload: map[string]any{"source": g.SourceName}})
 	}
 }
 
@@ -268,63 +318,6 @@ func (h *Host) Plugins() []PluginStatus {
 	return out
 }
 
-// Call routes a call to the group serving the tool and returns its result.
-// The caller's role decides first: the role of Context.AgentID, else the role
-// named by Context.Role, else (no agent, no role: an operator) every group
-// under the global tools policy. A tool outside the role is refused with
-// tool_not_available naming the tool and the role; a tool no group provides
-// with unknown_tool. A tool that fails is a Result with OK false; an error
-// means the call could not be carried out: those codes, validation (an
-// unknown agent or role), timeout, cancelled, plugin_exited or internal. An
-// empty call id is filled in, and the role set. The call is bounded by the
-// tool's timeout, or the configured default.
-func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
-	v, err := h.callerView(&req.Context)
-	if err != nil {
-		return nil, err
-	}
-	t, ok := v.tools[req.Tool]
-	if !ok {
-		if _, _, exists := h.mgr.lookup(req.Tool); !exists {
-			return nil, toolhost.Errorf(toolhost.CodeUnknownTool, "unknown tool %q: no group provides it", req.Tool)
-		}
-		if v.role == "" {
-			return nil, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available: the tools policy hides it", req.Tool)
-		}
-		return nil, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available to role %q", req.Tool, v.role)
-	}
-	if req.Context.CallID == "" || req.Context.Role != v.role {
-		r := *req
-		r.Context.Role = v.role
-		if r.Context.CallID == "" {
-			r.Context.CallID = newCallID()
-		}
-		req = &r
-	}
-	g, spec := t.group, t.spec
-	timeout := spec.Timeout
-	if timeout <= 0 {
-		timeout = h.cfg.Limits.Timeout
-	}
-	// The timeout cancels the call rather than setting a gRPC deadline: the
-	// plugin's ctx ends all the same, without a deadline's cost on every call.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if timeout > 0 {
-		t := time.AfterFunc(timeout, func() {
-			cancel(toolhost.Errorf(toolhost.CodeTimeout, "tool %s timed out after %s", req.Tool, timeout))
-		})
-		defer t.Stop()
-	}
-	res, err := g.Provider.Call(ctx, req)
-	// A call whose context ended is a timeout or a cancellation, even when
-	// the plugin's answer (to its own cancelled context) won the race.
-	if ctx.Err() != nil && !errors.Is(err, toolhost.ErrPluginExited) {
-		cause := context.Cause(ctx)
-		return nil, toolhost.Errorf(toolhost.CodeOf(cause), "call %s: %w", req.Context.CallID, cause)
-	}
-	return res, err
-}
 
 // newCallID returns a random call id.
 func newCallID() string {
@@ -333,8 +326,10 @@ func newCallID() string {
 	return "call_" + hex.EncodeToString(b[:])
 }
 
-// Close stops every plugin gracefully, in parallel, and waits until no plugin
-// process, nor any process in a plugin's process group, is left.
+// Close ends the calls in flight (cancelled), stops every plugin gracefully,
+// in parallel, and waits until no plugin process, nor any process in a
+// plugin's process group, is left; then it writes the events still queued and
+// closes the store it opened.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -344,14 +339,18 @@ func (h *Host) Close() error {
 	h.closed = true
 	sups := h.plugins
 	h.mu.Unlock()
+	h.shutdown()
 	var wg sync.WaitGroup
 	for _, s := range sups {
 		wg.Go(s.unload)
 	}
 	wg.Wait()
+	h.inflight.Wait()
+	close(h.flights.saves)
+	<-h.flights.done
 	if h.stopWatch != nil {
 		h.stopWatch()
 	}
 	h.watching.Wait()
-	return h.closeDB()
+	return errors.Join(h.events.Close(), h.closeDB())
 }

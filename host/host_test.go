@@ -23,6 +23,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/sdk"
+	"github.com/toolhost/toolhost/store"
 )
 
 // startHost starts a host on the plugins and closes it when the test ends.
@@ -57,7 +58,7 @@ func (w testLog) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func call(t *testing.T, h *Host, tool string, args any) (*toolhost.Result, error) {
+func callTool(t *testing.T, h *Host, tool string, args any) (*toolhost.Result, error) {
 	t.Helper()
 	raw, _ := json.Marshal(args)
 	return h.Call(context.Background(), &toolhost.CallRequest{Tool: tool, Arguments: raw})
@@ -113,15 +114,14 @@ func TestLoadAndCall(t *testing.T) {
 	if g.Source.Kind != SourcePlugin || g.Source.State != StateRunning || g.Source.Pid == 0 || g.ToolCount != 5 || g.Reserved {
 		t.Fatalf("group = %+v", g)
 	}
-	res, err := call(t, h, "echo", map[string]any{"text": "hi"})
+	res, err := callTool(t, h, "echo", map[string]any{"text": "hi"})
 	if err != nil || !res.OK || res.Stdout != "hi" {
 		t.Fatalf("echo = %+v, %v", res, err)
 	}
-	res, err = call(t, h, "echo", map[string]any{"text": 3})
-	if err != nil || res.OK || res.Error.Code != toolhost.CodeValidation {
-		t.Fatalf("bad arguments: %+v, %v", res, err)
+	if _, err = callTool(t, h, "echo", map[string]any{"text": 3}); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "field text") {
+		t.Fatalf("bad arguments: %v", err)
 	}
-	if _, err := call(t, h, "nope", nil); !errors.Is(err, toolhost.ErrUnknownTool) || !strings.Contains(err.Error(), "nope") {
+	if _, err := callTool(t, h, "nope", nil); !errors.Is(err, toolhost.ErrUnknownTool) || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("unknown tool: err = %v", err)
 	}
 }
@@ -148,7 +148,7 @@ func TestConfiguredTimeout(t *testing.T) {
 	mark := filepath.Join(t.TempDir(), "cancelled")
 	h := startHost(t, testPlugin("good", "good", map[string]string{cancelFileEnv: mark}))
 	h.cfg.Limits.Timeout = 100 * time.Millisecond
-	_, err := call(t, h, "sleep", map[string]any{"ms": 60000})
+	_, err := callTool(t, h, "sleep", map[string]any{"ms": 60000})
 	if !errors.Is(err, toolhost.ErrTimeout) || !strings.Contains(err.Error(), "tool sleep timed out after 100ms") {
 		t.Fatalf("err = %v, want timeout after 100ms", err)
 	}
@@ -165,7 +165,8 @@ func TestSIGKILLUnregistersFailsInFlightAndRestarts(t *testing.T) {
 
 	inflight := make(chan error, 1)
 	go func() {
-		_, err := call(t, h, "sleep", map[string]any{"ms": 60000})
+		_, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "sleep", Arguments: []byte(`{"ms":60000}`),
+			Context: toolhost.CallContext{CallID: "killed-mid-call"}})
 		inflight <- err
 	}()
 	time.Sleep(100 * time.Millisecond) // let the call reach the plugin
@@ -188,7 +189,19 @@ func TestSIGKILLUnregistersFailsInFlightAndRestarts(t *testing.T) {
 	if g.Source.Restarts != 1 || g.Source.State != StateRunning {
 		t.Fatalf("after restart: %+v", g.Source)
 	}
-	if res, err := call(t, h, "echo", map[string]any{"text": "again"}); err != nil || res.Stdout != "again" {
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	events, _ := h.Events(context.Background(), store.EventFilter{CallID: "killed-mid-call"})
+	if len(events) != 2 || events[1].Type != store.EventCallFailed || events[1].Payload["error_class"] != "plugin_exited" {
+		t.Fatalf("events of the killed call = %+v", events)
+	}
+	for _, typ := range []string{store.EventPluginExited, store.EventGroupUnregistered, store.EventPluginRestarted} {
+		if e, _ := h.Events(context.Background(), store.EventFilter{Type: typ}); len(e) != 1 || e[0].Group != "testgroup" {
+			t.Errorf("%s events = %+v", typ, e)
+		}
+	}
+	if res, err := callTool(t, h, "echo", map[string]any{"text": "again"}); err != nil || res.Stdout != "again" {
 		t.Fatalf("call after restart: %+v, %v", res, err)
 	}
 }
@@ -207,7 +220,7 @@ func TestExitedGroupIsUnlistedUntilBack(t *testing.T) {
 	if st.Restarts != 0 || st.ErrorCode != toolhost.CodePluginExited || !strings.Contains(st.LastError, "killed") {
 		t.Fatalf("status = %+v", st)
 	}
-	if _, err := call(t, h, "echo", map[string]any{"text": "x"}); !errors.Is(err, toolhost.ErrUnknownTool) {
+	if _, err := callTool(t, h, "echo", map[string]any{"text": "x"}); !errors.Is(err, toolhost.ErrUnknownTool) {
 		t.Fatalf("call to an exited group: %v", err)
 	}
 }
@@ -224,7 +237,7 @@ func TestReservedIDRefusedAndProcessStopped(t *testing.T) {
 	}
 	pid := readPid(t, pidFile)
 	eventually(t, "the refused plugin's process is gone", func() bool { return !proctest.Alive(pid) })
-	if res, err := call(t, h, "echo", map[string]any{"text": "still here"}); err != nil || !res.OK {
+	if res, err := callTool(t, h, "echo", map[string]any{"text": "still here"}); err != nil || !res.OK {
 		t.Fatalf("host stopped serving: %+v, %v", res, err)
 	}
 }
@@ -262,7 +275,7 @@ func TestBrokenPluginsAreRefused(t *testing.T) {
 			}
 		})
 	}
-	if res, err := call(t, h, "echo", map[string]any{"text": "ok"}); err != nil || !res.OK {
+	if res, err := callTool(t, h, "echo", map[string]any{"text": "ok"}); err != nil || !res.OK {
 		t.Fatalf("host stopped serving: %+v, %v", res, err)
 	}
 	if ids := h.Manager().IDs(); len(ids) != 1 || ids[0] != "testgroup" {
@@ -303,7 +316,7 @@ func TestUnloadStopsAndUnregisters(t *testing.T) {
 func TestCloseLeavesNoProcess(t *testing.T) {
 	h := startHost(t, testPlugin("good", "good", nil))
 	g, _ := group(h, "testgroup")
-	res, err := call(t, h, "spawn", nil)
+	res, err := callTool(t, h, "spawn", nil)
 	if err != nil || !res.OK {
 		t.Fatalf("spawn: %+v, %v", res, err)
 	}
@@ -359,7 +372,7 @@ func TestRegisterGroupInProcess(t *testing.T) {
 	if !ok || info.Source.Kind != SourceRuntime || !info.Reserved {
 		t.Fatalf("group = %+v", info)
 	}
-	if res, err := call(t, h, "console_print", map[string]any{"text": "hello"}); err != nil || res.Stdout != "hello" {
+	if res, err := callTool(t, h, "console_print", map[string]any{"text": "hello"}); err != nil || res.Stdout != "hello" {
 		t.Fatalf("call: %+v, %v", res, err)
 	}
 	if err := h.Unload("console"); err != nil {
@@ -438,7 +451,7 @@ func TestPluginLogsKeepTheirLevels(t *testing.T) {
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := call(t, h, "log", map[string]any{"text": "hello host"}); err != nil || !res.OK {
+	if res, err := callTool(t, h, "log", map[string]any{"text": "hello host"}); err != nil || !res.OK {
 		t.Fatalf("log: %+v, %v", res, err)
 	}
 	eventually(t, "the plugin's line is logged", func() bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/store"
 )
 
 // State is where a configured plugin is in its lifecycle.
@@ -162,7 +163,12 @@ func (s *supervisor) launch() (*rpcplugin.Process, error) {
 		proc.Stop()
 		return nil, err
 	}
-	s.set(func() { s.group, s.proc, s.pid, s.state, s.lastErr = g, proc, proc.Pid, StateRunning, nil })
+	var restarts int
+	s.set(func() { s.group, s.proc, s.pid, s.state, s.lastErr, restarts = g, proc, proc.Pid, StateRunning, nil, s.restarts })
+	if restarts > 0 {
+		s.h.events.Emit(store.Event{Type: store.EventPluginRestarted, Group: g.Spec.ID,
+			Payload: map[string]any{"plugin": s.cfg.Name, "pid": proc.Pid, "restarts": restarts}})
+	}
 	return proc, nil
 }
 
@@ -180,7 +186,7 @@ func (s *supervisor) describe(proc *rpcplugin.Process) (*Group, error) {
 	if s.kind == SourceBuiltin && spec.ID != s.cfg.Name {
 		return nil, toolhost.Errorf(toolhost.CodeInvalidGroupDef, "builtin %q reported group id %q", s.cfg.Name, spec.ID)
 	}
-	g := &Group{Spec: *spec, Kind: s.kind, SourceName: s.cfg.Name, Provider: &procProvider{Provider: proc.Provider, exited: proc.Exited()}}
+	g := &Group{Spec: *spec, Kind: s.kind, SourceName: s.cfg.Name, Provider: &procProvider{Provider: proc.Provider, exited: proc.Exited()}, conf: &s.cfg}
 	if err := s.h.register(g); err != nil {
 		return nil, err
 	}
@@ -207,14 +213,22 @@ func (s *supervisor) stepError(step string, err error) error {
 // exited unregisters the group of a process that has exited and reaps what
 // is left of its process group.
 func (s *supervisor) exited(proc *rpcplugin.Process) error {
-	if g := s.release(); g != nil {
+	g := s.release()
+	if g != nil {
 		s.h.unregister(g)
 	}
 	proc.KillGroup()
 	err := proc.ExitError()
+	payload := map[string]any{"plugin": s.cfg.Name, "pid": proc.Pid, "status": "exit status 0"}
 	if err != nil {
 		s.set(func() { s.lastErr = toolhost.Errorf(toolhost.CodePluginExited, "plugin exited: %v", err) })
+		payload["status"] = err.Error()
 	}
+	e := store.Event{Type: store.EventPluginExited, Payload: payload}
+	if g != nil {
+		e.Group = g.Spec.ID
+	}
+	s.h.events.Emit(e)
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
 )
 
 // SourceKind says what provides a group.
@@ -35,8 +36,10 @@ type Group struct {
 	// Provider serves the group's calls.
 	Provider toolhost.Provider
 
-	seq   uint64         // registration order; the earliest group owning a tool name keeps it
-	tools map[string]int // tool name → index in Spec.Tools
+	seq    uint64               // registration order; the earliest group owning a tool name keeps it
+	tools  map[string]int       // tool name → index in Spec.Tools
+	checks map[string]*argCheck // tool name → its argument validation
+	conf   *config.Plugin       // the group's config block; nil for runtime groups
 }
 
 // Tool returns the spec of one of the group's tools.
@@ -99,6 +102,11 @@ func (m *Manager) Register(g *Group) (replaced *Group, err error) {
 	if toolhost.IsReserved(g.Spec.ID) && !g.Kind.core() {
 		return nil, toolhost.Errorf(toolhost.CodeReservedGroupID, "group id %q is reserved for first-party modules and the runtime", g.Spec.ID)
 	}
+	checks, err := compileChecks(&g.Spec)
+	if err != nil {
+		return nil, err
+	}
+	g.checks = checks
 	g.tools = make(map[string]int, len(g.Spec.Tools))
 	for i, t := range g.Spec.Tools {
 		g.tools[t.Name] = i

@@ -140,8 +140,10 @@ func TestRoleToolsAndCallAPI(t *testing.T) {
 	if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"role": "declared", "tool": "console_print", "arguments": map[string]string{"text": "hi"}}, &res); code != 200 || !res.OK || res.Stdout != "console_print:hi" {
 		t.Fatalf("call = %d %+v", code, res)
 	}
-	if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"role": "declared", "tool": "console_print", "arguments": map[string]any{"text": 1}}, &res); code != 200 || res.OK || res.Error.Code != toolhost.CodeValidation {
-		t.Fatalf("invalid arguments = %d %+v", code, res)
+	var invalid apiError
+	if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"role": "declared", "tool": "console_print", "arguments": map[string]any{"text": 1}}, &invalid); code != 400 ||
+		invalid.Error.Code != toolhost.CodeValidation || !strings.Contains(invalid.Error.Message, "field text") {
+		t.Fatalf("invalid arguments = %d %+v", code, invalid)
 	}
 	cases := []struct {
 		body any

@@ -26,6 +26,7 @@ func New(h *host.Host) *Server {
 	s.mux.HandleFunc("GET /api/groups", s.groups)
 	s.mux.HandleFunc("GET /api/plugins", s.plugins)
 	s.routesAPI()
+	s.routesAudit()
 	return s
 }
 

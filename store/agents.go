@@ -38,7 +38,7 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 	}
 	a.CreatedAt = time.Now().UTC()
 	_, err := s.db.ExecContext(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?)`,
-		a.ID, a.RoleID, a.ParentID, a.Status, a.CreatedAt.Format(time.RFC3339Nano))
+		a.ID, a.RoleID, a.ParentID, a.Status, stamp(a.CreatedAt))
 	if err != nil {
 		return a, fmt.Errorf("store: create agent: %w", err)
 	}

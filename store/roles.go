@@ -149,7 +149,7 @@ func (s *Store) CreateRole(ctx context.Context, r Role) (Role, error) {
 func insertRole(ctx context.Context, tx *sql.Tx, r Role) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Name, r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny),
-		r.CreatedBy, r.CreatedAt.UTC().Format(time.RFC3339Nano), r.Status, r.LLMServiceID, r.Source)
+		r.CreatedBy, stamp(r.CreatedAt), r.Status, r.LLMServiceID, r.Source)
 	return err
 }
 

@@ -147,7 +147,15 @@ func (w *ChangeWatch) Version(ctx context.Context) (int64, error) {
 // Close releases the watch's connection.
 func (w *ChangeWatch) Close() error { return w.conn.Close() }
 
-func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+// tsLayout is RFC 3339 with a fixed-width fraction: parseTime reads it, and
+// unlike time.RFC3339Nano its text order is time order, which the ts index
+// and Since rely on.
+const tsLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// stamp formats a time for the database.
+func stamp(t time.Time) string { return t.UTC().Format(tsLayout) }
+
+func now() string { return stamp(time.Now()) }
 
 func parseTime(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -182,5 +183,33 @@ func TestChangesSeesOtherConnections(t *testing.T) {
 	}
 	if _, err := a.Role(ctx, "from-cli"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCallResults(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := open(t, dir)
+	old := time.Now().Add(-2 * time.Hour)
+	if err := s.SaveCallResult(ctx, CallResult{CallID: "c1", ArgsHash: "h1", Result: []byte(`{"ok":true}`), Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveCallResult(ctx, CallResult{CallID: "c1", ArgsHash: "other", Result: []byte(`{}`), Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveCallResult(ctx, CallResult{CallID: "old", ArgsHash: "h", Result: []byte(`{}`), Created: old}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir)
+	r, err := s.CallResult(ctx, "c1", time.Now().Add(-time.Hour))
+	if err != nil || r.ArgsHash != "h1" || string(r.Result) != `{"ok":true}` {
+		t.Fatalf("c1 = %+v, %v", r, err)
+	}
+	if _, err := s.CallResult(ctx, "old", time.Now().Add(-time.Hour)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("result outside the window: %v", err)
+	}
+	if n, err := s.PruneCallResults(ctx, time.Now().Add(-time.Hour)); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 type common struct {
 	config   string
 	logLevel string
+	approver host.Approver // nil: the config's
 }
 
 func newFlags(name string, stderr io.Writer, defaultLevel string) (*flag.FlagSet, *common) {
@@ -55,7 +56,7 @@ func (c *common) startHost(ctx context.Context, stderr io.Writer) (*host.Host, b
 	if !ok {
 		return nil, false
 	}
-	h, err := host.New(cfg, &host.Options{Logger: c.logger(stderr)})
+	h, err := host.New(cfg, &host.Options{Logger: c.logger(stderr), Approver: c.approver})
 	if err == nil {
 		err = h.Start(ctx)
 	}
@@ -133,6 +134,7 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 	fs, c := newFlags("call", stderr, "warn")
 	role := fs.String("role", "", "call as this role: a tool outside it is refused")
 	agent := fs.String("agent", "", "call as this agent (and so its role)")
+	approve := fs.Bool("approve", false, "approve the call if its tool requires approval (otherwise it is denied)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolhost call [-config F] [-role R | -agent ID] TOOL ['JSON-ARGS']")
 		fs.PrintDefaults()
@@ -143,6 +145,10 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		fs.Usage()
 		return 2
+	}
+	c.approver = host.AlwaysDeny{Reason: "the tool requires approval: pass -approve to approve it"}
+	if *approve {
+		c.approver = host.AlwaysApprove{}
 	}
 	raw := json.RawMessage("{}")
 	if fs.NArg() == 2 {

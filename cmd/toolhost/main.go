@@ -5,6 +5,7 @@
 //	toolhost roles    list|show|create|set-groups|delete   list and edit roles
 //	toolhost tools    [-config F] [-role R] [-json] [-tokens]   the tools a role sees
 //	toolhost call     [-config F] [-role R | -agent ID] TOOL [JSON]  call one tool, print the result envelope
+//	toolhost events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow]   the audit events
 //	toolhost plugin inspect [-config JSON] PATH        describe a plugin without registering it
 //	toolhost serve    [-config F]                      run the host and its HTTP server
 //
@@ -30,6 +31,7 @@ var commands = map[string]command{
 	"groups":   groupsCmd,
 	"roles":    rolesCmd,
 	"tools":    toolsCmd,
+	"events":   eventsCmd,
 	"call":     callCmd,
 	"plugin":   pluginCmd,
 	"serve":    serveCmd,
@@ -43,6 +45,7 @@ commands:
   roles    list|show|create|set-groups|delete   list and edit roles
   tools    [-config F] [-role R] [-json] [-tokens]   the tools a role sees
   call     [-config F] [-role R | -agent ID] TOOL [JSON]   call one tool and print its result envelope
+  events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow]   the audit events
   plugin inspect [-config JSON] PATH   describe a plugin without registering it
   serve    [-config F]                 run the host and its HTTP server
 

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/server"
+	"github.com/toolhost/toolhost/store"
+)
+
+// eventsCmd prints recorded events from the data directory's store, without
+// starting any plugin; -follow keeps printing new ones until interrupted.
+func eventsCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newFlags("events", stderr, "warn")
+	tool := fs.String("tool", "", "only calls of this tool")
+	agent := fs.String("agent", "", "only events of this agent")
+	callID := fs.String("call", "", "only events of this call id")
+	typ := fs.String("type", "", `only this type, or a prefix such as "tool_call."`)
+	since := fs.String("since", "", "only events since: a duration back from now (10m) or an RFC 3339 time")
+	limit := fs.Int("limit", 100, "at most this many of the most recent events")
+	asJSON := fs.Bool("json", false, "print one JSON object a line")
+	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	cfg, ok := c.load(stderr)
+	if !ok {
+		return 1
+	}
+	f := store.EventFilter{Tool: *tool, AgentID: *agent, CallID: *callID, Type: *typ, Limit: *limit}
+	if *since != "" {
+		t, err := server.ParseSince(*since, time.Now())
+		if err != nil {
+			fmt.Fprintf(stderr, "toolhost: %v\n", err)
+			return 2
+		}
+		f.Since = t
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return printEvents(ctx, cfg, f, *asJSON, *follow, stdout, stderr)
+}
+
+func printEvents(ctx context.Context, cfg *config.Config, f store.EventFilter, asJSON, follow bool, stdout, stderr io.Writer) int {
+	st, err := store.Open(ctx, cfg.DataDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	for {
+		events, err := st.Events(ctx, f)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0
+			}
+			fmt.Fprintf(stderr, "toolhost: %v\n", err)
+			return 1
+		}
+		for _, e := range events {
+			printEvent(stdout, e, asJSON)
+			f.AfterID = e.ID
+		}
+		if !follow {
+			return 0
+		}
+		f.Limit = 0
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func printEvent(w io.Writer, e store.Event, asJSON bool) {
+	if asJSON {
+		b, _ := json.Marshal(e)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	fmt.Fprintf(w, "%d %s %-19s", e.ID, e.Time.Local().Format("15:04:05.000"), e.Type)
+	for _, kv := range [][2]string{{"call", e.CallID}, {"tool", e.Tool}, {"group", e.Group}, {"agent", e.AgentID}, {"role", e.Role}} {
+		if kv[1] != "" {
+			fmt.Fprintf(w, " %s=%s", kv[0], kv[1])
+		}
+	}
+	if len(e.Payload) > 0 {
+		b, _ := json.Marshal(e.Payload)
+		fmt.Fprintf(w, " %s", b)
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,537 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/output"
+	"github.com/toolhost/toolhost/redact"
+	"github.com/toolhost/toolhost/store"
+)
+
+// Call runs one tool call through the execution pipeline, the one every
+// caller uses (CLI, HTTP, MCP, agent loop):
+//
+//  1. the caller's role decides: the role of Context.AgentID, else the role
+//     named by Context.Role, else (no agent, no role: an operator) every
+//     group under the global tools policy. A tool outside it fails with
+//     tool_not_available naming the tool and the role; a tool no group
+//     provides with unknown_tool;
+//  2. a call id the caller chose runs once: a repeat returns the stored
+//     result (also after a restart, within the idempotency window), the same
+//     id with other arguments fails with validation, concurrent repeats wait
+//     for the first;
+//  3. a tool that needs the agent or the runtime gets them, or fails with
+//     validation;
+//  4. the arguments are validated against the tool's schema (validation,
+//     naming the field and the rule);
+//  5. a tool that requires approval waits for the Approver (approval_denied);
+//  6. the tool runs, bounded by its timeout (timeout) and the caller's ctx
+//     (cancelled); a plugin that dies fails it with plugin_exited;
+//  7. secrets are redacted from the result, and its output cut to the
+//     group's limits (a command's full output is saved under data_dir);
+//  8. tool_call.started and exactly one tool_call.completed or
+//     tool_call.failed are recorded as events.
+//
+// A tool that fails is a Result with OK false; an error means the call could
+// not be carried out. An empty call id is filled in and the role set.
+func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	h.inflight.Add(1)
+	defer h.inflight.Done()
+	c := &call{h: h, req: *req, start: time.Now(), chosenID: req.Context.CallID != ""}
+	if !c.chosenID {
+		c.req.Context.CallID = newCallID()
+	}
+	if len(c.req.Arguments) == 0 {
+		c.req.Arguments = json.RawMessage("{}")
+	}
+	v, err := h.callerView(&c.req.Context)
+	if err == nil {
+		c.req.Context.Role = v.role
+		c.tool, c.found = v.tools[c.req.Tool]
+	}
+	c.emitStarted()
+	if err == nil {
+		c.res, err = c.run(ctx, v)
+	}
+	c.err = redactError(err)
+	c.emitEnded()
+	return c.res, c.err
+}
+
+// call is one call going through the pipeline.
+type call struct {
+	h        *Host
+	req      toolhost.CallRequest // a copy: the pipeline fills in the id and role
+	start    time.Time
+	chosenID bool // the caller chose the call id, so it may repeat
+	tool     viewTool
+	found    bool
+	res      *toolhost.Result
+	err      error
+	redacted bool
+}
+
+func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err error) {
+	h := c.h
+	if !c.found {
+		if _, _, exists := h.mgr.lookup(c.req.Tool); !exists {
+			return nil, toolhost.Errorf(toolhost.CodeUnknownTool, "unknown tool %q: no group provides it", c.req.Tool)
+		}
+		if v.role == "" {
+			return nil, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available: the tools policy hides it", c.req.Tool)
+		}
+		return nil, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available to role %q", c.req.Tool, v.role)
+	}
+	if c.chosenID {
+		f, leader, err := h.flights.begin(ctx, h, &c.req)
+		if !leader || err != nil {
+			return f.outcome(err)
+		}
+		defer func() { h.flights.end(h, f, res, err) }()
+	}
+	if ctx, err = c.inject(ctx); err != nil {
+		return nil, err
+	}
+	g, spec := c.tool.group, c.tool.spec
+	if err := g.checks[spec.Name].check(c.req.Arguments); err != nil {
+		return nil, err
+	}
+	if err := c.approve(ctx); err != nil {
+		return nil, err
+	}
+	if res, err = c.dispatch(ctx); err != nil {
+		return nil, err
+	}
+	return c.finish(res), nil
+}
+
+type ctxKey int
+
+const (
+	agentKey ctxKey = iota
+	runtimeKey
+)
+
+// AgentFrom returns the calling agent, which the executor puts in the
+// context of calls to tools that need it (for in-process groups).
+func AgentFrom(ctx context.Context) (store.Agent, bool) {
+	a, ok := ctx.Value(agentKey).(store.Agent)
+	return a, ok
+}
+
+// RuntimeFrom returns the agent runtime (Options.Runtime), which the
+// executor puts in the context of calls to tools that need it.
+func RuntimeFrom(ctx context.Context) any { return ctx.Value(runtimeKey) }
+
+// inject gives a tool that needs the agent or the runtime what it needs
+// (seed 002), or fails with validation when the call cannot.
+func (c *call) inject(ctx context.Context) (context.Context, error) {
+	spec := c.tool.spec
+	if spec.NeedsAgent {
+		a, ok := c.h.Agent(c.req.Context.AgentID)
+		if !ok {
+			return ctx, toolhost.Errorf(toolhost.CodeValidation, "tool %s needs the calling agent: call it as an agent (agent id)", spec.Name)
+		}
+		ctx = context.WithValue(ctx, agentKey, a)
+	}
+	if spec.NeedsRuntime {
+		if c.h.opts.Runtime == nil {
+			return ctx, toolhost.Errorf(toolhost.CodeValidation, "tool %s needs the agent runtime, which this host does not run", spec.Name)
+		}
+		ctx = context.WithValue(ctx, runtimeKey, c.h.opts.Runtime)
+	}
+	return ctx, nil
+}
+
+// approve asks the approver when the tool, its group's config or its own
+// config requires approval; a modification is validated again.
+func (c *call) approve(ctx context.Context) error {
+	g, spec := c.tool.group, c.tool.spec
+	need := spec.RequiresApproval
+	if g.conf != nil {
+		need = need || g.conf.RequiresApproval || g.conf.Tools[spec.Name].RequiresApproval
+	}
+	if !need {
+		return nil
+	}
+	args, _ := redact.JSON(c.req.Arguments)
+	d, err := c.h.approver.Approve(ctx, ApprovalRequest{
+		CallID: c.req.Context.CallID, Tool: spec.Name, Group: g.Spec.ID, AgentID: c.req.Context.AgentID,
+		Role: c.req.Context.Role, Arguments: args, Requested: time.Now(),
+	})
+	switch {
+	case err != nil:
+		return toolhost.Errorf(toolhost.CodeOf(err), "approval of %s: %w", spec.Name, err)
+	case d.Kind == Approve:
+		return nil
+	case d.Kind == Modify:
+		if err := g.checks[spec.Name].check(d.Arguments); err != nil {
+			return toolhost.Errorf(toolhost.CodeValidation, "modified by the approver: %w", err)
+		}
+		c.req.Arguments = d.Arguments
+		return nil
+	}
+	reason := d.Reason
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return toolhost.Errorf(toolhost.CodeApprovalDenied, "call of %s denied: %s", spec.Name, reason)
+}
+
+// timeout is the call's bound: the tool's config, else the tool's spec, else
+// its group's config, else the global default.
+func (c *call) timeout() time.Duration {
+	g, spec := c.tool.group, c.tool.spec
+	var group, tool time.Duration
+	if g.conf != nil {
+		group, tool = g.conf.Limits.Timeout, g.conf.Tools[spec.Name].Timeout
+	}
+	for _, d := range []time.Duration{tool, spec.Timeout, group} {
+		if d > 0 {
+			return d
+		}
+	}
+	return c.h.cfg.Limits.Timeout
+}
+
+// dispatch sends the call to its group, bounded by the timeout, the caller's
+// ctx and the host's life.
+func (c *call) dispatch(ctx context.Context) (*toolhost.Result, error) {
+	// The timeout cancels the call rather than setting a gRPC deadline: the
+	// plugin's ctx ends all the same, without a deadline's cost on every call.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if timeout := c.timeout(); timeout > 0 {
+		t := time.AfterFunc(timeout, func() {
+			cancel(toolhost.Errorf(toolhost.CodeTimeout, "tool %s timed out after %s", c.req.Tool, timeout))
+		})
+		defer t.Stop()
+	}
+	defer context.AfterFunc(c.h.closing, func() { cancel(errHostClosing) })()
+	res, err := c.tool.group.Provider.Call(ctx, &c.req)
+	// A call whose context ended is a timeout or a cancellation, even when
+	// the plugin's answer (to its own cancelled context) won the race.
+	if ctx.Err() != nil && !errors.Is(err, toolhost.ErrPluginExited) {
+		cause := context.Cause(ctx)
+		return nil, toolhost.Errorf(toolhost.CodeOf(cause), "call %s: %w", c.req.Context.CallID, cause)
+	}
+	if err == nil && res == nil {
+		err = toolhost.Errorf(toolhost.CodeInternal, "group %s returned no result", c.tool.group.Spec.ID)
+	}
+	return res, err
+}
+
+var errHostClosing = toolhost.Errorf(toolhost.CodeCancelled, "the host is closing")
+
+// finish redacts secrets from a result and cuts its output to the group's
+// limits, working on a copy. Redaction comes first, so that no cut can leave
+// part of a secret visible; a command's output cut short is saved whole
+// (redacted) under data_dir, its path in meta.full_output.
+func (c *call) finish(in *toolhost.Result) *toolhost.Result {
+	res := *in
+	var changed [3]bool
+	res.Stdout, changed[0] = redact.String(res.Stdout)
+	res.Stderr, changed[1] = redact.String(res.Stderr)
+	if res.Error != nil {
+		e := *res.Error
+		e.Message, changed[2] = redact.String(e.Message)
+		res.Error = &e
+	}
+	c.redacted = changed[0] || changed[1] || changed[2]
+	if len(res.Meta) > 0 {
+		m, mc := redact.Value(map[string]any(res.Meta))
+		if mc {
+			res.Meta, c.redacted = m.(map[string]any), true
+		}
+	}
+	lines, bytes := c.h.cfg.Limits.MaxOutputLines, c.h.cfg.Limits.MaxOutputBytes
+	if conf := c.tool.group.conf; conf != nil {
+		lines, bytes = cmpOr(conf.Limits.MaxOutputLines, lines), cmpOr(conf.Limits.MaxOutputBytes, bytes)
+	}
+	tail := c.tool.spec.OutputTail
+	out, errs := output.Limit(res.Stdout, lines, bytes, tail), output.Limit(res.Stderr, lines, bytes, tail)
+	cut := out.Text != res.Stdout || errs.Text != res.Stderr
+	var saved string
+	if cut && tail {
+		saved = c.saveFullOutput(res.Stdout, res.Stderr)
+	}
+	res.Stdout, res.Stderr = out.Text, errs.Text
+	res.TruncatedLines = res.TruncatedLines || out.Lines || errs.Lines
+	res.TruncatedBytes = res.TruncatedBytes || out.Bytes || errs.Bytes
+	if c.redacted || saved != "" {
+		res.Meta = maps.Clone(res.Meta)
+		if res.Meta == nil {
+			res.Meta = map[string]any{}
+		}
+		if c.redacted {
+			res.Meta["redacted"] = true
+		}
+		if saved != "" {
+			res.Meta["full_output"] = saved
+		}
+	}
+	return &res
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// saveFullOutput writes a cut output whole to data_dir/outputs and returns
+// the file's path ("" if it could not be written, which is logged).
+func (c *call) saveFullOutput(stdout, stderr string) string {
+	dir := filepath.Join(c.h.dataDir(), "outputs")
+	path := filepath.Join(dir, c.req.Context.CallID+".log")
+	data := stdout
+	if stderr != "" {
+		data += "\n--- stderr ---\n" + stderr
+	}
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil {
+		err = os.WriteFile(path, []byte(data), 0o600)
+	}
+	if err != nil {
+		c.h.log.Error("saving a full output", "call", c.req.Context.CallID, "error", err)
+		return ""
+	}
+	return path
+}
+
+// redactError redacts an error's message, keeping its code.
+func redactError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg, changed := redact.String(err.Error()); changed {
+		return &toolhost.Error{Code: toolhost.CodeOf(err), Message: msg}
+	}
+	return err
+}
+
+// maxEventArgs bounds the arguments recorded in a tool_call.started event.
+const maxEventArgs = 4 << 10
+
+func (c *call) event(typ string, payload map[string]any) store.Event {
+	e := store.Event{Type: typ, CallID: c.req.Context.CallID, AgentID: c.req.Context.AgentID, Role: c.req.Context.Role,
+		Tool: c.req.Tool, Payload: payload}
+	if c.found {
+		e.Group = c.tool.group.Spec.ID
+	}
+	return e
+}
+
+func (c *call) emitStarted() {
+	args, redacted := redact.JSON(c.req.Arguments)
+	cut := output.Limit(string(args), 0, maxEventArgs, false)
+	payload := map[string]any{"arguments": cut.Text, "channel": c.req.Context.Channel}
+	if cut.Bytes {
+		payload["arguments_truncated"] = true
+	}
+	if redacted {
+		payload["redacted"] = true
+	}
+	c.h.events.Emit(c.event(store.EventCallStarted, payload))
+}
+
+// emitEnded records the call's one terminal event.
+func (c *call) emitEnded() {
+	latency := float64(time.Since(c.start).Microseconds()) / 1e3
+	if c.err == nil && c.res.OK {
+		c.h.events.Emit(c.event(store.EventCallCompleted, map[string]any{
+			"latency_ms": latency, "exit_code": c.res.ExitCode, "truncated_lines": c.res.TruncatedLines,
+			"truncated_bytes": c.res.TruncatedBytes, "redacted": c.redacted,
+		}))
+		return
+	}
+	payload := map[string]any{"latency_ms": latency, "redacted": c.redacted}
+	code, msg := toolhost.CodeOf(c.err), ""
+	if c.err != nil {
+		msg = c.err.Error()
+	} else {
+		code, msg = c.res.Error.Code, c.res.Error.Message
+		payload["exit_code"] = c.res.ExitCode
+	}
+	payload["error"], payload["code"], payload["error_class"] = msg, code, errorClass(code)
+	c.h.events.Emit(c.event(store.EventCallFailed, payload))
+}
+
+// errorClass maps a code to seed 004's error classes.
+func errorClass(code toolhost.Code) string {
+	switch code {
+	case toolhost.CodeValidation, toolhost.CodeUnknownTool:
+		return "validation"
+	case toolhost.CodeToolNotAvailable, toolhost.CodePolicy:
+		return "policy"
+	case toolhost.CodeToolExec, toolhost.CodeTimeout, toolhost.CodeCancelled, toolhost.CodePluginExited, toolhost.CodeApprovalDenied:
+		return string(code)
+	}
+	return "unknown"
+}
+
+// flights makes a call id the caller chose run once: concurrent repeats wait
+// for the first, later ones replay its stored result.
+type flights struct {
+	m     sync.Map // call id → *flight
+	saves chan *flight
+	done  chan struct{}
+}
+
+type flight struct {
+	id, hash string
+	done     chan struct{}
+	res      *toolhost.Result
+	err      error
+}
+
+// outcome is what a repeat of the flight's call returns.
+func (f *flight) outcome(err error) (*toolhost.Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	if f.res == nil {
+		return nil, f.err
+	}
+	res := *f.res
+	res.Meta = maps.Clone(res.Meta)
+	if res.Meta == nil {
+		res.Meta = map[string]any{}
+	}
+	res.Meta["replayed"] = true
+	return &res, nil
+}
+
+// argsHash identifies a call's tool and arguments, whatever their key order.
+func argsHash(req *toolhost.CallRequest) string {
+	var v any
+	canon := []byte(req.Arguments)
+	if json.Unmarshal(req.Arguments, &v) == nil {
+		canon, _ = json.Marshal(v)
+	}
+	sum := sha256.Sum256(append([]byte(req.Tool+"\x00"), canon...))
+	return hex.EncodeToString(sum[:])
+}
+
+// begin joins the flight of the request's call id. The leader runs the call;
+// the others get its outcome once done (or the stored one, when the id ran
+// before).
+func (fs *flights) begin(ctx context.Context, h *Host, req *toolhost.CallRequest) (*flight, bool, error) {
+	f := &flight{id: req.Context.CallID, hash: argsHash(req), done: make(chan struct{})}
+	if x, loaded := fs.m.LoadOrStore(f.id, f); loaded {
+		prev := x.(*flight)
+		if prev.hash != f.hash {
+			return prev, false, sameIDOtherArgs(f.id)
+		}
+		select {
+		case <-prev.done:
+			return prev, false, nil
+		case <-ctx.Done():
+			return prev, false, toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "waiting for the first call %s: %w", f.id, ctx.Err())
+		}
+	}
+	stored, err := h.store.CallResult(ctx, f.id, time.Now().Add(-h.cfg.Executor.IdempotencyWindow))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return f, true, nil
+	case ctx.Err() != nil:
+		err = toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "call %s: %w", f.id, ctx.Err())
+	case err == nil && stored.ArgsHash != f.hash:
+		err = sameIDOtherArgs(f.id)
+	case err == nil:
+		var res toolhost.Result
+		if err = json.Unmarshal(stored.Result, &res); err == nil {
+			f.res = &res
+		}
+	}
+	f.err = err
+	fs.m.Delete(f.id)
+	close(f.done)
+	return f, false, err
+}
+
+func sameIDOtherArgs(id string) error {
+	return toolhost.Errorf(toolhost.CodeValidation, "call id %s was already used for a different call (tool or arguments)", id)
+}
+
+// end records the leader's outcome. A result is saved for replays (the
+// flight stays until then); an error is not, so the call may be retried.
+func (fs *flights) end(h *Host, f *flight, res *toolhost.Result, err error) {
+	f.res, f.err = res, err
+	close(f.done)
+	if res == nil {
+		fs.m.CompareAndDelete(f.id, f)
+		return
+	}
+	fs.saves <- f
+}
+
+// saveLoop writes finished flights' results to the store, off the calls'
+// path, until saves is closed.
+func (fs *flights) saveLoop(h *Host) {
+	defer close(fs.done)
+	for f := range fs.saves {
+		b, err := json.Marshal(f.res)
+		if err == nil {
+			err = h.store.SaveCallResult(context.Background(), store.CallResult{CallID: f.id, ArgsHash: f.hash, Result: b, Created: time.Now()})
+		}
+		if err != nil {
+			h.log.Error("saving a call result", "call", f.id, "error", err)
+		}
+		fs.m.CompareAndDelete(f.id, f)
+	}
+}
+
+// BatchOptions say how CallBatch runs its calls; nil means the executor
+// block's settings.
+type BatchOptions struct {
+	// Mode is "sequential" or "concurrent".
+	Mode string
+	// MaxParallel bounds a concurrent batch.
+	MaxParallel int
+}
+
+// BatchResult is the outcome of one call of a batch.
+type BatchResult struct {
+	Result *toolhost.Result
+	Err    error
+}
+
+// CallBatch runs calls one after the other or concurrently (at most
+// MaxParallel at once), each through Call, and returns their outcomes in the
+// calls' order. Calls sharing a call id run once.
+func (h *Host) CallBatch(ctx context.Context, reqs []*toolhost.CallRequest, opts *BatchOptions) []BatchResult {
+	o := BatchOptions{Mode: h.cfg.Executor.Mode, MaxParallel: h.cfg.Executor.MaxParallel}
+	if opts != nil {
+		o = *opts
+	}
+	out := make([]BatchResult, len(reqs))
+	if o.Mode != "concurrent" {
+		for i, r := range reqs {
+			out[i].Result, out[i].Err = h.Call(ctx, r)
+		}
+		return out
+	}
+	sem := make(chan struct{}, max(1, o.MaxParallel))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i].Result, out[i].Err = h.Call(ctx, r)
+		})
+	}
+	wg.Wait()
+	return out
+}

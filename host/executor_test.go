@@ -1,0 +1,413 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/store"
+)
+
+// probe is an in-process group whose tools report what the executor gave them.
+type probe struct {
+	calls    atomic.Int32
+	running  atomic.Int32
+	maxConc  atomic.Int32
+	lastArgs atomic.Value // json.RawMessage
+	ended    chan error   // the block tool's ctx error
+}
+
+func (p *probe) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost.GroupSpec, error) {
+	return nil, errors.New("not used")
+}
+func (p *probe) Configure(context.Context, *toolhost.ConfigureRequest) error { return nil }
+
+func (p *probe) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	p.calls.Add(1)
+	n := p.running.Add(1)
+	defer p.running.Add(-1)
+	for m := p.maxConc.Load(); n > m && !p.maxConc.CompareAndSwap(m, n); m = p.maxConc.Load() {
+	}
+	p.lastArgs.Store(req.Arguments)
+	res := &toolhost.Result{OK: true}
+	switch req.Tool {
+	case "echo", "guarded":
+		res.Stdout = string(req.Arguments)
+	case "slow":
+		time.Sleep(20 * time.Millisecond)
+	case "block":
+		<-ctx.Done()
+		p.ended <- ctx.Err()
+		return nil, ctx.Err()
+	case "whoami":
+		a, _ := AgentFrom(ctx)
+		res.Stdout = fmt.Sprintf("%s %v", a.ID, RuntimeFrom(ctx))
+	case "lines", "tail":
+		var b strings.Builder
+		for i := range 3000 {
+			fmt.Fprintf(&b, "line %d\n", i)
+		}
+		res.Stdout = b.String()
+	case "leak":
+		res.Stdout = "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789\nok"
+		res.Meta = map[string]any{"token": "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB"}
+	case "fail":
+		return toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeToolExec, "it broke")), nil
+	}
+	return res, nil
+}
+
+const probeSchema = `{"type":"object","properties":{"text":{"type":"string"},"n":{"type":"integer"}},"additionalProperties":false}`
+
+// probeHost starts a host with the probe registered as group "probe".
+func probeHost(t *testing.T, cfg *config.Config, opts *Options) (*Host, *probe) {
+	t.Helper()
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+	if cfg.Limits == (config.Limits{}) {
+		cfg.Limits = config.Limits{Timeout: 10 * time.Second, MaxOutputLines: 2000, MaxOutputBytes: 51200}
+	}
+	if cfg.Executor.IdempotencyWindow == 0 {
+		cfg.Executor = config.Executor{Mode: "sequential", MaxParallel: 4, Approver: "approve", ApprovalTimeout: time.Minute, IdempotencyWindow: time.Hour}
+	}
+	h := runHost(t, cfg, opts)
+	p := &probe{ended: make(chan error, 1)}
+	spec := toolhost.GroupSpec{ID: "probe", Description: "probe"}
+	for _, name := range []string{"echo", "slow", "block", "lines", "leak", "fail"} {
+		spec.Tools = append(spec.Tools, toolhost.ToolSpec{Name: name, Description: name, InputSchema: []byte(probeSchema)})
+	}
+	spec.Tools = append(spec.Tools,
+		toolhost.ToolSpec{Name: "guarded", Description: "needs approval", InputSchema: []byte(probeSchema), RequiresApproval: true},
+		toolhost.ToolSpec{Name: "whoami", Description: "needs agent and runtime", InputSchema: []byte(probeSchema), NeedsAgent: true, NeedsRuntime: true},
+		toolhost.ToolSpec{Name: "tail", Description: "command-like output", InputSchema: []byte(probeSchema), OutputTail: true},
+	)
+	if err := h.register(&Group{Spec: spec, Kind: SourceRuntime, SourceName: "probe", Provider: p}); err != nil {
+		t.Fatal(err)
+	}
+	return h, p
+}
+
+func do(h *Host, tool, args, callID string) (*toolhost.Result, error) {
+	return h.Call(context.Background(), &toolhost.CallRequest{Tool: tool, Arguments: []byte(args), Context: toolhost.CallContext{CallID: callID}})
+}
+
+func TestValidationNamesFieldAndRule(t *testing.T) {
+	h, p := probeHost(t, nil, nil)
+	for args, want := range map[string]string{
+		`{"text": 3}`:              `field text: type: 3 has type "integer", want "string"`,
+		`{"text": "a", "n": "x"}`:  `field n: type: x has type "string", want "integer"`,
+		`{"colour": "blue"}`:       `unexpected additional properties ["colour"]`,
+		`[1]`:                      `arguments must be a JSON object`,
+		`{"text": `:                `arguments are not JSON`,
+	} {
+		_, err := do(h, "echo", args, "")
+		if !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want validation containing %q", args, err, want)
+		}
+	}
+	if p.calls.Load() != 0 {
+		t.Fatalf("invalid calls reached the tool %d times", p.calls.Load())
+	}
+}
+
+func TestApprovers(t *testing.T) {
+	t.Run("deny", func(t *testing.T) {
+		h, p := probeHost(t, nil, &Options{Approver: AlwaysDeny{Reason: "not today"}})
+		_, err := do(h, "guarded", `{}`, "")
+		if !errors.Is(err, toolhost.ErrApprovalDenied) || !strings.Contains(err.Error(), "not today") {
+			t.Fatalf("err = %v", err)
+		}
+		if res, err := do(h, "echo", `{}`, ""); err != nil || !res.OK || p.calls.Load() != 1 {
+			t.Fatalf("a tool without approval: %+v, %v", res, err)
+		}
+	})
+	t.Run("queue", func(t *testing.T) {
+		q := NewApprovalQueue(time.Minute)
+		h, p := probeHost(t, nil, &Options{Approver: q})
+		decide := func(d Decision, args string) (*toolhost.Result, error) {
+			type out struct {
+				res *toolhost.Result
+				err error
+			}
+			done := make(chan out, 1)
+			go func() {
+				res, err := do(h, "guarded", args, "")
+				done <- out{res, err}
+			}()
+			eventually(t, "the call is pending", func() bool { return len(q.Pending()) == 1 })
+			pend := q.Pending()[0]
+			if pend.Tool != "guarded" || pend.Group != "probe" || string(pend.Arguments) != args {
+				t.Fatalf("pending = %+v", pend)
+			}
+			if err := q.Decide(pend.ID, d); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Decide(pend.ID, d); !errors.Is(err, toolhost.ErrValidation) {
+				t.Fatalf("deciding twice: %v", err)
+			}
+			o := <-done
+			return o.res, o.err
+		}
+		if res, err := decide(Decision{Kind: Approve}, `{"text":"a"}`); err != nil || res.Stdout != `{"text":"a"}` {
+			t.Fatalf("approved: %+v, %v", res, err)
+		}
+		if res, err := decide(Decision{Kind: Modify, Arguments: json.RawMessage(`{"text":"b"}`)}, `{"text":"a"}`); err != nil || res.Stdout != `{"text":"b"}` {
+			t.Fatalf("modified: %+v, %v", res, err)
+		}
+		if _, err := decide(Decision{Kind: Modify, Arguments: json.RawMessage(`{"text":1}`)}, `{"text":"a"}`); !errors.Is(err, toolhost.ErrValidation) {
+			t.Fatalf("modified to invalid arguments: %v", err)
+		}
+		if _, err := decide(Decision{Kind: Deny, Reason: "looks risky"}, `{}`); !errors.Is(err, toolhost.ErrApprovalDenied) || !strings.Contains(err.Error(), "looks risky") {
+			t.Fatalf("denied: %v", err)
+		}
+		if p.calls.Load() != 2 {
+			t.Fatalf("the tool ran %d times, want 2", p.calls.Load())
+		}
+		if err := q.Decide("nope", Decision{Kind: "maybe"}); !errors.Is(err, toolhost.ErrValidation) {
+			t.Fatalf("bad decision: %v", err)
+		}
+	})
+	t.Run("queue timeout denies", func(t *testing.T) {
+		h, _ := probeHost(t, nil, &Options{Approver: NewApprovalQueue(50 * time.Millisecond)})
+		if _, err := do(h, "guarded", `{}`, ""); !errors.Is(err, toolhost.ErrApprovalDenied) || !strings.Contains(err.Error(), "no decision within 50ms") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestIdempotency(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &config.Config{DataDir: dir}
+	h, p := probeHost(t, cfg, nil)
+	first, err := do(h, "echo", `{"text":"x","n":1}`, "call-1")
+	if err != nil || first.Meta["replayed"] != nil {
+		t.Fatalf("first: %+v, %v", first, err)
+	}
+	again, err := do(h, "echo", `{"n":1, "text":"x"}`, "call-1") // same arguments, other key order
+	if err != nil || again.Stdout != first.Stdout || again.Meta["replayed"] != true || p.calls.Load() != 1 {
+		t.Fatalf("repeat: %+v, %v (tool ran %d times)", again, err, p.calls.Load())
+	}
+	if _, err := do(h, "echo", `{"text":"y"}`, "call-1"); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "already used") {
+		t.Fatalf("same id, other arguments: %v", err)
+	}
+	// Concurrent duplicates run once.
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if res, err := do(h, "slow", `{}`, "call-2"); err != nil || !res.OK {
+				t.Errorf("duplicate: %+v, %v", res, err)
+			}
+		})
+	}
+	wg.Wait()
+	if p.calls.Load() != 2 {
+		t.Fatalf("the tool ran %d times, want 2", p.calls.Load())
+	}
+	// A call that could not be carried out is not stored: a retry runs.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.Call(ctx, &toolhost.CallRequest{Tool: "block", Context: toolhost.CallContext{CallID: "call-3"}}); !errors.Is(err, toolhost.ErrCancelled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// After a restart, the stored result is replayed.
+	h2, p2 := probeHost(t, cfg, nil)
+	if res, err := do(h2, "echo", `{"text":"x","n":1}`, "call-1"); err != nil || res.Stdout != first.Stdout || res.Meta["replayed"] != true || p2.calls.Load() != 0 {
+		t.Fatalf("after restart: %+v, %v (ran %d)", res, err, p2.calls.Load())
+	}
+	go func() { <-p2.ended }()
+	if res, err := do(h2, "echo", `{}`, "call-3"); err != nil || res.Meta["replayed"] != nil || p2.calls.Load() != 1 {
+		t.Fatalf("retry of a failed call: %+v, %v", res, err)
+	}
+}
+
+func TestIdempotencyWindow(t *testing.T) {
+	cfg := &config.Config{Executor: config.Executor{Approver: "approve", IdempotencyWindow: time.Nanosecond}}
+	h, p := probeHost(t, cfg, nil)
+	do(h, "echo", `{}`, "old")
+	eventually(t, "the result is saved", func() bool {
+		_, err := h.store.CallResult(context.Background(), "old", time.Time{})
+		return err == nil
+	})
+	if res, err := do(h, "echo", `{}`, "old"); err != nil || res.Meta["replayed"] != nil || p.calls.Load() != 2 {
+		t.Fatalf("a call id past the window: %+v, %v (ran %d)", res, err, p.calls.Load())
+	}
+}
+
+func TestInjection(t *testing.T) {
+	h, _ := probeHost(t, nil, &Options{Runtime: "the-runtime"})
+	if _, err := do(h, "whoami", `{}`, ""); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "needs the calling agent") {
+		t.Fatalf("without an agent: %v", err)
+	}
+	agent, err := h.CreateAgent(context.Background(), store.RootRole, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "any"}); err != nil {
+		t.Fatal(err)
+	}
+	agent, _ = h.CreateAgent(context.Background(), "any", "")
+	res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "whoami", Context: toolhost.CallContext{AgentID: agent.ID}})
+	if err != nil || res.Stdout != agent.ID+" the-runtime" {
+		t.Fatalf("with an agent: %+v, %v", res, err)
+	}
+	h2, _ := probeHost(t, nil, nil)
+	a2, _ := h2.CreateRole(context.Background(), RoleSpec{Name: "any"})
+	ag2, _ := h2.CreateAgent(context.Background(), a2.Name, "")
+	_, err = h2.Call(context.Background(), &toolhost.CallRequest{Tool: "whoami", Context: toolhost.CallContext{AgentID: ag2.ID}})
+	if !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "needs the agent runtime") {
+		t.Fatalf("without a runtime: %v", err)
+	}
+}
+
+func TestOutputLimits(t *testing.T) {
+	h, _ := probeHost(t, nil, nil)
+	res, err := do(h, "lines", `{}`, "")
+	if err != nil || !res.TruncatedLines || !strings.HasPrefix(res.Stdout, "line 0\n") || strings.Count(res.Stdout, "\n") != 2000 {
+		t.Fatalf("head: truncated=%v, %d lines, %v", res.TruncatedLines, strings.Count(res.Stdout, "\n"), err)
+	}
+	if res.Meta["full_output"] != nil {
+		t.Fatal("a read's full output was saved")
+	}
+	res, err = do(h, "tail", `{}`, "tail-1")
+	if err != nil || !res.TruncatedLines || !strings.HasSuffix(res.Stdout, "line 2999\n") || !res.TruncatedBytes == (len(res.Stdout) > 51200) {
+		t.Fatalf("tail: %v, %d bytes, %v", res.TruncatedLines, len(res.Stdout), err)
+	}
+	path, _ := res.Meta["full_output"].(string)
+	full, err := os.ReadFile(path)
+	if err != nil || strings.Count(string(full), "\n") != 3000 || !strings.HasPrefix(string(full), "line 0\n") {
+		t.Fatalf("full output at %q: %d lines, %v", path, strings.Count(string(full), "\n"), err)
+	}
+}
+
+func TestRedaction(t *testing.T) {
+	h, _ := probeHost(t, nil, nil)
+	res, err := do(h, "leak", `{"text":"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}`, "leak-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Stdout, "sk-proj") || !strings.Contains(res.Stdout, "***REDACTED***") || res.Meta["redacted"] != true ||
+		res.Meta["token"] != "***REDACTED***" {
+		t.Fatalf("result = %+v", res)
+	}
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	events, _ := h.Events(context.Background(), store.EventFilter{CallID: "leak-1"})
+	for _, e := range events {
+		b, _ := json.Marshal(e)
+		if strings.Contains(string(b), "wJalrXUtnFEMI") || strings.Contains(string(b), "sk-proj") {
+			t.Fatalf("event leaks a secret: %s", b)
+		}
+	}
+	if len(events) != 2 || events[0].Payload["redacted"] != true || events[1].Payload["redacted"] != true {
+		t.Fatalf("events = %+v", events)
+	}
+}
+
+func TestEventsOfCalls(t *testing.T) {
+	h, p := probeHost(t, nil, nil)
+	do(h, "echo", `{"text":"hi"}`, "ok-1")
+	do(h, "fail", `{}`, "fail-1")
+	do(h, "echo", `{"text":1}`, "invalid-1")
+	do(h, "nope", `{}`, "unknown-1")
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"ok-1": "", "fail-1": "tool_exec", "invalid-1": "validation", "unknown-1": "validation"} {
+		events, err := h.Events(context.Background(), store.EventFilter{CallID: id})
+		if err != nil || len(events) != 2 || events[0].Type != store.EventCallStarted {
+			t.Fatalf("%s: events %+v, %v", id, events, err)
+		}
+		end := events[1]
+		switch {
+		case want == "" && (end.Type != store.EventCallCompleted || end.Group != "probe" || end.Payload["latency_ms"] == nil):
+			t.Errorf("%s: %+v", id, end)
+		case want != "" && (end.Type != store.EventCallFailed || end.Payload["error_class"] != want || end.Payload["error"] == ""):
+			t.Errorf("%s: %+v", id, end)
+		}
+	}
+	started, _ := h.Events(context.Background(), store.EventFilter{CallID: "ok-1", Type: store.EventCallStarted})
+	if started[0].Payload["arguments"] != `{"text":"hi"}` {
+		t.Fatalf("started = %+v", started[0])
+	}
+	_ = p
+}
+
+// TestCloseEndsCallsInFlight: a call running when the host closes ends
+// (cancelled), and its terminal event is written before Close returns.
+func TestCloseEndsCallsInFlight(t *testing.T) {
+	cfg := &config.Config{DataDir: t.TempDir()}
+	h, p := probeHost(t, cfg, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := do(h, "block", `{}`, "inflight-1")
+		done <- err
+	}()
+	eventually(t, "the call runs", func() bool { return p.running.Load() == 1 })
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, toolhost.ErrCancelled) || !strings.Contains(err.Error(), "closing") {
+		t.Fatalf("call in flight: %v", err)
+	}
+	st, err := store.Open(context.Background(), cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	events, _ := st.Events(context.Background(), store.EventFilter{CallID: "inflight-1"})
+	if len(events) != 2 || events[1].Type != store.EventCallFailed || events[1].Payload["error_class"] != "cancelled" {
+		t.Fatalf("events = %+v", events)
+	}
+}
+
+func TestCallBatch(t *testing.T) {
+	h, p := probeHost(t, nil, nil)
+	var reqs []*toolhost.CallRequest
+	for i := range 12 {
+		reqs = append(reqs, &toolhost.CallRequest{Tool: "echo", Arguments: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+	}
+	reqs = append(reqs, &toolhost.CallRequest{Tool: "nope"})
+	for _, mode := range []string{"sequential", "concurrent"} {
+		p.maxConc.Store(0)
+		out := h.CallBatch(context.Background(), reqs, &BatchOptions{Mode: mode, MaxParallel: 3})
+		for i, r := range out[:12] {
+			if r.Err != nil || r.Result.Stdout != fmt.Sprintf(`{"n":%d}`, i) {
+				t.Fatalf("%s: result %d = %+v, %v", mode, i, r.Result, r.Err)
+			}
+		}
+		if !errors.Is(out[12].Err, toolhost.ErrUnknownTool) {
+			t.Fatalf("%s: last = %v", mode, out[12].Err)
+		}
+		if m := p.maxConc.Load(); (mode == "sequential" && m != 1) || m > 3 {
+			t.Fatalf("%s: %d calls at once", mode, m)
+		}
+	}
+}
+
+// TestToolConfigTimeout: a tool block's timeout bounds the plugin's call.
+func TestToolConfigTimeout(t *testing.T) {
+	pl := testPlugin("good", "good", nil)
+	pl.Tools = map[string]config.ToolSettings{"sleep": {Timeout: 100 * time.Millisecond}, "echo": {RequiresApproval: true}}
+	h := startHost(t, pl)
+	if _, err := callTool(t, h, "sleep", map[string]any{"ms": 60000}); !errors.Is(err, toolhost.ErrTimeout) || !strings.Contains(err.Error(), "after 100ms") {
+		t.Fatalf("sleep: %v", err)
+	}
+	h.approver = AlwaysDeny{Reason: "config says so"}
+	if _, err := callTool(t, h, "echo", map[string]any{"text": "x"}); !errors.Is(err, toolhost.ErrApprovalDenied) {
+		t.Fatalf("echo: %v", err)
+	}
+}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/sdk"
+	"github.com/toolhost/toolhost/store"
+)
+
+// approvalServer serves a host whose "guarded" tool needs approval, decided
+// through the queue the API serves.
+func approvalServer(t *testing.T) (*httptest.Server, *host.Host) {
+	t.Helper()
+	h, err := host.New(&config.Config{Executor: config.Executor{Approver: "queue", ApprovalTimeout: time.Minute, IdempotencyWindow: time.Hour}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	ctx := context.Background()
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := group("console", "console_print")
+	g.Tools = append(g.Tools, sdk.NewTool("guarded", "Needs approval.", func(_ context.Context, r *sdk.Request[textArgs]) (*sdk.Result, error) {
+		return sdk.Text("guarded:" + r.Args.Text), nil
+	}, sdk.RequiresApproval()))
+	if err := h.RegisterGroup(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(h))
+	t.Cleanup(srv.Close)
+	return srv, h
+}
+
+func TestApprovalsAPI(t *testing.T) {
+	srv, _ := approvalServer(t)
+	cases := []struct {
+		decision string
+		status   int
+		want     string
+	}{
+		{`{"decision":"approve"}`, 200, `"stdout": "guarded:a"`},
+		{`{"decision":"modify","arguments":{"text":"b"}}`, 200, `"stdout": "guarded:b"`},
+		{`{"decision":"deny","reason":"not now"}`, 403, `not now`},
+	}
+	for _, c := range cases {
+		type answer struct {
+			code int
+			body string
+		}
+		done := make(chan answer, 1)
+		go func() {
+			var raw json.RawMessage
+			code := do(t, "POST", srv.URL+"/api/call", `{"tool":"guarded","arguments":{"text":"a"}}`, &raw)
+			done <- answer{code, string(raw)}
+		}()
+		var pending []host.ApprovalRequest
+		deadline := time.Now().Add(5 * time.Second)
+		for len(pending) == 0 && time.Now().Before(deadline) {
+			do(t, "GET", srv.URL+"/api/approvals", nil, &pending)
+			time.Sleep(5 * time.Millisecond)
+		}
+		var args map[string]string
+		if len(pending) == 1 {
+			_ = json.Unmarshal(pending[0].Arguments, &args)
+		}
+		if len(pending) != 1 || pending[0].Tool != "guarded" || args["text"] != "a" {
+			t.Fatalf("pending = %+v", pending)
+		}
+		if code := do(t, "POST", srv.URL+"/api/approvals/"+pending[0].ID, c.decision, nil); code != 204 {
+			t.Fatalf("decide %s = %d", c.decision, code)
+		}
+		a := <-done
+		var pretty map[string]any
+		_ = json.Unmarshal([]byte(a.body), &pretty)
+		b, _ := json.MarshalIndent(pretty, "", "  ")
+		if a.code != c.status || !strings.Contains(string(b), c.want) {
+			t.Fatalf("%s: %d %s", c.decision, a.code, b)
+		}
+	}
+	var e apiError
+	if code := do(t, "POST", srv.URL+"/api/approvals/appr_nope", `{"decision":"approve"}`, &e); code != 404 || e.Error.Code != toolhost.CodeValidation {
+		t.Fatalf("unknown approval = %d %+v", code, e)
+	}
+	if code := do(t, "POST", srv.URL+"/api/approvals/appr_nope", `{"decision":"maybe"}`, &e); code != 400 {
+		t.Fatalf("bad decision = %d %+v", code, e)
+	}
+}
+
+func TestEventsAPI(t *testing.T) {
+	srv, h := approvalServer(t)
+	var res toolhost.Result
+	for _, text := range []string{"one", "two"} {
+		if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"tool": "console_print", "arguments": map[string]string{"text": text}, "callId": "c-" + text}, &res); code != 200 {
+			t.Fatalf("call = %d", code)
+		}
+	}
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var events []store.Event
+	if code := do(t, "GET", srv.URL+"/api/events?tool=console_print&type=tool_call.&since=1h", nil, &events); code != 200 || len(events) != 4 {
+		t.Fatalf("events = %d %+v", code, events)
+	}
+	if events[0].Type != store.EventCallStarted || events[0].CallID != "c-one" || events[3].Type != store.EventCallCompleted {
+		t.Fatalf("events = %+v", events)
+	}
+	var after []store.Event
+	do(t, "GET", srv.URL+"/api/events?tool=console_print&after="+itoa(events[1].ID), nil, &after)
+	if len(after) != 2 || after[0].CallID != "c-two" {
+		t.Fatalf("after = %+v", after)
+	}
+	var e apiError
+	if code := do(t, "GET", srv.URL+"/api/events?since=yesterday", nil, &e); code != 400 || e.Error.Code != toolhost.CodeValidation {
+		t.Fatalf("bad since = %d %+v", code, e)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,411 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The event types.
+const (
+	EventCallStarted       = "tool_call.started"   // a tool call was accepted and is about to run
+	EventCallCompleted     = "tool_call.completed" // a tool call returned a result (ok or not)
+	EventCallFailed        = "tool_call.failed"    // a tool call ended in an error
+	EventGroupRegistered   = "group.registered"    // a tool group was registered
+	EventGroupUnregistered = "group.unregistered"  // a tool group was removed
+	EventPluginExited      = "plugin.exited"       // a plugin process exited
+	EventPluginRestarted   = "plugin.restarted"    // a plugin process was started again
+)
+
+// Event is one audit record.
+type Event struct {
+	// ID is set by the store: events are numbered in the order written.
+	ID int64 `json:"id"`
+	// Time is when the event happened; Emit sets it to the current time when
+	// zero. Events read back have it in UTC.
+	Time time.Time `json:"time"`
+	// Type is one of the Event* constants (or another dotted name).
+	Type string `json:"type"`
+	// CallID is the tool call's id, for tool_call.* events.
+	CallID string `json:"callId,omitempty"`
+	// AgentID is the calling agent.
+	AgentID string `json:"agentId,omitempty"`
+	// Role is the calling agent's role.
+	Role string `json:"role,omitempty"`
+	// Tool is the called tool's name.
+	Tool string `json:"tool,omitempty"`
+	// Group is the tool group's id.
+	Group string `json:"group,omitempty"`
+	// ParentID is the id of the event or call this one belongs under.
+	ParentID string `json:"parentId,omitempty"`
+	// Payload holds the details, stored as a JSON object: once emitted it
+	// belongs to the writer and must not be modified. Numbers read back are
+	// float64, as with encoding/json.
+	Payload map[string]any `json:"payload,omitempty"`
+}
+
+// WriterOptions tune an EventWriter; the zero value (or nil) gives the
+// defaults.
+type WriterOptions struct {
+	// QueueSize is how many events may wait to be written (0: 65536). Emit
+	// blocks while that many are waiting.
+	QueueSize int
+	// MaxBatch is the most events written in one transaction (0: 1024).
+	MaxBatch int
+	// OnError is called, from the writer's goroutine, with the error of a
+	// batch that could not be written after a few attempts and was dropped.
+	// The writer waits for it, so it must not call Emit or Flush. Nil: such
+	// errors are only reported by Flush and Close.
+	OnError func(error)
+}
+
+// writeAttempts is how many times a batch is tried before it is dropped;
+// retryDelay is the wait before the second attempt, doubled for each next.
+const (
+	writeAttempts = 3
+	retryDelay    = 10 * time.Millisecond
+)
+
+// EventWriter is the one writer of events: Emit only enqueues (it never waits
+// for a disk write or fsync unless the queue is full, which applies
+// backpressure instead of losing events); a goroutine writes batches, each
+// batch in one transaction, as soon as events are waiting (no fixed delay:
+// take what is queued, up to MaxBatch, write, repeat).
+type EventWriter struct {
+	store *Store
+	opts  WriterOptions
+
+	mu    sync.Mutex
+	ready sync.Cond // the queue is no longer empty, or the writer closed
+	space sync.Cond // events were written, so the queue may have room
+	// queue holds the events emitted and not yet taken by the goroutine, in
+	// chunks of at most MaxBatch, each written as a batch; Emit appends to
+	// the last. free keeps a few written chunks for reuse.
+	queue, free [][]Event
+	closed      bool
+	// emitted counts the events accepted by Emit and finished the events
+	// written or dropped after failing; their difference is the queue's fill,
+	// waiting or being written. lost counts the dropped ones, lastErr says why.
+	emitted, finished, lost int64
+	lastErr                 error
+	progress                chan struct{} // closed when finished advances; nil until Flush waits
+	stopped                 chan struct{} // closed when the goroutine returns
+
+	written atomic.Int64
+	dropped atomic.Int64
+}
+
+// NewEventWriter starts a writer of events into s; opts may be nil. Close the
+// writer before the store.
+func (s *Store) NewEventWriter(opts *WriterOptions) *EventWriter {
+	w := &EventWriter{store: s, stopped: make(chan struct{})}
+	if opts != nil {
+		w.opts = *opts
+	}
+	if w.opts.QueueSize <= 0 {
+		w.opts.QueueSize = 65536
+	}
+	if w.opts.MaxBatch <= 0 {
+		w.opts.MaxBatch = 1024
+	}
+	w.ready.L, w.space.L = &w.mu, &w.mu
+	go w.run()
+	return w
+}
+
+// Emit queues e to be written. It is safe for concurrent use and returns
+// without waiting for the disk unless QueueSize events are already waiting.
+// After Close (or when Close is called while it waits for room), Emit drops
+// the event and counts it in Dropped.
+func (w *EventWriter) Emit(e Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	w.mu.Lock()
+	for !w.closed && w.emitted-w.finished >= int64(w.opts.QueueSize) {
+		w.space.Wait()
+	}
+	if w.closed {
+		w.mu.Unlock()
+		w.dropped.Add(1)
+		return
+	}
+	if len(w.queue) == 0 {
+		w.ready.Signal() // the goroutine wakes once w.mu is released
+	}
+	if n := len(w.queue); n == 0 || len(w.queue[n-1]) == w.opts.MaxBatch {
+		w.queue = append(w.queue, w.newChunk())
+	}
+	last := &w.queue[len(w.queue)-1]
+	*last = append(*last, e)
+	w.emitted++
+	w.mu.Unlock()
+}
+
+// newChunk returns an empty chunk for the queue. The caller holds w.mu.
+func (w *EventWriter) newChunk() []Event {
+	if n := len(w.free); n > 0 {
+		c := w.free[n-1]
+		w.free = w.free[:n-1]
+		return c
+	}
+	return make([]Event, 0, w.opts.MaxBatch)
+}
+
+// Flush returns once every event emitted before the call has been written,
+// or dropped after failing to write, in which case it returns an error; it
+// also returns early with ctx's error.
+func (w *EventWriter) Flush(ctx context.Context) error {
+	w.mu.Lock()
+	target, lost := w.emitted, w.lost
+	for w.finished < target {
+		if w.progress == nil {
+			w.progress = make(chan struct{})
+		}
+		progress := w.progress
+		w.mu.Unlock()
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		w.mu.Lock()
+	}
+	defer w.mu.Unlock()
+	return w.lostError(w.lost - lost)
+}
+
+// Close writes what is queued and stops the writer's goroutine. It returns an
+// error if any events could not be written during the writer's life. Calling
+// it again does nothing more and returns the same.
+func (w *EventWriter) Close() error {
+	w.mu.Lock()
+	w.closed = true
+	w.ready.Signal()
+	w.space.Broadcast()
+	w.mu.Unlock()
+	<-w.stopped
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lostError(w.lost)
+}
+
+// lostError describes n events dropped after failing to write; nil when n is
+// 0. The caller holds w.mu.
+func (w *EventWriter) lostError(n int64) error {
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("store: %d events not written: %w", n, w.lastErr)
+}
+
+// Written returns how many events have been written so far.
+func (w *EventWriter) Written() int64 { return w.written.Load() }
+
+// Dropped returns how many events Emit dropped because the writer was closed.
+func (w *EventWriter) Dropped() int64 { return w.dropped.Load() }
+
+// freeChunks is how many written chunks the writer keeps for reuse.
+const freeChunks = 4
+
+// run is the writer's goroutine: it takes the oldest chunk of the queue,
+// writes it as a batch, and repeats until closed and drained.
+func (w *EventWriter) run() {
+	defer close(w.stopped)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		for len(w.queue) == 0 && !w.closed {
+			w.ready.Wait()
+		}
+		if len(w.queue) == 0 {
+			return
+		}
+		batch := w.queue[0]
+		w.queue = slices.Delete(w.queue, 0, 1)
+		w.mu.Unlock()
+		err := w.writeRetrying(batch)
+		w.mu.Lock()
+		w.finished += int64(len(batch))
+		if err != nil {
+			w.lost += int64(len(batch))
+			w.lastErr = err
+		}
+		if w.progress != nil {
+			close(w.progress)
+			w.progress = nil
+		}
+		w.space.Broadcast()
+		if len(w.free) < freeChunks {
+			clear(batch) // let the payloads go
+			w.free = append(w.free, batch[:0])
+		}
+	}
+}
+
+// writeRetrying writes a batch, trying again after a growing delay when that
+// fails; after the last attempt it reports the error to OnError and returns
+// it.
+func (w *EventWriter) writeRetrying(batch []Event) error {
+	var err error
+	for attempt := range writeAttempts {
+		if attempt > 0 {
+			time.Sleep(retryDelay << (attempt - 1))
+		}
+		if err = w.store.insertEvents(batch); err == nil {
+			w.written.Add(int64(len(batch)))
+			return nil
+		}
+	}
+	err = fmt.Errorf("store: write %d events: %w", len(batch), err)
+	if w.opts.OnError != nil {
+		w.opts.OnError(err)
+	}
+	return err
+}
+
+// insertEvents writes events in one transaction, rowsPerInsert to a
+// statement: one statement per row would cost several times more in
+// database/sql and the driver.
+func (s *Store) insertEvents(events []Event) error {
+	ctx := context.Background()
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		stmts := map[int]*sql.Stmt{} // by rows; closed with the transaction
+		args := make([]any, 0, eventFields*rowsPerInsert)
+		for group := range slices.Chunk(events, rowsPerInsert) {
+			stmt, ok := stmts[len(group)]
+			if !ok {
+				var err error
+				if stmt, err = tx.PrepareContext(ctx, insertSQL(len(group))); err != nil {
+					return err
+				}
+				stmts[len(group)] = stmt
+			}
+			args = args[:0]
+			for _, e := range group {
+				args = append(args, stamp(e.Time), e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID, payloadJSON(e.Payload))
+			}
+			if _, err := stmt.ExecContext(ctx, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// rowsPerInsert is how many events one INSERT statement writes;
+// eventFields is how many columns it sets per event.
+const (
+	rowsPerInsert = 64
+	eventFields   = 9
+)
+
+// insertSQL returns an INSERT of rows events. OR FAIL spares SQLite a
+// statement journal (a temporary file) for multi-row statements; no row can
+// fail, and a failed batch is rolled back whole anyway.
+func insertSQL(rows int) string {
+	row := "(" + strings.Repeat("?, ", eventFields-1) + "?)"
+	return `INSERT OR FAIL INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload) VALUES ` +
+		strings.Repeat(row+", ", rows-1) + row
+}
+
+// payloadJSON encodes a payload, nil as {}; one that cannot be encoded
+// becomes {"encode_error": "..."} so that the event is kept.
+func payloadJSON(p map[string]any) string {
+	if p == nil {
+		return "{}"
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"encode_error": err.Error()})
+	}
+	return string(b)
+}
+
+// EventFilter selects events; every set field must match.
+type EventFilter struct {
+	// Tool, AgentID and CallID match those fields exactly when set.
+	Tool    string
+	AgentID string
+	CallID  string
+	// Type is an exact type, or a prefix ending in "." such as "tool_call.".
+	Type string
+	// Since keeps events at or after the time; zero: no lower bound.
+	Since time.Time
+	// AfterID keeps events with a greater id, for following new events.
+	AfterID int64
+	// Limit is the most events returned (0: 1000): when more match, the last
+	// (most recent) Limit are returned.
+	Limit int
+}
+
+const eventColumns = `id, ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload`
+
+// Events returns the events matching f in ascending id order (oldest first),
+// at most f.Limit of them, the most recent when more match.
+func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
+	var where []string
+	var args []any
+	match := func(cond string, arg any) {
+		where = append(where, cond)
+		args = append(args, arg)
+	}
+	for _, eq := range []struct{ column, value string }{{"tool", f.Tool}, {"agent_id", f.AgentID}, {"call_id", f.CallID}} {
+		if eq.value != "" {
+			match(eq.column+" = ?", eq.value)
+		}
+	}
+	if prefix, ok := strings.CutSuffix(f.Type, "."); ok {
+		// The types starting with "x." sort from "x." up to, not including, "x/".
+		match("type >= ?", f.Type)
+		match("type < ?", prefix+"/")
+	} else if f.Type != "" {
+		match("type = ?", f.Type)
+	}
+	if !f.Since.IsZero() {
+		match("ts >= ?", stamp(f.Since))
+	}
+	if f.AfterID > 0 {
+		match("id > ?", f.AfterID)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	query := `SELECT ` + eventColumns + ` FROM events`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	query = `SELECT * FROM (` + query + ` ORDER BY id DESC LIMIT ?) ORDER BY id`
+	rows, err := s.db.QueryContext(ctx, query, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: events: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: events: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func scanEvent(row scanner) (Event, error) {
+	var e Event
+	var ts, payload string
+	err := row.Scan(&e.ID, &ts, &e.Type, &e.CallID, &e.AgentID, &e.Role, &e.Tool, &e.Group, &e.ParentID, &payload)
+	e.Time = parseTime(ts)
+	if err == nil && payload != "{}" {
+		err = json.Unmarshal([]byte(payload), &e.Payload)
+	}
+	return e, err
+}
