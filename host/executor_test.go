@@ -104,11 +104,11 @@ func do(h *Host, tool, args, callID string) (*toolhost.Result, error) {
 func TestValidationNamesFieldAndRule(t *testing.T) {
 	h, p := probeHost(t, nil, nil)
 	for args, want := range map[string]string{
-		`{"text": 3}`:              `field text: type: 3 has type "integer", want "string"`,
-		`{"text": "a", "n": "x"}`:  `field n: type: x has type "string", want "integer"`,
-		`{"colour": "blue"}`:       `unexpected additional properties ["colour"]`,
-		`[1]`:                      `arguments must be a JSON object`,
-		`{"text": `:                `arguments are not JSON`,
+		`{"text": 3}`:             `field text: type: 3 has type "integer", want "string"`,
+		`{"text": "a", "n": "x"}`: `field n: type: x has type "string", want "integer"`,
+		`{"colour": "blue"}`:      `unexpected additional properties ["colour"]`,
+		`[1]`:                     `arguments must be a JSON object`,
+		`{"text": `:               `arguments are not JSON`,
 	} {
 		_, err := do(h, "echo", args, "")
 		if !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), want) {

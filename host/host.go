@@ -318,7 +318,6 @@ func (h *Host) Plugins() []PluginStatus {
 	return out
 }
 
-
 // newCallID returns a random call id.
 func newCallID() string {
 	var b [12]byte

@@ -164,7 +164,9 @@ func (s *supervisor) launch() (*rpcplugin.Process, error) {
 		return nil, err
 	}
 	var restarts int
-	s.set(func() { s.group, s.proc, s.pid, s.state, s.lastErr, restarts = g, proc, proc.Pid, StateRunning, nil, s.restarts })
+	s.set(func() {
+		s.group, s.proc, s.pid, s.state, s.lastErr, restarts = g, proc, proc.Pid, StateRunning, nil, s.restarts
+	})
 	if restarts > 0 {
 		s.h.events.Emit(store.Event{Type: store.EventPluginRestarted, Group: g.Spec.ID,
 			Payload: map[string]any{"plugin": s.cfg.Name, "pid": proc.Pid, "restarts": restarts}})
