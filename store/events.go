@@ -58,6 +58,11 @@ type WriterOptions struct {
 	QueueSize int
 	// MaxBatch is the most events written in one transaction (0: 1024).
 	MaxBatch int
+	// Linger is how long the writer waits for more events when fewer than
+	// MaxBatch/4 are queued, so that a steady trickle is written in a few
+	// large transactions rather than many small ones (0: 2ms; negative: no
+	// wait). Emit never waits for it; Flush may, once.
+	Linger time.Duration
 	// OnError is called, from the writer's goroutine, with the error of a
 	// batch that could not be written after a few attempts and was dropped.
 	// The writer waits for it, so it must not call Emit or Flush. Nil: such
@@ -113,6 +118,9 @@ func (s *Store) NewEventWriter(opts *WriterOptions) *EventWriter {
 	}
 	if w.opts.MaxBatch <= 0 {
 		w.opts.MaxBatch = 1024
+	}
+	if w.opts.Linger == 0 {
+		w.opts.Linger = 2 * time.Millisecond
 	}
 	w.ready.L, w.space.L = &w.mu, &w.mu
 	go w.run()
@@ -226,6 +234,11 @@ func (w *EventWriter) run() {
 		}
 		if len(w.queue) == 0 {
 			return
+		}
+		if w.opts.Linger > 0 && !w.closed && len(w.queue) == 1 && len(w.queue[0]) < w.opts.MaxBatch/4 {
+			w.mu.Unlock()
+			time.Sleep(w.opts.Linger)
+			w.mu.Lock()
 		}
 		batch := w.queue[0]
 		w.queue = slices.Delete(w.queue, 0, 1)

@@ -1,8 +1,11 @@
 -- Audit events (seed 004): every step of a tool call, group and plugin
 -- changes. ts is UTC RFC 3339 with a fixed nine-digit fraction, so that text
 -- order is time order; payload is a JSON object; parent_id links event trees.
+-- Writes are the hot path (two rows per tool call), so the table keeps one
+-- secondary index, by call id; the other filters read backwards from the
+-- newest row (ids grow with time) until they have their limit.
 CREATE TABLE events (
-  id        INTEGER PRIMARY KEY AUTOINCREMENT,
+  id        INTEGER PRIMARY KEY,
   ts        TEXT NOT NULL,
   type      TEXT NOT NULL,
   call_id   TEXT NOT NULL DEFAULT '',
@@ -14,7 +17,4 @@ CREATE TABLE events (
   payload   TEXT NOT NULL DEFAULT '{}'
 );
 
-CREATE INDEX events_tool ON events (tool);
-CREATE INDEX events_agent ON events (agent_id);
-CREATE INDEX events_ts ON events (ts);
 CREATE INDEX events_call ON events (call_id);
