@@ -398,6 +398,22 @@ func TestCallBatch(t *testing.T) {
 	}
 }
 
+// TestGroupLimits: a plugin block's limits cut its output, over the global ones.
+func TestGroupLimits(t *testing.T) {
+	pl := testPlugin("good", "good", nil)
+	pl.Limits = config.Limits{MaxOutputLines: 2, MaxOutputBytes: 5}
+	h := startHost(t, pl)
+	h.cfg.Limits.MaxOutputLines, h.cfg.Limits.MaxOutputBytes = 2000, 51200
+	res, err := callTool(t, h, "echo", map[string]any{"text": "a\nb\nc\nd"})
+	if err != nil || res.Stdout != "a\nb\n" || !res.TruncatedLines || res.TruncatedBytes {
+		t.Fatalf("lines: %+v, %v", res, err)
+	}
+	res, err = callTool(t, h, "echo", map[string]any{"text": "abcdefgh"})
+	if err != nil || res.Stdout != "abcde" || !res.TruncatedBytes {
+		t.Fatalf("bytes: %+v, %v", res, err)
+	}
+}
+
 // TestToolConfigTimeout: a tool block's timeout bounds the plugin's call.
 func TestToolConfigTimeout(t *testing.T) {
 	pl := testPlugin("good", "good", nil)

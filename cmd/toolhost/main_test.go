@@ -40,7 +40,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PORT", strconv.Itoa(port))
 			return err
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"httpget": httpget},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"httpget": httpget, "sleep": sleep},
 	})
 }
 
@@ -70,6 +70,16 @@ func httpget(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Check(err)
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), out, 0o644))
+}
+
+// sleep DURATION waits, giving a background command time to act.
+func sleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
 }
 
 func freePort() (int, error) {
