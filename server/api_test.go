@@ -31,23 +31,8 @@ func group(id string, tools ...string) *sdk.Group {
 
 // apiServer serves a host with two in-process groups and a config role.
 func apiServer(t *testing.T) *httptest.Server {
-	t.Helper()
-	h, err := host.New(&config.Config{Roles: []config.Role{{Name: "declared", ToolGroups: []string{"console"}, Pos: "config.hcl:1,1"}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	ctx := context.Background()
-	if err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range []*sdk.Group{group("console", "console_print"), group("artifact", "put_artifact", "get_artifact")} {
-		if err := h.RegisterGroup(ctx, g); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv := httptest.NewServer(New(h))
-	t.Cleanup(srv.Close)
+	srv, _ := serve(t, &config.Config{Roles: []config.Role{{Name: "declared", ToolGroups: []string{"console"}, Pos: "config.hcl:1,1"}}},
+		group("console", "console_print"), group("artifact", "put_artifact", "get_artifact"))
 	return srv
 }
 

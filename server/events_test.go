@@ -19,26 +19,11 @@ import (
 // approvalServer serves a host whose "guarded" tool needs approval, decided
 // through the queue the API serves.
 func approvalServer(t *testing.T) (*httptest.Server, *host.Host) {
-	t.Helper()
-	h, err := host.New(&config.Config{Executor: config.Executor{Approver: "queue", ApprovalTimeout: time.Minute, IdempotencyWindow: time.Hour}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	ctx := context.Background()
-	if err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	g := group("console", "console_print")
 	g.Tools = append(g.Tools, sdk.NewTool("guarded", "Needs approval.", func(_ context.Context, r *sdk.Request[textArgs]) (*sdk.Result, error) {
 		return sdk.Text("guarded:" + r.Args.Text), nil
 	}, sdk.RequiresApproval()))
-	if err := h.RegisterGroup(ctx, g); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(New(h))
-	t.Cleanup(srv.Close)
-	return srv, h
+	return serve(t, &config.Config{Executor: config.Executor{Approver: "queue", ApprovalTimeout: time.Minute, IdempotencyWindow: time.Hour}}, g)
 }
 
 func TestApprovalsAPI(t *testing.T) {

@@ -13,24 +13,33 @@ import (
 	"github.com/toolhost/toolhost/sdk"
 )
 
-func newServer(t *testing.T) *httptest.Server {
+// serve starts a host on cfg with the in-process groups, and an HTTP server
+// on it; both stop when the test ends.
+func serve(t *testing.T, cfg *config.Config, groups ...*sdk.Group) (*httptest.Server, *host.Host) {
 	t.Helper()
-	h, err := host.New(&config.Config{}, nil)
+	h, err := host.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
-	if err := h.Start(context.Background()); err != nil {
+	ctx := context.Background()
+	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	g := &sdk.Group{ID: "console", Description: "Console.", Tools: []sdk.Tool{
-		sdk.NewTool("console_print", "Print.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return nil, nil }),
-	}}
-	if err := h.RegisterGroup(context.Background(), g); err != nil {
-		t.Fatal(err)
+	for _, g := range groups {
+		if err := h.RegisterGroup(ctx, g); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv := httptest.NewServer(New(h))
 	t.Cleanup(srv.Close)
+	return srv, h
+}
+
+func newServer(t *testing.T) *httptest.Server {
+	srv, _ := serve(t, &config.Config{}, &sdk.Group{ID: "console", Description: "Console.", Tools: []sdk.Tool{
+		sdk.NewTool("console_print", "Print.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return nil, nil }),
+	}})
 	return srv
 }
 
