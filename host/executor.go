@@ -45,7 +45,13 @@ import (
 // A tool that fails is a Result with OK false; an error means the call could
 // not be carried out. An empty call id is filled in and the role set.
 func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	h.callGate.RLock()
+	if h.closing.Err() != nil {
+		h.callGate.RUnlock()
+		return nil, toolhost.Errorf(toolhost.CodeCancelled, "the host is closed")
+	}
 	h.inflight.Add(1)
+	h.callGate.RUnlock()
 	defer h.inflight.Done()
 	c := &call{h: h, req: *req, start: time.Now(), chosenID: req.Context.CallID != ""}
 	if !c.chosenID {

@@ -363,6 +363,9 @@ func TestCloseEndsCallsInFlight(t *testing.T) {
 	if err := <-done; !errors.Is(err, toolhost.ErrCancelled) || !strings.Contains(err.Error(), "closing") {
 		t.Fatalf("call in flight: %v", err)
 	}
+	if _, err := do(h, "echo", `{}`, ""); !errors.Is(err, toolhost.ErrCancelled) || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("call after Close: %v", err)
+	}
 	st, err := store.Open(context.Background(), cfg.DataDir)
 	if err != nil {
 		t.Fatal(err)

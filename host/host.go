@@ -90,6 +90,7 @@ type Host struct {
 	queue    *ApprovalQueue // the approver, when it is a queue
 	flights  flights
 	inflight sync.WaitGroup  // calls in the pipeline
+	callGate sync.RWMutex    // orders a call's start before Close's wait for the calls
 	closing  context.Context // cancelled by Close: calls in flight end
 	shutdown context.CancelFunc
 
@@ -338,7 +339,9 @@ func (h *Host) Close() error {
 	h.closed = true
 	sups := h.plugins
 	h.mu.Unlock()
-	h.shutdown()
+	h.callGate.Lock()
+	h.shutdown() // no call starts from here on
+	h.callGate.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range sups {
 		wg.Go(s.unload)
