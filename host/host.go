@@ -199,6 +199,7 @@ func (h *Host) Start(ctx context.Context) error {
 	if err := h.dir.load(ctx, h.store); err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}
+	h.pruneCallResults(ctx)
 	h.watching.Go(func() { h.watchStore(watchCtx, h.opts.StoreWatch) })
 	for _, s := range sups {
 		go s.run()

@@ -183,6 +183,22 @@ func wantDiag(t *testing.T, h *Host, plugin, msg string) {
 	t.Fatalf("no diagnostic for %s containing %q in %+v", plugin, msg, h.Diagnostics())
 }
 
+func TestToolMeta(t *testing.T) {
+	h := newTestHost(t, &config.Config{Tools: config.ToolPolicy{Allow: []string{"search"}}})
+	addGroup(t, h, "notes", SourcePlugin, "search?", "add")
+	m, ok := h.ToolMeta("search")
+	if !ok || m != (ToolMeta{Group: "notes", Plugin: "notes", Kind: SourcePlugin, Optional: true}) {
+		t.Fatalf("meta = %+v, %v", m, ok)
+	}
+	if _, ok := h.ToolMeta("nope"); ok {
+		t.Fatal("meta of an unknown tool")
+	}
+	rt, _ := h.ToolsForRole("")
+	if rt.Meta["search"] != m || rt.Meta["add"].Optional {
+		t.Fatalf("role meta = %+v", rt.Meta)
+	}
+}
+
 func TestRootRoleGetsOrgManagementOnly(t *testing.T) {
 	h := newTestHost(t, nil)
 	addGroup(t, h, "org_management", SourceRuntime, "spawn_agent", "create_role")

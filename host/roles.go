@@ -108,11 +108,16 @@ func (h *Host) watchStore(ctx context.Context, every time.Duration) {
 	last, _ := w.Version(ctx)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	pruned := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if time.Since(pruned) >= pruneEvery {
+			h.pruneCallResults(ctx)
+			pruned = time.Now()
 		}
 		v, err := w.Version(ctx)
 		if err != nil || v == last {
@@ -124,6 +129,20 @@ func (h *Host) watchStore(ctx context.Context, every time.Duration) {
 			continue
 		}
 		h.log.Debug("roles reloaded: the store changed")
+	}
+}
+
+// pruneEvery is how often stored call results past the idempotency window
+// are deleted (and once at Start).
+const pruneEvery = time.Hour
+
+// pruneCallResults deletes the call results older than the idempotency window.
+func (h *Host) pruneCallResults(ctx context.Context) {
+	n, err := h.store.PruneCallResults(ctx, time.Now().Add(-h.cfg.Executor.IdempotencyWindow))
+	if err != nil {
+		h.log.Error("pruning call results", "error", err)
+	} else if n > 0 {
+		h.log.Debug("call results pruned", "count", n)
 	}
 }
 

@@ -71,15 +71,3 @@ func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
 	}
 	return out, rows.Err()
 }
-
-// SetAgentStatus changes an agent's status.
-func (s *Store) SetAgentStatus(ctx context.Context, id, status string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE agents SET status = ? WHERE id = ?`, status, id)
-	if err != nil {
-		return fmt.Errorf("store: agent %q: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("store: agent %q: %w", id, ErrNotFound)
-	}
-	return nil
-}
