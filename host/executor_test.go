@@ -244,6 +244,7 @@ func TestIdempotencyWindow(t *testing.T) {
 	if res, err := do(h, "echo", `{}`, "old"); err != nil || res.Meta["replayed"] != nil || p.calls.Load() != 2 {
 		t.Fatalf("a call id past the window: %+v, %v (ran %d)", res, err, p.calls.Load())
 	}
+	eventually(t, "the second result is saved", func() bool { _, saving := h.flights.m.Load("old"); return !saving })
 	h.pruneCallResults(context.Background())
 	if _, err := h.store.CallResult(context.Background(), "old", time.Time{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a result past the window was not pruned: %v", err)

@@ -100,7 +100,6 @@ func (s *supervisor) run() {
 	for {
 		started := time.Now()
 		proc, err := s.launch()
-		s.readyOne.Do(func() { close(s.ready) })
 		if err != nil {
 			log.Error("plugin refused", "code", toolhost.CodeOf(err), "error", err)
 			s.set(func() { s.lastErr, s.pid = err, 0 })
@@ -108,7 +107,9 @@ func (s *supervisor) run() {
 				s.set(func() { s.state = StateFailed })
 				return
 			}
+			s.readyOne.Do(func() { close(s.ready) }) // the first attempt's outcome is recorded
 		} else {
+			s.readyOne.Do(func() { close(s.ready) })
 			select {
 			case <-proc.Exited().Done():
 			case <-s.stop:
