@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -262,7 +263,7 @@ func (c *call) finish(in *toolhost.Result) *toolhost.Result {
 	}
 	lines, bytes := c.h.cfg.Limits.MaxOutputLines, c.h.cfg.Limits.MaxOutputBytes
 	if conf := c.tool.group.conf; conf != nil {
-		lines, bytes = cmpOr(conf.Limits.MaxOutputLines, lines), cmpOr(conf.Limits.MaxOutputBytes, bytes)
+		lines, bytes = cmp.Or(conf.Limits.MaxOutputLines, lines), cmp.Or(conf.Limits.MaxOutputBytes, bytes)
 	}
 	tail := c.tool.spec.OutputTail
 	out, errs := output.Limit(res.Stdout, lines, bytes, tail), output.Limit(res.Stderr, lines, bytes, tail)
@@ -287,13 +288,6 @@ func (c *call) finish(in *toolhost.Result) *toolhost.Result {
 		}
 	}
 	return &res
-}
-
-func cmpOr(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // saveFullOutput writes a cut output whole to data_dir/outputs and returns
