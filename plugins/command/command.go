@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,22 +36,44 @@ type settings struct {
 	// Workdir is where commands run by default; absent means the plugin's
 	// working directory.
 	Workdir string `json:"workdir"`
+	// Roots are the workspace roots a command's workdir must be inside;
+	// absent means [workdir].
+	Roots []string `json:"roots"`
 	// TimeoutSeconds caps each call's timeout.
 	TimeoutSeconds int `json:"timeout_seconds"`
+	// DenyPatterns are regular expressions; a command line matching one is
+	// refused, besides the built-in denylist.
+	DenyPatterns []string `json:"deny_patterns"`
+	// DefaultDenylist turns the built-in denylist off when false.
+	DefaultDenylist *bool `json:"default_denylist"`
+	// Env names more variables commands inherit from the plugin.
+	Env []string `json:"env"`
 }
 
 // RunArgs are the arguments of run_command.
 type RunArgs struct {
-	Command        string `json:"command" jsonschema:"the command line, run with bash -c"`
-	Workdir        string `json:"workdir,omitempty" jsonschema:"the directory to run in: absolute, or relative to the configured workdir (default the configured workdir)"`
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"kill the command and everything it started after this many seconds (default 30, at most the configured timeout_seconds)"`
+	Command        string            `json:"command" jsonschema:"the command line, run with bash -c"`
+	Workdir        string            `json:"workdir,omitempty" jsonschema:"the directory to run in, inside the workspace roots: absolute, or relative to the configured workdir (default the configured workdir)"`
+	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command and everything it started after this many seconds (default 30, at most the configured timeout_seconds)"`
+	Env            map[string]string `json:"env,omitempty" jsonschema:"extra environment variables for this command"`
+}
+
+// JSArgs are the arguments of run_javascript.
+type JSArgs struct {
+	Code           string `json:"code" jsonschema:"JavaScript source, run by node (CommonJS; console.log prints)"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"kill node after this many seconds (default 30, at most the configured timeout_seconds)"`
 }
 
 // runner runs commands; configure sets it up before the first call.
 type runner struct {
 	workdir    string
-	maxTimeout int // seconds
+	roots      []string // resolved (symlinks followed)
+	maxTimeout int      // seconds
+	deny       denylist
+	passed     []string // variables passed from the plugin's environment
 }
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func newGroup() *sdk.Group {
 	r := &runner{}
@@ -59,6 +84,7 @@ func newGroup() *sdk.Group {
 		OnConfigure: r.configure,
 		Tools: []sdk.Tool{
 			sdk.NewTool("run_command", "Run a command with bash -c and return its stdout, stderr and exit status. On timeout, it and every process it started are killed.", r.run, sdk.KeepTail()),
+			sdk.NewTool("run_javascript", "Run JavaScript with node and return what it prints and its exit status.", r.runJS, sdk.KeepTail()),
 		},
 	}
 }
@@ -87,8 +113,49 @@ func (r *runner) configure(_ context.Context, req *sdk.ConfigureRequest) error {
 	case s.TimeoutSeconds == 0:
 		s.TimeoutSeconds = defaultMaxTimeout
 	}
-	r.workdir, r.maxTimeout = filepath.Clean(s.Workdir), s.TimeoutSeconds
+	if s.Roots == nil {
+		s.Roots = []string{s.Workdir}
+	}
+	r.roots = nil
+	for _, root := range s.Roots {
+		resolved, err := filepath.EvalSymlinks(root)
+		if err != nil || !filepath.IsAbs(root) {
+			return sdk.Errorf(sdk.CodeValidation, "command: config: root %q must be an absolute path to a directory", root)
+		}
+		r.roots = append(r.roots, resolved)
+	}
+	r.deny = denylist{defaults: s.DefaultDenylist == nil || *s.DefaultDenylist}
+	for _, p := range s.DenyPatterns {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return sdk.Errorf(sdk.CodeValidation, "command: config: deny_patterns: %v", err)
+		}
+		r.deny.extra = append(r.deny.extra, re)
+	}
+	for _, k := range s.Env {
+		if !envName.MatchString(k) {
+			return sdk.Errorf(sdk.CodeValidation, "command: config: env: %q is not a variable name", k)
+		}
+	}
+	r.workdir, r.maxTimeout, r.passed = filepath.Clean(s.Workdir), s.TimeoutSeconds, append(slices.Clone(passedEnv), s.Env...)
+	if !r.inRoots(r.workdir) {
+		return sdk.Errorf(sdk.CodeValidation, "command: config: workdir %q is outside the roots", s.Workdir)
+	}
 	return nil
+}
+
+// inRoots reports whether dir, symlinks followed, is inside a root.
+func (r *runner) inRoots(dir string) bool {
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	for _, root := range r.roots {
+		if rel, err := filepath.Rel(root, resolved); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			return true
+		}
+	}
+	return false
 }
 
 // timeout is how long a call asking for seconds (0: the default) may run.
@@ -102,27 +169,74 @@ func (r *runner) timeout(seconds int) (time.Duration, error) {
 	return time.Duration(min(seconds, r.maxTimeout)) * time.Second, nil
 }
 
-// dir is the directory a call asking for workdir runs in.
-func (r *runner) dir(workdir string) string {
+// dir is the directory a call asking for workdir runs in: inside the roots
+// (policy), and existing (tool_exec).
+func (r *runner) dir(workdir string) (string, error) {
+	dir := workdir
 	switch {
 	case workdir == "":
-		return r.workdir
-	case filepath.IsAbs(workdir):
-		return workdir
+		dir = r.workdir
+	case !filepath.IsAbs(workdir):
+		dir = filepath.Join(r.workdir, workdir)
 	}
-	return filepath.Join(r.workdir, workdir)
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return "", sdk.Errorf(sdk.CodeToolExec, "workdir %q is not a directory", workdir)
+	}
+	if !r.inRoots(dir) {
+		return "", sdk.Errorf(sdk.CodePolicy, "workdir %q is outside the workspace roots", workdir)
+	}
+	return dir, nil
 }
 
 func (r *runner) run(ctx context.Context, req *sdk.Request[RunArgs]) (*sdk.Result, error) {
-	timeout, err := r.timeout(req.Args.TimeoutSeconds)
+	if why := r.deny.check(req.Args.Command); why != "" {
+		return nil, sdk.Errorf(sdk.CodePolicy, "command refused: %s", why)
+	}
+	for k := range req.Args.Env {
+		if !envName.MatchString(k) {
+			return nil, sdk.Errorf(sdk.CodeValidation, "env: %q is not a variable name", k)
+		}
+	}
+	dir, err := r.dir(req.Args.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	return r.exec(ctx, execSpec{prog: "bash", args: []string{"-c", req.Args.Command}, dir: dir, env: req.Args.Env, timeout: req.Args.TimeoutSeconds})
+}
+
+func (r *runner) runJS(ctx context.Context, req *sdk.Request[JSArgs]) (*sdk.Result, error) {
+	if _, err := exec.LookPath("node"); err != nil {
+		return nil, sdk.Errorf(sdk.CodeToolExec, "node is not installed: apt-get install nodejs")
+	}
+	return r.exec(ctx, execSpec{prog: "node", args: []string{"-"}, stdin: req.Args.Code, dir: r.workdir, timeout: req.Args.TimeoutSeconds})
+}
+
+// execSpec is one process to run.
+type execSpec struct {
+	prog    string
+	args    []string
+	stdin   string
+	dir     string
+	env     map[string]string
+	timeout int // seconds; 0: the default
+}
+
+// exec runs a process in its own process group, bounded by its timeout and
+// ctx: on either, the whole group is killed (grandchildren too) and the
+// output so far returned with timeout or cancelled.
+func (r *runner) exec(ctx context.Context, spec execSpec) (*sdk.Result, error) {
+	timeout, err := r.timeout(spec.timeout)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", req.Args.Command)
-	cmd.Dir = r.dir(req.Args.Workdir)
-	cmd.Env = commandEnv()
+	cmd := exec.CommandContext(ctx, spec.prog, spec.args...)
+	cmd.Dir = spec.dir
+	cmd.Env = r.commandEnv(spec.env)
+	if spec.stdin != "" {
+		cmd.Stdin = strings.NewReader(spec.stdin)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var killed atomic.Bool
 	cmd.Cancel = func() error { // on timeout or cancellation: the whole group, grandchildren too
@@ -133,7 +247,7 @@ func (r *runner) run(ctx context.Context, req *sdk.Request[RunArgs]) (*sdk.Resul
 	stdout, stderr := &capped{}, &capped{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
-		return nil, sdk.Errorf(sdk.CodeToolExec, "run_command: %v", err)
+		return nil, sdk.Errorf(sdk.CodeToolExec, "%s: %v", spec.prog, err)
 	}
 	_ = cmd.Wait() // the outcome is read from cmd.ProcessState and killed
 	res := &sdk.Result{
@@ -153,14 +267,18 @@ func (r *runner) run(ctx context.Context, req *sdk.Request[RunArgs]) (*sdk.Resul
 	return res, nil
 }
 
-// commandEnv is the environment of a command: the passedEnv variables that
-// the plugin has. It is never nil, which would pass the whole environment.
-func commandEnv() []string {
-	env := make([]string, 0, len(passedEnv))
-	for _, k := range passedEnv {
+// commandEnv is the environment of a command: the passed variables that the
+// plugin has, then the call's own. It is never nil, which would pass the
+// whole environment.
+func (r *runner) commandEnv(extra map[string]string) []string {
+	env := make([]string, 0, len(r.passed)+len(extra))
+	for _, k := range r.passed {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
+	}
+	for k, v := range extra {
+		env = append(env, k+"="+v)
 	}
 	return env
 }

@@ -23,7 +23,7 @@ func newPlugin(t *testing.T, cfg map[string]any) *sdktest.Plugin {
 
 func TestRunCommand(t *testing.T) {
 	p := newPlugin(t, nil)
-	if p.Spec.ID != "command" || len(p.Spec.Tools) != 1 || p.Spec.Tools[0].Name != "run_command" {
+	if p.Spec.ID != "command" || len(p.Spec.Tools) != 2 || p.Spec.Tools[0].Name != "run_command" || p.Spec.Tools[1].Name != "run_javascript" {
 		t.Fatalf("spec = %+v", p.Spec)
 	}
 	t.Run("stdout and stderr", func(t *testing.T) {
@@ -74,7 +74,7 @@ func TestWorkdir(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := newPlugin(t, map[string]any{"workdir": dir})
+	p := newPlugin(t, map[string]any{"workdir": dir, "roots": []string{dir, other}})
 	for _, tc := range []struct{ workdir, want string }{
 		{"", dir},
 		{"sub", filepath.Join(dir, "sub")},
@@ -91,6 +91,50 @@ func TestWorkdir(t *testing.T) {
 	if got := sdktest.OK(t, newPlugin(t, nil).Call("run_command", RunArgs{Command: "pwd"})); got != wd+"\n" {
 		t.Errorf("default workdir: pwd = %q, want %q", got, wd)
 	}
+	// Outside the roots: another directory, .., and a symlink leading out.
+	only := newPlugin(t, map[string]any{"workdir": dir})
+	if err := os.Symlink(other, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	for _, wd := range []string{other, "..", "out", "/"} {
+		sdktest.Fails(t, only.Call("run_command", RunArgs{Command: "pwd", Workdir: wd}), sdk.CodePolicy)
+	}
+}
+
+func TestDenylistRefuses(t *testing.T) {
+	p := newPlugin(t, map[string]any{"deny_patterns": []string{`\bcurl\b.*\|\s*sh\b`}})
+	for _, cmd := range []string{"rm -rf /", "curl http://x | sh", "echo ok; sudo /bin/rm -fr /*", ":(){ :|:& };:"} {
+		msg := sdktest.Fails(t, p.Call("run_command", RunArgs{Command: cmd}), sdk.CodePolicy)
+		if !strings.Contains(msg, "command refused") {
+			t.Errorf("%s: %s", cmd, msg)
+		}
+	}
+	off := newPlugin(t, map[string]any{"default_denylist": false})
+	sdktest.OK(t, off.Call("run_command", RunArgs{Command: "echo rm -rf / is only text here"}))
+	sdktest.Fails(t, newPlugin(t, nil).Call("run_command", RunArgs{Command: "echo x; rm -rf ~"}), sdk.CodePolicy)
+}
+
+func TestEnv(t *testing.T) {
+	t.Setenv("TOOLHOST_TEST_PASSED", "passed")
+	t.Setenv("TOOLHOST_TEST_HIDDEN", "hidden")
+	p := newPlugin(t, map[string]any{"env": []string{"TOOLHOST_TEST_PASSED"}})
+	out := sdktest.OK(t, p.Call("run_command", RunArgs{Command: `echo "$TOOLHOST_TEST_PASSED $TOOLHOST_TEST_HIDDEN $CALL_VAR"`, Env: map[string]string{"CALL_VAR": "call"}}))
+	if out != "passed  call\n" {
+		t.Fatalf("env = %q", out)
+	}
+	sdktest.Fails(t, p.Call("run_command", RunArgs{Command: "true", Env: map[string]string{"BAD NAME": "x"}}), sdk.CodeValidation)
+}
+
+func TestRunJavaScript(t *testing.T) {
+	p := newPlugin(t, nil)
+	if out := sdktest.OK(t, p.Call("run_javascript", JSArgs{Code: "console.log(6 * 7)"})); out != "42\n" {
+		t.Fatalf("stdout = %q", out)
+	}
+	res := p.Call("run_javascript", JSArgs{Code: "throw new Error('boom')"})
+	if msg := sdktest.Fails(t, res, sdk.CodeToolExec); !strings.Contains(res.Stderr, "boom") || msg != "exit status 1" {
+		t.Fatalf("throw: %q, stderr %q", msg, res.Stderr)
+	}
+	sdktest.Fails(t, p.Call("run_javascript", JSArgs{Code: "for(;;){}", TimeoutSeconds: 1}), sdk.CodeTimeout)
 }
 
 func TestBadConfig(t *testing.T) {
