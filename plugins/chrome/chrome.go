@@ -25,6 +25,17 @@ type settings struct {
 	ChromiumPath string `json:"chromium_path"`
 	// Headless runs the browser without a window; absent means true.
 	Headless *bool `json:"headless"`
+	// Viewport is the window's size in CSS pixels; absent means 1280x800.
+	Viewport *viewport `json:"viewport"`
+	// ScreenshotDir is where screenshots are saved: absolute, or relative to
+	// the plugin's working directory (the workspace); absent means
+	// "screenshots".
+	ScreenshotDir string `json:"screenshot_dir"`
+}
+
+type viewport struct {
+	Width  int64 `json:"width"`
+	Height int64 `json:"height"`
 }
 
 // NavigateArgs are the arguments of navigate.
@@ -54,8 +65,11 @@ type browser struct {
 	lock     chan struct{}
 	execPath string // empty when Chromium was not found
 	headless bool
-	tab      context.Context    // nil until the first call starts Chromium
-	stop     context.CancelFunc // stops Chromium and removes its profile
+	view     viewport
+	shots    string                     // the screenshot directory
+	tab      context.Context            // the first tab, which owns the browser; nil until the first call starts Chromium
+	tabs     map[string]context.Context // one tab per session, the first included
+	stop     context.CancelFunc         // stops Chromium and removes its profile
 }
 
 func newBrowser() *browser { return &browser{lock: make(chan struct{}, 1)} }
@@ -69,6 +83,13 @@ func newGroup(b *browser) *sdk.Group {
 		Tools: []sdk.Tool{
 			sdk.NewTool("navigate", "Load a page in the browser's tab; returns the final URL and the title as JSON.", b.navigate),
 			sdk.NewTool("get_text", "Return the visible text (innerText) of an element of the current page.", b.getText),
+			sdk.NewTool("get_html", "Return the HTML (outerHTML) of an element of the current page, or of the whole page.", b.getHTML),
+			sdk.NewTool("click", "Click the first element matching a CSS selector, once it is visible.", b.click),
+			sdk.NewTool("type", "Type text into the first element matching a CSS selector (an input or textarea).", b.typeText),
+			sdk.NewTool("wait_visible", "Wait until an element matching a CSS selector is visible.", b.waitVisible),
+			sdk.NewTool("evaluate", "Evaluate a JavaScript expression in the page and return its value as JSON.", b.evaluate),
+			sdk.NewTool("screenshot", "Take a PNG screenshot of the viewport, the full page or one element; it is saved under the workspace and attached.", b.screenshot),
+			sdk.NewTool("current_url", "Return the URL of the current page.", b.currentURL),
 		},
 	}
 }
@@ -79,6 +100,14 @@ func (b *browser) configure(_ context.Context, req *sdk.ConfigureRequest) error 
 		return err
 	}
 	b.headless = s.Headless == nil || *s.Headless
+	b.view = viewport{Width: 1280, Height: 800}
+	if s.Viewport != nil {
+		if s.Viewport.Width <= 0 || s.Viewport.Height <= 0 {
+			return sdk.Errorf(sdk.CodeValidation, "config: viewport: width and height must be positive")
+		}
+		b.view = *s.Viewport
+	}
+	b.shots = cmp.Or(s.ScreenshotDir, "screenshots")
 	path, err := findChromium(s.ChromiumPath)
 	if err != nil { // the group still loads; its calls say what to install
 		sdk.Logger().Warn(notFound, "error", err)
@@ -101,9 +130,10 @@ func findChromium(configured string) (string, error) {
 	return "", fmt.Errorf("none of %v is on PATH", candidates)
 }
 
-// use runs f with the tab, once the call has its turn, starting Chromium on
-// first use. The context f gets ends with the call's.
-func (b *browser) use(ctx context.Context, f func(tab context.Context) error) error {
+// use runs f with the session's tab, once the call has its turn, starting
+// Chromium on first use and opening the session's tab on its first call. The
+// context f gets ends with the call's.
+func (b *browser) use(ctx context.Context, session string, f func(tab context.Context) error) error {
 	if b.execPath == "" {
 		return sdk.Errorf(sdk.CodeToolExec, notFound)
 	}
@@ -113,17 +143,26 @@ func (b *browser) use(ctx context.Context, f func(tab context.Context) error) er
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if err := b.start(ctx); err != nil {
+	if err := b.start(ctx, session); err != nil {
 		return err
 	}
-	tab, cancel := context.WithCancel(b.tab)
+	t, ok := b.tabs[session]
+	if !ok {
+		t, _ = chromedp.NewContext(b.tab) // closed with the browser
+		if err := chromedp.Do(t, chromedp.EmulateViewport(b.view.Width, b.view.Height)); err != nil {
+			return sdk.Errorf(sdk.CodeToolExec, "open a tab: %v", err)
+		}
+		b.tabs[session] = t
+	}
+	tab, cancel := context.WithCancel(t)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 	return f(tab)
 }
 
-// start starts Chromium unless it runs; it also replaces one that died.
-func (b *browser) start(ctx context.Context) error {
+// start starts Chromium unless it runs; it also replaces one that died. The
+// first tab belongs to session.
+func (b *browser) start(ctx context.Context, session string) error {
 	if b.tab != nil && b.tab.Err() == nil {
 		return nil
 	}
@@ -149,7 +188,7 @@ func (b *browser) start(ctx context.Context) error {
 	// The first run starts the browser and binds its life to the context it
 	// gets, so it gets the tab's own context, and ctx is watched beside it.
 	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(tab) }()
+	go func() { started <- chromedp.Do(tab, chromedp.EmulateViewport(b.view.Width, b.view.Height)) }()
 	select {
 	case err := <-started:
 		if err != nil {
@@ -160,7 +199,7 @@ func (b *browser) start(ctx context.Context) error {
 		stop()
 		return ctx.Err()
 	}
-	b.tab, b.stop = tab, stop
+	b.tab, b.stop, b.tabs = tab, stop, map[string]context.Context{session: tab}
 	return nil
 }
 
@@ -170,7 +209,7 @@ func (b *browser) close() {
 	defer func() { <-b.lock }()
 	if b.stop != nil {
 		b.stop()
-		b.tab, b.stop = nil, nil
+		b.tab, b.stop, b.tabs = nil, nil, nil
 	}
 }
 
@@ -180,7 +219,7 @@ func (b *browser) navigate(ctx context.Context, req *sdk.Request[NavigateArgs]) 
 		return nil, sdk.Errorf(sdk.CodeValidation, "url %q: only absolute http and https URLs can be loaded", req.Args.URL)
 	}
 	var p page
-	err = b.use(ctx, func(tab context.Context) error {
+	err = b.use(ctx, req.Call.Session, func(tab context.Context) error {
 		err := chromedp.Do(tab, chromedp.Navigate(u.String()))
 		if err == nil {
 			p.URL, err = chromedp.Run(tab, chromedp.Location())
@@ -203,7 +242,7 @@ func (b *browser) getText(ctx context.Context, req *sdk.Request[TextArgs]) (*sdk
 		return nil, err
 	}
 	var text *string
-	err = b.use(ctx, func(tab context.Context) error {
+	err = b.use(ctx, req.Call.Session, func(tab context.Context) error {
 		var err error
 		text, err = chromedp.Run(tab, chromedp.Evaluate[*string](fmt.Sprintf(textScript, quoted)))
 		return err

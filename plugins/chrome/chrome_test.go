@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +36,7 @@ func TestChromiumMissing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, _ := newPlugin(t, cfg(t))
-			if p.Spec.ID != "chrome" || len(p.Spec.Tools) != 2 {
+			if p.Spec.ID != "chrome" || len(p.Spec.Tools) != 9 {
 				t.Fatalf("the group must load without Chromium; spec = %+v", p.Spec)
 			}
 			for _, call := range []struct {
@@ -119,4 +121,69 @@ func TestChromium(t *testing.T) {
 			t.Errorf("get_text h1 = %q", text)
 		}
 	})
+}
+
+// formPage has a form whose button copies the field into #out, and an
+// element that appears after a moment.
+const formPage = `<!doctype html><title>Form</title><body style="margin:0">
+<input id="name"><button id="go" onclick="document.getElementById('out').innerText = 'hello ' + document.getElementById('name').value">go</button>
+<p id="out"></p><div id="late" style="display:none;width:50px;height:20px;background:red">late</div>
+<script>setTimeout(() => { document.getElementById('late').style.display = 'block' }, 200)</script>
+<div style="height:3000px"></div></body>`
+
+// TestChromiumInteraction drives every other tool on a local form, and
+// keeps one tab per session.
+func TestChromiumInteraction(t *testing.T) {
+	if _, err := findChromium(""); err != nil {
+		t.Fatalf("%s (%v)", notFound, err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte(formPage))
+	}))
+	t.Cleanup(srv.Close)
+	shots := t.TempDir()
+	p, _ := newPlugin(t, map[string]any{"screenshot_dir": shots, "viewport": map[string]int{"width": 800, "height": 600}})
+	sdktest.OK(t, p.Call("navigate", NavigateArgs{URL: srv.URL + "/form"}))
+	sdktest.OK(t, p.Call("wait_visible", WaitArgs{Selector: "#late", TimeoutSeconds: 5}))
+	sdktest.OK(t, p.Call("type", TypeArgs{Selector: "#name", Text: "ann"}))
+	sdktest.OK(t, p.Call("click", SelectorArgs{Selector: "#go"}))
+	if out := sdktest.OK(t, p.Call("get_text", TextArgs{Selector: "#out"})); out != "hello ann" {
+		t.Errorf("after click: %q", out)
+	}
+	if html := sdktest.OK(t, p.Call("get_html", HTMLArgs{Selector: "#go"})); !strings.HasPrefix(html, `<button id="go"`) {
+		t.Errorf("get_html = %q", html)
+	}
+	if v := sdktest.OK(t, p.Call("evaluate", EvalArgs{Expression: "Promise.resolve([document.title, window.innerWidth])"})); v != `["Form",800]` {
+		t.Errorf("evaluate = %q", v)
+	}
+	sdktest.Fails(t, p.Call("evaluate", EvalArgs{Expression: "nope("}), sdk.CodeToolExec)
+	if u := sdktest.OK(t, p.Call("current_url", struct{}{})); u != srv.URL+"/form" {
+		t.Errorf("current_url = %q", u)
+	}
+	sdktest.Fails(t, p.Call("wait_visible", WaitArgs{Selector: "#never", TimeoutSeconds: 1}), sdk.CodeTimeout)
+	sdktest.Fails(t, p.Call("get_html", HTMLArgs{Selector: "#missing"}), sdk.CodeToolExec)
+
+	sizes := map[string]int{}
+	for name, args := range map[string]ShotArgs{"viewport": {}, "full": {FullPage: true}, "element": {Selector: "#late"}} {
+		res := p.Call("screenshot", args)
+		sdktest.OK(t, res)
+		path, _ := res.Meta["path"].(string)
+		data, err := os.ReadFile(path)
+		if err != nil || !strings.HasPrefix(path, shots) || !bytes.HasPrefix(data, []byte("\x89PNG")) || len(res.Attachments) != 1 ||
+			!bytes.Equal(res.Attachments[0].Data, data) || res.Attachments[0].MimeType != "image/png" {
+			t.Fatalf("%s screenshot at %q: %d bytes, %v", name, path, len(data), err)
+		}
+		sizes[name] = len(data)
+	}
+	if !(sizes["element"] < sizes["viewport"] && sizes["viewport"] < sizes["full"]) {
+		t.Errorf("screenshot sizes %v: want element < viewport < full page", sizes)
+	}
+
+	// Another session gets a tab of its own.
+	other := &sdk.CallRequest{Tool: "current_url", Arguments: []byte("{}"), Context: sdk.CallContext{Session: "s2"}}
+	res, err := p.Do(context.Background(), other)
+	if err != nil || res.Stdout != "about:blank" {
+		t.Fatalf("a new session's tab: %+v, %v", res, err)
+	}
 }

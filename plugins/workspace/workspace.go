@@ -60,7 +60,8 @@ type root struct {
 
 // workspace holds the roots; configure sets them before the first call.
 type workspace struct {
-	roots []root
+	roots  []root
+	rg, fd string // the programs search_files and find_files run; empty when missing
 }
 
 // errEscapes is the error an *os.Root gives for a name that leads out of it.
@@ -78,7 +79,7 @@ func newGroup() *sdk.Group {
 	w := &workspace{}
 	return &sdk.Group{
 		ID:          "workspace",
-		Description: "Files inside the workspace roots: list, read and write them.",
+		Description: "Files inside the workspace roots: list, find, search, read, write and edit them.",
 		Version:     "0.1.0",
 		OnConfigure: w.configure,
 		Tools: []sdk.Tool{
@@ -86,6 +87,9 @@ func newGroup() *sdk.Group {
 			sdk.NewTool("list_files", "List a directory, one entry a line, sorted; directories end with /.", w.list),
 			sdk.NewTool("read_file", "Read lines of a text file, a page at a time (offset, limit).", w.read),
 			sdk.NewTool("write_file", "Write a text file: replace it atomically or append to it. Creates parent directories.", w.write),
+			sdk.NewTool("edit_file", "Replace an exact piece of text in a file (not a regex): find must occur once, or set all to replace every occurrence. The file is rewritten atomically.", w.edit),
+			sdk.NewTool("find_files", "Find files and directories by name (a glob such as *.go) below a directory, with fd; one path a line, relative to the directory. Skips hidden and git-ignored entries.", w.find),
+			sdk.NewTool("search_files", "Search file contents for a regular expression (or plain text with literal), with ripgrep; prints PATH:LINE:TEXT per matching line, paths relative to the searched directory. Skips hidden, binary and .gitignored files.", w.search),
 		},
 	}
 }
@@ -108,6 +112,7 @@ func (w *workspace) configure(_ context.Context, req *sdk.ConfigureRequest) erro
 	}
 	closeRoots(w.roots)
 	w.roots = roots
+	w.rg, w.fd = findPrograms()
 	return nil
 }
 
@@ -332,7 +337,7 @@ func (w *workspace) write(_ context.Context, req *sdk.Request[WriteArgs]) (*sdk.
 
 // overwrite replaces the file name with content atomically: it writes a
 // temporary file in the same directory and renames it over name. The new
-// file gets the old one's permission bits (less the umask). A name that is a symlink is written through, in
+// file gets the old one's permission bits. A name that is a symlink is written through, in
 // place, so the link survives (and the root checks where it leads).
 func overwrite(fsys *os.Root, name, content string) error {
 	perm := fs.FileMode(0o666)
@@ -352,7 +357,12 @@ func overwrite(fsys *os.Root, name, content string) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(content)
+	if info != nil { // keep the mode exactly, whatever the umask
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		_, err = f.WriteString(content)
+	}
 	if err == nil {
 		err = f.Sync()
 	}

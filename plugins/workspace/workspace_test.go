@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,7 +66,7 @@ func TestSpec(t *testing.T) {
 	for _, tool := range p.Spec.Tools {
 		names = append(names, tool.Name)
 	}
-	want := []string{"get_workspace_info", "list_files", "read_file", "write_file"}
+	want := []string{"get_workspace_info", "list_files", "read_file", "write_file", "edit_file", "find_files", "search_files"}
 	if p.Spec.ID != "workspace" || !slices.Equal(names, want) {
 		t.Fatalf("spec: id %q, tools %v; want workspace, %v", p.Spec.ID, names, want)
 	}
@@ -357,4 +359,288 @@ func TestSubprocess(t *testing.T) {
 		t.Errorf("read back %q", got)
 	}
 	sdktest.Fails(t, p.Call("read_file", ReadArgs{Path: "link.txt"}), sdk.CodePolicy)
+	if got := sdktest.OK(t, p.Call("edit_file", EditArgs{Path: "smoke.txt", Find: "smoke", Replace: "fire"})); got != "replaced 1 occurrence(s)" {
+		t.Errorf("edit_file = %q", got)
+	}
+	if got := sdktest.OK(t, p.Call("find_files", FindArgs{NamePattern: "smoke.*"})); got != "smoke.txt" {
+		t.Errorf("find_files = %q", got)
+	}
+	if got := sdktest.OK(t, p.Call("search_files", SearchArgs{Pattern: "fire"})); got != "smoke.txt:1:fire" {
+		t.Errorf("search_files = %q", got)
+	}
+}
+
+// writeFiles writes files (name → content) below dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		name = filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestEditFile(t *testing.T) {
+	f := newFixture(t)
+	p := f.plugin(t)
+	name := filepath.Join(f.root, "e.txt")
+	const orig = "one two one\nthree one\n"
+	reset := func(t *testing.T, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(name, []byte(orig), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(name, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	content := func(t *testing.T) string {
+		t.Helper()
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	t.Run("single", func(t *testing.T) {
+		reset(t, 0o644)
+		res := p.Call("edit_file", EditArgs{Path: "e.txt", Find: "two", Replace: "2"})
+		if got := sdktest.OK(t, res); got != "replaced 1 occurrence(s)" {
+			t.Errorf("edit_file = %q", got)
+		}
+		if n, _ := res.Meta["replacements"].(float64); n != 1 {
+			t.Errorf("meta = %v, want replacements 1", res.Meta)
+		}
+		if got := content(t); got != "one 2 one\nthree one\n" {
+			t.Errorf("file = %q", got)
+		}
+	})
+	t.Run("all", func(t *testing.T) {
+		reset(t, 0o644)
+		res := p.Call("edit_file", EditArgs{Path: name, Find: "one", Replace: "1", All: true})
+		if got := sdktest.OK(t, res); got != "replaced 3 occurrence(s)" {
+			t.Errorf("edit_file = %q", got)
+		}
+		if n, _ := res.Meta["replacements"].(float64); n != 3 {
+			t.Errorf("meta = %v, want replacements 3", res.Meta)
+		}
+		if got := content(t); got != "1 two 1\nthree 1\n" {
+			t.Errorf("file = %q", got)
+		}
+	})
+	t.Run("zero matches leave the file untouched", func(t *testing.T) {
+		reset(t, 0o644)
+		msg := sdktest.Fails(t, p.Call("edit_file", EditArgs{Path: "e.txt", Find: "four", Replace: "4"}), sdk.CodeToolExec)
+		if msg != "find text not found in e.txt" {
+			t.Errorf("message %q", msg)
+		}
+		if got := content(t); got != orig {
+			t.Errorf("file changed: %q", got)
+		}
+	})
+	t.Run("several matches without all leave the file untouched", func(t *testing.T) {
+		reset(t, 0o644)
+		msg := sdktest.Fails(t, p.Call("edit_file", EditArgs{Path: "e.txt", Find: "one", Replace: "1"}), sdk.CodeToolExec)
+		for _, want := range []string{"3 times", "all=true", "longer find"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q lacks %q", msg, want)
+			}
+		}
+		if got := content(t); got != orig {
+			t.Errorf("file changed: %q", got)
+		}
+	})
+	t.Run("mode kept, no temporary file left", func(t *testing.T) {
+		reset(t, 0o640)
+		sdktest.OK(t, p.Call("edit_file", EditArgs{Path: "e.txt", Find: "three", Replace: "3"}))
+		if info, err := os.Stat(name); err != nil || info.Mode().Perm() != 0o640 {
+			t.Errorf("mode after edit: %v, %v; want 0640", info.Mode(), err)
+		}
+		if tmp, _ := filepath.Glob(filepath.Join(f.root, ".e.txt.*")); len(tmp) > 0 {
+			t.Errorf("temporary files left: %v", tmp)
+		}
+	})
+	sdktest.Fails(t, p.Call("edit_file", EditArgs{Path: "e.txt", Find: "", Replace: "x"}), sdk.CodeValidation)
+	sdktest.Fails(t, p.Call("edit_file", EditArgs{Path: "missing.txt", Find: "a", Replace: "b"}), sdk.CodeToolExec)
+	sdktest.Fails(t, p.Call("edit_file", EditArgs{Path: "sub", Find: "a", Replace: "b"}), sdk.CodeToolExec)
+	t.Run("outside the root refused", func(t *testing.T) {
+		outsideFile := filepath.Join(f.outside, "secret.txt")
+		for _, path := range []string{"../outside/secret.txt", outsideFile, "link.txt", "linkdir/secret.txt"} {
+			sdktest.Fails(t, p.Call("edit_file", EditArgs{Path: path, Find: "secret", Replace: "pwned"}), sdk.CodePolicy)
+		}
+		if b, err := os.ReadFile(outsideFile); err != nil || string(b) != secret+"\n" {
+			t.Errorf("the file outside was changed: %q, %v", b, err)
+		}
+	})
+}
+
+// requirePrograms fails the test when rg or fd is missing: they are part of
+// the module's environment, so their tests must not pass by skipping.
+func requirePrograms(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("rg"); err != nil {
+		t.Fatal("ripgrep (rg) is needed: apt-get install ripgrep")
+	}
+	_, err1 := exec.LookPath("fd")
+	_, err2 := exec.LookPath("fdfind")
+	if err1 != nil && err2 != nil {
+		t.Fatal("fd is needed: apt-get install fd-find")
+	}
+}
+
+func TestFindFiles(t *testing.T) {
+	requirePrograms(t)
+	f := newFixture(t)
+	writeFiles(t, f.root, map[string]string{"-dash.txt": "", "sub/deep/d.md": "", "sub/e.md": ""})
+	p := f.plugin(t)
+	for _, tc := range []struct {
+		name string
+		args FindArgs
+		want string
+	}{
+		{"pattern", FindArgs{NamePattern: "*.md"}, "sub/deep/d.md\nsub/e.md"},
+		{"pattern below a directory", FindArgs{Path: "sub", NamePattern: "*.txt"}, "b.txt\ndeep/c.txt"},
+		{"absolute directory", FindArgs{Path: filepath.Join(f.root, "sub", "deep")}, "c.txt\nd.md"},
+		{"max depth", FindArgs{Path: "sub", MaxDepth: 1}, "b.txt\ndeep/\ne.md"},
+		{"pattern starting with -", FindArgs{NamePattern: "-dash*"}, "-dash.txt"},
+		{"no match", FindArgs{NamePattern: "*.none"}, ""},
+		// linkdir leads out of the root: listed as an entry, never entered.
+		{"outward symlink not followed", FindArgs{NamePattern: "secret*"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := p.Call("find_files", tc.args)
+			if got := sdktest.OK(t, res); got != tc.want || res.TruncatedLines {
+				t.Errorf("find_files = %q (truncated %v), want %q", got, res.TruncatedLines, tc.want)
+			}
+		})
+	}
+	t.Run("limit", func(t *testing.T) {
+		res := p.Call("find_files", FindArgs{NamePattern: "*.md", Limit: 1})
+		if got := sdktest.OK(t, res); strings.Count(got, "\n") != 0 || !strings.HasSuffix(got, ".md") || !res.TruncatedLines {
+			t.Errorf("find_files = %q (truncated %v), want one path, truncated", got, res.TruncatedLines)
+		}
+		res = p.Call("find_files", FindArgs{NamePattern: "*.md", Limit: 2})
+		if sdktest.OK(t, res); res.TruncatedLines {
+			t.Errorf("find_files with limit = total: truncated")
+		}
+	})
+	for _, path := range []string{"..", "linkdir", f.outside, "/etc"} {
+		sdktest.Fails(t, p.Call("find_files", FindArgs{Path: path}), sdk.CodePolicy)
+	}
+	sdktest.Fails(t, p.Call("find_files", FindArgs{Path: "a.txt"}), sdk.CodeToolExec)
+	sdktest.Fails(t, p.Call("find_files", FindArgs{Path: "nope"}), sdk.CodeToolExec)
+	sdktest.Fails(t, p.Call("find_files", FindArgs{Limit: -1}), sdk.CodeValidation)
+}
+
+func TestSearchFiles(t *testing.T) {
+	requirePrograms(t)
+	f := newFixture(t)
+	writeFiles(t, f.root, map[string]string{
+		"code/x.go":       "package x\n// a.b here\n// axb there\nfunc Hello() {}\n",
+		"code/y.txt":      "hello world\n",
+		"code/ctx.txt":    "1\n2\nmiddle\n4\n5\n",
+		"ign/.gitignore":  "ignored.txt\n",
+		"ign/ignored.txt": "needle\n",
+		"ign/kept.txt":    "needle\n",
+		"many.txt":        strings.Repeat("rep\n", 10),
+		"long.txt":        "start" + strings.Repeat("x", 5000) + "\n",
+		"-opt.txt":        "-v dash\n",
+	})
+	p := f.plugin(t)
+	for _, tc := range []struct {
+		name string
+		args SearchArgs
+		want string
+	}{
+		{"regex", SearchArgs{Path: "code", Pattern: "a.b"}, "x.go:2:// a.b here\nx.go:3:// axb there"},
+		{"literal", SearchArgs{Path: "code", Pattern: "a.b", Literal: true}, "x.go:2:// a.b here"},
+		{"case", SearchArgs{Path: "code", Pattern: "hello"}, "y.txt:1:hello world"},
+		{"ignore case", SearchArgs{Path: "code", Pattern: "hello", IgnoreCase: true}, "x.go:4:func Hello() {}\ny.txt:1:hello world"},
+		{"context", SearchArgs{Path: "code/ctx.txt", Pattern: "middle", Context: 1}, "ctx.txt-2-2\nctx.txt:3:middle\nctx.txt-4-4"},
+		{"glob", SearchArgs{Path: "code", Pattern: "e", Glob: "*.txt"}, "ctx.txt:3:middle\ny.txt:1:hello world"},
+		{"gitignore respected", SearchArgs{Path: "ign", Pattern: "needle"}, "kept.txt:1:needle"},
+		{"absolute path", SearchArgs{Path: filepath.Join(f.root, "ign"), Pattern: "needle"}, "kept.txt:1:needle"},
+		{"pattern starting with -", SearchArgs{Pattern: "-v", Glob: "-opt.txt"}, "-opt.txt:1:-v dash"},
+		// link.txt and linkdir lead out of the root: never read.
+		{"outward symlink not searched", SearchArgs{Pattern: "secret"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := p.Call("search_files", tc.args)
+			if got := sdktest.OK(t, res); got != tc.want || res.TruncatedLines {
+				t.Errorf("search_files = %q (truncated %v), want %q", got, res.TruncatedLines, tc.want)
+			}
+		})
+	}
+	t.Run("no match", func(t *testing.T) {
+		res := p.Call("search_files", SearchArgs{Pattern: "no such text anywhere"})
+		if got := sdktest.OK(t, res); got != "" {
+			t.Errorf("search_files = %q, want nothing", got)
+		}
+		if n, ok := res.Meta["matches"].(float64); !ok || n != 0 {
+			t.Errorf("meta = %v, want matches 0", res.Meta)
+		}
+	})
+	t.Run("limit", func(t *testing.T) {
+		res := p.Call("search_files", SearchArgs{Path: "many.txt", Pattern: "rep", Limit: 3})
+		if got := sdktest.OK(t, res); got != "many.txt:1:rep\nmany.txt:2:rep\nmany.txt:3:rep" || !res.TruncatedLines {
+			t.Errorf("search_files = %q (truncated %v), want 3 lines, truncated", got, res.TruncatedLines)
+		}
+		if n, _ := res.Meta["matches"].(float64); n != 3 {
+			t.Errorf("meta = %v, want matches 3", res.Meta)
+		}
+		res = p.Call("search_files", SearchArgs{Path: "many.txt", Pattern: "rep", Limit: 10})
+		if got := sdktest.OK(t, res); strings.Count(got, "\n") != 9 || res.TruncatedLines {
+			t.Errorf("search_files with limit = total: %q (truncated %v)", got, res.TruncatedLines)
+		}
+	})
+	t.Run("long lines cut", func(t *testing.T) {
+		got := sdktest.OK(t, p.Call("search_files", SearchArgs{Path: "long.txt", Pattern: "start"}))
+		if !strings.HasPrefix(got, "long.txt:1:start") || len(got) > 1000 {
+			t.Errorf("search_files = %d bytes %.80q…, want the line cut to about 500 columns", len(got), got)
+		}
+	})
+	msg := sdktest.Fails(t, p.Call("search_files", SearchArgs{Pattern: "("}), sdk.CodeToolExec)
+	if !strings.Contains(msg, "regex parse error") {
+		t.Errorf("bad regex: %q lacks rg's error", msg)
+	}
+	for _, path := range []string{"..", "linkdir", "link.txt", filepath.Join(f.outside, "secret.txt"), "/etc"} {
+		sdktest.Fails(t, p.Call("search_files", SearchArgs{Path: path, Pattern: "secret"}), sdk.CodePolicy)
+	}
+	sdktest.Fails(t, p.Call("search_files", SearchArgs{Path: "nope", Pattern: "x"}), sdk.CodeToolExec)
+	sdktest.Fails(t, p.Call("search_files", SearchArgs{Pattern: ""}), sdk.CodeValidation)
+	sdktest.Fails(t, p.Call("search_files", SearchArgs{Pattern: "x", Context: -1}), sdk.CodeValidation)
+}
+
+func TestProgramsMissing(t *testing.T) {
+	saved := lookPath
+	t.Cleanup(func() { lookPath = saved })
+	lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
+	p := newFixture(t).plugin(t)
+	if msg := sdktest.Fails(t, p.Call("search_files", SearchArgs{Pattern: "x"}), sdk.CodeToolExec); msg != rgMissing {
+		t.Errorf("search_files: %q, want %q", msg, rgMissing)
+	}
+	if msg := sdktest.Fails(t, p.Call("find_files", FindArgs{}), sdk.CodeToolExec); msg != fdMissing {
+		t.Errorf("find_files: %q, want %q", msg, fdMissing)
+	}
+	if got := sdktest.OK(t, p.Call("read_file", ReadArgs{Path: "a.txt"})); got != "alpha\n" {
+		t.Errorf("read_file = %q", got)
+	}
+
+	// Only fdfind, as on Debian: find_files works, search_files does not.
+	lookPath = func(name string) (string, error) {
+		if name == "fdfind" { // whichever name fd has here
+			if p, err := saved("fd"); err == nil {
+				return p, nil
+			}
+			return saved("fdfind")
+		}
+		return "", &exec.Error{Name: name, Err: errors.New("not found")}
+	}
+	p = newFixture(t).plugin(t)
+	sdktest.OK(t, p.Call("find_files", FindArgs{}))
+	sdktest.Fails(t, p.Call("search_files", SearchArgs{Pattern: "x"}), sdk.CodeToolExec)
 }
