@@ -37,6 +37,11 @@ builtin "command" {
   # tool "run_command" { requires_approval = true }   # ask a person first
 }
 
+builtin "network" {
+  # By default loopback, private, link-local and metadata addresses are refused.
+  config {}
+}
+
 # Chromium starts on the first call; without it the tools say what to install.
 plugin "chrome" {
   path    = "chrome"
