@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,4 +189,59 @@ func TestChromiumInteraction(t *testing.T) {
 	if err != nil || res.Stdout != "about:blank" {
 		t.Fatalf("a new session's tab: %+v, %v", res, err)
 	}
+}
+
+// TestCrashedBrowserRestarts: a browser killed under the plugin is started
+// again by the next call.
+func TestCrashedBrowserRestarts(t *testing.T) {
+	if _, err := findChromium(""); err != nil {
+		t.Fatalf("%s (%v)", notFound, err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`<!doctype html><title>Again</title><p id="p">alive</p>`))
+	}))
+	t.Cleanup(srv.Close)
+	p, _ := newPlugin(t, nil)
+	sdktest.OK(t, p.Call("navigate", NavigateArgs{URL: srv.URL}))
+	children := childPids(t)
+	if len(children) == 0 {
+		t.Fatal("no browser process found")
+	}
+	for _, pid := range children {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res := p.Call("navigate", NavigateArgs{URL: srv.URL})
+		if res.OK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the browser did not come back: %+v", res.Error)
+		}
+	}
+	if text := sdktest.OK(t, p.Call("get_text", TextArgs{Selector: "#p"})); text != "alive" {
+		t.Fatalf("get_text after the restart = %q", text)
+	}
+}
+
+// childPids lists this process's children, from /proc.
+func childPids(t *testing.T) []int {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
+			pid, _ := strconv.Atoi(strings.Split(f, "/")[2])
+			out = append(out, pid)
+		}
+	}
+	return out
 }
