@@ -339,10 +339,27 @@ func FuzzPaths(f *testing.F) {
 	if err := w.configure(context.Background(), &sdk.ConfigureRequest{Config: rootsConfig(fx.root)}); err != nil {
 		f.Fatal(err)
 	}
+	realRoot, err := filepath.EvalSymlinks(fx.root)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, path string) {
 		res, err := w.read(context.Background(), &sdk.Request[ReadArgs]{Args: ReadArgs{Path: path}})
-		if err == nil && strings.Contains(res.Stdout, secret) {
+		if err != nil {
+			return
+		}
+		if strings.Contains(res.Stdout, secret) {
 			t.Fatalf("read_file %q revealed the file outside the root", path)
+		}
+		// Resolve what was read independently of os.Root: it must lie inside the root.
+		abs := path
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(fx.root, path)
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			if rel, err := filepath.Rel(realRoot, real); err != nil || !(rel == "." || filepath.IsLocal(rel)) {
+				t.Fatalf("read_file %q read %s, outside the root %s", path, real, realRoot)
+			}
 		}
 	})
 }
