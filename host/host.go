@@ -94,6 +94,8 @@ type Host struct {
 	closing  context.Context // cancelled by Close: calls in flight end
 	shutdown context.CancelFunc
 
+	watchers watchers
+
 	mu      sync.Mutex
 	plugins []*supervisor // in config order
 	closed  bool
@@ -255,6 +257,7 @@ func (h *Host) register(g *Group) error {
 		}
 	}
 	h.log.Info("group registered", "group", g.Spec.ID, "tools", len(g.Spec.Tools), "source", g.SourceName)
+	h.changed()
 	return nil
 }
 
@@ -262,6 +265,7 @@ func (h *Host) unregister(g *Group) {
 	if h.mgr.UnregisterGroup(g) {
 		h.log.Info("group unregistered", "group", g.Spec.ID, "source", g.SourceName)
 		h.events.Emit(store.Event{Type: store.EventGroupUnregistered, Group: g.Spec.ID, Payload: map[string]any{"source": g.SourceName}})
+		h.changed()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
@@ -493,4 +494,34 @@ func TestPropertyDefaultIsEveryGroup(t *testing.T) {
 			rt.Fatalf("more tools than exist")
 		}
 	})
+}
+
+func TestWatchSeesGroupAndRoleChanges(t *testing.T) {
+	h := newTestHost(t, nil)
+	fired := make(chan struct{}, 16)
+	cancel := h.Watch(func() { fired <- struct{}{} })
+	expect := func(what string) {
+		t.Helper()
+		select {
+		case <-fired:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no notification after %s", what)
+		}
+	}
+	addGroup(t, h, "notes", SourcePlugin, "add")
+	expect("a group registered")
+	if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	expect("a role created")
+	g, _ := h.mgr.Get("notes")
+	h.unregister(g)
+	expect("a group unregistered")
+	cancel()
+	addGroup(t, h, "more", SourcePlugin, "more")
+	select {
+	case <-fired:
+		t.Fatal("notified after cancel")
+	case <-time.After(50 * time.Millisecond):
+	}
 }

@@ -128,6 +128,7 @@ func (h *Host) watchStore(ctx context.Context, every time.Duration) {
 			h.log.Error("reloading roles", "error", err)
 			continue
 		}
+		h.changed()
 		h.log.Debug("roles reloaded: the store changed")
 	}
 }
@@ -211,6 +212,7 @@ func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error
 		return r, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}
 	h.dir.putRole(r.Name, &r)
+	h.changed()
 	h.log.Info("role created", "role", r.Name, "tool_groups", r.ToolGroups)
 	return r, nil
 }
@@ -247,6 +249,7 @@ func (h *Host) UpdateRole(ctx context.Context, name string, u RoleUpdate) (store
 		return store.Role{}, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}
 	h.dir.putRole(r.Name, &r)
+	h.changed()
 	h.log.Info("role updated", "role", r.Name, "tool_groups", r.ToolGroups)
 	return r, nil
 }
@@ -260,6 +263,7 @@ func (h *Host) DeleteRole(ctx context.Context, name string) error {
 		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}
 	h.dir.putRole(name, nil)
+	h.changed()
 	h.log.Info("role deleted", "role", name)
 	return nil
 }
