@@ -11,6 +11,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -38,6 +39,16 @@ type Config struct {
 	Tools ToolPolicy
 	// Executor tunes the execution pipeline, from the `executor` block.
 	Executor Executor
+	// Auth protects the HTTP server, from the `auth` block.
+	Auth Auth
+}
+
+// Auth is the `auth` block. A Listen address that is not loopback requires a
+// token; TOOLHOST_TOKEN overrides the file's.
+type Auth struct {
+	// Token is the bearer token every request but GET /healthz must carry;
+	// empty means no authentication (loopback only).
+	Token string
 }
 
 // Executor tunes how calls run: batches, approvals and idempotency.
@@ -170,6 +181,10 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 	d := &decoder{ctx: evalContext(getenv), dir: dir}
 	diags := fromHCL(d.decodeFile(cfg, src, filename), filename)
 	diags = append(diags, cfg.override(getenv)...)
+	if len(diags) == 0 && cfg.Auth.Token == "" && !Loopback(cfg.Listen) {
+		diags = append(diags, Diagnostic{File: filename, Summary: "Authentication required",
+			Detail: fmt.Sprintf("listen %q is not a loopback address: set auth { token = \"...\" } or TOOLHOST_TOKEN, or listen on 127.0.0.1.", cfg.Listen)})
+	}
 	if len(diags) > 0 {
 		return nil, diags
 	}
@@ -182,6 +197,9 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 // override applies the TOOLHOST_* environment variables that are set.
 func (c *Config) override(getenv func(string) string) Diagnostics {
 	var diags Diagnostics
+	if v := getenv("TOOLHOST_TOKEN"); v != "" {
+		c.Auth.Token = v
+	}
 	if v := getenv("TOOLHOST_LISTEN"); v != "" {
 		if _, err := listenAddr(v); err != nil {
 			diags = append(diags, Diagnostic{File: "TOOLHOST_LISTEN", Summary: "Invalid TOOLHOST_LISTEN", Detail: err.Error() + "."})
@@ -202,6 +220,19 @@ func (c *Config) override(getenv func(string) string) Diagnostics {
 		}
 	}
 	return diags
+}
+
+// Loopback reports whether a host:port address listens on loopback only.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // resolve makes p absolute against base, cleaning it.

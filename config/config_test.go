@@ -123,9 +123,17 @@ func TestEnvOverrides(t *testing.T) {
 	}, {
 		name: "listen overrides file",
 		src:  `listen = "127.0.0.1:1"`,
-		env:  map[string]string{"TOOLHOST_LISTEN": ":9090"},
+		env:  map[string]string{"TOOLHOST_LISTEN": ":9090", "TOOLHOST_TOKEN": "t0ken"},
 		check: func(t *testing.T, c *Config) {
 			equal(t, "Listen", c.Listen, ":9090")
+			equal(t, "Token", c.Auth.Token, "t0ken")
+		},
+	}, {
+		name: "a token overrides the file's",
+		src:  `auth {` + "\n" + `token = "file"` + "\n" + `}`,
+		env:  map[string]string{"TOOLHOST_TOKEN": "env"},
+		check: func(t *testing.T, c *Config) {
+			equal(t, "Token", c.Auth.Token, "env")
 		},
 	}, {
 		name: "empty values do not override",
@@ -166,6 +174,10 @@ builtin "workspace" {}`,
 		name:    "invalid listen",
 		env:     map[string]string{"TOOLHOST_LISTEN": "localhost"},
 		wantErr: `TOOLHOST_LISTEN: Invalid TOOLHOST_LISTEN: "localhost" is not host:port: address localhost: missing port in address.`,
+	}, {
+		name:    "a public listen needs a token",
+		env:     map[string]string{"TOOLHOST_LISTEN": "0.0.0.0:80"},
+		wantErr: `/srv/toolhost/config.hcl: Authentication required: listen "0.0.0.0:80" is not a loopback address: set auth { token = "..." } or TOOLHOST_TOKEN, or listen on 127.0.0.1.`,
 	}, {
 		name:    "invalid listen port",
 		env:     map[string]string{"TOOLHOST_LISTEN": "localhost:http"},

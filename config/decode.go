@@ -19,6 +19,7 @@ var rootSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "limits"},
 		{Type: "executor"},
+		{Type: "auth"},
 		{Type: "tools"},
 		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
@@ -94,6 +95,11 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 	attr(d, content.Attributes, "plugin_dir", &cfg.PluginDir, d.path)
 	if blk := d.onlyBlock(content.Blocks.OfType("limits")); blk != nil {
 		d.limits(&cfg.Limits, blk.Body)
+	}
+	if blk := d.onlyBlock(content.Blocks.OfType("auth")); blk != nil {
+		auth, diags := blk.Body.Content(authSchema)
+		d.add(diags)
+		attr(d, auth.Attributes, "token", &cfg.Auth.Token, asIs)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("executor")); blk != nil {
 		d.executor(&cfg.Executor, blk.Body)
@@ -189,6 +195,8 @@ func (d *decoder) tool(p *Plugin, blk *hcl.Block) {
 	}
 	p.Tools[name] = t
 }
+
+var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token"}}}
 
 var executorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "mode"}, {Name: "max_parallel"}, {Name: "approver"}, {Name: "approval_timeout"}, {Name: "idempotency_window"},

@@ -15,13 +15,14 @@ import (
 
 // Server serves a host over HTTP.
 type Server struct {
-	h   *host.Host
-	mux *http.ServeMux
+	h     *host.Host
+	mux   *http.ServeMux
+	token string // the bearer token every request must carry; "" for none
 }
 
-// New returns a server for h.
+// New returns a server for h, protected by the config's auth token if any.
 func New(h *host.Host) *Server {
-	s := &Server{h: h, mux: http.NewServeMux()}
+	s := &Server{h: h, mux: http.NewServeMux(), token: h.Config().Auth.Token}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /api/groups", s.groups)
 	s.mux.HandleFunc("GET /api/plugins", s.plugins)
@@ -33,6 +34,9 @@ func New(h *host.Host) *Server {
 // ServeHTTP implements http.Handler. Unknown paths and methods get JSON
 // errors, 404 and 405 (with Allow), like every other error.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.guard(w, r) {
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern != "" {
 		s.mux.ServeHTTP(w, r)
 		return
