@@ -209,6 +209,21 @@ func (h *Host) ToolsForRole(role string) (RoleTools, error) {
 // can contain a NUL.
 const allToolsKey = "\x00all"
 
+// Preview compiles the view a role with exactly these tool groups would
+// have (none: every group), under the global policy, without storing any
+// role: what a role editor shows before saving. Unknown ids are refused.
+func (h *Host) Preview(groups []string) (RoleTools, error) {
+	if err := h.checkGroups(groups); err != nil {
+		return RoleTools{}, err
+	}
+	s := h.mgr.snap.Load()
+	v := compile(s, 0, &store.Role{Name: "preview", ToolGroups: groups}, h.cfg.Tools)
+	out := RoleTools{Role: "", Groups: v.groups, Tools: v.defs, Tokens: v.tokenCount()}
+	all := everyTool(s)
+	out.AllTokens, out.AllTools = all.tokenCount(), len(all.defs)
+	return out, nil
+}
+
 // ToolMeta returns where a registered tool comes from.
 func (h *Host) ToolMeta(tool string) (ToolMeta, bool) {
 	g, spec, ok := h.mgr.lookup(tool)
