@@ -14,7 +14,14 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
-require github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+require (
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/oauth2 v0.36.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+)
 
 require (
 	github.com/dlclark/regexp2 v1.10.0 // indirect

@@ -28,6 +28,8 @@ func New(h *host.Host) *Server {
 	s.mux.HandleFunc("GET /api/plugins", s.plugins)
 	s.routesAPI()
 	s.routesAudit()
+	s.routesLive()
+	s.routesMCP()
 	return s
 }
 

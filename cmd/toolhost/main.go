@@ -35,6 +35,7 @@ var commands = map[string]command{
 	"call":     callCmd,
 	"plugin":   pluginCmd,
 	"serve":    serveCmd,
+	"mcp":      mcpCmd,
 }
 
 const usage = `usage: toolhost COMMAND [flags]
@@ -48,6 +49,7 @@ commands:
   events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow]   the audit events
   plugin inspect [-config JSON] PATH   describe a plugin without registering it
   serve    [-config F]                 run the host and its HTTP server
+  mcp      -role R [-config F]         serve a role's tools over MCP on stdin/stdout
 
 Run 'toolhost COMMAND -h' for a command's flags.
 `

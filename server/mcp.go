@@ -1,0 +1,204 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/host"
+)
+
+// routesMCP serves each role's MCP server as streamable HTTP at /mcp/{role}.
+func (s *Server) routesMCP() {
+	s.mux.Handle("/mcp/{role}", &mcpFront{h: s.h, roles: map[string]*mcpRole{}})
+}
+
+// ServeMCP serves the MCP server of a role on one transport (such as
+// &mcp.StdioTransport{}) until the client disconnects or ctx ends. Its tool
+// set follows the role's while it runs; calls go through h.Call as an agent
+// of the role created for the session.
+func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) error {
+	if _, err := h.Role(role); err != nil {
+		return err
+	}
+	r := newMCPRole(h, role)
+	defer r.cancel()
+	return r.srv.Run(ctx, t)
+}
+
+// mcpFront routes /mcp/{role} to the role's MCP server, made on first use.
+type mcpFront struct {
+	h     *host.Host
+	mu    sync.Mutex
+	roles map[string]*mcpRole
+}
+
+// ServeHTTP answers an unknown role with a 404 JSON error and hands
+// everything else to the role's streamable HTTP handler.
+func (f *mcpFront) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	name := req.PathValue("role")
+	if _, err := f.h.Role(name); err != nil {
+		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	f.role(name).http.ServeHTTP(w, req)
+}
+
+func (f *mcpFront) role(name string) *mcpRole {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.roles[name]
+	if !ok {
+		r = newMCPRole(f.h, name)
+		f.roles[name] = r
+	}
+	return r
+}
+
+// mcpRole is the MCP server of one role, shared by the role's sessions; each
+// session is an agent of the role.
+type mcpRole struct {
+	h      *host.Host
+	role   string
+	srv    *mcp.Server
+	http   *mcp.StreamableHTTPHandler
+	cancel func() // stops following the host's changes
+
+	mu     sync.Mutex
+	tools  map[string]host.Function      // registered on srv
+	agents map[*mcp.ServerSession]string // session → agent id
+}
+
+func newMCPRole(h *host.Host, role string) *mcpRole {
+	r := &mcpRole{h: h, role: role, tools: map[string]host.Function{}, agents: map[*mcp.ServerSession]string{}}
+	r.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role}, &mcp.ServerOptions{
+		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) { _, _ = r.agent(ctx, req.Session) },
+	})
+	// Every call goes to the pipeline, which answers a tool outside the role
+	// with tool_not_available where the SDK would say "unknown tool".
+	r.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if call, ok := req.(*mcp.CallToolRequest); ok {
+				return r.call(ctx, call)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	r.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv }, nil)
+	r.cancel = h.Watch(r.sync)
+	r.sync()
+	return r
+}
+
+// sync makes the server's tools the role's: it adds new and changed tools and
+// removes gone ones; the SDK then sends notifications/tools/list_changed.
+func (r *mcpRole) sync() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	want := map[string]host.Function{}
+	if rt, err := r.h.ToolsForRole(r.role); err == nil { // a deleted role has no tools
+		for _, d := range rt.Tools {
+			want[d.Function.Name] = d.Function
+		}
+	}
+	var gone []string
+	for name := range r.tools {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		r.srv.RemoveTools(gone...)
+	}
+	for name, fn := range want {
+		old, ok := r.tools[name]
+		if !ok || old.Description != fn.Description || !bytes.Equal(old.Parameters, fn.Parameters) {
+			r.addTool(fn)
+		}
+	}
+	r.tools = want
+}
+
+// addTool registers a tool with its raw schema. The SDK panics on a schema
+// whose "type" is not the string "object" (the host also accepts a list
+// holding "object"); such a tool is left out rather than crash the host.
+func (r *mcpRole) addTool(fn host.Function) {
+	defer func() { _ = recover() }()
+	r.srv.AddTool(&mcp.Tool{Name: fn.Name, Description: fn.Description, InputSchema: fn.Parameters}, r.call)
+}
+
+// agent returns the id of the session's agent, creating the agent on first use.
+func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id, ok := r.agents[ss]; ok {
+		return id, nil
+	}
+	a, err := r.h.CreateAgent(ctx, r.role, "")
+	if err != nil {
+		return "", err
+	}
+	r.agents[ss] = a.ID
+	go r.forget(ss)
+	return a.ID, nil
+}
+
+// forget drops a session's agent id when the session ends.
+func (r *mcpRole) forget(ss *mcp.ServerSession) {
+	_ = ss.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.agents, ss)
+}
+
+// call runs a tools/call through the host's pipeline as the session's agent.
+// A pipeline error is a result with IsError, so the model sees it.
+func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	agentID, err := r.agent(ctx, req.Session)
+	if err != nil {
+		return errorResult(err), nil
+	}
+	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: req.Params.Name, Arguments: req.Params.Arguments,
+		Context: toolhost.CallContext{AgentID: agentID, Session: req.Session.ID(), Channel: "mcp"}})
+	if err != nil {
+		return errorResult(err), nil
+	}
+	return toolResult(res), nil
+}
+
+func errorResult(err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{
+		&mcp.TextContent{Text: fmt.Sprintf("%s: %s", toolhost.CodeOf(err), err)},
+	}}
+}
+
+// toolResult maps a result envelope to MCP content: the error (when not ok),
+// stdout, stderr (labelled), a paging cursor, and image attachments.
+func toolResult(res *toolhost.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: !res.OK, Content: []mcp.Content{}}
+	text := func(s string) { out.Content = append(out.Content, &mcp.TextContent{Text: s}) }
+	if !res.OK && res.Error != nil {
+		text(fmt.Sprintf("%s: %s", res.Error.Code, res.Error.Message))
+	}
+	if res.Stdout != "" {
+		text(res.Stdout)
+	}
+	if res.Stderr != "" {
+		text("stderr:\n" + res.Stderr)
+	}
+	if res.NextPageCursor != "" {
+		text("next_page_cursor: " + res.NextPageCursor)
+	}
+	for _, a := range res.Attachments {
+		if strings.HasPrefix(a.MimeType, "image/") {
+			out.Content = append(out.Content, &mcp.ImageContent{Data: a.Data, MIMEType: a.MimeType})
+		}
+	}
+	return out
+}

@@ -1,0 +1,266 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/store"
+)
+
+// mcpConfig has a role limited to the console group.
+var mcpConfig = &config.Config{Roles: []config.Role{{Name: "printer", ToolGroups: []string{"console", "notes"}, Pos: "config.hcl:1,1"}}}
+
+// connect opens a client session on transport t; changed receives a value
+// for each notifications/tools/list_changed.
+func connect(t *testing.T, tr mcp.Transport) (*mcp.ClientSession, chan struct{}) {
+	t.Helper()
+	changed := make(chan struct{}, 16)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := c.Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, changed
+}
+
+// toolNames lists the session's tools, sorted.
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// callText calls a tool and returns its text content, joined by newlines.
+func callText(t *testing.T, cs *mcp.ClientSession, tool string, args any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", tool, err)
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), res.IsError
+}
+
+func jsonValue(t *testing.T, v any) any {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestMCPStreamableHTTP(t *testing.T) {
+	srv, h := serve(t, mcpConfig, group("console", "console_print"), group("artifact", "put_artifact", "get_artifact"))
+	cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
+
+	var want host.RoleTools
+	if code := do(t, "GET", srv.URL+"/api/roles/printer/tools", nil, &want); code != 200 {
+		t.Fatalf("role tools = %d", code)
+	}
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) != len(want.Tools) || len(list.Tools) != 1 {
+		t.Fatalf("tools/list = %d tools, want %d", len(list.Tools), len(want.Tools))
+	}
+	got, def := list.Tools[0], want.Tools[0].Function
+	if got.Name != def.Name || got.Description != def.Description ||
+		!reflect.DeepEqual(jsonValue(t, got.InputSchema), jsonValue(t, def.Parameters)) {
+		t.Errorf("tool = %+v, want %+v", got, def)
+	}
+
+	if text, isErr := callText(t, cs, "console_print", map[string]string{"text": "hi"}); isErr || text != "console_print:hi" {
+		t.Errorf("call = %q (error %v)", text, isErr)
+	}
+	if text, isErr := callText(t, cs, "get_artifact", map[string]string{"text": "x"}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeToolNotAvailable)+": ") {
+		t.Errorf("call outside the role = %q (error %v)", text, isErr)
+	}
+	if text, isErr := callText(t, cs, "console_print", map[string]any{"text": 1}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeValidation)+": ") {
+		t.Errorf("invalid call = %q (error %v)", text, isErr)
+	}
+	if cs.ID() == "" {
+		t.Error("no MCP session id")
+	}
+	checkCallEvents(t, h, "console_print")
+
+	// Another session is another agent.
+	other, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
+	callText(t, other, "console_print", map[string]string{"text": "again"})
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	events, _ := h.Events(context.Background(), store.EventFilter{Tool: "console_print", Type: store.EventCallCompleted})
+	if len(events) != 2 || events[0].AgentID == events[1].AgentID {
+		t.Errorf("two sessions, events %+v: want two agents", events)
+	}
+
+	var e apiError
+	if code := do(t, "POST", srv.URL+"/mcp/ghost", `{}`, &e); code != 404 || e.Error.Code != toolhost.CodeValidation {
+		t.Errorf("unknown role = %d %+v", code, e)
+	}
+}
+
+// checkCallEvents checks that the tool's calls were recorded as started and
+// completed by one agent of the role printer.
+func checkCallEvents(t *testing.T, h *host.Host, tool string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := h.FlushEvents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	events, err := h.Events(ctx, store.EventFilter{Tool: tool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]bool{}
+	for _, ev := range events {
+		types[ev.Type] = true
+		a, ok := h.Agent(ev.AgentID)
+		if !ok || ev.Role != "printer" || ev.AgentID != events[0].AgentID {
+			t.Errorf("event %s: agent %q (%v) role %q", ev.Type, ev.AgentID, ok, ev.Role)
+		}
+		if r, _ := h.Role("printer"); a.RoleID != r.ID {
+			t.Errorf("agent %+v is not of role printer", a)
+		}
+	}
+	if !types[store.EventCallStarted] || !types[store.EventCallCompleted] {
+		t.Errorf("events = %+v", events)
+	}
+}
+
+func TestMCPListChangedOnUnload(t *testing.T) {
+	srv, h := serve(t, mcpConfig, group("console", "console_print"))
+	cs, changed := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
+		t.Fatalf("tools = %v", got)
+	}
+	if err := h.RegisterGroup(context.Background(), group("notes", "add_note")); err != nil {
+		t.Fatal(err)
+	}
+	waitChanged(t, changed)
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"add_note", "console_print"}) {
+		t.Fatalf("tools after register = %v", got)
+	}
+	if err := h.Unload("notes"); err != nil {
+		t.Fatal(err)
+	}
+	waitChanged(t, changed)
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
+		t.Fatalf("tools after unload = %v", got)
+	}
+}
+
+func waitChanged(t *testing.T, changed chan struct{}) {
+	t.Helper()
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notifications/tools/list_changed within 5s")
+	}
+}
+
+func TestMCPPluginExitReachesSessions(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "notes")
+	if out, err := exec.Command("go", "build", "-o", bin, "../examples/notes").CombinedOutput(); err != nil {
+		t.Fatalf("build notes: %v\n%s", err, out)
+	}
+	cfg := *mcpConfig
+	cfg.Plugins = []config.Plugin{{Name: "notes", Kind: config.KindPlugin, Path: bin, Restart: config.RestartNever,
+		StartTimeout: 10 * time.Second, Config: []byte("{}")}}
+	srv, h := serve(t, &cfg, group("console", "console_print"))
+	cs, changed := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
+	if got := toolNames(t, cs); !slices.Contains(got, "add_note") {
+		t.Fatalf("tools = %v", got)
+	}
+	if text, isErr := callText(t, cs, "add_note", map[string]string{"title": "a", "body": "b"}); isErr || text != "saved a" {
+		t.Fatalf("add_note = %q (error %v)", text, isErr)
+	}
+	pid := 0
+	for _, g := range h.Groups() {
+		if g.ID == "notes" {
+			pid = g.Source.Pid
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no pid for notes in %+v", h.Groups())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitChanged(t, changed)
+	if got := toolNames(t, cs); slices.Contains(got, "add_note") || !slices.Contains(got, "console_print") {
+		t.Fatalf("tools after SIGKILL = %v", got)
+	}
+}
+
+func TestMCPTransport(t *testing.T) {
+	_, h := serve(t, mcpConfig, group("console", "console_print"), group("artifact", "get_artifact"))
+	ctx, cancel := context.WithCancel(context.Background())
+	serverSide, clientSide := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- ServeMCP(ctx, h, "printer", serverSide) }()
+	cs, _ := connect(t, clientSide)
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
+		t.Fatalf("tools = %v", got)
+	}
+	if text, isErr := callText(t, cs, "console_print", map[string]string{"text": "io"}); isErr || text != "console_print:io" {
+		t.Errorf("call = %q (error %v)", text, isErr)
+	}
+	_ = cs.Close()
+	cancel()
+	<-done
+	if err := ServeMCP(context.Background(), h, "ghost", serverSide); err == nil {
+		t.Error("ServeMCP of an unknown role: no error")
+	}
+}
+
+func TestToolResult(t *testing.T) {
+	png := []byte("\x89PNG")
+	res := toolResult(&toolhost.Result{Stdout: "out", Stderr: "err", Error: &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: "boom"},
+		Attachments: []toolhost.Attachment{{MimeType: "image/png", Data: png}, {MimeType: "application/pdf", Data: []byte("%PDF")}}})
+	if !res.IsError || len(res.Content) != 4 {
+		t.Fatalf("result = %+v", res)
+	}
+	for i, want := range []string{"tool_exec: boom", "out", "stderr:\nerr"} {
+		if tc, ok := res.Content[i].(*mcp.TextContent); !ok || tc.Text != want {
+			t.Errorf("content[%d] = %+v, want %q", i, res.Content[i], want)
+		}
+	}
+	if img, ok := res.Content[3].(*mcp.ImageContent); !ok || img.MIMEType != "image/png" || string(img.Data) != string(png) {
+		t.Errorf("image = %+v", res.Content[3])
+	}
+}
