@@ -8,6 +8,7 @@
 //	toolhost events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow]   the audit events
 //	toolhost plugin inspect [-config JSON] PATH        describe a plugin without registering it
 //	toolhost serve    [-config F]                      run the host and its HTTP server
+//	toolhost mcp      -role R [-config F]              serve a role's MCP over stdio
 //
 // -config defaults to config.hcl. Logs go to stderr at -log-level (or
 // TOOLHOST_LOG_LEVEL): info for serve, warn for the one-shot commands.
