@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestMCPStdio runs `toolhost mcp -role R` as a real process and talks to it
+// over stdio with the MCP SDK's client, as an MCP client would.
+func TestMCPStdio(t *testing.T) {
+	dir := t.TempDir()
+	for pkg, out := range map[string]string{".": "toolhost", "../../examples/notes": "notes"} {
+		if b, err := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	cfg := filepath.Join(dir, "config.hcl")
+	src := `plugin_dir = "."
+plugin "notes" {
+  path = "notes"
+}
+role "scribe" {
+  tool_groups = ["notes"]
+  tools {
+    deny = ["search_notes"]
+  }
+}
+`
+	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.Command(filepath.Join(dir, "toolhost"), "mcp", "-role", "scribe", "-config", cfg)
+	cmd.Stderr = os.Stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"add_note", "get_note"}) {
+		t.Fatalf("tools = %v", names)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add_note", Arguments: map[string]any{"title": "t", "body": "b"}})
+	if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "saved t") {
+		t.Fatalf("add_note = %+v, %v", res, err)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "t"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "tool_not_available") {
+		t.Fatalf("search_notes (denied) = %+v, %v", res, err)
+	}
+}
