@@ -13,10 +13,11 @@ import (
 const maxBody = 32 << 20
 
 // guard applies the server's security to every request before routing: a
-// bearer token when one is configured (all but GET /healthz), no
+// bearer token when one is configured (all but GET /healthz and the page's
+// own files, which hold no data and must load to ask for the token), no
 // state-changing request from another origin, and a cap on the body.
 func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
-	if s.token != "" && r.URL.Path != "/healthz" && !s.authorized(r) {
+	if s.token != "" && r.URL.Path != "/healthz" && !isUIAsset(r) && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost"`)
 		writeError(w, http.StatusUnauthorized, toolhost.Errorf(toolhost.CodePolicy, "a bearer token is required: send Authorization: Bearer TOKEN"))
 		return false

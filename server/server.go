@@ -30,6 +30,7 @@ func New(h *host.Host) *Server {
 	s.routesAudit()
 	s.routesLive()
 	s.routesMCP()
+	s.routesUI()
 	return s
 }
 

@@ -1,0 +1,589 @@
+// toolhost web UI: roles and their tool groups, groups, live events and
+// pending approvals. Plain JavaScript over the server's JSON API; no
+// external resource. The bearer token, when the server wants one, is kept in
+// sessionStorage for the tab and sent on every request.
+'use strict';
+
+const TOKEN_KEY = 'toolhost.token';
+const MAX_EVENTS = 300;
+
+// ---- small DOM helpers ----------------------------------------------------
+
+// h builds an element: h('a', {href: '#'}, 'text', child, ...). Attributes
+// starting with "on" are listeners; class, hidden, disabled, checked and
+// value are set as properties; null and false children are skipped.
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (['hidden', 'disabled', 'checked', 'value', 'open'].includes(k)) el[k] = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+// fill replaces el's children (skipping null and false, flattening arrays).
+function fill(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+function $(sel, root) { return (root || document).querySelector(sel); }
+function $$(sel, root) { return Array.from((root || document).querySelectorAll(sel)); }
+function fmt(n) { return typeof n === 'number' ? n.toLocaleString('en-US') : '–'; }
+function when(t) {
+  if (!t) return '';
+  const d = new Date(t);
+  return isNaN(d) ? String(t) : d.toLocaleString();
+}
+function pretty(raw) {
+  if (raw === undefined || raw === null) return '';
+  try { return JSON.stringify(typeof raw === 'string' ? JSON.parse(raw) : raw, null, 2); } catch (_) { return String(raw); }
+}
+function roleHref(name) { return '#/roles/' + encodeURIComponent(name); }
+
+// ---- API ------------------------------------------------------------------
+
+class APIError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
+
+function authHeaders(extra) {
+  const hd = Object.assign({}, extra);
+  const t = token();
+  if (t) hd.Authorization = 'Bearer ' + t;
+  return hd;
+}
+
+// request fetches path with the token; on 401 it asks for a token and tries
+// again. It returns the Response of any other status.
+async function request(path, opts) {
+  for (;;) {
+    const o = Object.assign({}, opts);
+    o.headers = authHeaders(o.headers);
+    const resp = await fetch(path, o);
+    if (resp.status !== 401) return resp;
+    let msg = 'This server requires a bearer token.';
+    try { msg = (await resp.json()).error.message || msg; } catch (_) { /* keep msg */ }
+    await askToken(token() ? 'The token was refused: ' + msg : '');
+  }
+}
+
+// api sends a JSON request and answers the decoded body (null for 204), or
+// throws an APIError carrying the server's {"error": {code, message}}.
+async function api(method, path, body, signal) {
+  const opts = { method, signal, headers: {} };
+  if (body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const resp = await request(path, opts);
+  if (resp.status === 204) return null;
+  let data = null;
+  try { data = await resp.json(); } catch (_) { /* not JSON */ }
+  if (!resp.ok) {
+    const e = (data && data.error) || {};
+    throw new APIError(resp.status, e.code || 'http_' + resp.status, e.message || resp.status + ' ' + resp.statusText);
+  }
+  return data;
+}
+
+// ---- the token form -------------------------------------------------------
+
+let pendingToken = null; // one prompt answers every request waiting on it
+
+function askToken(message) {
+  if (pendingToken) return pendingToken.promise;
+  let resolve;
+  const promise = new Promise((r) => { resolve = r; });
+  pendingToken = { promise, resolve };
+  const err = $('#auth-error');
+  err.textContent = message || '';
+  err.hidden = !message;
+  $('#auth').hidden = false;
+  const input = $('#auth-token');
+  input.value = '';
+  input.focus();
+  return promise;
+}
+
+function setupAuth() {
+  $('#auth-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const t = $('#auth-token').value.trim();
+    if (!t) return;
+    sessionStorage.setItem(TOKEN_KEY, t);
+    $('#auth').hidden = true;
+    $('#forget-token').hidden = false;
+    const p = pendingToken;
+    pendingToken = null;
+    if (p) p.resolve();
+  });
+  const forget = $('#forget-token');
+  forget.hidden = !token();
+  forget.addEventListener('click', () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    forget.hidden = true;
+    render();
+  });
+}
+
+// ---- router ---------------------------------------------------------------
+
+let view = null; // {abort: AbortController} of the page shown
+
+function route() {
+  const hash = location.hash.replace(/^#\/?/, '');
+  const parts = hash.split('/').map((p) => { try { return decodeURIComponent(p); } catch (_) { return p; } });
+  switch (parts[0]) {
+    case 'roles': return parts[1] ? ['role', (main, v) => rolePage(main, v, parts[1])] : ['roles', rolesPage];
+    case 'groups': return ['groups', groupsPage];
+    case 'events': return ['events', eventsPage];
+    case 'approvals': return ['approvals', approvalsPage];
+    default: return ['roles', rolesPage];
+  }
+}
+
+function render() {
+  if (view) view.abort.abort();
+  const [name, page] = route();
+  const nav = name === 'role' ? 'roles' : name;
+  for (const a of $$('nav a')) a.classList.toggle('active', a.dataset.nav === nav);
+  const main = $('#main');
+  fill(main, h('p', { class: 'muted' }, 'Loading…'));
+  main.dataset.view = name;
+  delete main.dataset.ready;
+  const v = { abort: new AbortController() };
+  view = v;
+  v.signal = v.abort.signal;
+  page(main, v).then(() => {
+    if (view === v) main.dataset.ready = name;
+  }).catch((e) => {
+    if (v.signal.aborted || e.name === 'AbortError') return;
+    fill(main, h('h1', {}, 'Error'), errorBox(e));
+    main.dataset.ready = name;
+  });
+}
+
+function errorBox(e, id) {
+  return h('div', { class: 'error', id: id || null, role: 'alert' }, e instanceof APIError ? `${e.message} (${e.code})` : String(e.message || e));
+}
+
+// ---- Roles ----------------------------------------------------------------
+
+function groupChips(groups) {
+  if (groups === null || groups === undefined) return h('span', { class: 'chip all' }, 'all groups');
+  if (groups.length === 0) return h('span', { class: 'muted' }, 'none');
+  return groups.map((g) => h('span', { class: 'chip' }, g));
+}
+
+async function rolesPage(main, v) {
+  const roles = await api('GET', '/api/roles', undefined, v.signal);
+  const rows = roles.map((r) => h('tr', { 'data-role': r.name },
+    h('td', {}, h('a', { href: roleHref(r.name), class: 'role-link' }, r.name)),
+    h('td', {}, h('span', { class: 'badge' }, r.source || ''), r.readOnly ? h('span', { class: 'badge ro', title: r.readOnlyReason || '' }, 'read-only') : null),
+    h('td', { class: 'groups' }, groupChips(r.toolGroups)),
+    h('td', {}, r.description || h('span', { class: 'muted' }, '—'))));
+  fill(main,
+    h('h1', {}, 'Roles'),
+    h('p', { class: 'muted' }, 'A role without tool groups sees every group. Click a role to choose its groups.'),
+    h('table', { id: 'roles', class: 'table' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Source'), h('th', {}, 'Tool groups'), h('th', {}, 'Description'))),
+      h('tbody', {}, rows)));
+}
+
+// ---- Role page ------------------------------------------------------------
+
+async function rolePage(main, v, name) {
+  const [role, groups] = await Promise.all([
+    api('GET', '/api/roles/' + encodeURIComponent(name), undefined, v.signal),
+    api('GET', '/api/groups', undefined, v.signal),
+  ]);
+  const known = new Set(groups.map((g) => g.id));
+  // Groups the role names that are not registered now stay visible, so
+  // that they can be unticked.
+  const missing = (role.toolGroups || []).filter((id) => !known.has(id));
+  let saved = role.toolGroups;
+
+  const selected = () => $$('input.group', main).filter((c) => c.checked).map((c) => c.dataset.group);
+  const ro = !!role.readOnly;
+
+  const groupCard = (g, isMissing) => {
+    const checked = (saved || []).includes(g.id);
+    const tools = g.tools || [];
+    return h('li', { class: 'group-card' + (isMissing ? ' missing' : '') + (g.blocked ? ' blocked' : ''), 'data-group': g.id },
+      h('label', { class: 'group-head' },
+        h('input', { type: 'checkbox', class: 'group', 'data-group': g.id, checked, disabled: ro, onchange: changed }),
+        h('span', { class: 'group-id' }, g.id),
+        isMissing ? h('span', { class: 'badge warn' }, 'not registered') : h('span', { class: 'badge' }, (g.source && g.source.kind) || ''),
+        g.blocked ? h('span', { class: 'badge warn' }, 'blocked') : null,
+        h('span', { class: 'tool-count' }, isMissing ? '' : `${tools.length} tool${tools.length === 1 ? '' : 's'}`)),
+      h('div', { class: 'group-desc' }, isMissing ? 'This group is not registered now (a plugin not running?). The API refuses unknown groups.' : (g.description || '')),
+      tools.length ? h('details', { class: 'tools' },
+        h('summary', {}, 'Tools'),
+        h('ul', {}, tools.map((t) => h('li', { class: (g.shadowed || []).includes(t) ? 'shadowed' : null }, h('code', {}, t),
+          (g.shadowed || []).includes(t) ? h('span', { class: 'muted' }, ' (served by another group)') : null)))) : null);
+  };
+
+  const current = h('div', { id: 'current-groups', class: 'groups' });
+  const showCurrent = () => fill(current, 'Saved tool groups: ', groupChips(saved));
+
+  const tokensEl = h('span', { id: 'tokens', class: 'big' }, '…');
+  const toolsEl = h('span', { id: 'tools-count' }, '');
+  const allEl = h('span', { id: 'all-tokens' }, '');
+  const bar = h('div', { class: 'bar-fill' });
+  const tokenErr = h('div', { id: 'tokens-error', class: 'error', hidden: true });
+  const notice = h('div', { id: 'all-groups-notice', class: 'notice', hidden: true },
+    'No group is ticked: the role will see ALL groups (the tool groups are cleared).');
+  const errorEl = h('div', { id: 'error', class: 'error', role: 'alert', hidden: true });
+  const status = h('span', { id: 'status', class: 'status' });
+  const save = h('button', { id: 'save', type: 'button', class: 'primary', disabled: ro, onclick: doSave }, 'Save');
+
+  let seq = 0;
+  async function updateTokens() {
+    const sel = selected().filter((id) => known.has(id));
+    const mine = ++seq;
+    tokensEl.dataset.state = 'loading';
+    try {
+      const t = await api('GET', '/api/tokens?groups=' + encodeURIComponent(sel.join(',')), undefined, v.signal);
+      if (mine !== seq) return;
+      tokensEl.textContent = fmt(t.tokens) + ' tokens';
+      tokensEl.dataset.tokens = t.tokens;
+      toolsEl.textContent = `${fmt(t.tools)} tool${t.tools === 1 ? '' : 's'}`;
+      allEl.textContent = `${fmt(t.allTokens)} tokens (${fmt(t.allTools)} tools)`;
+      bar.style.width = (t.allTokens ? Math.min(100, (100 * t.tokens) / t.allTokens) : 0) + '%';
+      tokenErr.hidden = true;
+      tokensEl.dataset.state = 'ready';
+    } catch (e) {
+      if (mine !== seq || v.signal.aborted) return;
+      tokenErr.textContent = 'Token cost unavailable: ' + e.message;
+      tokenErr.hidden = false;
+      tokensEl.dataset.state = 'error';
+    }
+  }
+
+  function dirty() {
+    const a = selected().slice().sort().join(',');
+    const b = (saved || []).slice().sort().join(',');
+    return a !== b;
+  }
+
+  function changed() {
+    notice.hidden = selected().length !== 0;
+    status.textContent = dirty() ? 'Unsaved changes' : '';
+    status.className = 'status' + (dirty() ? ' dirty' : '');
+    updateTokens();
+  }
+
+  async function doSave() {
+    const sel = selected();
+    const body = { toolGroups: sel.length ? sel : null };
+    errorEl.hidden = true;
+    save.disabled = true;
+    status.textContent = 'Saving…';
+    try {
+      const r = await api('PUT', '/api/roles/' + encodeURIComponent(role.name), body, v.signal);
+      saved = r.toolGroups;
+      showCurrent();
+      status.textContent = 'Saved';
+      status.className = 'status ok';
+    } catch (e) {
+      if (v.signal.aborted) return;
+      errorEl.textContent = e instanceof APIError ? e.message : String(e.message || e);
+      errorEl.hidden = false;
+      status.textContent = 'Not saved';
+      status.className = 'status dirty';
+    } finally {
+      save.disabled = ro;
+    }
+  }
+
+  showCurrent();
+  const ordered = groups.slice().sort((a, b) => a.id.localeCompare(b.id));
+  fill(main,
+    h('p', { class: 'crumbs' }, h('a', { href: '#/roles' }, 'Roles'), ' / ', role.name),
+    h('h1', {}, role.name, ' ', h('span', { class: 'badge' }, role.source || ''), ro ? h('span', { class: 'badge ro' }, 'read-only') : null),
+    ro ? h('div', { id: 'readonly-reason', class: 'notice ro' }, role.readOnlyReason || 'This role cannot be edited.') : null,
+    h('section', { class: 'role-info' },
+      h('div', {}, h('h3', {}, 'Description'), h('p', { id: 'description' }, role.description || h('span', { class: 'muted' }, 'No description.'))),
+      role.prompt ? h('details', { class: 'prompt' }, h('summary', {}, 'Prompt'), h('pre', { id: 'prompt' }, role.prompt)) : null,
+      current,
+      (role.allow && role.allow.length) || (role.deny && role.deny.length)
+        ? h('div', { class: 'muted' }, role.allow && role.allow.length ? ['Allow: ', role.allow.join(', '), '. '] : null,
+          role.deny && role.deny.length ? ['Deny: ', role.deny.join(', '), '.'] : null) : null),
+    h('div', { class: 'role-layout' },
+      h('section', {},
+        h('h2', {}, 'Tool groups'),
+        h('ul', { id: 'group-list', class: 'group-list' },
+          ordered.map((g) => groupCard(g, false)),
+          missing.map((id) => groupCard({ id, tools: [] }, true)))),
+      h('aside', { class: 'card cost' },
+        h('h3', {}, 'Token cost of the selection'),
+        h('div', {}, tokensEl),
+        h('div', { class: 'muted' }, toolsEl),
+        h('div', { class: 'bar' }, bar),
+        h('div', { class: 'muted' }, 'All tools: ', allEl),
+        h('p', { class: 'muted small' }, 'The cost of the tool definitions an agent of this role is sent, under the global policy.'),
+        h('div', { class: 'actions' }, save, status),
+        notice,
+        errorEl,
+        tokenErr)));
+  notice.hidden = selected().length !== 0;
+  await updateTokens();
+}
+
+// ---- Groups ---------------------------------------------------------------
+
+async function groupsPage(main, v) {
+  const [groups, plugins, diags] = await Promise.all([
+    api('GET', '/api/groups', undefined, v.signal),
+    api('GET', '/api/plugins', undefined, v.signal),
+    api('GET', '/api/diagnostics', undefined, v.signal),
+  ]);
+  const registered = new Set(groups.map((g) => g.source && g.source.name));
+  const down = plugins.filter((p) => p.state !== 'running' || p.lastError || !registered.has(p.name));
+  const sorted = groups.slice().sort((a, b) => a.id.localeCompare(b.id));
+  fill(main,
+    h('h1', {}, 'Groups'),
+    h('table', { id: 'groups', class: 'table' },
+      h('thead', {}, h('tr', {}, ['Group', 'Source', 'State', 'PID', 'Restarts', 'Tools'].map((c) => h('th', {}, c)))),
+      h('tbody', {}, sorted.map((g) => {
+        const s = g.source || {};
+        return h('tr', { 'data-group': g.id },
+          h('td', {}, h('strong', {}, g.id), g.reserved ? h('span', { class: 'badge' }, 'reserved') : null,
+            g.blocked ? h('span', { class: 'badge warn' }, 'blocked') : null,
+            h('div', { class: 'muted small' }, g.description || '')),
+          h('td', {}, `${s.kind || ''} ${s.name || ''}`),
+          h('td', {}, h('span', { class: 'state ' + (s.state || '') }, s.state || '')),
+          h('td', {}, s.pid || '–'),
+          h('td', {}, s.restarts || 0),
+          h('td', {}, h('details', {}, h('summary', {}, String(g.toolCount)),
+            h('ul', { class: 'plain' }, (g.tools || []).map((t) => h('li', {}, h('code', {}, t)))))));
+      }))),
+    h('h2', {}, 'Plugins not running'),
+    down.length === 0 ? h('p', { class: 'muted', id: 'plugins-down' }, 'Every configured plugin is running.') :
+      h('table', { id: 'plugins-down', class: 'table' },
+        h('thead', {}, h('tr', {}, ['Plugin', 'Kind', 'State', 'Restarts', 'Last error'].map((c) => h('th', {}, c)))),
+        h('tbody', {}, down.map((p) => h('tr', {},
+          h('td', {}, h('strong', {}, p.name), h('div', { class: 'muted small' }, p.path || '')),
+          h('td', {}, p.kind || ''),
+          h('td', {}, h('span', { class: 'state ' + (p.state || '') }, p.state || '')),
+          h('td', {}, p.restarts || 0),
+          h('td', { class: 'error-text' }, p.lastError || '', p.errorCode ? h('span', { class: 'badge warn' }, p.errorCode) : null))))),
+    h('h2', {}, 'Diagnostics'),
+    diags.length === 0 ? h('p', { class: 'muted', id: 'diagnostics' }, 'No conflicts or warnings.') :
+      h('table', { id: 'diagnostics', class: 'table' },
+        h('thead', {}, h('tr', {}, ['Level', 'Source', 'Group', 'Message'].map((c) => h('th', {}, c)))),
+        h('tbody', {}, diags.map((d) => h('tr', {},
+          h('td', {}, h('span', { class: 'badge ' + (d.level === 'error' ? 'bad' : 'warn') }, d.level)),
+          h('td', {}, d.plugin || ''), h('td', {}, d.group || ''), h('td', {}, d.message || ''))))));
+}
+
+// ---- Events ---------------------------------------------------------------
+
+const eventLog = { items: [], lastId: 0, filter: { type: '', tool: '', agent: '' } };
+
+function eventRow(e) {
+  let payload = '';
+  if (e.payload !== undefined && e.payload !== null) payload = pretty(e.payload);
+  return h('tr', { 'data-id': e.id, class: 'ev ' + String(e.type || '').replace(/[^a-z_]/gi, '-') },
+    h('td', { class: 'nowrap' }, when(e.time)),
+    h('td', {}, h('span', { class: 'badge' }, e.type || '')),
+    h('td', {}, e.tool ? h('code', {}, e.tool) : '', e.group ? h('div', { class: 'muted small' }, e.group) : null),
+    h('td', {}, e.agentId || '', e.role ? h('div', { class: 'muted small' }, e.role) : null),
+    h('td', { class: 'small' }, e.callId || ''),
+    h('td', {}, payload ? h('details', {}, h('summary', {}, payload.length > 60 ? payload.slice(0, 60).replace(/\s+/g, ' ') + '…' : payload.replace(/\s+/g, ' ')), h('pre', {}, payload)) : ''));
+}
+
+async function eventsPage(main, v) {
+  const status = h('span', { id: 'stream-status', class: 'status' }, 'connecting…');
+  const body = h('tbody', {}, eventLog.items.map(eventRow));
+  const input = (name, ph) => h('input', { type: 'text', name, placeholder: ph, value: eventLog.filter[name] });
+  const form = h('form', { class: 'filters', id: 'event-filters' },
+    input('type', 'type (prefix, e.g. tool_call.)'), input('tool', 'tool'), input('agent', 'agent id'),
+    h('button', { type: 'submit' }, 'Filter'), status);
+  let stream = new AbortController();
+  v.signal.addEventListener('abort', () => stream.abort());
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    for (const k of Object.keys(eventLog.filter)) eventLog.filter[k] = form.elements[k].value.trim();
+    eventLog.items = [];
+    eventLog.lastId = 0;
+    fill(body);
+    stream.abort();
+    stream = new AbortController();
+    run(stream.signal);
+  });
+  fill(main,
+    h('h1', {}, 'Events'),
+    h('p', { class: 'muted' }, `Live, newest first (the last ${MAX_EVENTS} kept while this tab is open).`),
+    form,
+    h('table', { id: 'events', class: 'table events' },
+      h('thead', {}, h('tr', {}, ['Time', 'Type', 'Tool', 'Agent / role', 'Call', 'Payload'].map((c) => h('th', {}, c)))),
+      body));
+
+  const add = (e) => {
+    if (e.id && e.id <= eventLog.lastId) return;
+    if (e.id) eventLog.lastId = e.id;
+    eventLog.items.unshift(e);
+    body.prepend(eventRow(e));
+    while (eventLog.items.length > MAX_EVENTS) {
+      eventLog.items.pop();
+      if (body.lastChild) body.lastChild.remove();
+    }
+  };
+
+  // run reads the stream with fetch (so that the token can be sent),
+  // reconnecting after an error until the page is left.
+  async function run(signal) {
+    while (!signal.aborted) {
+      try {
+        const q = new URLSearchParams();
+        for (const [k, val] of Object.entries(eventLog.filter)) if (val) q.set(k, val);
+        if (eventLog.lastId) q.set('after', eventLog.lastId);
+        const resp = await request('/api/events/stream?' + q.toString(), { signal, headers: { Accept: 'text/event-stream' } });
+        if (!resp.ok) {
+          let msg = resp.status + ' ' + resp.statusText;
+          try { msg = (await resp.json()).error.message; } catch (_) { /* keep msg */ }
+          throw new Error(msg);
+        }
+        status.textContent = 'live';
+        status.className = 'status ok';
+        const reader = resp.body.getReader();
+        const dec = new TextDecoder();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += dec.decode(value, { stream: true }).replace(/\r\n/g, '\n');
+          let i;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+            if (!data) continue;
+            try { add(JSON.parse(data)); } catch (_) { /* skip a malformed event */ }
+          }
+        }
+        throw new Error('stream ended');
+      } catch (e) {
+        if (signal.aborted) return;
+        status.textContent = 'reconnecting… (' + (e.message || e) + ')';
+        status.className = 'status dirty';
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    }
+  }
+  run(stream.signal);
+}
+
+// ---- Approvals ------------------------------------------------------------
+
+async function approvalsPage(main, v) {
+  const list = h('div', { id: 'approvals', class: 'approvals' });
+  const empty = h('p', { class: 'muted', id: 'no-approvals' }, 'No call is waiting for approval.');
+  const errorEl = h('div', { id: 'error', class: 'error', role: 'alert', hidden: true });
+  fill(main, h('h1', {}, 'Approvals'),
+    h('p', { class: 'muted' }, 'Calls to tools that need approval wait here until approved, denied or run with other arguments.'),
+    errorEl, empty, list);
+  const cards = new Map();
+
+  async function decide(id, body, card) {
+    errorEl.hidden = true;
+    for (const b of $$('button', card)) b.disabled = true;
+    try {
+      await api('POST', '/api/approvals/' + encodeURIComponent(id), body, v.signal);
+      card.remove();
+      cards.delete(id);
+      empty.hidden = cards.size !== 0;
+    } catch (e) {
+      if (v.signal.aborted) return;
+      errorEl.textContent = e.message;
+      errorEl.hidden = false;
+      for (const b of $$('button', card)) b.disabled = false;
+    }
+  }
+
+  function card(a) {
+    const reason = h('input', { type: 'text', class: 'reason', 'data-id': a.id, placeholder: 'reason (for deny)' });
+    const args = h('textarea', { class: 'arguments', 'data-id': a.id, rows: 6, spellcheck: 'false' }, pretty(a.arguments));
+    const el = h('div', { class: 'card approval', 'data-id': a.id },
+      h('div', { class: 'approval-head' },
+        h('code', { class: 'tool' }, a.tool), a.group ? h('span', { class: 'badge' }, a.group) : null,
+        h('span', { class: 'muted small' }, a.agentId ? 'agent ' + a.agentId : '', a.role ? ' role ' + a.role : '', a.callId ? ' · call ' + a.callId : '')),
+      h('div', { class: 'muted small' }, 'requested ', when(a.requested), a.expires ? ' · expires ' + when(a.expires) : ''),
+      h('pre', { class: 'args' }, pretty(a.arguments)),
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', class: 'approve primary', 'data-id': a.id, onclick: () => decide(a.id, { decision: 'approve' }, el) }, 'Approve'),
+        reason,
+        h('button', { type: 'button', class: 'deny danger', 'data-id': a.id, onclick: () => decide(a.id, { decision: 'deny', reason: reason.value.trim() || undefined }, el) }, 'Deny')),
+      h('details', { class: 'modify-box' }, h('summary', {}, 'Modify arguments'),
+        args,
+        h('button', {
+          type: 'button', class: 'modify', 'data-id': a.id, onclick: () => {
+            let parsed;
+            try { parsed = JSON.parse(args.value); } catch (e) {
+              errorEl.textContent = 'Arguments are not valid JSON: ' + e.message;
+              errorEl.hidden = false;
+              return;
+            }
+            decide(a.id, { decision: 'modify', arguments: parsed }, el);
+          },
+        }, 'Run with these arguments')));
+    return el;
+  }
+
+  async function poll() {
+    const pending = await api('GET', '/api/approvals', undefined, v.signal);
+    const ids = new Set(pending.map((a) => a.id));
+    for (const [id, el] of cards) if (!ids.has(id)) { el.remove(); cards.delete(id); }
+    for (const a of pending) {
+      if (cards.has(a.id)) continue;
+      const el = card(a);
+      cards.set(a.id, el);
+      list.append(el);
+    }
+    empty.hidden = cards.size !== 0;
+  }
+
+  await poll();
+  (async () => {
+    while (!v.signal.aborted) {
+      await new Promise((r) => setTimeout(r, 1000));
+      if (v.signal.aborted) return;
+      try { await poll(); } catch (e) {
+        if (v.signal.aborted) return;
+        errorEl.textContent = 'Cannot list approvals: ' + e.message;
+        errorEl.hidden = false;
+      }
+    }
+  })();
+}
+
+// ---- start ----------------------------------------------------------------
+
+function start() {
+  setupAuth();
+  window.addEventListener('hashchange', render);
+  if (!location.hash) history.replaceState(null, '', '#/roles');
+  render();
+}
+
+document.addEventListener('DOMContentLoaded', start);

@@ -1,0 +1,448 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+)
+
+// The web UI's tests run the page in a real, headless Chromium.
+
+const uiWait = 15 * time.Second
+
+// browser is one headless Chromium with one tab, on the page at base.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+}
+
+// newBrowser starts Chromium (flags as the chrome plugin's, a fresh profile)
+// and stops it when the test ends, saving a screenshot first if the test
+// failed: to $TOOLHOST_UI_SHOTS when set, else to a temporary directory.
+func newBrowser(t *testing.T, base string) *browser {
+	t.Helper()
+	var path string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		t.Fatal("Chromium not found: scripts/test installs it")
+	}
+	shots := os.Getenv("TOOLHOST_UI_SHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], // headless, no first run, no background networking, no sync
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 800),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(alloc)
+	b := &browser{t: t, ctx: ctx, base: base}
+	t.Cleanup(func() {
+		if t.Failed() {
+			name := regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(t.Name(), "_") + ".png"
+			if err := b.screenshot(filepath.Join(shots, name)); err != nil {
+				t.Logf("no screenshot: %v", err)
+			} else {
+				t.Logf("screenshot of the failure: %s", filepath.Join(shots, name))
+			}
+		}
+		cancelTab()
+		cancelAlloc()
+	})
+	// The first action starts the browser, on a context that lives as long
+	// as the test; a timer bounds the wait.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx, chromedp.EmulateViewport(1200, 800)) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("starting Chromium (%s): %v", path, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Chromium (%s) did not start in 30s", path)
+	}
+	return b
+}
+
+func (b *browser) screenshot(path string) error {
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, png, 0o644)
+}
+
+// do runs steps, failing the test on an error.
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, uiWait)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, uiWait)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// wait waits until the expression is truthy.
+func (b *browser) wait(what, expr string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, uiWait+time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(uiWait))); err != nil {
+		b.t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+	}
+}
+
+// open loads the page at the hash route and waits for the view to be ready.
+func (b *browser) open(hash, view string) {
+	b.t.Helper()
+	b.do("open "+hash, chromedp.Navigate(b.base+"/"+hash))
+	b.ready(view)
+}
+
+// route changes the hash route in the loaded page and waits for the view.
+func (b *browser) route(hash, view string) {
+	b.t.Helper()
+	eval[any](b, "location.hash = "+strconv.Quote(hash))
+	b.ready(view)
+}
+
+func (b *browser) ready(view string) {
+	b.t.Helper()
+	b.wait("the "+view+" view", fmt.Sprintf(`document.querySelector('#main').dataset.ready === %q`, view))
+	if msg := eval[string](b, `document.querySelector('#main > h1') && document.querySelector('#main > h1').textContent === 'Error' ? document.querySelector('#main').textContent : ''`); msg != "" {
+		b.t.Fatalf("the %s view failed: %s", view, msg)
+	}
+	if txt := b.text("#main"); strings.Contains(txt, "[object ") || strings.Contains(txt, "undefined") {
+		b.t.Errorf("the %s view shows a value it did not format: %q", view, txt)
+	}
+}
+
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	b.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel))
+}
+
+// visible reports whether the element exists and is laid out.
+func (b *browser) visible(sel string) bool {
+	b.t.Helper()
+	return eval[bool](b, fmt.Sprintf(`(e => !!e && !e.hidden && e.getClientRects().length > 0)(document.querySelector(%q))`, sel))
+}
+
+// uiHost serves a host with two groups, a config role ("declared",
+// read-only) and a stored role ("writer") with the console group.
+func uiHost(t *testing.T, cfg *config.Config) (*httptest.Server, *host.Host) {
+	t.Helper()
+	cfg.Roles = append(cfg.Roles, config.Role{Name: "declared", Description: "Declared in the file.", ToolGroups: []string{"console"}, Pos: "config.hcl:1,1"})
+	srv, h := serve(t, cfg, group("console", "console_print"), group("artifact", "put_artifact", "get_artifact"))
+	if _, err := h.CreateRole(context.Background(), host.RoleSpec{Name: "writer", Description: "Writes reports.",
+		Prompt: "You write reports.", ToolGroups: []string{"console"}}); err != nil {
+		t.Fatal(err)
+	}
+	return srv, h
+}
+
+func storedGroups(t *testing.T, h *host.Host, name string) []string {
+	t.Helper()
+	r, err := h.Role(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ToolGroups == nil {
+		return nil
+	}
+	return slices.Sorted(slices.Values(r.ToolGroups))
+}
+
+func TestUIFiles(t *testing.T) {
+	srv := newServer(t)
+	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/app.css": "text/css"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), want) || resp.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("GET %s = %d %q, want 200 %s with a CSP", path, resp.StatusCode, resp.Header.Get("Content-Type"), want)
+		}
+	}
+	var e apiError
+	if code := get(t, srv.URL+"/ui/nope.js", &e); code != 404 || e.Error.Code != toolhost.CodeValidation {
+		t.Errorf("GET /ui/nope.js = %d %+v", code, e)
+	}
+}
+
+func TestUIRolePage(t *testing.T) {
+	srv, h := uiHost(t, &config.Config{})
+	b := newBrowser(t, srv.URL)
+
+	b.open("#/roles", "roles")
+	for _, name := range []string{"root", "declared", "writer"} {
+		if !b.visible(fmt.Sprintf(`a[href="#/roles/%s"]`, name)) {
+			t.Fatalf("role %s not listed: %s", name, b.text("#roles"))
+		}
+	}
+	if row := b.text(`tr[data-role="writer"]`); !strings.Contains(row, "console") || !strings.Contains(row, "Writes reports.") {
+		t.Errorf("writer row = %q", row)
+	}
+	b.click(`a[href="#/roles/writer"]`)
+	b.ready("role")
+	if !strings.Contains(b.text("#main"), "Writes reports.") || b.visible("#readonly-reason") {
+		t.Errorf("role page = %q", b.text("#main"))
+	}
+	if !eval[bool](b, `document.querySelector('input.group[data-group="console"]').checked && !document.querySelector('input.group[data-group="artifact"]').checked`) {
+		t.Fatal("the saved selection is not ticked")
+	}
+
+	// Ticking a group changes the cost.
+	b.wait("the token cost", `document.querySelector('#tokens').dataset.state === 'ready'`)
+	before := b.text("#tokens")
+	b.click(`input.group[data-group="artifact"]`)
+	b.wait("a new token cost", fmt.Sprintf(`document.querySelector('#tokens').dataset.state === 'ready' && document.querySelector('#tokens').textContent !== %q`, before))
+	after := b.text("#tokens")
+	if n, m := leadingInt(before), leadingInt(after); n <= 0 || m <= n {
+		t.Errorf("tokens %q → %q, want more", before, after)
+	}
+
+	// Save, reload: still ticked, and stored.
+	b.click("#save")
+	b.wait("saved", `document.querySelector('#status').textContent === 'Saved'`)
+	if got := storedGroups(t, h, "writer"); !slices.Equal(got, []string{"artifact", "console"}) {
+		t.Fatalf("stored groups = %v", got)
+	}
+	b.do("reload", chromedp.Reload())
+	b.ready("role")
+	if !eval[bool](b, `document.querySelector('input.group[data-group="artifact"]').checked && document.querySelector('input.group[data-group="console"]').checked`) {
+		t.Fatal("after reload the saved groups are not ticked")
+	}
+
+	// Untick everything: every group will be available; Save stores null.
+	if b.visible("#all-groups-notice") {
+		t.Error("the all-groups notice shows while groups are ticked")
+	}
+	b.click(`input.group[data-group="artifact"]`)
+	b.click(`input.group[data-group="console"]`)
+	b.wait("the token cost", `document.querySelector('#tokens').dataset.state !== 'loading'`)
+	b.wait("the all-groups notice", `(e => !e.hidden && e.getClientRects().length > 0)(document.querySelector('#all-groups-notice'))`)
+	b.click("#save")
+	b.wait("saved", `document.querySelector('#status').textContent === 'Saved'`)
+	if r, _ := h.Role("writer"); r.ToolGroups != nil {
+		t.Fatalf("stored groups = %#v, want nil", r.ToolGroups)
+	}
+	if !strings.Contains(b.text("#current-groups"), "all groups") {
+		t.Errorf("current groups = %q", b.text("#current-groups"))
+	}
+
+	// A group that went away is refused by the API; the page says why.
+	if err := h.Unload("artifact"); err != nil {
+		t.Fatal(err)
+	}
+	b.click(`input.group[data-group="artifact"]`)
+	b.wait("the token cost", `document.querySelector('#tokens').dataset.state !== 'loading'`)
+	b.click("#save")
+	b.wait("the error", `(e => !e.hidden && e.textContent.length > 0)(document.querySelector('#error'))`)
+	if msg := b.text("#error"); !strings.Contains(msg, "artifact") {
+		t.Errorf("error = %q", msg)
+	}
+	if r, _ := h.Role("writer"); r.ToolGroups != nil {
+		t.Errorf("stored groups = %#v after a refused save", r.ToolGroups)
+	}
+}
+
+func leadingInt(s string) int {
+	s = strings.ReplaceAll(s, ",", "")
+	end := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 {
+		end = len(s)
+	}
+	n, _ := strconv.Atoi(s[:end])
+	return n
+}
+
+func TestUIReadOnlyRoles(t *testing.T) {
+	srv, _ := uiHost(t, &config.Config{})
+	b := newBrowser(t, srv.URL)
+	for i, c := range []struct{ name, reason string }{{"root", "built in"}, {"declared", "config file"}} {
+		name, reason := c.name, c.reason
+		if i == 0 {
+			b.open("#/roles/"+name, "role")
+		} else {
+			b.route("#/roles/"+name, "role")
+		}
+		b.wait("the "+name+" page", fmt.Sprintf(`document.querySelector('#main h1').textContent.startsWith(%q)`, name))
+		if n := eval[int](b, `document.querySelectorAll('input.group').length`); n < 2 {
+			t.Fatalf("%s: %d group boxes", name, n)
+		}
+		if !eval[bool](b, `[...document.querySelectorAll('input.group')].every(c => c.disabled) && document.querySelector('#save').disabled`) {
+			t.Errorf("%s: boxes or Save enabled", name)
+		}
+		if !b.visible("#readonly-reason") || !strings.Contains(b.text("#readonly-reason"), reason) {
+			t.Errorf("%s: reason = %q, want %q", name, b.text("#readonly-reason"), reason)
+		}
+	}
+}
+
+func TestUIApprovals(t *testing.T) {
+	srv, h := approvalServer(t)
+	b := newBrowser(t, srv.URL)
+	b.open("#/approvals", "approvals")
+
+	type answer struct {
+		res *toolhost.Result
+		err error
+	}
+	call := func(text string) chan answer {
+		done := make(chan answer, 1)
+		go func() {
+			res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "guarded", Arguments: json.RawMessage(`{"text":"` + text + `"}`)})
+			done <- answer{res, err}
+		}()
+		return done
+	}
+	wait := func(done chan answer) answer {
+		t.Helper()
+		select {
+		case a := <-done:
+			return a
+		case <-time.After(uiWait):
+			t.Fatal("the call did not return")
+		}
+		return answer{}
+	}
+
+	done := call("a")
+	b.wait("the pending call", `document.querySelector('button.approve') !== null`)
+	if card := b.text(".approval"); !strings.Contains(card, "guarded") || !strings.Contains(card, `"text": "a"`) {
+		t.Errorf("card = %q", card)
+	}
+	b.click("button.approve")
+	if a := wait(done); a.err != nil || !a.res.OK || a.res.Stdout != "guarded:a" {
+		t.Fatalf("approved call = %+v, %v", a.res, a.err)
+	}
+	b.wait("the card to go", `document.querySelector('.approval') === null`)
+
+	done = call("b")
+	b.wait("the pending call", `document.querySelector('button.deny') !== null`)
+	b.do("reason", chromedp.SendKeys(chromedp.CSS("input.reason"), "not now"))
+	b.click("button.deny")
+	if a := wait(done); toolhost.CodeOf(a.err) != toolhost.CodeApprovalDenied || !strings.Contains(a.err.Error(), "not now") {
+		t.Fatalf("denied call = %+v, %v", a.res, a.err)
+	}
+}
+
+func TestUIEvents(t *testing.T) {
+	srv, h := serve(t, &config.Config{}, group("console", "console_print"))
+	b := newBrowser(t, srv.URL)
+	b.open("#/events", "events")
+	b.wait("the stream", `document.querySelector('#stream-status').textContent === 'live'`)
+	if _, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "console_print", Arguments: json.RawMessage(`{"text":"hi"}`), Context: toolhost.CallContext{CallID: "c-ui"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.wait("the call's events", `[...document.querySelectorAll('#events tbody tr')].some(r => r.textContent.includes('console_print') && r.textContent.includes('c-ui'))`)
+}
+
+func TestUIToken(t *testing.T) {
+	const token = "s3cret-token"
+	srv, _ := serve(t, &config.Config{Auth: config.Auth{Token: token}}, group("console", "console_print"))
+	b := newBrowser(t, srv.URL)
+
+	b.do("open", chromedp.Navigate(srv.URL+"/#/roles"))
+	b.do("the token form", chromedp.WaitVisible(chromedp.CSS("#auth-token")))
+	b.do("a wrong token", chromedp.SendKeys(chromedp.CSS("#auth-token"), "wrong"))
+	b.click("#auth-submit")
+	b.wait("the refusal", `(e => !e.hidden && e.textContent.includes('refused'))(document.querySelector('#auth-error'))`)
+	b.do("the token", chromedp.SendKeys(chromedp.CSS("#auth-token"), token))
+	b.click("#auth-submit")
+	b.ready("roles")
+	if !b.visible(`a[href="#/roles/root"]`) || b.visible("#auth") {
+		t.Fatalf("roles = %q", b.text("#main"))
+	}
+	if got := eval[string](b, `sessionStorage.getItem('toolhost.token')`); got != token {
+		t.Errorf("sessionStorage token = %q", got)
+	}
+	b.do("reload", chromedp.Reload())
+	b.ready("roles")
+	if b.visible("#auth") || !b.visible(`a[href="#/roles/root"]`) {
+		t.Error("after reload the token was asked again")
+	}
+}
+
+// TestUIDocShot writes docs/role-page.png when TOOLHOST_UI_DOC_SHOT is set.
+func TestUIDocShot(t *testing.T) {
+	if os.Getenv("TOOLHOST_UI_DOC_SHOT") == "" {
+		t.Skip("set TOOLHOST_UI_DOC_SHOT=1 to write docs/role-page.png")
+	}
+	ws := group("workspace", "read_file", "write_file", "list_dir", "search_files")
+	ws.Description = "Read, write and search files under the workspace root."
+	art := group("artifact", "put_artifact", "get_artifact")
+	art.Description = "Store and fetch artifacts shared between agents."
+	con := group("console", "console_print")
+	con.Description = "Print to the operator's console."
+	netg := group("network", "http_request")
+	netg.Description = "HTTP requests to allowed hosts, with size and redirect limits."
+	srv, h := serve(t, &config.Config{}, ws, art, con, netg)
+	if _, err := h.CreateRole(context.Background(), host.RoleSpec{Name: "researcher", Description: "Finds and summarises sources; keeps notes as artifacts.",
+		Prompt: "You research questions and store what you find as artifacts.", ToolGroups: []string{"workspace", "artifact"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, srv.URL)
+	b.open("#/roles/researcher", "role")
+	b.wait("the token cost", `document.querySelector('#tokens').dataset.state === 'ready'`)
+	eval[any](b, `document.querySelector('li[data-group="workspace"] details').open = true`)
+	if err := b.screenshot(filepath.Join("..", "docs", "role-page.png")); err != nil {
+		t.Fatal(err)
+	}
+}
