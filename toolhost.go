@@ -66,6 +66,9 @@ type CallContext struct {
 	Sandboxed bool `json:"sandboxed,omitempty"`
 	// Channel names where the request came from (cli, http, mcp, agent).
 	Channel string `json:"channel,omitempty"`
+	// ParentID is the event the call belongs under, such as an agent's
+	// turn: its events carry it, so they form a tree. Not sent to plugins.
+	ParentID string `json:"parent_id,omitempty"`
 }
 
 // DescribeRequest asks a provider for its group as seen from a context.

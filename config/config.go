@@ -41,6 +41,10 @@ type Config struct {
 	Executor Executor
 	// Auth protects the HTTP server, from the `auth` block.
 	Auth Auth
+	// Models are the model blocks, in file order: the providers agents call.
+	Models []Model
+	// Runtime says how agents run, from the `runtime` block.
+	Runtime Runtime
 }
 
 // Auth is the `auth` block. A Listen address that is not loopback requires a
@@ -177,6 +181,8 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 		PluginDir: filepath.Join(dir, "bin", "plugins"),
 		Limits:    Limits{Timeout: 30 * time.Second, MaxOutputLines: 2000, MaxOutputBytes: 51200},
 		Executor:  Executor{Mode: "sequential", MaxParallel: 4, Approver: "queue", ApprovalTimeout: 5 * time.Minute, IdempotencyWindow: 24 * time.Hour},
+		Runtime: Runtime{MaxTurns: 50, MaxWallTime: 10 * time.Minute, MaxTokens: 1_000_000, ContextBudget: 128_000, NoProgress: 3,
+			MaxBadOutputs: 3, KeepRecent: 8, Workspace: dir},
 	}
 	d := &decoder{ctx: evalContext(getenv), dir: dir}
 	diags := fromHCL(d.decodeFile(cfg, src, filename), filename)

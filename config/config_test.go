@@ -19,6 +19,7 @@ var testEnv = map[string]string{
 	"NOTES_BIN": "/usr/bin/notes",
 	"NOTES_DIR": "/srv/notes",
 	"TOKEN":     "s3cret",
+	"MODEL_KEY": "sk-test",
 	"USER":      "Ada",
 }
 
@@ -89,6 +90,10 @@ func render(t *testing.T, dir string, src []byte, filename string) string {
 	placeholder := strings.NewReplacer(filepath.ToSlash(dir), "$DIR")
 	rel := func(p string) string { return placeholder.Replace(filepath.ToSlash(p)) }
 	cfg.File, cfg.DataDir, cfg.PluginDir = rel(cfg.File), rel(cfg.DataDir), rel(cfg.PluginDir)
+	cfg.Runtime.Workspace = rel(cfg.Runtime.Workspace)
+	for i := range cfg.Models {
+		cfg.Models[i].Script = rel(cfg.Models[i].Script)
+	}
 	for _, p := range cfg.Plugins {
 		p.Path = rel(p.Path)
 		view.Plugins = append(view.Plugins, plugin{p, p.StartTimeout.String()})

@@ -21,6 +21,8 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "executor"},
 		{Type: "auth"},
 		{Type: "tools"},
+		{Type: "runtime"},
+		{Type: "model", LabelNames: []string{"name"}},
 		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
 		{Type: string(KindBuiltin), LabelNames: []string{"name"}},
@@ -107,15 +109,22 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
 		cfg.Tools = d.toolPolicy(blk.Body)
 	}
-	declared, roles := make(map[string]hcl.Range), make(map[string]hcl.Range)
+	var provider *hcl.Attribute
+	if blk := d.onlyBlock(content.Blocks.OfType("runtime")); blk != nil {
+		provider = d.runtime(&cfg.Runtime, blk.Body)
+	}
+	declared, roles, models := make(map[string]hcl.Range), make(map[string]hcl.Range), make(map[string]hcl.Range)
 	for _, blk := range content.Blocks {
 		switch blk.Type {
+		case "model":
+			cfg.Models = append(cfg.Models, d.model(blk, models))
 		case "role":
 			cfg.Roles = append(cfg.Roles, d.role(blk, roles))
 		case string(KindPlugin), string(KindBuiltin):
 			cfg.Plugins = append(cfg.Plugins, d.plugin(blk, declared))
 		}
 	}
+	d.checkProvider(cfg, provider)
 	return d.diags
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/store"
 )
 
 // BenchmarkCall compares a no-op tool call through Host.Call with a raw gRPC
@@ -100,7 +101,7 @@ func BenchmarkToolsFor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	agent, _ := h.CreateAgent(context.Background(), role.Name, "")
+	agent, _ := h.CreateAgent(context.Background(), role.Name, store.Agent{})
 	list := func() {
 		if defs, err := h.ToolsFor(agent.ID); err != nil || len(defs) != 100 {
 			b.Fatalf("%d tools, %v", len(defs), err)

@@ -9,6 +9,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/sdk"
+	"github.com/toolhost/toolhost/store"
 )
 
 // Embedding the host: load a config (its plugin and builtin blocks start as
@@ -53,7 +54,7 @@ func Example() {
 	}
 
 	// An agent of the scribe role sees and may call only the console group.
-	agent, err := h.CreateAgent(ctx, "scribe", "")
+	agent, err := h.CreateAgent(ctx, "scribe", store.Agent{})
 	if err != nil {
 		panic(err)
 	}

@@ -326,7 +326,7 @@ const maxEventArgs = 4 << 10
 
 func (c *call) event(typ string, payload map[string]any) store.Event {
 	e := store.Event{Type: typ, CallID: c.req.Context.CallID, AgentID: c.req.Context.AgentID, Role: c.req.Context.Role,
-		Tool: c.req.Tool, Payload: payload}
+		Tool: c.req.Tool, ParentID: c.req.Context.ParentID, Payload: payload}
 	if c.found {
 		e.Group = c.tool.group.Spec.ID
 	}

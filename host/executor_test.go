@@ -257,21 +257,21 @@ func TestInjection(t *testing.T) {
 	if _, err := do(h, "whoami", `{}`, ""); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "needs the calling agent") {
 		t.Fatalf("without an agent: %v", err)
 	}
-	agent, err := h.CreateAgent(context.Background(), store.RootRole, "")
+	agent, err := h.CreateAgent(context.Background(), store.RootRole, store.Agent{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "any"}); err != nil {
 		t.Fatal(err)
 	}
-	agent, _ = h.CreateAgent(context.Background(), "any", "")
+	agent, _ = h.CreateAgent(context.Background(), "any", store.Agent{})
 	res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "whoami", Context: toolhost.CallContext{AgentID: agent.ID}})
 	if err != nil || res.Stdout != agent.ID+" the-runtime" {
 		t.Fatalf("with an agent: %+v, %v", res, err)
 	}
 	h2, _ := probeHost(t, nil, nil)
 	a2, _ := h2.CreateRole(context.Background(), RoleSpec{Name: "any"})
-	ag2, _ := h2.CreateAgent(context.Background(), a2.Name, "")
+	ag2, _ := h2.CreateAgent(context.Background(), a2.Name, store.Agent{})
 	_, err = h2.Call(context.Background(), &toolhost.CallRequest{Tool: "whoami", Context: toolhost.CallContext{AgentID: ag2.ID}})
 	if !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "needs the agent runtime") {
 		t.Fatalf("without a runtime: %v", err)

@@ -154,6 +154,13 @@ func (h *Host) Events(ctx context.Context, f store.EventFilter) ([]store.Event, 
 	return h.store.Events(ctx, f)
 }
 
+// Emit records an event through the host's event writer: it only
+// enqueues. The agent runtime records its agent.* and turn.* events so.
+func (h *Host) Emit(e store.Event) { h.events.Emit(e) }
+
+// Logger returns the host's logger.
+func (h *Host) Logger() hclog.Logger { return h.log }
+
 // FlushEvents returns once every event recorded so far is in the store.
 func (h *Host) FlushEvents(ctx context.Context) error { return h.events.Flush(ctx) }
 

@@ -282,7 +282,7 @@ func TestDeletedRoleTakesItsAgents(t *testing.T) {
 	if _, err := h.CreateRole(ctx, RoleSpec{Name: "temp"}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := h.CreateAgent(ctx, "temp", store.RootAgentID)
+	a, err := h.CreateAgent(ctx, "temp", store.Agent{ParentID: store.RootAgentID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestPropertyAgentToolDefinitions(t *testing.T) {
 		h := worldHost(rt, st)
 		for _, role := range genWorld(rt, h)[1:] {
 			r, _ := h.Role(role)
-			agent, err := h.CreateAgent(context.Background(), role, "")
+			agent, err := h.CreateAgent(context.Background(), role, store.Agent{})
 			if err != nil {
 				rt.Fatal(err)
 			}
@@ -460,7 +460,7 @@ func TestPropertyUnauthorizedCallRefused(t *testing.T) {
 		h := worldHost(rt, st)
 		roles := genWorld(rt, h)[1:]
 		role := rapid.SampledFrom(roles).Draw(rt, "role")
-		agent, _ := h.CreateAgent(context.Background(), role, "")
+		agent, _ := h.CreateAgent(context.Background(), role, store.Agent{})
 		defs, _ := h.ToolsFor(agent.ID)
 		for _, name := range toolPool {
 			if slices.ContainsFunc(defs, func(d ToolDefinition) bool { return d.Function.Name == name }) {

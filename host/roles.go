@@ -332,13 +332,15 @@ func (h *Host) checkGroups(ids []string) error {
 	return nil
 }
 
-// CreateAgent stores a new agent of the named role.
-func (h *Host) CreateAgent(ctx context.Context, role, parentID string) (store.Agent, error) {
+// CreateAgent stores a new agent of the named role; a gives its parent,
+// kind and task (the zero value: an external agent without a parent).
+func (h *Host) CreateAgent(ctx context.Context, role string, a store.Agent) (store.Agent, error) {
 	r, err := h.Role(role)
 	if err != nil {
 		return store.Agent{}, err
 	}
-	a, err := h.store.CreateAgent(ctx, store.Agent{RoleID: r.ID, ParentID: parentID})
+	a.RoleID = r.ID
+	a, err = h.store.CreateAgent(ctx, a)
 	if err != nil {
 		return a, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/store"
 )
 
 // routesMCP serves each role's MCP server as streamable HTTP at /mcp/{role}.
@@ -140,7 +141,7 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession) (string, err
 	if id, ok := r.agents[ss]; ok {
 		return id, nil
 	}
-	a, err := r.h.CreateAgent(ctx, r.role, "")
+	a, err := r.h.CreateAgent(ctx, r.role, store.Agent{})
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,187 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/sdk"
+	"github.com/toolhost/toolhost/store"
+)
+
+// groups are the built-in groups the runtime provides (seed 000/001).
+func (rt *Runtime) groups() []*sdk.Group {
+	return []*sdk.Group{rt.orgGroup(), rt.artifactGroup(), rt.contextGroup(), rt.consoleGroup()}
+}
+
+type findRoleArgs struct {
+	Name string `json:"name" jsonschema:"the role's name"`
+}
+
+type createRoleArgs struct {
+	Name       string   `json:"name" jsonschema:"the new role's name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-'"`
+	RolePrompt string   `json:"rolePrompt" jsonschema:"the system prompt of the role's agents: who they are and how they work"`
+	ToolGroups []string `json:"toolGroups,omitempty" jsonschema:"the tool groups the role's agents may use; omitted: every group"`
+}
+
+type spawnArgs struct {
+	RoleID string `json:"roleId" jsonschema:"the role of the new agent: its name or id"`
+}
+
+type spawnTaskArgs struct {
+	RoleID string `json:"roleId" jsonschema:"the role of the new agent: its name or id"`
+	Task   string `json:"task" jsonschema:"the work the new agent starts with"`
+}
+
+type terminateArgs struct {
+	AgentID string `json:"agentId" jsonschema:"the agent to terminate, one you spawned (directly or not)"`
+}
+
+type sendArgs struct {
+	To      string `json:"to" jsonschema:"the receiving agent's id"`
+	Message string `json:"message" jsonschema:"the message's text"`
+}
+
+// roleView is a role as org_management's tools show it.
+type roleView struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	RolePrompt string   `json:"rolePrompt,omitempty"`
+	ToolGroups []string `json:"toolGroups"`
+	Source     string   `json:"source"`
+}
+
+func viewOf(r store.Role) roleView {
+	groups := r.ToolGroups
+	if groups == nil {
+		groups = []string{}
+	}
+	return roleView{ID: r.ID, Name: r.Name, RolePrompt: r.Prompt, ToolGroups: groups, Source: string(r.Source)}
+}
+
+// orgGroup is org_management: roles, agents and messages.
+func (rt *Runtime) orgGroup() *sdk.Group {
+	return &sdk.Group{ID: "org_management", Description: "Organisation: find and create roles, spawn and terminate agents, send messages between agents.", Tools: []sdk.Tool{
+		sdk.NewTool("find_role_by_name", "Find a role by its name: its id, prompt and tool groups.",
+			func(_ context.Context, r *sdk.Request[findRoleArgs]) (*sdk.Result, error) {
+				role, err := rt.h.Role(r.Args.Name)
+				if err != nil {
+					names := []string{}
+					for _, x := range rt.h.Roles() {
+						names = append(names, x.Name)
+					}
+					return nil, sdk.Errorf(toolhost.CodeValidation, "no role named %q; the roles are: %s", r.Args.Name, strings.Join(names, ", "))
+				}
+				return sdk.JSON(viewOf(role))
+			}),
+		sdk.NewTool("create_role", "Create a role whose agents use the given tool groups (omitted: every group). Unknown groups are refused.",
+			func(ctx context.Context, r *sdk.Request[createRoleArgs]) (*sdk.Result, error) {
+				by := r.Call.AgentID
+				if by == "" {
+					by = "operator"
+				}
+				role, err := rt.h.CreateRole(ctx, host.RoleSpec{Name: r.Args.Name, Prompt: r.Args.RolePrompt, ToolGroups: r.Args.ToolGroups, CreatedBy: by})
+				if err != nil {
+					return nil, err
+				}
+				return sdk.JSON(viewOf(role))
+			}),
+		sdk.NewTool("spawn_agent", "Create an agent of a role; it waits for messages (send_message).",
+			func(ctx context.Context, r *sdk.Request[spawnArgs]) (*sdk.Result, error) {
+				return rt.spawnTool(ctx, r.Call, r.Args.RoleID, "")
+			}),
+		sdk.NewTool("spawn_agent_with_task", "Create an agent of a role and give it a task; it can report back with send_message.",
+			func(ctx context.Context, r *sdk.Request[spawnTaskArgs]) (*sdk.Result, error) {
+				if strings.TrimSpace(r.Args.Task) == "" {
+					return nil, sdk.Errorf(toolhost.CodeValidation, "field task: must not be empty")
+				}
+				return rt.spawnTool(ctx, r.Call, r.Args.RoleID, r.Args.Task)
+			}),
+		sdk.NewTool("terminate_agent", "Terminate an agent you spawned (directly or not) and every agent it spawned.",
+			func(ctx context.Context, r *sdk.Request[terminateArgs]) (*sdk.Result, error) {
+				if err := rt.mayTerminate(ctx, r.Call.AgentID, r.Args.AgentID); err != nil {
+					return nil, err
+				}
+				reason := "terminated by the operator"
+				if r.Call.AgentID != "" {
+					reason = "terminated by agent " + r.Call.AgentID
+				}
+				ids, err := rt.Terminate(ctx, r.Args.AgentID, reason)
+				if err != nil {
+					return nil, err
+				}
+				return sdk.JSON(map[string]any{"terminated": ids})
+			}),
+		sdk.NewTool("send_message", "Send a message to another agent; it reads it on its next step (an idle agent wakes up).",
+			func(ctx context.Context, r *sdk.Request[sendArgs]) (*sdk.Result, error) {
+				if r.Args.To == r.Call.AgentID {
+					return nil, sdk.Errorf(toolhost.CodeValidation, "field to: an agent cannot send a message to itself")
+				}
+				m, err := rt.Send(ctx, r.Call.AgentID, r.Args.To, r.Args.Message)
+				if err != nil {
+					return nil, err
+				}
+				return sdk.JSON(map[string]any{"sent": true, "id": m.ID, "to": m.To})
+			}),
+	}}
+}
+
+func (rt *Runtime) spawnTool(ctx context.Context, cc toolhost.CallContext, role, task string) (*sdk.Result, error) {
+	a, err := rt.Spawn(ctx, SpawnRequest{Role: role, Task: task, ParentID: cc.AgentID, CallID: cc.CallID})
+	if err != nil {
+		return nil, err
+	}
+	r, _ := rt.role(a.RoleID)
+	return sdk.JSON(map[string]any{"agentId": a.ID, "role": r.Name, "status": a.Status})
+}
+
+// mayTerminate allows an operator (no agent) to terminate any agent, and an
+// agent only those it spawned, directly or not.
+func (rt *Runtime) mayTerminate(ctx context.Context, by, target string) error {
+	all, err := rt.st.Agents(ctx)
+	if err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	under := subtree(all, target)
+	switch {
+	case len(under) == 0:
+		return toolhost.Errorf(toolhost.CodeValidation, "field agentId: no agent %q", target)
+	case by == "":
+		return nil
+	case target == by:
+		return toolhost.Errorf(toolhost.CodePolicy, "an agent cannot terminate itself: give a final answer instead")
+	}
+	if !slices.Contains(subtree(all, by), target) {
+		return toolhost.Errorf(toolhost.CodePolicy, "agent %s did not spawn agent %s (directly or not), so it may not terminate it", by, target)
+	}
+	return nil
+}
+
+type printArgs struct {
+	Text string `json:"text" jsonschema:"the text to print"`
+}
+
+// consoleGroup is console: a line on the host's console and in the events.
+func (rt *Runtime) consoleGroup() *sdk.Group {
+	return &sdk.Group{ID: "console", Description: "The host's console: print text for the operator.", Tools: []sdk.Tool{
+		sdk.NewTool("console_print", "Print text on the host's console (and record it in the event log).",
+			func(_ context.Context, r *sdk.Request[printArgs]) (*sdk.Result, error) {
+				who := r.Call.AgentID
+				if who == "" {
+					who = "operator"
+				}
+				rt.console.Lock()
+				_, err := fmt.Fprintf(rt.opts.Console, "[%s] %s\n", who, strings.TrimRight(r.Args.Text, "\n"))
+				rt.console.Unlock()
+				if err != nil {
+					return nil, sdk.Errorf(toolhost.CodeToolExec, "console: %v", err)
+				}
+				rt.h.Emit(store.Event{Type: EventConsolePrint, AgentID: r.Call.AgentID, Role: r.Call.Role, ParentID: r.Call.CallID,
+					Payload: map[string]any{"text": r.Args.Text}})
+				return sdk.Text("printed"), nil
+			}),
+	}}
+}

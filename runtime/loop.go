@@ -1,0 +1,508 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/runtime/model"
+	"github.com/toolhost/toolhost/store"
+)
+
+// agent is an agent run here. rec, pending and cancel are guarded by the
+// runtime's mu; msgs and stored by convMu.
+type agent struct {
+	rec     store.Agent
+	role    string
+	wake    chan struct{}
+	pending bool // mail arrived and is not yet taken
+	busy    bool // the loop is working or about to look for work
+	cancel  context.CancelCauseFunc
+
+	convMu sync.Mutex
+	msgs   []model.Message
+	stored int // how many of msgs are in the store
+}
+
+func (a *agent) id() string { return a.rec.ID }
+
+// run starts an agent's loop.
+func (rt *Runtime) run(a *agent) {
+	ctx, cancel := context.WithCancelCause(rt.ctx)
+	a.cancel, a.wake, a.busy = cancel, make(chan struct{}, 1), true
+	rt.mu.Lock()
+	rt.agents[a.id()] = a
+	rt.mu.Unlock()
+	rt.wg.Add(1)
+	go rt.loop(ctx, a)
+}
+
+// loop is an agent's life: take the task or the unread mail, work until a
+// final answer, wait for more mail, repeat, until it fails or is stopped.
+func (rt *Runtime) loop(ctx context.Context, a *agent) {
+	defer rt.wg.Done()
+	if err := rt.load(ctx, a); err != nil {
+		rt.finish(ctx, a, err)
+		return
+	}
+	for {
+		rt.mu.Lock()
+		a.pending = false
+		rt.mu.Unlock()
+		work, err := rt.takeInput(ctx, a)
+		if err != nil {
+			rt.finish(ctx, a, err)
+			return
+		}
+		if !work {
+			if !rt.setStatus(ctx, a, store.StatusWaiting) || !rt.sleep(ctx, a) {
+				return
+			}
+			continue
+		}
+		if !rt.setStatus(ctx, a, store.StatusRunning) {
+			return
+		}
+		rt.h.Emit(store.Event{Type: EventAgentStarted, AgentID: a.id(), Role: a.role,
+			Payload: map[string]any{"turns": a.rec.Turns, "messages": len(a.msgs)}})
+		answer, err := rt.work(ctx, a)
+		if err != nil {
+			rt.finish(ctx, a, err)
+			return
+		}
+		rt.mu.Lock()
+		a.rec.Answer = answer
+		rec := a.rec
+		rt.mu.Unlock()
+		payload := map[string]any{"answer": answer, "turns": rec.Turns, "tokens": rec.Tokens}
+		if rec.ParentID != "" {
+			payload["reported_to"] = rec.ParentID
+			if _, err := rt.Send(ctx, rec.ID, rec.ParentID, answer); err != nil {
+				payload["reported_to"], payload["report_error"] = "", err.Error()
+			}
+		}
+		rt.h.Emit(store.Event{Type: EventAgentCompleted, AgentID: a.id(), Role: a.role, Payload: payload})
+	}
+}
+
+// sleep waits for mail; false when the loop must end.
+func (rt *Runtime) sleep(ctx context.Context, a *agent) bool {
+	rt.mu.Lock()
+	if a.pending {
+		rt.mu.Unlock()
+		return true
+	}
+	a.busy = false
+	rt.changed.Broadcast()
+	rt.mu.Unlock()
+	select {
+	case <-a.wake:
+	case <-ctx.Done():
+		return false
+	}
+	rt.mu.Lock()
+	a.busy = true
+	rt.mu.Unlock()
+	return true
+}
+
+// load reads the agent's conversation from the store. Tool calls left
+// without a result (the host stopped during a turn) get one saying so.
+func (rt *Runtime) load(ctx context.Context, a *agent) error {
+	stored, err := rt.st.Messages(ctx, a.id())
+	if err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	a.convMu.Lock()
+	defer a.convMu.Unlock()
+	for _, m := range stored {
+		a.msgs = append(a.msgs, fromStored(m))
+	}
+	a.stored = len(a.msgs)
+	if n := len(a.msgs); n > 0 && a.msgs[n-1].Role == model.RoleAssistant {
+		for _, c := range a.msgs[n-1].ToolCalls {
+			a.msgs = append(a.msgs, model.Message{Role: model.RoleTool, ToolCallID: c.ID, Name: c.Name,
+				Content: resultText(nil, toolhost.Errorf(toolhost.CodeCancelled, "the host stopped before this call finished; it may or may not have run"))})
+		}
+	}
+	return nil
+}
+
+// takeInput adds the unread mail to the conversation and reports whether
+// the agent has work: a conversation that does not end with an answer.
+func (rt *Runtime) takeInput(ctx context.Context, a *agent) (bool, error) {
+	mail, err := rt.st.TakeUnread(ctx, a.id())
+	if err != nil {
+		return false, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	a.convMu.Lock()
+	for _, m := range mail {
+		a.msgs = append(a.msgs, model.Message{Role: model.RoleUser, Content: rt.mailText(m)})
+	}
+	n := len(a.msgs)
+	work := n > 0 && (a.msgs[n-1].Role != model.RoleAssistant || len(a.msgs[n-1].ToolCalls) > 0)
+	a.convMu.Unlock()
+	return work, rt.persist(ctx, a)
+}
+
+// mailText is how a message reaches its recipient's model.
+func (rt *Runtime) mailText(m store.Mail) string {
+	if m.From == "" {
+		return m.Body
+	}
+	from := m.From
+	if rec, err := rt.st.Agent(context.Background(), m.From); err == nil {
+		if r, err := rt.role(rec.RoleID); err == nil {
+			from += " (role " + r.Name + ")"
+		}
+	}
+	return fmt.Sprintf("Message from agent %s:\n%s", from, m.Body)
+}
+
+// persist appends the messages not yet stored.
+func (rt *Runtime) persist(ctx context.Context, a *agent) error {
+	a.convMu.Lock()
+	defer a.convMu.Unlock()
+	if a.stored == len(a.msgs) {
+		return nil
+	}
+	out := make([]store.AgentMessage, 0, len(a.msgs)-a.stored)
+	for _, m := range a.msgs[a.stored:] {
+		out = append(out, toStored(m))
+	}
+	if err := rt.st.AppendMessages(context.WithoutCancel(ctx), a.id(), out); err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	a.stored = len(a.msgs)
+	return nil
+}
+
+// setStatus saves the agent's status and counts; false when the agent must
+// stop (terminated elsewhere, or the runtime closing).
+func (rt *Runtime) setStatus(ctx context.Context, a *agent, status string) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	rt.mu.Lock()
+	a.rec.Status = status
+	rec := a.rec
+	rt.changed.Broadcast()
+	rt.mu.Unlock()
+	stored, err := rt.st.UpdateAgent(context.WithoutCancel(ctx), rec)
+	if errors.Is(err, store.ErrFinal) {
+		rt.stopped(a.id(), stored)
+		return false
+	}
+	if err != nil {
+		rt.log.Error("saving an agent's status", "agent", a.id(), "error", err)
+	}
+	return true
+}
+
+// finish ends a loop that stopped with err: a failure is recorded (final);
+// a termination was recorded by Terminate; a closing runtime leaves the
+// agent to be resumed.
+func (rt *Runtime) finish(ctx context.Context, a *agent, err error) {
+	if ctx.Err() != nil && (errors.Is(context.Cause(ctx), errTerminated) || rt.ctx.Err() != nil) {
+		if perr := rt.persist(ctx, a); perr != nil {
+			rt.log.Error("saving a conversation", "agent", a.id(), "error", perr)
+		}
+		return
+	}
+	code := toolhost.CodeOf(err)
+	rt.mu.Lock()
+	rec := a.rec
+	rt.mu.Unlock()
+	rec.Status, rec.ErrorCode, rec.Error = store.StatusFailed, string(code), err.Error()
+	if perr := rt.persist(ctx, a); perr != nil {
+		rt.log.Error("saving a conversation", "agent", a.id(), "error", perr)
+	}
+	if _, uerr := rt.st.UpdateAgent(context.WithoutCancel(ctx), rec); uerr != nil && !errors.Is(uerr, store.ErrFinal) {
+		rt.log.Error("saving an agent's status", "agent", a.id(), "error", uerr)
+	}
+	rt.mu.Lock()
+	a.rec = rec
+	rt.changed.Broadcast()
+	rt.mu.Unlock()
+	rt.h.Emit(store.Event{Type: EventAgentFailed, AgentID: a.id(), Role: a.role,
+		Payload: map[string]any{"code": code, "error": err.Error(), "turns": rec.Turns, "tokens": rec.Tokens}})
+	rt.log.Warn("agent failed", "agent", a.id(), "code", code, "error", err)
+}
+
+// task is the state of one piece of work, from input to final answer.
+type task struct {
+	turns, tokens int
+	badStreak     int
+	lastBad       string
+	lastCalls     string // the previous turn's calls, to detect no progress
+	sameCalls     int    // how many turns in a row made them
+}
+
+// work runs turns until the model gives a final answer, within the limits.
+func (rt *Runtime) work(ctx context.Context, a *agent) (string, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, rt.cfg.MaxWallTime,
+		toolhost.Errorf(toolhost.CodeTimeout, "max_wall_time (%s) reached", rt.cfg.MaxWallTime))
+	defer cancel()
+	var t task
+	for {
+		if t.turns >= rt.cfg.MaxTurns {
+			return "", toolhost.Errorf(toolhost.CodePolicy, "max_turns (%d) reached without a final answer", rt.cfg.MaxTurns)
+		}
+		answer, done, err := rt.turn(ctx, a, &t)
+		if perr := rt.persist(ctx, a); perr != nil && err == nil {
+			err = perr
+		}
+		if err != nil || done {
+			return answer, err
+		}
+		if !rt.setStatus(ctx, a, store.StatusRunning) {
+			return "", ctxErr(ctx)
+		}
+		if t.tokens > rt.cfg.MaxTokens {
+			return "", toolhost.Errorf(toolhost.CodePolicy, "max_tokens (%d) reached: this task used %d", rt.cfg.MaxTokens, t.tokens)
+		}
+		if t.badStreak >= rt.cfg.MaxBadOutputs {
+			return "", toolhost.Errorf(toolhost.CodeValidation, "the model's output was unusable %d times in a row; the last: %s", t.badStreak, t.lastBad)
+		}
+	}
+}
+
+// ctxErr turns a context's end into the agent's error: the wall-time limit,
+// a termination, or the runtime closing.
+func ctxErr(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if toolhost.CodeOf(cause) == toolhost.CodeInternal {
+		return toolhost.Errorf(toolhost.CodeCancelled, "runtime: %w", cause)
+	}
+	return cause
+}
+
+// turn asks the model for the next step and carries it out. It returns the
+// answer and done when the model gave one.
+func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, error) {
+	req, turnID, err := rt.request(a)
+	if err != nil {
+		return "", false, err
+	}
+	rt.h.Emit(store.Event{Type: EventTurnStarted, AgentID: a.id(), Role: a.role, ParentID: a.id(),
+		Payload: map[string]any{"turn": req.Agent.Turn, "id": turnID, "tools": len(req.Tools), "messages": len(req.Messages)}})
+	resp, err := rt.opts.Provider.Complete(ctx, req)
+	t.turns++
+	rt.mu.Lock()
+	a.rec.Turns++
+	if resp != nil {
+		a.rec.Tokens += resp.Usage.Total()
+	}
+	rt.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", false, ctxErr(ctx)
+		}
+		return "", false, toolhost.Errorf(toolhost.CodeInternal, "model provider: %w", err)
+	}
+	t.tokens += resp.Usage.Total()
+	msg := resp.Message
+	msg.Role = model.RoleAssistant
+	outcome := map[string]any{"turn": req.Agent.Turn, "id": turnID, "tokens": resp.Usage.Total()}
+	defer func() {
+		rt.h.Emit(store.Event{Type: EventTurnCompleted, AgentID: a.id(), Role: a.role, ParentID: a.id(), Payload: outcome})
+	}()
+	switch {
+	case resp.Invalid != "":
+		outcome["outcome"], outcome["reason"] = "bad_output", resp.Invalid
+		rt.badOutput(a, t, msg, resp.Invalid)
+	case len(msg.ToolCalls) > 0:
+		outcome["outcome"], outcome["calls"] = "tool_calls", len(msg.ToolCalls)
+		a.append(msg)
+		if err := rt.toolCalls(ctx, a, t, turnID, msg.ToolCalls); err != nil {
+			return "", false, err
+		}
+	case strings.TrimSpace(msg.Content) != "":
+		outcome["outcome"] = "answer"
+		a.append(msg)
+		return msg.Content, true, nil
+	default:
+		outcome["outcome"] = "bad_output"
+		outcome["reason"] = "neither tool calls nor an answer"
+		rt.badOutput(a, t, msg, "the reply had neither tool calls nor a final answer")
+	}
+	if ctx.Err() != nil {
+		return "", false, ctxErr(ctx)
+	}
+	return "", false, nil
+}
+
+// request builds the model request of the agent's next turn: the role's
+// prompt, exactly the tools ToolsFor returns, and the conversation.
+func (rt *Runtime) request(a *agent) (*model.Request, string, error) {
+	system, err := rt.h.RolePrompt(a.role)
+	if err != nil {
+		return nil, "", err
+	}
+	defs, err := rt.h.ToolsFor(a.id())
+	if err != nil {
+		return nil, "", err
+	}
+	tools := make([]model.Tool, len(defs))
+	for i, d := range defs {
+		tools[i] = model.Tool{Name: d.Function.Name, Description: d.Function.Description, Parameters: d.Function.Parameters}
+	}
+	rt.mu.Lock()
+	turn := a.rec.Turns + 1
+	info := model.Agent{ID: a.id(), Role: a.role, ParentID: a.rec.ParentID, Turn: turn}
+	rt.mu.Unlock()
+	a.convMu.Lock()
+	msgs := slices.Clone(a.msgs)
+	a.convMu.Unlock()
+	return &model.Request{Purpose: model.PurposeTurn, Agent: info, System: system, Messages: msgs, Tools: tools},
+		fmt.Sprintf("%s.t%d", a.id(), turn), nil
+}
+
+// badOutput reports an unusable reply back to the model.
+func (rt *Runtime) badOutput(a *agent, t *task, msg model.Message, why string) {
+	t.badStreak++
+	t.lastBad = why
+	if msg.Content != "" {
+		a.append(msg)
+	}
+	a.append(model.Message{Role: model.RoleUser, Content: "Your last reply could not be used: " + why +
+		". Reply with tool calls (only the tools you were given) or with your final answer."})
+}
+
+// toolCalls runs a turn's tool calls through the host's pipeline (as a
+// batch, in the executor's mode) and appends their results. Calls the model
+// should not have made (arguments that are not a JSON object, a tool it was
+// not given, invalid arguments) are bad output, reported back to it.
+func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID string, calls []model.ToolCall) error {
+	sig := callsSignature(calls)
+	if sig == t.lastCalls {
+		t.sameCalls++
+	} else {
+		t.lastCalls, t.sameCalls = sig, 1
+	}
+	if t.sameCalls >= rt.cfg.NoProgress {
+		return toolhost.Errorf(toolhost.CodePolicy, "no progress: the model made the same tool call%s %d times in a row (%s)",
+			plural(len(calls)), t.sameCalls, sig)
+	}
+	results := make([]string, len(calls))
+	var reqs []*toolhost.CallRequest
+	var idx []int
+	bad := 0
+	for i, c := range calls {
+		if !isObject(c.Arguments) {
+			results[i] = resultText(nil, toolhost.Errorf(toolhost.CodeValidation, "arguments of %s are not a JSON object: %.200q", c.Name, c.Arguments))
+			bad++
+			continue
+		}
+		reqs = append(reqs, &toolhost.CallRequest{Tool: c.Name, Arguments: json.RawMessage(c.Arguments), Context: toolhost.CallContext{
+			AgentID: a.id(), Role: a.role, Session: a.id(), Channel: "agent", ParentID: turnID,
+		}})
+		idx = append(idx, i)
+	}
+	for j, out := range rt.h.CallBatch(ctx, reqs, nil) {
+		results[idx[j]] = resultText(out.Result, out.Err)
+		switch toolhost.CodeOf(out.Err) {
+		case toolhost.CodeUnknownTool, toolhost.CodeToolNotAvailable, toolhost.CodeValidation:
+			if out.Err != nil {
+				bad++
+				t.lastBad = out.Err.Error()
+			}
+		}
+	}
+	for i, c := range calls {
+		a.append(model.Message{Role: model.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: results[i]})
+	}
+	if bad == len(calls) {
+		t.badStreak++
+	} else {
+		t.badStreak = 0
+	}
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func isObject(s string) bool {
+	var v map[string]any
+	return json.Unmarshal([]byte(s), &v) == nil && v != nil
+}
+
+// callsSignature identifies a turn's calls, whatever the arguments' key
+// order.
+func callsSignature(calls []model.ToolCall) string {
+	parts := make([]string, len(calls))
+	for i, c := range calls {
+		args := c.Arguments
+		var v any
+		if json.Unmarshal([]byte(args), &v) == nil {
+			b, _ := json.Marshal(v)
+			args = string(b)
+		}
+		parts[i] = c.Name + args
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
+
+// resultText is a call's outcome as the model sees it: the result envelope
+// as JSON, attachments named but not inlined.
+func resultText(res *toolhost.Result, err error) string {
+	if err != nil {
+		res = toolhost.ErrorResult(err)
+	}
+	r := *res
+	if len(r.Attachments) > 0 {
+		names := make([]string, len(r.Attachments))
+		for i, at := range r.Attachments {
+			names[i] = fmt.Sprintf("%s (%s, %d bytes)", at.Name, at.MimeType, len(at.Data))
+		}
+		r.Attachments = nil
+		r.Meta = mapWith(r.Meta, "attachments", names)
+	}
+	b, _ := json.Marshal(&r)
+	return string(b)
+}
+
+func mapWith(m map[string]any, k string, v any) map[string]any {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]any{}
+	}
+	out[k] = v
+	return out
+}
+
+// append adds a message to the conversation.
+func (a *agent) append(m model.Message) {
+	a.convMu.Lock()
+	defer a.convMu.Unlock()
+	a.msgs = append(a.msgs, m)
+}
+
+func toStored(m model.Message) store.AgentMessage {
+	out := store.AgentMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, Time: time.Now()}
+	if len(m.ToolCalls) > 0 {
+		out.ToolCalls, _ = json.Marshal(m.ToolCalls)
+	}
+	return out
+}
+
+func fromStored(m store.AgentMessage) model.Message {
+	out := model.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+	if len(m.ToolCalls) > 0 {
+		_ = json.Unmarshal(m.ToolCalls, &out.ToolCalls)
+	}
+	return out
+}

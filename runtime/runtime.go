@@ -1,0 +1,448 @@
+// Package runtime runs agents on a host: the built-in tool groups
+// (org_management, artifact, context, console), registered in-process with
+// their reserved ids, and seed 004's agent loop, which asks a model
+// provider for the next step, runs the tool calls it asks for through the
+// host's execution pipeline and repeats until a final answer, within
+// limits.
+//
+// Agents are persisted in the host's store: their status, conversation and
+// mailbox survive a restart, and a server adopts the agents no live process
+// runs. Agents talk through send_message; an agent without work waits for
+// messages.
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/runtime/model"
+	"github.com/toolhost/toolhost/store"
+)
+
+// The event types the runtime records, beside the host's tool_call.*.
+const (
+	EventAgentSpawned    = "agent.spawned"    // an agent was created (parent: the spawning call)
+	EventAgentStarted    = "agent.started"    // an agent began working on a task or messages
+	EventAgentCompleted  = "agent.completed"  // an agent reached a final answer and waits for messages
+	EventAgentFailed     = "agent.failed"     // an agent stopped with an error (final)
+	EventAgentTerminated = "agent.terminated" // an agent was terminated (final)
+	EventTurnStarted     = "turn.started"     // the agent asked its model for the next step (parent: the agent)
+	EventTurnCompleted   = "turn.completed"   // the model answered: tool calls, an answer, or a bad output
+	EventConsolePrint    = "console.print"    // console_print wrote a line
+)
+
+// Options tune a Runtime; nil means the defaults.
+type Options struct {
+	// Provider is the model agents call. Nil: agents can be recorded (by a
+	// runtime that does not run them) but spawning fails in one that does.
+	Provider model.Provider
+	// RunAgents runs the loops of the agents this runtime spawns. False (a
+	// one-shot CLI command) records them for a server to adopt.
+	RunAgents bool
+	// Adopt also runs, at Start and whenever the store changes, the agents
+	// no live process runs: those of a server.
+	Adopt bool
+	// Console receives console_print's lines; nil: os.Stdout.
+	Console io.Writer
+	// WatchEvery is how often the store is checked for changes made by
+	// other processes (terminations, messages, agents to adopt); 0: 1s.
+	WatchEvery time.Duration
+}
+
+// Runtime runs agents on a host.
+type Runtime struct {
+	h       *host.Host
+	st      *store.Store
+	cfg     config.Runtime
+	opts    Options
+	log     hclog.Logger
+	owner   string // this process's claim on the agents it runs
+	console sync.Mutex
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	changed sync.Cond // an agent's state changed (for Wait)
+	agents  map[string]*agent
+}
+
+// New returns a runtime for h, which must outlive it. Start registers the
+// built-in groups.
+func New(h *host.Host, opts *Options) *Runtime {
+	rt := &Runtime{h: h, st: h.Store(), cfg: h.Config().Runtime, log: h.Logger().Named("runtime"), agents: map[string]*agent{}}
+	if opts != nil {
+		rt.opts = *opts
+	}
+	if rt.opts.Console == nil {
+		rt.opts.Console = os.Stdout
+	}
+	if rt.opts.WatchEvery <= 0 {
+		rt.opts.WatchEvery = time.Second
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	rt.owner = strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b[:])
+	rt.changed.L = &rt.mu
+	rt.ctx, rt.cancel = context.WithCancel(context.Background())
+	return rt
+}
+
+// Start registers the built-in groups and, with Adopt, resumes the agents no
+// live process runs and watches the store for more.
+func (rt *Runtime) Start(ctx context.Context) error {
+	for _, g := range rt.groups() {
+		if err := rt.h.RegisterGroup(ctx, g); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+	}
+	if rt.opts.Adopt {
+		if err := rt.adopt(ctx); err != nil {
+			return err
+		}
+	}
+	if rt.opts.RunAgents {
+		rt.wg.Add(1)
+		go rt.watch()
+	}
+	return nil
+}
+
+// Close stops every agent loop, leaving the agents' status as it is so that
+// a later runtime resumes them, and releases them.
+func (rt *Runtime) Close() error {
+	rt.cancel()
+	rt.wg.Wait()
+	var errs []error
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, a := range rt.agents {
+		if _, err := rt.st.ClaimAgent(context.Background(), a.id(), "", rt.owner); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SpawnRequest asks for a new agent.
+type SpawnRequest struct {
+	// Role names the agent's role (its name or id).
+	Role string
+	// Task is the agent's first message; empty: it waits for messages.
+	Task string
+	// ParentID is the spawning agent; empty for an operator.
+	ParentID string
+	// CallID is the tool call that spawns it, under which its events show.
+	CallID string
+}
+
+// Spawn creates an agent of a role and, when the runtime runs agents,
+// starts its loop.
+func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (store.Agent, error) {
+	if rt.opts.RunAgents && rt.opts.Provider == nil {
+		return store.Agent{}, toolhost.Errorf(toolhost.CodeValidation, "no model provider is configured: add a model block to the config")
+	}
+	role, err := rt.role(req.Role)
+	if err != nil {
+		return store.Agent{}, err
+	}
+	if req.ParentID != "" {
+		if _, err := rt.st.Agent(ctx, req.ParentID); err != nil {
+			return store.Agent{}, toolhost.Errorf(toolhost.CodeValidation, "no agent %q to be the parent", req.ParentID)
+		}
+	}
+	rec := store.Agent{ParentID: req.ParentID, Kind: store.AgentRuntime, Task: req.Task, Status: store.StatusWaiting}
+	if rt.opts.RunAgents {
+		rec.Owner = rt.owner
+	}
+	rec, err = rt.h.CreateAgent(ctx, role.Name, rec)
+	if err != nil {
+		return rec, err
+	}
+	if req.Task != "" {
+		if err := rt.st.AppendMessages(ctx, rec.ID, []store.AgentMessage{{Role: model.RoleUser, Content: req.Task}}); err != nil {
+			return rec, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+		}
+	}
+	rt.h.Emit(store.Event{Type: EventAgentSpawned, AgentID: rec.ID, Role: role.Name, ParentID: req.CallID,
+		Payload: map[string]any{"parent_agent": req.ParentID, "task": req.Task}})
+	rt.log.Info("agent spawned", "agent", rec.ID, "role", role.Name, "parent", req.ParentID)
+	if rt.opts.RunAgents {
+		rt.run(&agent{rec: rec, role: role.Name})
+	}
+	return rec, nil
+}
+
+// role finds a role by name or id.
+func (rt *Runtime) role(nameOrID string) (store.Role, error) {
+	r, err := rt.h.Role(nameOrID)
+	if err == nil {
+		return r, nil
+	}
+	for _, r := range rt.h.Roles() {
+		if r.ID == nameOrID {
+			return r, nil
+		}
+	}
+	return r, err
+}
+
+// Send puts a message in an agent's mailbox and wakes the agent. from is
+// the sending agent, empty for an operator.
+func (rt *Runtime) Send(ctx context.Context, from, to, body string) (store.Mail, error) {
+	target, err := rt.st.Agent(ctx, to)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Mail{}, toolhost.Errorf(toolhost.CodeValidation, "no agent %q", to)
+	}
+	if err != nil {
+		return store.Mail{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	if target.Final() {
+		return store.Mail{}, toolhost.Errorf(toolhost.CodeValidation, "agent %s is %s: it reads no more messages", to, target.Status)
+	}
+	m, err := rt.st.Send(ctx, store.Mail{To: to, From: from, Body: body})
+	if err != nil {
+		return m, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	rt.wake(to)
+	return m, nil
+}
+
+// wake tells an agent run here that mail is waiting.
+func (rt *Runtime) wake(id string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if a := rt.agents[id]; a != nil {
+		a.pending = true
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Terminate ends an agent and its descendants: their loops stop and their
+// status becomes terminated, with the reason.
+func (rt *Runtime) Terminate(ctx context.Context, id, reason string) ([]string, error) {
+	all, err := rt.st.Agents(ctx)
+	if err != nil {
+		return nil, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	ids := subtree(all, id)
+	if len(ids) == 0 {
+		return nil, toolhost.Errorf(toolhost.CodeValidation, "no agent %q", id)
+	}
+	var done []string
+	for _, x := range ids {
+		a, err := rt.st.TerminateAgent(ctx, x, reason)
+		if errors.Is(err, store.ErrFinal) {
+			continue
+		}
+		if err != nil {
+			return done, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+		}
+		done = append(done, x)
+		rt.h.Emit(store.Event{Type: EventAgentTerminated, AgentID: x, Payload: map[string]any{"reason": reason}})
+		rt.stopped(x, a)
+	}
+	return done, nil
+}
+
+// stopped records a final state decided outside an agent's loop and stops
+// the loop.
+func (rt *Runtime) stopped(id string, rec store.Agent) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if a := rt.agents[id]; a != nil {
+		a.rec = rec
+		if a.cancel != nil {
+			a.cancel(errTerminated)
+		}
+		rt.changed.Broadcast()
+	}
+}
+
+var errTerminated = toolhost.Errorf(toolhost.CodeCancelled, "the agent was terminated")
+
+// subtree returns id and every agent descending from it, parents first;
+// nothing when id is unknown.
+func subtree(all []store.Agent, id string) []string {
+	children := map[string][]string{}
+	known := false
+	for _, a := range all {
+		children[a.ParentID] = append(children[a.ParentID], a.ID)
+		known = known || a.ID == id
+	}
+	if !known {
+		return nil
+	}
+	out := []string{id}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// Wait returns once the agent and every agent it spawned (transitively) are
+// idle: waiting with no unread message, failed or terminated; or when ctx
+// ends. Only agents this runtime runs are waited for.
+func (rt *Runtime) Wait(ctx context.Context, id string) error {
+	stop := context.AfterFunc(ctx, func() {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		rt.changed.Broadcast()
+	})
+	defer stop()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for !rt.idle(id) {
+		if ctx.Err() != nil {
+			return toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "waiting for agent %s: %w", id, ctx.Err())
+		}
+		rt.changed.Wait()
+	}
+	return nil
+}
+
+// idle reports whether the agents run here under id are all idle; rt.mu is
+// held.
+func (rt *Runtime) idle(id string) bool {
+	all := make([]store.Agent, 0, len(rt.agents))
+	for _, a := range rt.agents {
+		all = append(all, a.rec)
+	}
+	for _, x := range subtree(all, id) {
+		a := rt.agents[x]
+		if !a.rec.Final() && (a.busy || a.pending) {
+			return false
+		}
+	}
+	return true
+}
+
+// adopt runs the runtime agents that are not final and that no live process
+// runs.
+func (rt *Runtime) adopt(ctx context.Context) error {
+	all, err := rt.st.Agents(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	for _, rec := range all {
+		if rec.Kind != store.AgentRuntime || rec.Final() || rt.running(rec.ID) {
+			continue
+		}
+		stale := ""
+		if rec.Owner != "" && !ownerAlive(rec.Owner) {
+			stale = rec.Owner
+		}
+		ok, err := rt.st.ClaimAgent(ctx, rec.ID, rt.owner, stale)
+		if err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		r, err := rt.role(rec.RoleID)
+		if err != nil {
+			rt.log.Error("cannot resume an agent: its role is gone", "agent", rec.ID, "role", rec.RoleID)
+			continue
+		}
+		rt.log.Info("agent resumed", "agent", rec.ID, "role", r.Name, "status", rec.Status)
+		rt.run(&agent{rec: rec, role: r.Name})
+	}
+	return nil
+}
+
+func (rt *Runtime) running(id string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.agents[id] != nil
+}
+
+// ownerAlive reports whether the process named by an owner claim ("pid:nonce")
+// is alive on this machine.
+func ownerAlive(owner string) bool {
+	pid, err := strconv.Atoi(strings.SplitN(owner, ":", 2)[0])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// watch follows changes other processes make to the store: an agent
+// terminated elsewhere stops, mail sent elsewhere wakes its agent, and
+// (with Adopt) agents spawned by one-shot commands are adopted.
+func (rt *Runtime) watch() {
+	defer rt.wg.Done()
+	w, err := rt.st.Changes(rt.ctx)
+	if err != nil {
+		rt.log.Error("cannot watch the store", "error", err)
+		return
+	}
+	defer w.Close()
+	last, _ := w.Version(rt.ctx)
+	t := time.NewTicker(rt.opts.WatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-rt.ctx.Done():
+			return
+		case <-t.C:
+		}
+		v, err := w.Version(rt.ctx)
+		if err != nil || v == last {
+			continue
+		}
+		last = v
+		rt.refresh(rt.ctx)
+		if rt.opts.Adopt {
+			if err := rt.adopt(rt.ctx); err != nil && rt.ctx.Err() == nil {
+				rt.log.Error("adopting agents", "error", err)
+			}
+		}
+	}
+}
+
+// refresh reloads the agents run here from the store.
+func (rt *Runtime) refresh(ctx context.Context) {
+	rt.mu.Lock()
+	ids := make([]string, 0, len(rt.agents))
+	for id := range rt.agents {
+		ids = append(ids, id)
+	}
+	rt.mu.Unlock()
+	for _, id := range ids {
+		rec, err := rt.st.Agent(ctx, id)
+		if err != nil {
+			continue
+		}
+		if rec.Final() {
+			rt.stopped(id, rec)
+			continue
+		}
+		if mail, err := rt.st.Mailbox(ctx, id); err == nil && len(mail) > 0 && mail[len(mail)-1].Read.IsZero() {
+			rt.wake(id)
+		}
+	}
+}
+
+// Agents returns every agent, oldest first.
+func (rt *Runtime) Agents(ctx context.Context) ([]store.Agent, error) {
+	return rt.st.Agents(ctx)
+}

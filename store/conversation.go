@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// AgentMessage is one message of an agent's conversation with its model.
+type AgentMessage struct {
+	// Seq numbers the agent's messages from 1, in order.
+	Seq  int    `json:"seq"`
+	Role string `json:"role"`
+	// Content is the message's text.
+	Content string `json:"content,omitempty"`
+	// ToolCalls is an assistant's tool calls as a JSON array.
+	ToolCalls  json.RawMessage `json:"toolCalls,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Time       time.Time       `json:"time"`
+}
+
+// AppendMessages adds messages to the end of an agent's conversation,
+// numbering them after the last.
+func (s *Store) AppendMessages(ctx context.Context, agentID string, msgs []AgentMessage) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var last int
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM agent_messages WHERE agent_id = ?`, agentID).Scan(&last); err != nil {
+			return err
+		}
+		return insertMessages(ctx, tx, agentID, last, msgs)
+	})
+	if err != nil {
+		return fmt.Errorf("store: append messages: %w", err)
+	}
+	return nil
+}
+
+// ReplaceMessages makes msgs the agent's whole conversation (after a
+// compression), numbered from 1.
+func (s *Store) ReplaceMessages(ctx context.Context, agentID string, msgs []AgentMessage) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM agent_messages WHERE agent_id = ?`, agentID); err != nil {
+			return err
+		}
+		return insertMessages(ctx, tx, agentID, 0, msgs)
+	})
+	if err != nil {
+		return fmt.Errorf("store: replace messages: %w", err)
+	}
+	return nil
+}
+
+func insertMessages(ctx context.Context, tx *sql.Tx, agentID string, last int, msgs []AgentMessage) error {
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO agent_messages (agent_id, seq, role, content, tool_calls, tool_call_id, name, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for i, m := range msgs {
+		if m.Time.IsZero() {
+			m.Time = time.Now()
+		}
+		if _, err := stmt.ExecContext(ctx, agentID, last+i+1, m.Role, m.Content, string(m.ToolCalls), m.ToolCallID, m.Name, stamp(m.Time)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Messages returns an agent's conversation, oldest first.
+func (s *Store) Messages(ctx context.Context, agentID string) ([]AgentMessage, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, role, content, tool_calls, tool_call_id, name, ts FROM agent_messages WHERE agent_id = ? ORDER BY seq`, agentID)
+	if err != nil {
+		return nil, fmt.Errorf("store: messages: %w", err)
+	}
+	defer rows.Close()
+	var out []AgentMessage
+	for rows.Next() {
+		var m AgentMessage
+		var calls, ts string
+		if err := rows.Scan(&m.Seq, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.Name, &ts); err != nil {
+			return nil, fmt.Errorf("store: messages: %w", err)
+		}
+		if calls != "" {
+			m.ToolCalls = json.RawMessage(calls)
+		}
+		m.Time = parseTime(ts)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Mail is a message from one agent (or an operator: From empty) to another.
+type Mail struct {
+	ID   int64     `json:"id"`
+	To   string    `json:"to"`
+	From string    `json:"from,omitempty"`
+	Body string    `json:"body"`
+	Sent time.Time `json:"sent"`
+	// Read is when the recipient took the message; zero while unread.
+	Read time.Time `json:"read,omitzero"`
+}
+
+// Send puts a message in an agent's mailbox and returns it with its id.
+func (s *Store) Send(ctx context.Context, m Mail) (Mail, error) {
+	m.Sent = time.Now().UTC()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO mailbox (to_agent, from_agent, body, created_at) VALUES (?, ?, ?, ?)`, m.To, m.From, m.Body, stamp(m.Sent))
+	if err != nil {
+		return m, fmt.Errorf("store: send: %w", err)
+	}
+	m.ID, err = res.LastInsertId()
+	return m, err
+}
+
+// TakeUnread marks an agent's unread messages read and returns them, oldest
+// first: each message is taken once.
+func (s *Store) TakeUnread(ctx context.Context, agentID string) ([]Mail, error) {
+	var out []Mail
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if out, err = mails(ctx, tx, `WHERE to_agent = ? AND read_at = '' ORDER BY id`, agentID); err != nil || len(out) == 0 {
+			return err
+		}
+		read := time.Now().UTC()
+		for i := range out {
+			out[i].Read = read
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE mailbox SET read_at = ? WHERE to_agent = ? AND read_at = '' AND id <= ?`, stamp(read), agentID, out[len(out)-1].ID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: take unread: %w", err)
+	}
+	return out, nil
+}
+
+// Mailbox returns every message sent to an agent, oldest first.
+func (s *Store) Mailbox(ctx context.Context, agentID string) ([]Mail, error) {
+	out, err := mails(ctx, s.db, `WHERE to_agent = ? ORDER BY id`, agentID)
+	if err != nil {
+		return nil, fmt.Errorf("store: mailbox: %w", err)
+	}
+	return out, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func mails(ctx context.Context, q querier, where string, args ...any) ([]Mail, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, to_agent, from_agent, body, created_at, read_at FROM mailbox `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Mail
+	for rows.Next() {
+		var m Mail
+		var sent, read string
+		if err := rows.Scan(&m.ID, &m.To, &m.From, &m.Body, &sent, &read); err != nil {
+			return nil, err
+		}
+		m.Sent, m.Read = parseTime(sent), parseTime(read)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Artifact is the index entry of a stored artifact.
+type Artifact struct {
+	// ID is the SHA-256 of the content, in hex.
+	ID        string    `json:"id"`
+	Name      string    `json:"name,omitempty"`
+	MIME      string    `json:"mime,omitempty"`
+	Size      int64     `json:"size"`
+	CreatedBy string    `json:"createdBy,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// PutArtifact indexes an artifact; an id already indexed keeps its first
+// entry, which is returned.
+func (s *Store) PutArtifact(ctx context.Context, a Artifact) (Artifact, error) {
+	_, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO artifacts (id, name, mime, size, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.ID, a.Name, a.MIME, a.Size, a.CreatedBy, now())
+	if err != nil {
+		return a, fmt.Errorf("store: put artifact: %w", err)
+	}
+	return s.Artifact(ctx, a.ID)
+}
+
+// Artifact returns the index entry of an artifact.
+func (s *Store) Artifact(ctx context.Context, id string) (Artifact, error) {
+	a := Artifact{ID: id}
+	var created string
+	err := s.db.QueryRowContext(ctx, `SELECT name, mime, size, created_by, created_at FROM artifacts WHERE id = ?`, id).
+		Scan(&a.Name, &a.MIME, &a.Size, &a.CreatedBy, &created)
+	if err == sql.ErrNoRows {
+		return a, fmt.Errorf("store: artifact %q: %w", id, ErrNotFound)
+	}
+	a.CreatedAt = parseTime(created)
+	return a, err
+}
