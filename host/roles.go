@@ -18,6 +18,10 @@ import (
 // never wait on SQLite. It is reloaded when the store changes underneath
 // (another process, such as the CLI beside a server, committed).
 type directory struct {
+	// edit serialises a reload with this process's edits (a store write and
+	// the cache update after it), so that a reload reading the store before
+	// an edit cannot replace the cache after it and lose the edit.
+	edit   sync.Mutex
 	mu     sync.RWMutex
 	rev    uint64                 // bumped on every change to a role
 	roles  map[string]*store.Role // by name
@@ -27,6 +31,8 @@ type directory struct {
 
 // load replaces the cache with the store's contents.
 func (d *directory) load(ctx context.Context, st *store.Store) error {
+	d.edit.Lock()
+	defer d.edit.Unlock()
 	roles, err := st.Roles(ctx)
 	if err != nil {
 		return err
@@ -201,6 +207,8 @@ func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error
 	if err := h.checkGroups(spec.ToolGroups); err != nil {
 		return store.Role{}, err
 	}
+	h.dir.edit.Lock()
+	defer h.dir.edit.Unlock()
 	r, err := h.store.CreateRole(ctx, store.Role{
 		Name: spec.Name, Description: spec.Description, Prompt: spec.Prompt, ToolGroups: dedupe(spec.ToolGroups),
 		Allow: spec.Allow, Deny: spec.Deny, CreatedBy: spec.CreatedBy,
@@ -245,6 +253,8 @@ func (h *Host) UpdateRole(ctx context.Context, name string, u RoleUpdate) (store
 	set(&r.Prompt, u.Prompt)
 	set(&r.Allow, u.Allow)
 	set(&r.Deny, u.Deny)
+	h.dir.edit.Lock()
+	defer h.dir.edit.Unlock()
 	if err := h.store.UpdateRole(ctx, r); err != nil {
 		return store.Role{}, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}
@@ -259,6 +269,8 @@ func (h *Host) DeleteRole(ctx context.Context, name string) error {
 	if _, err := h.editable(name); err != nil {
 		return err
 	}
+	h.dir.edit.Lock()
+	defer h.dir.edit.Unlock()
 	if err := h.store.DeleteRole(ctx, name); err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}
@@ -340,6 +352,8 @@ func (h *Host) CreateAgent(ctx context.Context, role string, a store.Agent) (sto
 		return store.Agent{}, err
 	}
 	a.RoleID = r.ID
+	h.dir.edit.Lock()
+	defer h.dir.edit.Unlock()
 	a, err = h.store.CreateAgent(ctx, a)
 	if err != nil {
 		return a, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)

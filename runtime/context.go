@@ -111,7 +111,7 @@ func (rt *Runtime) compress(ctx context.Context, a *agent, keep int) (*sdk.Resul
 		return sdk.Text(fmt.Sprintf("nothing to compress: %d messages, the last %d are kept", len(msgs), keep)), nil
 	}
 	rt.mu.Lock()
-	info := model.Agent{ID: a.id(), Role: a.role, ParentID: a.rec.ParentID}
+	info := model.Agent{ID: a.id, Role: a.role, ParentID: a.rec.ParentID}
 	rt.mu.Unlock()
 	resp, err := rt.opts.Provider.Complete(ctx, &model.Request{Purpose: model.PurposeSummary, Agent: info,
 		System:   "Summarise the conversation below for the agent that had it: the facts learnt, the decisions made, the work done and what is left. Be brief and exact.",
@@ -147,7 +147,7 @@ func (rt *Runtime) persistAll(ctx context.Context, a *agent) error {
 	for i, m := range a.msgs {
 		out[i] = toStored(m)
 	}
-	if err := rt.st.ReplaceMessages(context.WithoutCancel(ctx), a.id(), out); err != nil {
+	if err := rt.st.ReplaceMessages(context.WithoutCancel(ctx), a.id, out); err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 	}
 	a.stored = len(a.msgs)

@@ -19,6 +19,7 @@ import (
 // agent is an agent run here. rec, pending and cancel are guarded by the
 // runtime's mu; msgs and stored by convMu.
 type agent struct {
+	id      string
 	rec     store.Agent
 	role    string
 	wake    chan struct{}
@@ -31,14 +32,17 @@ type agent struct {
 	stored int // how many of msgs are in the store
 }
 
-func (a *agent) id() string { return a.rec.ID }
-
-// run starts an agent's loop.
+// run starts an agent's loop, unless one runs already.
 func (rt *Runtime) run(a *agent) {
 	ctx, cancel := context.WithCancelCause(rt.ctx)
 	a.cancel, a.wake, a.busy = cancel, make(chan struct{}, 1), true
 	rt.mu.Lock()
-	rt.agents[a.id()] = a
+	if rt.agents[a.id] != nil {
+		rt.mu.Unlock()
+		cancel(nil)
+		return
+	}
+	rt.agents[a.id] = a
 	rt.mu.Unlock()
 	rt.wg.Add(1)
 	go rt.loop(ctx, a)
@@ -70,8 +74,14 @@ func (rt *Runtime) loop(ctx context.Context, a *agent) {
 		if !rt.setStatus(ctx, a, store.StatusRunning) {
 			return
 		}
-		rt.h.Emit(store.Event{Type: EventAgentStarted, AgentID: a.id(), Role: a.role,
-			Payload: map[string]any{"turns": a.rec.Turns, "messages": len(a.msgs)}})
+		rt.mu.Lock()
+		turns := a.rec.Turns
+		rt.mu.Unlock()
+		a.convMu.Lock()
+		msgs := len(a.msgs)
+		a.convMu.Unlock()
+		rt.h.Emit(store.Event{Type: EventAgentStarted, AgentID: a.id, Role: a.role,
+			Payload: map[string]any{"turns": turns, "messages": msgs}})
 		answer, err := rt.work(ctx, a)
 		if err != nil {
 			rt.finish(ctx, a, err)
@@ -88,7 +98,7 @@ func (rt *Runtime) loop(ctx context.Context, a *agent) {
 				payload["reported_to"], payload["report_error"] = "", err.Error()
 			}
 		}
-		rt.h.Emit(store.Event{Type: EventAgentCompleted, AgentID: a.id(), Role: a.role, Payload: payload})
+		rt.h.Emit(store.Event{Type: EventAgentCompleted, AgentID: a.id, Role: a.role, Payload: payload})
 	}
 }
 
@@ -116,7 +126,7 @@ func (rt *Runtime) sleep(ctx context.Context, a *agent) bool {
 // load reads the agent's conversation from the store. Tool calls left
 // without a result (the host stopped during a turn) get one saying so.
 func (rt *Runtime) load(ctx context.Context, a *agent) error {
-	stored, err := rt.st.Messages(ctx, a.id())
+	stored, err := rt.st.Messages(ctx, a.id)
 	if err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 	}
@@ -138,7 +148,7 @@ func (rt *Runtime) load(ctx context.Context, a *agent) error {
 // takeInput adds the unread mail to the conversation and reports whether
 // the agent has work: a conversation that does not end with an answer.
 func (rt *Runtime) takeInput(ctx context.Context, a *agent) (bool, error) {
-	mail, err := rt.st.TakeUnread(ctx, a.id())
+	mail, err := rt.st.TakeUnread(ctx, a.id)
 	if err != nil {
 		return false, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 	}
@@ -177,7 +187,7 @@ func (rt *Runtime) persist(ctx context.Context, a *agent) error {
 	for _, m := range a.msgs[a.stored:] {
 		out = append(out, toStored(m))
 	}
-	if err := rt.st.AppendMessages(context.WithoutCancel(ctx), a.id(), out); err != nil {
+	if err := rt.st.AppendMessages(context.WithoutCancel(ctx), a.id, out); err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 	}
 	a.stored = len(a.msgs)
@@ -197,11 +207,11 @@ func (rt *Runtime) setStatus(ctx context.Context, a *agent, status string) bool 
 	rt.mu.Unlock()
 	stored, err := rt.st.UpdateAgent(context.WithoutCancel(ctx), rec)
 	if errors.Is(err, store.ErrFinal) {
-		rt.stopped(a.id(), stored)
+		rt.stopped(a.id, stored)
 		return false
 	}
 	if err != nil {
-		rt.log.Error("saving an agent's status", "agent", a.id(), "error", err)
+		rt.log.Error("saving an agent's status", "agent", a.id, "error", err)
 	}
 	return true
 }
@@ -212,7 +222,7 @@ func (rt *Runtime) setStatus(ctx context.Context, a *agent, status string) bool 
 func (rt *Runtime) finish(ctx context.Context, a *agent, err error) {
 	if ctx.Err() != nil && (errors.Is(context.Cause(ctx), errTerminated) || rt.ctx.Err() != nil) {
 		if perr := rt.persist(ctx, a); perr != nil {
-			rt.log.Error("saving a conversation", "agent", a.id(), "error", perr)
+			rt.log.Error("saving a conversation", "agent", a.id, "error", perr)
 		}
 		return
 	}
@@ -222,18 +232,18 @@ func (rt *Runtime) finish(ctx context.Context, a *agent, err error) {
 	rt.mu.Unlock()
 	rec.Status, rec.ErrorCode, rec.Error = store.StatusFailed, string(code), err.Error()
 	if perr := rt.persist(ctx, a); perr != nil {
-		rt.log.Error("saving a conversation", "agent", a.id(), "error", perr)
+		rt.log.Error("saving a conversation", "agent", a.id, "error", perr)
 	}
 	if _, uerr := rt.st.UpdateAgent(context.WithoutCancel(ctx), rec); uerr != nil && !errors.Is(uerr, store.ErrFinal) {
-		rt.log.Error("saving an agent's status", "agent", a.id(), "error", uerr)
+		rt.log.Error("saving an agent's status", "agent", a.id, "error", uerr)
 	}
 	rt.mu.Lock()
 	a.rec = rec
 	rt.changed.Broadcast()
 	rt.mu.Unlock()
-	rt.h.Emit(store.Event{Type: EventAgentFailed, AgentID: a.id(), Role: a.role,
+	rt.h.Emit(store.Event{Type: EventAgentFailed, AgentID: a.id, Role: a.role,
 		Payload: map[string]any{"code": code, "error": err.Error(), "turns": rec.Turns, "tokens": rec.Tokens}})
-	rt.log.Warn("agent failed", "agent", a.id(), "code", code, "error", err)
+	rt.log.Warn("agent failed", "agent", a.id, "code", code, "error", err)
 }
 
 // task is the state of one piece of work, from input to final answer.
@@ -291,7 +301,7 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 	if err != nil {
 		return "", false, err
 	}
-	rt.h.Emit(store.Event{Type: EventTurnStarted, AgentID: a.id(), Role: a.role, ParentID: a.id(),
+	rt.h.Emit(store.Event{Type: EventTurnStarted, AgentID: a.id, Role: a.role, ParentID: a.id,
 		Payload: map[string]any{"turn": req.Agent.Turn, "id": turnID, "tools": len(req.Tools), "messages": len(req.Messages)}})
 	resp, err := rt.opts.Provider.Complete(ctx, req)
 	t.turns++
@@ -312,7 +322,7 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 	msg.Role = model.RoleAssistant
 	outcome := map[string]any{"turn": req.Agent.Turn, "id": turnID, "tokens": resp.Usage.Total()}
 	defer func() {
-		rt.h.Emit(store.Event{Type: EventTurnCompleted, AgentID: a.id(), Role: a.role, ParentID: a.id(), Payload: outcome})
+		rt.h.Emit(store.Event{Type: EventTurnCompleted, AgentID: a.id, Role: a.role, ParentID: a.id, Payload: outcome})
 	}()
 	switch {
 	case resp.Invalid != "":
@@ -346,7 +356,7 @@ func (rt *Runtime) request(a *agent) (*model.Request, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	defs, err := rt.h.ToolsFor(a.id())
+	defs, err := rt.h.ToolsFor(a.id)
 	if err != nil {
 		return nil, "", err
 	}
@@ -356,13 +366,13 @@ func (rt *Runtime) request(a *agent) (*model.Request, string, error) {
 	}
 	rt.mu.Lock()
 	turn := a.rec.Turns + 1
-	info := model.Agent{ID: a.id(), Role: a.role, ParentID: a.rec.ParentID, Turn: turn}
+	info := model.Agent{ID: a.id, Role: a.role, ParentID: a.rec.ParentID, Turn: turn}
 	rt.mu.Unlock()
 	a.convMu.Lock()
 	msgs := slices.Clone(a.msgs)
 	a.convMu.Unlock()
 	return &model.Request{Purpose: model.PurposeTurn, Agent: info, System: system, Messages: msgs, Tools: tools},
-		fmt.Sprintf("%s.t%d", a.id(), turn), nil
+		fmt.Sprintf("%s.t%d", a.id, turn), nil
 }
 
 // badOutput reports an unusable reply back to the model.
@@ -402,7 +412,7 @@ func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID stri
 			continue
 		}
 		reqs = append(reqs, &toolhost.CallRequest{Tool: c.Name, Arguments: json.RawMessage(c.Arguments), Context: toolhost.CallContext{
-			AgentID: a.id(), Role: a.role, Session: a.id(), Channel: "agent", ParentID: turnID,
+			AgentID: a.id, Role: a.role, Session: a.id, Channel: "agent", ParentID: turnID,
 		}})
 		idx = append(idx, i)
 	}

@@ -65,13 +65,14 @@ type Options struct {
 
 // Runtime runs agents on a host.
 type Runtime struct {
-	h       *host.Host
-	st      *store.Store
-	cfg     config.Runtime
-	opts    Options
-	log     hclog.Logger
-	owner   string // this process's claim on the agents it runs
-	console sync.Mutex
+	h          *host.Host
+	st         *store.Store
+	cfg        config.Runtime
+	opts       Options
+	log        hclog.Logger
+	owner      string // this process's claim on the agents it runs
+	registered bool
+	console    sync.Mutex
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -103,13 +104,28 @@ func New(h *host.Host, opts *Options) *Runtime {
 	return rt
 }
 
-// Start registers the built-in groups and, with Adopt, resumes the agents no
-// live process runs and watches the store for more.
-func (rt *Runtime) Start(ctx context.Context) error {
+// Register registers the built-in groups with the host. Called before the
+// host's Start, it lets the host know them when it checks the config's
+// roles; Start calls it otherwise.
+func (rt *Runtime) Register(ctx context.Context) error {
+	if rt.registered {
+		return nil
+	}
 	for _, g := range rt.groups() {
 		if err := rt.h.RegisterGroup(ctx, g); err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
+	}
+	rt.registered = true
+	return nil
+}
+
+// Start registers the built-in groups (unless Register did) and, with
+// Adopt, resumes the agents no live process runs and watches the store for
+// more. Call it after the host's Start.
+func (rt *Runtime) Start(ctx context.Context) error {
+	if err := rt.Register(ctx); err != nil {
+		return err
 	}
 	if rt.opts.Adopt {
 		if err := rt.adopt(ctx); err != nil {
@@ -132,7 +148,7 @@ func (rt *Runtime) Close() error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	for _, a := range rt.agents {
-		if _, err := rt.st.ClaimAgent(context.Background(), a.id(), "", rt.owner); err != nil {
+		if _, err := rt.st.ClaimAgent(context.Background(), a.id, "", rt.owner); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -183,7 +199,7 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (store.Agent, er
 		Payload: map[string]any{"parent_agent": req.ParentID, "task": req.Task}})
 	rt.log.Info("agent spawned", "agent", rec.ID, "role", role.Name, "parent", req.ParentID)
 	if rt.opts.RunAgents {
-		rt.run(&agent{rec: rec, role: role.Name})
+		rt.run(&agent{id: rec.ID, rec: rec, role: role.Name})
 	}
 	return rec, nil
 }
@@ -343,7 +359,9 @@ func (rt *Runtime) adopt(ctx context.Context) error {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	for _, rec := range all {
-		if rec.Kind != store.AgentRuntime || rec.Final() || rt.running(rec.ID) {
+		// An agent this runtime owns is run already (or about to be, by
+		// Spawn): only the unowned and those of dead processes are taken.
+		if rec.Kind != store.AgentRuntime || rec.Final() || rec.Owner == rt.owner {
 			continue
 		}
 		stale := ""
@@ -363,15 +381,9 @@ func (rt *Runtime) adopt(ctx context.Context) error {
 			continue
 		}
 		rt.log.Info("agent resumed", "agent", rec.ID, "role", r.Name, "status", rec.Status)
-		rt.run(&agent{rec: rec, role: r.Name})
+		rt.run(&agent{id: rec.ID, rec: rec, role: r.Name})
 	}
 	return nil
-}
-
-func (rt *Runtime) running(id string) bool {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.agents[id] != nil
 }
 
 // ownerAlive reports whether the process named by an owner claim ("pid:nonce")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -115,7 +116,7 @@ func addEvent(nodes map[string]*Node, agent *Node, e store.Event) {
 		}
 		n.Title += fmt.Sprintf(", %d tokens", num("tokens"))
 	case store.EventCallStarted:
-		n := &Node{Kind: "call", ID: e.CallID, Status: "running", Seq: e.ID, Title: e.Tool + " " + clip(str("arguments"), 80)}
+		n := &Node{Kind: "call", ID: e.CallID, Status: "running", Seq: e.ID, Title: e.Tool + " " + output.OneLine(str("arguments"), 80)}
 		nodes[e.CallID] = n
 		parent.Children = append(parent.Children, n)
 	case store.EventCallCompleted, store.EventCallFailed:
@@ -127,20 +128,20 @@ func addEvent(nodes map[string]*Node, agent *Node, e store.Event) {
 		n.Title += fmt.Sprintf(" ✓ %.1fms", e.Payload["latency_ms"])
 		if e.Type == store.EventCallFailed {
 			n.Status = "failed"
-			n.Title = fmt.Sprintf("%s ✗ %s: %s", strings.SplitN(n.Title, " ", 2)[0], str("code"), clip(str("error"), 120))
+			n.Title = fmt.Sprintf("%s ✗ %s: %s", strings.SplitN(n.Title, " ", 2)[0], str("code"), output.OneLine(str("error"), 120))
 		}
 	case EventAgentStarted:
 		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Title: "started"})
 	case EventAgentCompleted:
-		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Status: "ok", Title: "completed: " + clip(str("answer"), 120)})
+		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Status: "ok", Title: "completed: " + output.OneLine(str("answer"), 120)})
 	case EventAgentFailed:
 		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Status: "failed",
-			Title: fmt.Sprintf("failed: %s: %s", str("code"), clip(str("error"), 160))})
+			Title: fmt.Sprintf("failed: %s: %s", str("code"), output.OneLine(str("error"), 160))})
 	case EventAgentTerminated:
 		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Status: "failed", Title: "terminated: " + str("reason")})
 	case EventConsolePrint:
 		parent = cmp.Or(nodes[e.ParentID], agent)
-		parent.Children = append(parent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Title: "console: " + clip(str("text"), 120)})
+		parent.Children = append(parent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Title: "console: " + output.OneLine(str("text"), 120)})
 	}
 }
 
@@ -149,15 +150,6 @@ func sortTree(n *Node) {
 	for _, c := range n.Children {
 		sortTree(c)
 	}
-}
-
-// clip shortens s to n runes on one line.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 // Write prints the tree with box-drawing branches, one node per line.

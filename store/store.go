@@ -47,7 +47,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(10000)")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(10000)")
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -107,7 +107,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// tx runs f in a transaction, committed when f returns nil.
+// tx runs f in a transaction, committed when f returns nil. Transactions
+// begin IMMEDIATE (the _txlock setting): a read that later writes would
+// otherwise fail with SQLITE_BUSY_SNAPSHOT when another connection commits
+// in between, which busy_timeout does not retry.
 func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

@@ -74,3 +74,13 @@ func bytes(s string, n int, tail bool) string {
 	}
 	return s[:i]
 }
+
+// OneLine folds s's whitespace runs into single spaces and shortens it to n
+// runes, ending in "…" when cut: a summary for a table or a tree.
+func OneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

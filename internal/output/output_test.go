@@ -57,3 +57,20 @@ func FuzzLimit(f *testing.F) {
 		}
 	})
 }
+
+func TestOneLine(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a  b\n\tc", 10, "a b c"},
+		{"héllo wörld", 5, "héll…"},
+		{"exact", 5, "exact"},
+		{"", 3, ""},
+	} {
+		if got := OneLine(tt.in, tt.n); got != tt.want {
+			t.Errorf("OneLine(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/store"
+)
+
+// AgentDetail is an agent with its role's name, conversation, mailbox and
+// children: what `toolhost agents show` and GET /api/agents/{id} return.
+type AgentDetail struct {
+	store.Agent
+	// Role is the name of the agent's role.
+	Role string `json:"role"`
+	// Messages are its conversation with its model, oldest first.
+	Messages []store.AgentMessage `json:"messages"`
+	// Mailbox holds the messages sent to it, read or not.
+	Mailbox []store.Mail `json:"mailbox"`
+	// Children are the agents it spawned.
+	Children []string `json:"children"`
+}
+
+// Show reads an agent's detail from the store; an unknown id is a
+// validation error.
+func Show(ctx context.Context, st *store.Store, id string) (AgentDetail, error) {
+	a, err := st.Agent(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return AgentDetail{}, &toolhost.Error{Code: toolhost.CodeValidation, Message: "no agent " + id, Err: err}
+	}
+	if err != nil {
+		return AgentDetail{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	d := AgentDetail{Agent: a, Role: a.RoleID, Messages: []store.AgentMessage{}, Mailbox: []store.Mail{}, Children: []string{}}
+	if r, err := st.Role(ctx, a.RoleID); err == nil {
+		d.Role = r.Name
+	}
+	msgs, err := st.Messages(ctx, id)
+	if err == nil && msgs != nil {
+		d.Messages = msgs
+	}
+	mail, merr := st.Mailbox(ctx, id)
+	if merr == nil && mail != nil {
+		d.Mailbox = mail
+	}
+	all, aerr := st.Agents(ctx)
+	for _, x := range all {
+		if x.ParentID == id {
+			d.Children = append(d.Children, x.ID)
+		}
+	}
+	if err = errors.Join(err, merr, aerr); err != nil {
+		return d, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	return d, nil
+}
