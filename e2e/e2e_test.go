@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,26 +15,14 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // pluginDir holds the first-party modules, built once for the package.
 var pluginDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "toolhost-e2e-")
-	if err != nil {
-		panic(err)
-	}
-	pluginDir = dir
-	for _, name := range []string{"workspace", "command", "network", "chrome"} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "../plugins/"+name).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	proctest.RunWithModules(m, "..", &pluginDir, "workspace", "command", "network", "chrome")
 }
 
 // startHost runs the four modules with the workspace roots given; the

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/store"
@@ -26,20 +26,7 @@ import (
 var pluginDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "toolhost-runtime-")
-	if err != nil {
-		panic(err)
-	}
-	pluginDir = dir
-	for _, name := range []string{"workspace", "command"} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "../plugins/"+name).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	proctest.RunWithModules(m, "..", &pluginDir, "workspace", "command")
 }
 
 // env is a host running workspace and command, with a runtime whose model
