@@ -65,6 +65,34 @@ role "researcher" {
   }
 }
 
+# Agents (toolhost run, POST /api/agents, the page's Agents view) ask a model
+# for each step. The default is a scripted model, so that the demo runs
+# offline: `bin/toolhost run -role root "Write a haiku"`. Point agents at any
+# OpenAI-compatible server with the second block and `provider = "openai"`
+# (or `toolhost run -provider openai`).
+model "demo" {
+  type   = "scripted"
+  script = "demo/agents.json"
+}
+
+model "openai" {
+  type     = "openai"
+  base_url = env("OPENAI_BASE_URL")   # e.g. a local server's http://127.0.0.1:11434/v1
+  model    = env("OPENAI_MODEL")
+  api_key  = env("OPENAI_API_KEY")
+  protocol = "native"                 # "json" for models without function calling
+}
+
+runtime {
+  provider        = "demo"
+  max_turns       = 50       # model calls per task
+  max_wall_time   = "10m"    # per task
+  max_tokens      = 1000000  # per task
+  context_budget  = 128000
+  no_progress     = 3        # the same tool call this many times in a row stops the agent
+  max_bad_outputs = 3        # unusable replies in a row (each reported back first)
+}
+
 # Optional tools are hidden unless allowed; deny hides any tool. Entries name a
 # tool, a group, or "group:plugins" (every third-party tool).
 tools {

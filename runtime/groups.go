@@ -148,7 +148,7 @@ func (rt *Runtime) mayTerminate(ctx context.Context, by, target string) error {
 	under := subtree(all, target)
 	switch {
 	case len(under) == 0:
-		return toolhost.Errorf(toolhost.CodeValidation, "field agentId: no agent %q", target)
+		return noAgent(target)
 	case by == "":
 		return nil
 	case target == by:

@@ -91,6 +91,9 @@ func (rt *Runtime) loop(ctx context.Context, a *agent) {
 		a.rec.Answer = answer
 		rec := a.rec
 		rt.mu.Unlock()
+		if !rt.setStatus(ctx, a, store.StatusWaiting) {
+			return
+		}
 		payload := map[string]any{"answer": answer, "turns": rec.Turns, "tokens": rec.Tokens}
 		if rec.ParentID != "" {
 			payload["reported_to"] = rec.ParentID
@@ -194,17 +197,17 @@ func (rt *Runtime) persist(ctx context.Context, a *agent) error {
 	return nil
 }
 
-// setStatus saves the agent's status and counts; false when the agent must
-// stop (terminated elsewhere, or the runtime closing).
+// setStatus saves the agent's status and counts, then shows them to Wait;
+// false when the agent must stop (terminated elsewhere, or the runtime
+// closing).
 func (rt *Runtime) setStatus(ctx context.Context, a *agent, status string) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	rt.mu.Lock()
-	a.rec.Status = status
 	rec := a.rec
-	rt.changed.Broadcast()
 	rt.mu.Unlock()
+	rec.Status = status
 	stored, err := rt.st.UpdateAgent(context.WithoutCancel(ctx), rec)
 	if errors.Is(err, store.ErrFinal) {
 		rt.stopped(a.id, stored)
@@ -213,6 +216,10 @@ func (rt *Runtime) setStatus(ctx context.Context, a *agent, status string) bool 
 	if err != nil {
 		rt.log.Error("saving an agent's status", "agent", a.id, "error", err)
 	}
+	rt.mu.Lock()
+	a.rec.Status = status
+	rt.changed.Broadcast()
+	rt.mu.Unlock()
 	return true
 }
 

@@ -223,7 +223,7 @@ func (rt *Runtime) role(nameOrID string) (store.Role, error) {
 func (rt *Runtime) Send(ctx context.Context, from, to, body string) (store.Mail, error) {
 	target, err := rt.st.Agent(ctx, to)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Mail{}, toolhost.Errorf(toolhost.CodeValidation, "no agent %q", to)
+		return store.Mail{}, noAgent(to)
 	}
 	if err != nil {
 		return store.Mail{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
@@ -261,7 +261,7 @@ func (rt *Runtime) Terminate(ctx context.Context, id, reason string) ([]string, 
 	}
 	ids := subtree(all, id)
 	if len(ids) == 0 {
-		return nil, toolhost.Errorf(toolhost.CodeValidation, "no agent %q", id)
+		return nil, noAgent(id)
 	}
 	var done []string
 	for _, x := range ids {
@@ -291,6 +291,12 @@ func (rt *Runtime) stopped(id string, rec store.Agent) {
 		}
 		rt.changed.Broadcast()
 	}
+}
+
+// noAgent is the error for an unknown agent id: validation, wrapping
+// store.ErrNotFound.
+func noAgent(id string) error {
+	return &toolhost.Error{Code: toolhost.CodeValidation, Message: fmt.Sprintf("no agent %q", id), Err: store.ErrNotFound}
 }
 
 var errTerminated = toolhost.Errorf(toolhost.CodeCancelled, "the agent was terminated")

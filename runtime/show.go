@@ -27,7 +27,7 @@ type AgentDetail struct {
 func Show(ctx context.Context, st *store.Store, id string) (AgentDetail, error) {
 	a, err := st.Agent(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return AgentDetail{}, &toolhost.Error{Code: toolhost.CodeValidation, Message: "no agent " + id, Err: err}
+		return AgentDetail{}, noAgent(id)
 	}
 	if err != nil {
 		return AgentDetail{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/store"
 )
@@ -37,11 +38,11 @@ const treeEventLimit = 100_000
 func Tree(ctx context.Context, st *store.Store, agentID string) (*Node, error) {
 	all, err := st.Agents(ctx)
 	if err != nil {
-		return nil, err
+		return nil, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 	}
 	ids := subtree(all, agentID)
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("runtime: no agent %q: %w", agentID, store.ErrNotFound)
+		return nil, noAgent(agentID)
 	}
 	byID := map[string]store.Agent{}
 	for _, a := range all {
@@ -63,7 +64,7 @@ func Tree(ctx context.Context, st *store.Store, agentID string) (*Node, error) {
 		nodes[id] = n
 		events, err := st.Events(ctx, store.EventFilter{AgentID: id, Limit: treeEventLimit})
 		if err != nil {
-			return nil, err
+			return nil, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 		}
 		for _, e := range events {
 			if e.Type == EventAgentSpawned {

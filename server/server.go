@@ -11,22 +11,35 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/runtime"
 )
 
 // Server serves a host over HTTP.
 type Server struct {
 	h     *host.Host
+	rt    *runtime.Runtime // nil: agents are listed but none can be started
 	mux   *http.ServeMux
 	token string // the bearer token every request must carry; "" for none
 }
 
+// Options tune a Server; nil means the defaults.
+type Options struct {
+	// Runtime runs the agents POST /api/agents starts; nil: the agents in
+	// the store are shown but none can be started or terminated.
+	Runtime *runtime.Runtime
+}
+
 // New returns a server for h, protected by the config's auth token if any.
-func New(h *host.Host) *Server {
+func New(h *host.Host, opts *Options) *Server {
 	s := &Server{h: h, mux: http.NewServeMux(), token: h.Config().Auth.Token}
+	if opts != nil {
+		s.rt = opts.Runtime
+	}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /api/groups", s.groups)
 	s.mux.HandleFunc("GET /api/plugins", s.plugins)
 	s.routesAPI()
+	s.routesAgents()
 	s.routesAudit()
 	s.routesLive()
 	s.routesMCP()

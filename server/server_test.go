@@ -31,7 +31,7 @@ func serve(t *testing.T, cfg *config.Config, groups ...*sdk.Group) (*httptest.Se
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(New(h))
+	srv := httptest.NewServer(New(h, nil))
 	t.Cleanup(srv.Close)
 	return srv, h
 }

@@ -446,3 +446,54 @@ func TestUIDocShot(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestUIAgents(t *testing.T) {
+	srv, h, rt := agentServer(t)
+	b := newBrowser(t, srv.URL)
+	b.open("#/agents", "agents")
+	b.wait("the stream", `document.querySelector('#stream-status').textContent === 'live'`)
+
+	// Start an agent from the form; the table follows it until it waits
+	// with its answer.
+	b.do("the role", chromedp.SetValue(chromedp.CSS("#spawn-role"), "helper"))
+	b.do("the task", chromedp.SendKeys(chromedp.CSS("#spawn-task"), "sum"))
+	b.click("#spawn-start")
+	b.wait("the new agent", `document.querySelector('#spawn-status').textContent.startsWith('Started ')`)
+	id := strings.TrimPrefix(b.text("#spawn-status"), "Started ")
+	row := fmt.Sprintf(`document.querySelector('tr[data-agent=%q]')`, id)
+	b.wait("the agent waiting with its answer", fmt.Sprintf(`(r => !!r && r.querySelector('.state').textContent === 'waiting' && r.textContent.includes('done: sum'))(%s)`, row))
+	if txt := eval[string](b, row+`.textContent`); !strings.Contains(txt, "helper") || !strings.Contains(txt, "sum") {
+		t.Errorf("row = %q", txt)
+	}
+	// A change made elsewhere shows without reloading the page.
+	if _, err := rt.Send(context.Background(), "", id, "from elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	b.wait("the answer to a message sent elsewhere", fmt.Sprintf(`(r => r.querySelector('.state').textContent === 'waiting' && r.textContent.includes('reply: from elsewhere'))(%s)`, row))
+
+	// Its page: the event tree with the console_print call, the conversation.
+	b.click(fmt.Sprintf(`tr[data-agent=%q] a.agent-link`, id))
+	b.ready("agent")
+	b.wait("the console_print call", `[...document.querySelectorAll('#tree li.node[data-kind="call"]')].some(n => n.dataset.status === 'ok' && n.querySelector('.node-title').textContent.startsWith('console_print'))`)
+	if c := b.text("#conversation"); !strings.Contains(c, "console_print(") || !strings.Contains(c, "done: sum") {
+		t.Errorf("conversation = %q", c)
+	}
+
+	// A message wakes it; the page shows the new answer.
+	b.do("the message", chromedp.SendKeys(chromedp.CSS("#message"), "and twice"))
+	b.click("#send")
+	b.wait("the reply", `(e => !!e && e.textContent === 'reply: and twice')(document.querySelector('#answer'))`)
+
+	// Terminate it: the page and the store say so, and it takes no more
+	// messages.
+	b.click("#terminate")
+	b.wait("terminated", `document.querySelector('#main h1 .state').textContent === 'terminated'`)
+	if !eval[bool](b, `document.querySelector('#send').disabled && document.querySelector('#terminate').disabled && document.querySelector('#tree li.node.bad') !== null`) {
+		t.Errorf("after terminate: controls enabled or no failed node marked: %q", b.text("#main"))
+	}
+	if a, err := h.Store().Agent(context.Background(), id); err != nil || a.Status != "terminated" {
+		t.Fatalf("stored agent = %+v, %v", a, err)
+	}
+	b.route("#/agents", "agents")
+	b.wait("the terminated row", fmt.Sprintf(`(r => !!r && r.querySelector('.state').textContent === 'terminated')(%s)`, row))
+}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +16,8 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/runtime"
+	"github.com/toolhost/toolhost/runtime/model"
 )
 
 // common are the flags every host command takes.
@@ -21,6 +25,7 @@ type common struct {
 	config   string
 	logLevel string
 	approver host.Approver // nil: the config's
+	console  io.Writer     // console_print's output; nil: stdout
 }
 
 func newFlags(name string, stderr io.Writer, defaultLevel string) (*flag.FlagSet, *common) {
@@ -50,33 +55,80 @@ func (c *common) load(stderr io.Writer) (*config.Config, bool) {
 	return cfg, true
 }
 
-// startHost loads the config and starts a host on it.
-func (c *common) startHost(ctx context.Context, stderr io.Writer) (*host.Host, bool) {
+// agentMode says what a command's runtime does with agents.
+type agentMode int
+
+const (
+	// recordAgents records the agents spawned (by a tool call) for a server
+	// to run: one-shot commands.
+	recordAgents agentMode = iota
+	// ownAgents runs the agents it spawns: toolhost run.
+	ownAgents
+	// serveAgents also adopts the agents no live process runs: serve.
+	serveAgents
+)
+
+// session is a started host with its agent runtime.
+type session struct {
+	h  *host.Host
+	rt *runtime.Runtime
+}
+
+// Close stops the runtime, then the host.
+func (s *session) Close() error { return errors.Join(s.rt.Close(), s.h.Close()) }
+
+// startHost loads the config and starts a host on it, with the runtime's
+// built-in groups; provider names the model block agents use ("": the
+// runtime block's).
+func (c *common) startHost(ctx context.Context, stderr io.Writer, mode agentMode, provider string) (*session, bool) {
 	cfg, ok := c.load(stderr)
 	if !ok {
 		return nil, false
 	}
+	var p model.Provider
+	if name := cmp.Or(provider, cfg.Runtime.Provider); name != "" {
+		m, ok := cfg.Model(name)
+		if !ok {
+			fmt.Fprintf(stderr, "toolhost: no model block is named %q\n", name)
+			return nil, false
+		}
+		var err error
+		if p, err = model.New(m); err != nil {
+			fmt.Fprintf(stderr, "toolhost: %v\n", err)
+			return nil, false
+		}
+	}
 	h, err := host.New(cfg, &host.Options{Logger: c.logger(stderr), Approver: c.approver})
+	var rt *runtime.Runtime
 	if err == nil {
-		err = h.Start(ctx)
+		rt = runtime.New(h, &runtime.Options{Provider: p, RunAgents: mode != recordAgents, Adopt: mode == serveAgents, Console: c.console})
+		if err = rt.Register(ctx); err == nil {
+			err = h.Start(ctx)
+		}
+	}
+	if err == nil {
+		err = rt.Start(ctx)
 	}
 	if err != nil {
+		if h != nil {
+			_ = h.Close()
+		}
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return nil, false
 	}
-	return h, true
+	return &session{h: h, rt: rt}, true
 }
 
 // withHost starts a host on the config, runs f and closes the host; a host
 // that does not start is exit status 1.
 func (c *common) withHost(stderr io.Writer, f func(ctx context.Context, h *host.Host) int) int {
 	ctx := context.Background()
-	h, ok := c.startHost(ctx, stderr)
+	s, ok := c.startHost(ctx, stderr, recordAgents, "")
 	if !ok {
 		return 1
 	}
-	defer h.Close()
-	return f(ctx, h)
+	defer s.Close()
+	return f(ctx, s.h)
 }
 
 func printJSON(w io.Writer, v any) {

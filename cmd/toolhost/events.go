@@ -26,12 +26,17 @@ func eventsCmd(args []string, stdout, stderr io.Writer) int {
 	limit := fs.Int("limit", 100, "at most this many of the most recent events")
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
 	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
+	tree := fs.String("tree", "", "print this agent's event tree (agent → turn → tool_call, with the agents it spawned) instead")
 	if fs.Parse(args) != nil {
 		return 2
 	}
 	cfg, ok := c.load(stderr)
 	if !ok {
 		return 1
+	}
+	if *tree != "" {
+		ctx := context.Background()
+		return withStore(ctx, cfg, stderr, func(st *store.Store) error { return writeTree(ctx, st, *tree, stdout) })
 	}
 	f := store.EventFilter{Tool: *tool, AgentID: *agent, CallID: *callID, Type: *typ, Limit: *limit}
 	if *since != "" {

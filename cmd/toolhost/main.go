@@ -5,10 +5,12 @@
 //	toolhost roles    list|show|create|set-groups|delete   list and edit roles
 //	toolhost tools    [-config F] [-role R] [-json] [-tokens]   the tools a role sees
 //	toolhost call     [-config F] [-role R | -agent ID] TOOL [JSON]  call one tool, print the result envelope
-//	toolhost events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow]   the audit events
+//	toolhost events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow] [-tree AGENT]   the audit events
 //	toolhost plugin inspect [-config JSON] PATH        describe a plugin without registering it
 //	toolhost serve    [-config F]                      run the host and its HTTP server
 //	toolhost mcp      -role R [-config F]              serve a role's MCP over stdio
+//	toolhost run      -role R [-provider P] [-tree] "TASK"   run an agent until it and its agents are idle
+//	toolhost agents   list|show|send|terminate          the agents and their conversations
 //
 // -config defaults to config.hcl. Logs go to stderr at -log-level (or
 // TOOLHOST_LOG_LEVEL): info for serve, warn for the one-shot commands.
@@ -37,6 +39,8 @@ var commands = map[string]command{
 	"plugin":   pluginCmd,
 	"serve":    serveCmd,
 	"mcp":      mcpCmd,
+	"run":      runCmd,
+	"agents":   agentsCmd,
 }
 
 const usage = `usage: toolhost COMMAND [flags]
@@ -47,10 +51,12 @@ commands:
   roles    list|show|create|set-groups|delete   list and edit roles
   tools    [-config F] [-role R] [-json] [-tokens]   the tools a role sees
   call     [-config F] [-role R | -agent ID] TOOL [JSON]   call one tool and print its result envelope
-  events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow]   the audit events
+  events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow] [-tree AGENT]   the audit events
   plugin inspect [-config JSON] PATH   describe a plugin without registering it
   serve    [-config F]                 run the host and its HTTP server
   mcp      -role R [-config F]         serve a role's tools over MCP on stdin/stdout
+  run      -role R [-provider P] [-tree] [-terminate] "TASK"   run an agent until it and the agents it spawned are idle
+  agents   list|show|send|terminate    the agents, their conversations and mailboxes
 
 Run 'toolhost COMMAND -h' for a command's flags.
 `

@@ -40,7 +40,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PORT", strconv.Itoa(port))
 			return err
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"httpget": httpget, "sleep": sleep},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"httpget": httpget, "sleep": sleep, "capture": capture},
 	})
 }
 
@@ -80,6 +80,19 @@ func sleep(ts *testscript.TestScript, neg bool, args []string) {
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
 	time.Sleep(d)
+}
+
+// capture VAR FILE REGEXP sets VAR to REGEXP's first submatch in FILE (such
+// as an id a command printed), for later commands.
+func capture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: capture VAR FILE REGEXP")
+	}
+	m := regexp.MustCompile(args[2]).FindStringSubmatch(ts.ReadFile(args[1]))
+	if len(m) < 2 {
+		ts.Fatalf("capture: %s does not match %s", args[1], args[2])
+	}
+	ts.Setenv(args[0], m[1])
 }
 
 func freePort() (int, error) {

@@ -24,18 +24,19 @@ func serveCmd(args []string, _, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	h, ok := c.startHost(ctx, stderr)
+	sess, ok := c.startHost(ctx, stderr, serveAgents, "")
 	if !ok {
 		return 1
 	}
-	defer h.Close()
+	defer sess.Close()
+	h := sess.h
 	log := c.logger(stderr)
 	lis, err := net.Listen("tcp", h.Config().Listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: listen: %v\n", err)
 		return 1
 	}
-	srv := &http.Server{Handler: server.New(h), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: server.New(h, &server.Options{Runtime: sess.rt}), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	log.Info("serving", "url", "http://"+lis.Addr().String(), "groups", len(h.Manager().IDs()), "ready_in", time.Since(start))

@@ -1,7 +1,8 @@
-// toolhost web UI: roles and their tool groups, groups, live events and
-// pending approvals. Plain JavaScript over the server's JSON API; no
-// external resource. The bearer token, when the server wants one, is kept in
-// sessionStorage for the tab and sent on every request.
+// toolhost web UI: roles and their tool groups, agents (started, followed,
+// messaged and terminated here), groups, live events and pending approvals.
+// Plain JavaScript over the server's JSON API; no external resource. The
+// bearer token, when the server wants one, is kept in sessionStorage for the
+// tab and sent on every request.
 'use strict';
 
 const TOKEN_KEY = 'toolhost.token';
@@ -154,6 +155,7 @@ function route() {
   const parts = hash.split('/').map((p) => { try { return decodeURIComponent(p); } catch (_) { return p; } });
   switch (parts[0]) {
     case 'roles': return parts[1] ? ['role', (main, v) => rolePage(main, v, parts[1])] : ['roles', rolesPage];
+    case 'agents': return parts[1] ? ['agent', (main, v) => agentPage(main, v, parts[1])] : ['agents', agentsPage];
     case 'groups': return ['groups', groupsPage];
     case 'events': return ['events', eventsPage];
     case 'approvals': return ['approvals', approvalsPage];
@@ -164,7 +166,7 @@ function route() {
 function render() {
   if (view) view.abort.abort();
   const [name, page] = route();
-  const nav = name === 'role' ? 'roles' : name;
+  const nav = { role: 'roles', agent: 'agents' }[name] || name;
   for (const a of $$('nav a')) a.classList.toggle('active', a.dataset.nav === nav);
   const main = $('#main');
   fill(main, h('p', { class: 'muted' }, 'Loading…'));
@@ -182,8 +184,10 @@ function render() {
   });
 }
 
+function errorText(e) { return e instanceof APIError ? `${e.message} (${e.code})` : String(e.message || e); }
+
 function errorBox(e, id) {
-  return h('div', { class: 'error', id: id || null, role: 'alert' }, e instanceof APIError ? `${e.message} (${e.code})` : String(e.message || e));
+  return h('div', { class: 'error', id: id || null, role: 'alert' }, errorText(e));
 }
 
 // ---- Roles ----------------------------------------------------------------
@@ -396,6 +400,51 @@ async function groupsPage(main, v) {
           h('td', {}, d.plugin || ''), h('td', {}, d.group || ''), h('td', {}, d.message || ''))))));
 }
 
+// follow reads the event stream with fetch (so that the token can be
+// sent), reconnecting after an error until signal aborts. o.query() gives
+// the stream's query parameters at each connection; o.onEvent receives each
+// event, o.onOpen (optional) runs at each connection, and o.status (a
+// span) says whether the stream is live.
+async function follow(signal, o) {
+  while (!signal.aborted) {
+    try {
+      const resp = await request('/api/events/stream?' + o.query().toString(), { signal, headers: { Accept: 'text/event-stream' } });
+      if (!resp.ok) {
+        let msg = resp.status + ' ' + resp.statusText;
+        try { msg = (await resp.json()).error.message; } catch (_) { /* keep msg */ }
+        throw new Error(msg);
+      }
+      o.status.textContent = 'live';
+      o.status.className = 'status ok';
+      if (o.onOpen) o.onOpen();
+      const reader = resp.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true }).replace(/\r\n/g, '\n');
+        let i;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+          if (!data) continue;
+          let e;
+          try { e = JSON.parse(data); } catch (_) { continue; /* skip a malformed event */ }
+          o.onEvent(e);
+        }
+      }
+      throw new Error('stream ended');
+    } catch (e) {
+      if (signal.aborted) return;
+      o.status.textContent = 'reconnecting… (' + (e.message || e) + ')';
+      o.status.className = 'status dirty';
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+}
+
 // ---- Events ---------------------------------------------------------------
 
 const eventLog = { items: [], lastId: 0, filter: { type: '', tool: '', agent: '' } };
@@ -450,48 +499,274 @@ async function eventsPage(main, v) {
     }
   };
 
-  // run reads the stream with fetch (so that the token can be sent),
-  // reconnecting after an error until the page is left.
-  async function run(signal) {
-    while (!signal.aborted) {
-      try {
-        const q = new URLSearchParams();
-        for (const [k, val] of Object.entries(eventLog.filter)) if (val) q.set(k, val);
-        if (eventLog.lastId) q.set('after', eventLog.lastId);
-        const resp = await request('/api/events/stream?' + q.toString(), { signal, headers: { Accept: 'text/event-stream' } });
-        if (!resp.ok) {
-          let msg = resp.status + ' ' + resp.statusText;
-          try { msg = (await resp.json()).error.message; } catch (_) { /* keep msg */ }
-          throw new Error(msg);
-        }
-        status.textContent = 'live';
-        status.className = 'status ok';
-        const reader = resp.body.getReader();
-        const dec = new TextDecoder();
-        let buf = '';
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buf += dec.decode(value, { stream: true }).replace(/\r\n/g, '\n');
-          let i;
-          while ((i = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, i);
-            buf = buf.slice(i + 2);
-            const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
-            if (!data) continue;
-            try { add(JSON.parse(data)); } catch (_) { /* skip a malformed event */ }
-          }
-        }
-        throw new Error('stream ended');
-      } catch (e) {
-        if (signal.aborted) return;
-        status.textContent = 'reconnecting… (' + (e.message || e) + ')';
-        status.className = 'status dirty';
-        await new Promise((r) => setTimeout(r, 2000));
-      }
+  const run = (signal) => follow(signal, {
+    query() {
+      const q = new URLSearchParams();
+      for (const [k, val] of Object.entries(eventLog.filter)) if (val) q.set(k, val);
+      if (eventLog.lastId) q.set('after', eventLog.lastId);
+      return q;
+    },
+    onEvent: add,
+    status,
+  });
+  run(stream.signal);
+}
+
+// ---- Agents ---------------------------------------------------------------
+
+// AGENT_EVENTS are the event types after which the agents' views reload.
+const AGENT_EVENTS = /^(agent|turn|tool_call|console)\./;
+// RECHECK_MS is how soon a view showing a running agent looks again, in
+// case its last change came without an event (the status after an answer).
+const RECHECK_MS = 2000;
+
+function agentHref(id) { return '#/agents/' + encodeURIComponent(id); }
+function agentPath(id) { return '/api/agents/' + encodeURIComponent(id); }
+function isFinal(a) { return a.status === 'failed' || a.status === 'terminated'; }
+function stateBadge(status) { return h('span', { class: 'state ' + (status || '') }, status || ''); }
+function oneLine(s, n) {
+  const t = String(s || '').replace(/\s+/g, ' ').trim();
+  return t.length > n ? t.slice(0, n - 1) + '…' : t;
+}
+
+// liveAgents keeps a view of agents current. It returns reload, which runs
+// load (one at a time; calls during a run make one more run) and which it
+// calls after each agent, turn, tool call or console event on the stream,
+// at each (re)connection of the stream, and RECHECK_MS after a load that
+// reports an agent running (load returns whether one is).
+function liveAgents(v, load, status) {
+  let running = false;
+  let again = false;
+  let timer = 0;
+  async function reload() {
+    if (running) { again = true; return; }
+    running = true;
+    try {
+      do {
+        again = false;
+        clearTimeout(timer);
+        if (await load()) timer = setTimeout(reload, RECHECK_MS);
+      } while (again && !v.signal.aborted);
+    } finally {
+      running = false;
     }
   }
-  run(stream.signal);
+  v.signal.addEventListener('abort', () => clearTimeout(timer));
+  let lastId = 0;
+  follow(v.signal, {
+    query() {
+      const q = new URLSearchParams();
+      if (lastId) q.set('after', lastId);
+      return q;
+    },
+    onEvent(e) {
+      if (e.id) lastId = Math.max(lastId, e.id);
+      if (AGENT_EVENTS.test(e.type || '')) reload();
+    },
+    onOpen: reload, // what happened while the stream was down
+    status,
+  });
+  return reload;
+}
+
+// showError shows e in el (an .error box), or hides el when e is null.
+function showError(el, e) {
+  el.textContent = e ? errorText(e) : '';
+  el.hidden = !e;
+}
+
+async function agentsPage(main, v) {
+  const roles = await api('GET', '/api/roles', undefined, v.signal);
+  const body = h('tbody', {});
+  const errorEl = h('div', { id: 'error', class: 'error', role: 'alert', hidden: true });
+  const stream = h('span', { id: 'stream-status', class: 'status' }, 'connecting…');
+
+  const roleSel = h('select', { id: 'spawn-role', name: 'role', required: true },
+    roles.map((r) => h('option', { value: r.name }, r.name)));
+  const task = h('textarea', { id: 'spawn-task', name: 'task', rows: 3, placeholder: 'task (empty: the agent waits for messages)' });
+  const start = h('button', { id: 'spawn-start', type: 'submit', class: 'primary' }, 'Start');
+  const spawnStatus = h('span', { id: 'spawn-status', class: 'status' });
+  const form = h('form', { id: 'spawn', class: 'card spawn' },
+    h('h3', {}, 'Start an agent'),
+    h('label', {}, 'Role ', roleSel),
+    task,
+    h('div', { class: 'actions' }, start, spawnStatus));
+
+  const row = (a) => h('tr', { 'data-agent': a.id, class: a.parentId ? 'child' : null },
+    h('td', {}, h('a', { href: agentHref(a.id), class: 'agent-link' }, a.id),
+      a.parentId ? h('div', { class: 'muted small' }, 'child of ', h('a', { href: agentHref(a.parentId) }, a.parentId)) : null),
+    h('td', {}, a.role || ''),
+    h('td', { class: 'status-cell' }, stateBadge(a.status), a.kind === 'external' ? h('span', { class: 'badge' }, 'external') : null),
+    h('td', { class: 'num' }, fmt(a.turns)),
+    h('td', { class: 'num' }, fmt(a.tokens)),
+    h('td', { class: 'task', title: a.task || '' }, a.task ? oneLine(a.task, 120) : h('span', { class: 'muted' }, '—')),
+    h('td', { class: 'answer', title: a.error || a.answer || '' },
+      a.error ? h('span', { class: 'error-text' }, a.errorCode ? h('span', { class: 'badge bad' }, a.errorCode) : null, ' ', oneLine(a.error, 160))
+        : oneLine(a.answer, 160)));
+
+  const load = async () => {
+    try {
+      const agents = await api('GET', '/api/agents', undefined, v.signal);
+      fill(body, agents.map(row));
+      return agents.some((a) => a.status === 'running');
+    } catch (e) {
+      if (!v.signal.aborted) showError(errorEl, e);
+      return false;
+    }
+  };
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    showError(errorEl, null);
+    start.disabled = true;
+    spawnStatus.textContent = 'Starting…';
+    spawnStatus.className = 'status';
+    try {
+      const a = await api('POST', '/api/agents', { role: roleSel.value, task: task.value }, v.signal);
+      task.value = '';
+      spawnStatus.textContent = 'Started ' + a.id;
+      spawnStatus.className = 'status ok';
+      reload();
+    } catch (e) {
+      if (v.signal.aborted) return;
+      showError(errorEl, e);
+      spawnStatus.textContent = 'Not started';
+      spawnStatus.className = 'status dirty';
+    } finally {
+      start.disabled = false;
+    }
+  });
+
+  fill(main,
+    h('h1', {}, 'Agents', stream),
+    h('p', { class: 'muted' }, 'Agents run by this server, oldest first. Click one to see its event tree and conversation.'),
+    form,
+    errorEl,
+    h('table', { id: 'agents', class: 'table agents' },
+      h('thead', {}, h('tr', {}, ['Agent', 'Role', 'Status', 'Turns', 'Tokens', 'Task', 'Answer / error'].map((c) => h('th', {}, c)))),
+      body));
+  const reload = liveAgents(v, load, stream);
+  await reload();
+}
+
+// treeNode renders a node of an agent's event tree and its children.
+function treeNode(n) {
+  const bad = n.status === 'failed' || n.status === 'terminated';
+  const kids = n.children || [];
+  return h('li', { class: 'node ' + n.kind + (bad ? ' bad' : ''), 'data-kind': n.kind, 'data-status': n.status || '' },
+    h('span', { class: 'node-title' },
+      bad ? h('span', { class: 'badge bad' }, n.status) : null,
+      n.kind === 'call' ? h('code', {}, n.title) : n.title,
+      n.status === 'running' ? h('span', { class: 'badge' }, 'running') : null),
+    kids.length ? h('ul', { class: 'tree' }, kids.map(treeNode)) : null);
+}
+
+// messageView renders one message of a conversation; tool calls compactly.
+function messageView(m) {
+  const calls = Array.isArray(m.toolCalls) ? m.toolCalls : [];
+  return h('div', { class: 'msg ' + m.role, 'data-seq': m.seq },
+    h('div', { class: 'msg-head' }, h('strong', {}, m.role),
+      m.name ? h('code', {}, m.name) : null,
+      m.toolCallId ? h('span', { class: 'muted small' }, 'call ' + m.toolCallId) : null,
+      h('span', { class: 'muted small' }, when(m.time))),
+    m.content ? h('pre', { class: 'content' }, m.content) : null,
+    calls.length ? h('ul', { class: 'calls' }, calls.map((c) => h('li', { title: c.arguments || '' },
+      h('code', {}, c.name, '(', oneLine(c.arguments, 100), ')')))) : null);
+}
+
+async function agentPage(main, v, id) {
+  const errorEl = h('div', { id: 'error', class: 'error', role: 'alert', hidden: true });
+  const stream = h('span', { id: 'stream-status', class: 'status' }, 'connecting…');
+  const title = h('h1', {});
+  const info = h('section', { id: 'agent-info', class: 'agent-info' });
+  const tree = h('ul', { id: 'tree', class: 'tree root' });
+  const convo = h('div', { id: 'conversation', class: 'conversation' });
+  const mailbox = h('div', { id: 'mailbox' });
+  const actionStatus = h('span', { id: 'agent-status', class: 'status' });
+  const message = h('textarea', { id: 'message', rows: 2, placeholder: 'a message for the agent' });
+  const send = h('button', { id: 'send', type: 'button', class: 'primary', onclick: doSend }, 'Send message');
+  const terminate = h('button', { id: 'terminate', type: 'button', class: 'danger', onclick: doTerminate }, 'Terminate');
+
+  function render(d, t) {
+    fill(title, d.id, ' ', h('span', { class: 'badge' }, d.role || ''), ' ', stateBadge(d.status));
+    const field = (name, ...value) => [h('dt', {}, name), h('dd', {}, value)];
+    fill(info, h('dl', { class: 'facts' },
+      field('Kind', d.kind || ''),
+      field('Turns', fmt(d.turns)),
+      field('Tokens', fmt(d.tokens)),
+      d.parentId ? field('Parent', h('a', { href: agentHref(d.parentId) }, d.parentId)) : null,
+      d.children.length ? field('Children', d.children.map((c) => [h('a', { href: agentHref(c) }, c), ' '])) : null,
+      field('Task', d.task ? h('pre', { id: 'task' }, d.task) : h('span', { class: 'muted' }, 'none')),
+      d.answer ? field('Answer', h('pre', { id: 'answer' }, d.answer)) : null,
+      d.error ? field('Error', h('div', { id: 'agent-error', class: 'error-text' }, d.errorCode ? h('span', { class: 'badge bad' }, d.errorCode) : null, ' ', d.error)) : null));
+    fill(tree, treeNode(t));
+    fill(convo, d.messages.length ? d.messages.map(messageView) : h('p', { class: 'muted' }, 'No message yet.'));
+    fill(mailbox, d.mailbox.length === 0 ? h('p', { class: 'muted' }, 'No mail.') :
+      h('ul', { class: 'plain' }, d.mailbox.map((m) => h('li', { class: m.read ? 'read' : 'unread' },
+        h('strong', {}, m.from || 'operator'), ': ', oneLine(m.body, 200), m.read ? null : h('span', { class: 'badge warn' }, 'unread')))));
+    const final = isFinal(d);
+    terminate.disabled = final;
+    send.disabled = final;
+    message.disabled = final;
+  }
+
+  const get = () => Promise.all([api('GET', agentPath(id), undefined, v.signal), api('GET', agentPath(id) + '/tree', undefined, v.signal)]);
+  const load = async () => {
+    try {
+      const [d, t] = await get();
+      render(d, t);
+      return d.status === 'running';
+    } catch (e) {
+      if (!v.signal.aborted) showError(errorEl, e);
+      return false;
+    }
+  };
+
+  async function act(what, fn) {
+    showError(errorEl, null);
+    send.disabled = terminate.disabled = true;
+    actionStatus.textContent = what + '…';
+    actionStatus.className = 'status';
+    try {
+      actionStatus.textContent = await fn();
+      actionStatus.className = 'status ok';
+    } catch (e) {
+      if (v.signal.aborted) return;
+      showError(errorEl, e);
+      actionStatus.textContent = '';
+    }
+    await reload();
+  }
+
+  function doSend() {
+    const text = message.value.trim();
+    if (!text) return;
+    act('Sending', async () => {
+      await api('POST', agentPath(id) + '/messages', { message: text }, v.signal);
+      message.value = '';
+      return 'Sent';
+    });
+  }
+
+  function doTerminate() {
+    act('Terminating', async () => {
+      const r = await api('POST', agentPath(id) + '/terminate', undefined, v.signal);
+      return r.terminated.length ? 'Terminated ' + r.terminated.join(', ') : 'Already ended';
+    });
+  }
+
+  const [d, t] = await get();
+  fill(main,
+    h('p', { class: 'crumbs' }, h('a', { href: '#/agents' }, 'Agents'), ' / ', id, stream),
+    title,
+    errorEl,
+    info,
+    h('div', { class: 'actions' }, message, send, terminate, actionStatus),
+    h('div', { class: 'agent-layout' },
+      h('section', {}, h('h2', {}, 'Event tree'), tree),
+      h('section', {}, h('h2', {}, 'Conversation'), convo, h('h2', {}, 'Mailbox'), mailbox)));
+  render(d, t);
+  const reload = liveAgents(v, load, stream);
 }
 
 // ---- Approvals ------------------------------------------------------------

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/output"
+	"github.com/toolhost/toolhost/runtime"
+	"github.com/toolhost/toolhost/store"
+)
+
+// runCmd runs an agent of a role on a task until it and every agent it
+// spawned are idle, printing console lines as they come and the answer at
+// the end. Exit status 1 when the agent failed. The agents are left waiting
+// for messages (a server started later adopts them) unless -terminate.
+func runCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newFlags("run", stderr, "warn")
+	role := fs.String("role", "", "the agent's role (required)")
+	provider := fs.String("provider", "", "the model block agents use (default: the runtime block's)")
+	timeout := fs.Duration("timeout", 0, "give up after this long (0: no limit beyond the runtime block's)")
+	tree := fs.Bool("tree", false, "print the agent's event tree at the end")
+	end := fs.Bool("terminate", false, "terminate the agents at the end instead of leaving them waiting for messages (a server adopts them)")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	if *role == "" || fs.NArg() != 1 {
+		fmt.Fprintln(stderr, `usage: toolhost run [-config F] -role R [-provider P] [-timeout D] [-tree] [-terminate] "TASK"`)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	c.console = stdout
+	sess, ok := c.startHost(ctx, stderr, ownAgents, *provider)
+	if !ok {
+		return 1
+	}
+	defer sess.Close()
+	a, err := sess.rt.Spawn(ctx, runtime.SpawnRequest{Role: *role, Task: fs.Arg(0)})
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "agent %s (role %s) started\n", a.ID, *role)
+	waitErr := sess.rt.Wait(ctx, a.ID)
+	if *end {
+		if _, err := sess.rt.Terminate(context.WithoutCancel(ctx), a.ID, "toolhost run finished"); err != nil {
+			fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		}
+	}
+	if err := sess.h.FlushEvents(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+	}
+	st := sess.h.Store()
+	if *tree {
+		if err := writeTree(context.WithoutCancel(ctx), st, a.ID, stdout); err != nil {
+			fmt.Fprintf(stderr, "toolhost: %v\n", err)
+			return 1
+		}
+	}
+	if waitErr != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", waitErr)
+		return 1
+	}
+	final, err := st.Agent(context.WithoutCancel(ctx), a.ID)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 1
+	}
+	if final.Status == store.StatusFailed {
+		fmt.Fprintf(stderr, "agent %s failed (%s): %s\n", final.ID, final.ErrorCode, final.Error)
+		return 1
+	}
+	fmt.Fprintln(stdout, final.Answer)
+	fmt.Fprintf(stderr, "agent %s: %d turns, %d tokens\n", final.ID, final.Turns, final.Tokens)
+	return 0
+}
+
+// writeTree prints an agent's event tree.
+func writeTree(ctx context.Context, st *store.Store, id string, w io.Writer) error {
+	n, err := runtime.Tree(ctx, st, id)
+	if err == nil {
+		err = n.Write(w)
+	}
+	return err
+}
+
+const agentsUsage = `usage:
+  toolhost agents list [-config F] [-json]
+  toolhost agents show [-config F] [-json] ID
+  toolhost agents send [-config F] ID MESSAGE
+  toolhost agents terminate [-config F] ID`
+
+// agentsCmd lists, shows, messages and terminates agents. list and show read
+// the store only; send and terminate go through the runtime, and a running
+// server notices them within a second.
+func agentsCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, agentsUsage)
+		return 2
+	}
+	sub := args[0]
+	fs, c := newFlags("agents "+sub, stderr, "warn")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if fs.Parse(args[1:]) != nil {
+		return 2
+	}
+	want := map[string]int{"list": 0, "show": 1, "send": 2, "terminate": 1}
+	if n, ok := want[sub]; !ok || fs.NArg() != n {
+		fmt.Fprintln(stderr, agentsUsage)
+		return 2
+	}
+	ctx := context.Background()
+	switch sub {
+	case "list", "show":
+		cfg, ok := c.load(stderr)
+		if !ok {
+			return 1
+		}
+		return withStore(ctx, cfg, stderr, func(st *store.Store) error {
+			if sub == "list" {
+				return listAgents(ctx, st, stdout, *asJSON)
+			}
+			return showAgent(ctx, st, fs.Arg(0), stdout, *asJSON)
+		})
+	}
+	sess, ok := c.startHost(ctx, stderr, recordAgents, "")
+	if !ok {
+		return 1
+	}
+	defer sess.Close()
+	if sub == "send" {
+		m, err := sess.rt.Send(ctx, "", fs.Arg(0), fs.Arg(1))
+		if err != nil {
+			fmt.Fprintf(stderr, "toolhost: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "message %d sent to %s\n", m.ID, m.To)
+		return 0
+	}
+	ids, err := sess.rt.Terminate(ctx, fs.Arg(0), "terminated from the command line")
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 1
+	}
+	if len(ids) == 0 {
+		fmt.Fprintf(stdout, "agent %s had already ended\n", fs.Arg(0))
+	}
+	for _, id := range ids {
+		fmt.Fprintf(stdout, "terminated %s\n", id)
+	}
+	return 0
+}
+
+// withStore opens the data directory's store for f, printing f's error.
+func withStore(ctx context.Context, cfg *config.Config, stderr io.Writer, f func(*store.Store) error) int {
+	st, err := store.Open(ctx, cfg.DataDir)
+	if err == nil {
+		err = f(st)
+		st.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func listAgents(ctx context.Context, st *store.Store, stdout io.Writer, asJSON bool) error {
+	agents, err := st.Agents(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		printJSON(stdout, agents)
+		return nil
+	}
+	roles := map[string]string{}
+	if rs, err := st.Roles(ctx); err == nil {
+		for _, r := range rs {
+			roles[r.ID] = r.Name
+		}
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tROLE\tSTATUS\tPARENT\tTURNS\tTOKENS\tTASK")
+	for _, a := range agents {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.ID, roles[a.RoleID], a.Status, dash(a.ParentID), a.Turns, a.Tokens, dash(output.OneLine(a.Task, 60)))
+	}
+	return tw.Flush()
+}
+
+func showAgent(ctx context.Context, st *store.Store, id string, stdout io.Writer, asJSON bool) error {
+	d, err := runtime.Show(ctx, st, id)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		printJSON(stdout, d)
+		return nil
+	}
+	fmt.Fprintf(stdout, "agent    %s\nrole     %s\nstatus   %s\nkind     %s\nparent   %s\nturns    %d\ntokens   %d\ncreated  %s\n",
+		d.ID, d.Role, d.Status, d.Kind, dash(d.ParentID), d.Turns, d.Tokens, d.CreatedAt.Local().Format(time.DateTime))
+	if d.Task != "" {
+		fmt.Fprintf(stdout, "task     %s\n", output.OneLine(d.Task, 200))
+	}
+	if d.Answer != "" {
+		fmt.Fprintf(stdout, "answer   %s\n", output.OneLine(d.Answer, 200))
+	}
+	if d.Error != "" {
+		fmt.Fprintf(stdout, "error    %s\n", strings.TrimPrefix(d.ErrorCode+": "+d.Error, ": "))
+	}
+	if len(d.Children) > 0 {
+		fmt.Fprintf(stdout, "children %s\n", strings.Join(d.Children, ", "))
+	}
+	fmt.Fprintf(stdout, "\nconversation (%d messages):\n", len(d.Messages))
+	for _, m := range d.Messages {
+		text := m.Content
+		if len(m.ToolCalls) > 0 {
+			text = strings.TrimSpace(text + " calls " + string(m.ToolCalls))
+		}
+		label := m.Role
+		if m.Name != "" {
+			label += " " + m.Name
+		}
+		fmt.Fprintf(stdout, "  %3d %-16s %s\n", m.Seq, label, output.OneLine(text, 160))
+	}
+	unread := 0
+	for _, m := range d.Mailbox {
+		if m.Read.IsZero() {
+			unread++
+		}
+	}
+	fmt.Fprintf(stdout, "\nmailbox: %d received, %d unread\n", len(d.Mailbox), unread)
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

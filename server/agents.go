@@ -1,0 +1,171 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/runtime"
+	"github.com/toolhost/toolhost/store"
+)
+
+// maxAgentBody caps the body of a spawn or a message: text for an agent.
+const maxAgentBody = 1 << 20
+
+// terminateReason is the reason recorded for an agent terminated here.
+const terminateReason = "terminated through the HTTP API"
+
+// AgentJSON is an agent as the API lists it: the stored agent and the name
+// of its role.
+type AgentJSON struct {
+	store.Agent
+	// Role is the name of the agent's role (its id when the role is gone).
+	Role string `json:"role"`
+}
+
+// SpawnBody is the body of POST /api/agents.
+type SpawnBody struct {
+	// Role names the agent's role (its name or id).
+	Role string `json:"role"`
+	// Task is the agent's first message; empty: it waits for messages.
+	Task string `json:"task"`
+	// ParentID is the agent it works for; empty for an operator.
+	ParentID string `json:"parentId,omitempty"`
+}
+
+// MessageBody is the body of POST /api/agents/{id}/messages.
+type MessageBody struct {
+	// Message is the text put in the agent's mailbox.
+	Message string `json:"message"`
+}
+
+func (s *Server) routesAgents() {
+	s.mux.HandleFunc("GET /api/agents", s.listAgents)
+	s.mux.HandleFunc("POST /api/agents", s.spawnAgent)
+	s.mux.HandleFunc("GET /api/agents/{id}", s.showAgent)
+	s.mux.HandleFunc("GET /api/agents/{id}/tree", s.agentTree)
+	s.mux.HandleFunc("POST /api/agents/{id}/messages", s.sendMessage)
+	s.mux.HandleFunc("POST /api/agents/{id}/terminate", s.terminateAgent)
+}
+
+// agentRuntime returns the server's agent runtime, or answers 503 when it runs
+// none.
+func (s *Server) agentRuntime(w http.ResponseWriter) (*runtime.Runtime, bool) {
+	if s.rt == nil {
+		writeError(w, http.StatusServiceUnavailable, toolhost.Errorf(toolhost.CodeInternal,
+			"this server runs no agent runtime: agents can be listed and shown, not started, messaged or terminated"))
+	}
+	return s.rt, s.rt != nil
+}
+
+// agentsJSON adds their role's name to agents.
+func (s *Server) agentsJSON(agents []store.Agent) []AgentJSON {
+	names := map[string]string{}
+	for _, r := range s.h.Roles() {
+		names[r.ID] = r.Name
+	}
+	out := make([]AgentJSON, len(agents))
+	for i, a := range agents {
+		out[i] = AgentJSON{Agent: a, Role: a.RoleID}
+		if name, ok := names[a.RoleID]; ok {
+			out[i].Role = name
+		}
+	}
+	return out
+}
+
+// listAgents lists every agent in the store, oldest first.
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	agents, err := s.h.Store().Agents(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, toolhost.Errorf(toolhost.CodeInternal, "agents: %w", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.agentsJSON(agents))
+}
+
+// spawnAgent starts an agent of a role on a task.
+func (s *Server) spawnAgent(w http.ResponseWriter, r *http.Request) {
+	rt, ok := s.agentRuntime(w)
+	if !ok {
+		return
+	}
+	var body SpawnBody
+	if !decode(w, r, maxAgentBody, &body) {
+		return
+	}
+	if body.Role == "" {
+		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "role: required"))
+		return
+	}
+	a, err := rt.Spawn(r.Context(), runtime.SpawnRequest{Role: body.Role, Task: body.Task, ParentID: body.ParentID})
+	if err != nil {
+		status := statusOf(err)
+		if status == http.StatusNotFound { // the role named in the body: the request is wrong, not its path
+			status = http.StatusBadRequest
+		}
+		writeError(w, status, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.agentsJSON([]store.Agent{a})[0])
+}
+
+// showAgent answers an agent's detail: its record, conversation, mailbox
+// and children.
+func (s *Server) showAgent(w http.ResponseWriter, r *http.Request) {
+	d, err := runtime.Show(r.Context(), s.h.Store(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// agentTree answers an agent's event tree (see runtime.Node).
+func (s *Server) agentTree(w http.ResponseWriter, r *http.Request) {
+	n, err := runtime.Tree(r.Context(), s.h.Store(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, n)
+}
+
+// sendMessage puts the operator's message in an agent's mailbox.
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
+	rt, ok := s.agentRuntime(w)
+	if !ok {
+		return
+	}
+	var body MessageBody
+	if !decode(w, r, maxAgentBody, &body) {
+		return
+	}
+	if body.Message == "" {
+		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "message: required"))
+		return
+	}
+	m, err := rt.Send(r.Context(), "", r.PathValue("id"), body.Message)
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, m)
+}
+
+// terminateAgent ends an agent and its descendants, answering the ids of
+// those it ended (none when they all were final already).
+func (s *Server) terminateAgent(w http.ResponseWriter, r *http.Request) {
+	rt, ok := s.agentRuntime(w)
+	if !ok {
+		return
+	}
+	ids, err := rt.Terminate(r.Context(), r.PathValue("id"), terminateReason)
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string][]string{"terminated": ids})
+}

@@ -1,0 +1,226 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/runtime"
+	"github.com/toolhost/toolhost/runtime/model"
+	"github.com/toolhost/toolhost/store"
+)
+
+// agentScript is the model of the "helper" role: print, answer, then
+// answer every message.
+const agentScript = `{"roles": {"helper": [
+  {"tool_calls": [{"name": "console_print", "arguments": {"text": "working on {{.Task}}"}}]},
+  {"final_answer": "done: {{.Task}}"},
+  {"final_answer": "reply: {{.Last}}", "repeat": -1}
+]}}`
+
+// agentServer serves a host with a runtime whose model plays agentScript,
+// and a stored role "helper" with the console group.
+func agentServer(t *testing.T) (*httptest.Server, *host.Host, *runtime.Runtime) {
+	t.Helper()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.json")
+	if err := os.WriteFile(script, []byte(agentScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "data_dir = %q\n", filepath.Join(dir, "data")), filepath.Join(dir, "config.hcl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	ctx := context.Background()
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	provider, err := model.NewScripted(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := runtime.New(h, &runtime.Options{Provider: provider, RunAgents: true, Adopt: true, Console: io.Discard, WatchEvery: 20 * time.Millisecond})
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "helper", Description: "Helps.", ToolGroups: []string{"console"}}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(h, &Options{Runtime: rt}))
+	t.Cleanup(srv.Close)
+	return srv, h, rt
+}
+
+// settle waits until the agent and its descendants are idle and their
+// events are stored.
+func settle(t *testing.T, h *host.Host, rt *runtime.Runtime, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rt.Wait(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FlushEvents(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// findNode returns the first node of the tree (depth first) that ok accepts.
+func findNode(n *runtime.Node, ok func(*runtime.Node) bool) *runtime.Node {
+	if ok(n) {
+		return n
+	}
+	for _, c := range n.Children {
+		if f := findNode(c, ok); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+func TestAgentsAPI(t *testing.T) {
+	srv, h, rt := agentServer(t)
+	api := srv.URL + "/api/agents"
+
+	var a AgentJSON
+	if code := do(t, "POST", api, SpawnBody{Role: "helper", Task: "sum"}, &a); code != 201 {
+		t.Fatalf("spawn = %d %+v", code, a)
+	}
+	if a.ID == "" || a.Role != "helper" || a.Kind != store.AgentRuntime || a.Task != "sum" {
+		t.Fatalf("spawned %+v", a)
+	}
+	settle(t, h, rt, a.ID)
+
+	var d runtime.AgentDetail
+	if code := do(t, "GET", api+"/"+a.ID, nil, &d); code != 200 {
+		t.Fatalf("show = %d", code)
+	}
+	if d.Status != store.StatusWaiting || d.Answer != "done: sum" || d.Turns != 2 || d.Tokens <= 0 || d.Role != "helper" {
+		t.Fatalf("after the task: %+v", d.Agent)
+	}
+	var roles []string
+	for _, m := range d.Messages {
+		roles = append(roles, m.Role)
+	}
+	if !slices.Equal(roles, []string{"user", "assistant", "tool", "assistant"}) || d.Messages[0].Content != "sum" ||
+		!strings.Contains(string(d.Messages[1].ToolCalls), "console_print") || d.Messages[3].Content != "done: sum" {
+		t.Fatalf("messages = %+v", d.Messages)
+	}
+
+	var tree runtime.Node
+	if code := do(t, "GET", api+"/"+a.ID+"/tree", nil, &tree); code != 200 {
+		t.Fatalf("tree = %d", code)
+	}
+	call := findNode(&tree, func(n *runtime.Node) bool { return n.Kind == "call" && strings.HasPrefix(n.Title, "console_print") })
+	if tree.Kind != "agent" || tree.ID != a.ID || call == nil || call.Status != "ok" {
+		t.Fatalf("tree = %+v, console_print call %+v", tree, call)
+	}
+
+	// An agent without a task waits; it is listed after the first (and
+	// after the root agent every store holds).
+	var child AgentJSON
+	if code := do(t, "POST", api, SpawnBody{Role: "helper", ParentID: a.ID}, &child); code != 201 || child.ParentID != a.ID {
+		t.Fatalf("spawn without a task = %d %+v", code, child)
+	}
+	settle(t, h, rt, child.ID)
+	var list []AgentJSON
+	if code := do(t, "GET", api, nil, &list); code != 200 || len(list) != 3 || list[0].ID != "root" || list[1].ID != a.ID || list[2].ID != child.ID ||
+		list[2].Status != store.StatusWaiting || list[2].Turns != 0 || list[1].Role != "helper" || list[1].Answer != "done: sum" {
+		t.Fatalf("list = %d %+v", code, list)
+	}
+
+	// A message wakes the agent for one more turn.
+	var mail store.Mail
+	if code := do(t, "POST", api+"/"+a.ID+"/messages", MessageBody{Message: "and twice"}, &mail); code != 201 ||
+		mail.ID == 0 || mail.To != a.ID || mail.From != "" || mail.Body != "and twice" {
+		t.Fatalf("send = %d %+v", code, mail)
+	}
+	settle(t, h, rt, a.ID)
+	d = runtime.AgentDetail{}
+	do(t, "GET", api+"/"+a.ID, nil, &d)
+	if d.Status != store.StatusWaiting || d.Turns != 3 || d.Answer != "reply: and twice" || len(d.Mailbox) != 1 ||
+		d.Mailbox[0].Read.IsZero() || !slices.Equal(d.Children, []string{child.ID}) {
+		t.Fatalf("after the message: %+v, mailbox %+v, children %v", d.Agent, d.Mailbox, d.Children)
+	}
+
+	// Terminating the agent ends its child too; it then takes no message.
+	var term map[string][]string
+	if code := do(t, "POST", api+"/"+a.ID+"/terminate", nil, &term); code != 200 || !slices.Equal(term["terminated"], []string{a.ID, child.ID}) {
+		t.Fatalf("terminate = %d %v", code, term)
+	}
+	settle(t, h, rt, a.ID)
+	d = runtime.AgentDetail{}
+	do(t, "GET", api+"/"+a.ID, nil, &d)
+	if d.Status != store.StatusTerminated || d.Error != terminateReason {
+		t.Errorf("after terminate: %+v", d.Agent)
+	}
+	var e apiError
+	if code := do(t, "POST", api+"/"+a.ID+"/messages", MessageBody{Message: "hello?"}, &e); code != 400 || e.Error.Code != toolhost.CodeValidation {
+		t.Errorf("message to a terminated agent = %d %+v", code, e)
+	}
+	term = nil
+	if code := do(t, "POST", api+"/"+a.ID+"/terminate", nil, &term); code != 200 || term["terminated"] == nil || len(term["terminated"]) != 0 {
+		t.Errorf("terminate again = %d %v", code, term)
+	}
+}
+
+func TestAgentsAPIErrors(t *testing.T) {
+	srv, _, _ := agentServer(t)
+	bare := newServer(t) // no runtime
+	for _, c := range []struct {
+		name, method, url string
+		body              any
+		status            int
+		code              toolhost.Code
+	}{
+		{"unknown role", "POST", srv.URL + "/api/agents", SpawnBody{Role: "nobody", Task: "x"}, 400, toolhost.CodeValidation},
+		{"no role", "POST", srv.URL + "/api/agents", SpawnBody{Task: "x"}, 400, toolhost.CodeValidation},
+		{"unknown parent", "POST", srv.URL + "/api/agents", SpawnBody{Role: "helper", ParentID: "nope"}, 400, toolhost.CodeValidation},
+		{"bad JSON", "POST", srv.URL + "/api/agents", `{"role": `, 400, toolhost.CodeValidation},
+		{"unknown agent", "GET", srv.URL + "/api/agents/nope", nil, 404, toolhost.CodeValidation},
+		{"unknown tree", "GET", srv.URL + "/api/agents/nope/tree", nil, 404, toolhost.CodeValidation},
+		{"message to nobody", "POST", srv.URL + "/api/agents/nope/messages", MessageBody{Message: "hi"}, 404, toolhost.CodeValidation},
+		{"empty message", "POST", srv.URL + "/api/agents/nope/messages", MessageBody{}, 400, toolhost.CodeValidation},
+		{"bad message JSON", "POST", srv.URL + "/api/agents/nope/messages", `[`, 400, toolhost.CodeValidation},
+		{"terminate nobody", "POST", srv.URL + "/api/agents/nope/terminate", nil, 404, toolhost.CodeValidation},
+		{"spawn without a runtime", "POST", bare.URL + "/api/agents", SpawnBody{Role: "root", Task: "x"}, 503, toolhost.CodeInternal},
+		{"message without a runtime", "POST", bare.URL + "/api/agents/a/messages", MessageBody{Message: "hi"}, 503, toolhost.CodeInternal},
+		{"terminate without a runtime", "POST", bare.URL + "/api/agents/a/terminate", nil, 503, toolhost.CodeInternal},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var e apiError
+			if code := do(t, c.method, c.url, c.body, &e); code != c.status || e.Error.Code != c.code || e.Error.Message == "" {
+				t.Fatalf("%s %s = %d %+v, want %d %s", c.method, c.url, code, e, c.status, c.code)
+			}
+			if c.status == 503 && !strings.Contains(e.Error.Message, "no agent runtime") {
+				t.Errorf("message = %q", e.Error.Message)
+			}
+		})
+	}
+	t.Run("list without a runtime", func(t *testing.T) {
+		var list []AgentJSON
+		if code := get(t, bare.URL+"/api/agents", &list); code != 200 || len(list) != 1 || list[0].ID != "root" || list[0].Role != "root" {
+			t.Fatalf("list = %d %v", code, list)
+		}
+	})
+}
