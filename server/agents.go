@@ -57,6 +57,20 @@ func (s *Server) agentRuntime(w http.ResponseWriter) (*runtime.Runtime, bool) {
 	return s.rt, s.rt != nil
 }
 
+// agentBody reads a request to the runtime: the runtime must run, the body
+// decode into body, and its required field (named field) be set (has).
+func agentBody[T any](s *Server, w http.ResponseWriter, r *http.Request, body *T, field string, has func() bool) (*runtime.Runtime, bool) {
+	rt, ok := s.agentRuntime(w)
+	if !ok || !decode(w, r, maxAgentBody, body) {
+		return nil, false
+	}
+	if !has() {
+		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "%s: required", field))
+		return nil, false
+	}
+	return rt, true
+}
+
 // agentsJSON adds their role's name to agents.
 func (s *Server) agentsJSON(agents []store.Agent) []AgentJSON {
 	names := map[string]string{}
@@ -85,16 +99,9 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 
 // spawnAgent starts an agent of a role on a task.
 func (s *Server) spawnAgent(w http.ResponseWriter, r *http.Request) {
-	rt, ok := s.agentRuntime(w)
-	if !ok {
-		return
-	}
 	var body SpawnBody
-	if !decode(w, r, maxAgentBody, &body) {
-		return
-	}
-	if body.Role == "" {
-		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "role: required"))
+	rt, ok := agentBody(s, w, r, &body, "role", func() bool { return body.Role != "" })
+	if !ok {
 		return
 	}
 	a, err := rt.Spawn(r.Context(), runtime.SpawnRequest{Role: body.Role, Task: body.Task, ParentID: body.ParentID})
@@ -132,16 +139,9 @@ func (s *Server) agentTree(w http.ResponseWriter, r *http.Request) {
 
 // sendMessage puts the operator's message in an agent's mailbox.
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
-	rt, ok := s.agentRuntime(w)
-	if !ok {
-		return
-	}
 	var body MessageBody
-	if !decode(w, r, maxAgentBody, &body) {
-		return
-	}
-	if body.Message == "" {
-		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "message: required"))
+	rt, ok := agentBody(s, w, r, &body, "message", func() bool { return body.Message != "" })
+	if !ok {
 		return
 	}
 	m, err := rt.Send(r.Context(), "", r.PathValue("id"), body.Message)

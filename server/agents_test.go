@@ -41,15 +41,8 @@ func agentServer(t *testing.T) (*httptest.Server, *host.Host, *runtime.Runtime) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
+	h := startHost(t, cfg)
 	ctx := context.Background()
-	if err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	provider, err := model.NewScripted(script)
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,6 @@
 // Package server is toolhost's HTTP front: health, the groups and plugins of
-// a running host, roles and their tools, tool calls and diagnostics.
+// a running host, roles and their tools, tool calls and diagnostics, the
+// agents of the runtime, the events, the web page and MCP.
 // Errors are JSON {"error": {"code", "message"}} with the codes of package
 // toolhost.
 package server

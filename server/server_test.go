@@ -13,19 +13,26 @@ import (
 	"github.com/toolhost/toolhost/sdk"
 )
 
-// serve starts a host on cfg with the in-process groups, and an HTTP server
-// on it; both stop when the test ends.
-func serve(t *testing.T, cfg *config.Config, groups ...*sdk.Group) (*httptest.Server, *host.Host) {
+// startHost starts a host on cfg, closed when the test ends.
+func startHost(t *testing.T, cfg *config.Config) *host.Host {
 	t.Helper()
 	h, err := host.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
-	ctx := context.Background()
-	if err := h.Start(ctx); err != nil {
+	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+// serve starts a host on cfg with the in-process groups, and an HTTP server
+// on it; both stop when the test ends.
+func serve(t *testing.T, cfg *config.Config, groups ...*sdk.Group) (*httptest.Server, *host.Host) {
+	t.Helper()
+	h := startHost(t, cfg)
+	ctx := context.Background()
 	for _, g := range groups {
 		if err := h.RegisterGroup(ctx, g); err != nil {
 			t.Fatal(err)
