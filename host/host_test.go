@@ -225,43 +225,35 @@ func TestExitedGroupIsUnlistedUntilBack(t *testing.T) {
 	}
 }
 
-func TestReservedIDRefusedAndProcessStopped(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	h := startHost(t, testPlugin("impostor", "reserved", map[string]string{pidFileEnv: pidFile}), testPlugin("good", "good", nil))
-	st := plugin(h, "impostor")
-	if st.State != StateFailed || st.ErrorCode != toolhost.CodeReservedGroupID || !strings.Contains(st.LastError, "workspace") {
-		t.Fatalf("status = %+v", st)
-	}
-	if _, ok := group(h, "workspace"); ok {
-		t.Fatal("reserved group registered")
-	}
-	pid := readPid(t, pidFile)
-	eventually(t, "the refused plugin's process is gone", func() bool { return !proctest.Alive(pid) })
-	if res, err := callTool(t, h, "echo", map[string]any{"text": "still here"}); err != nil || !res.OK {
-		t.Fatalf("host stopped serving: %+v, %v", res, err)
-	}
-}
-
-// TestBrokenPluginsAreRefused: each broken plugin is refused with a clear
-// error while the host goes on serving a good one.
-func TestBrokenPluginsAreRefused(t *testing.T) {
+// TestHostilePluginMatrix: every kind of hostile or broken plugin, all in
+// one host beside a good one, is refused or contained with its named code,
+// its process is gone, and the host goes on serving the good plugin.
+func TestHostilePluginMatrix(t *testing.T) {
 	cases := []struct {
 		behaviour, want string
 		code            toolhost.Code
+		maxRestarts     int
 	}{
-		{"junk", `wrote "hello from a plugin that prints to stdout" to stdout`, toolhost.CodeInvalidGroupDef},
-		{"nohandshake", "no handshake within the start timeout of 500ms", toolhost.CodeTimeout},
-		{"exit", "exited before the handshake (exit status 1)", toolhost.CodePluginExited},
-		{"dupetools", "declared twice", toolhost.CodeInvalidGroupDef},
-		{"badschema", `type must be "object"`, toolhost.CodeInvalidGroupDef},
-		{"bigspec", "group spec is larger than the limit of 4194304 bytes", toolhost.CodeInvalidGroupDef},
-		{"manytools", "group many has 5000 tools, more than the limit of 1000", toolhost.CodeInvalidGroupDef},
-		{"slowdescribe", "describe: no answer within 2s", toolhost.CodeTimeout},
+		{"reserved", `group id "workspace" is reserved`, toolhost.CodeReservedGroupID, 1},
+		{"dupetools", "declared twice", toolhost.CodeInvalidGroupDef, 1},
+		{"badschema", `type must be "object"`, toolhost.CodeInvalidGroupDef, 1},
+		{"bigspec", "group spec is larger than the limit of 4194304 bytes", toolhost.CodeInvalidGroupDef, 1},
+		{"manytools", "group many has 5000 tools, more than the limit of 1000", toolhost.CodeInvalidGroupDef, 1},
+		{"junk", `wrote "hello from a plugin that prints to stdout" to stdout`, toolhost.CodeInvalidGroupDef, 1},
+		{"nohandshake", "no handshake within the start timeout of 500ms", toolhost.CodeTimeout, 1},
+		{"exit", "exited before the handshake (exit status 1)", toolhost.CodePluginExited, 1},
+		{"crashloop", "exited before the handshake (exit status 1)", toolhost.CodePluginExited, 3},
+		{"slowdescribe", "describe: no answer within 2s", toolhost.CodeTimeout, 1},
 	}
+	dir := t.TempDir()
 	plugins := []config.Plugin{testPlugin("good", "good", nil)}
 	for _, c := range cases {
-		p := testPlugin(c.behaviour, c.behaviour, nil)
-		p.StartTimeout, p.MaxRestarts = 500*time.Millisecond, 1
+		behaviour := c.behaviour
+		if behaviour == "crashloop" {
+			behaviour = "exit"
+		}
+		p := testPlugin(c.behaviour, behaviour, map[string]string{pidFileEnv: filepath.Join(dir, c.behaviour)})
+		p.StartTimeout, p.MaxRestarts = 500*time.Millisecond, c.maxRestarts
 		plugins = append(plugins, p)
 	}
 	h := startHost(t, plugins...)
@@ -273,6 +265,11 @@ func TestBrokenPluginsAreRefused(t *testing.T) {
 			if !strings.Contains(st.LastError, c.want) || st.ErrorCode != c.code {
 				t.Fatalf("status = %+v, want error containing %q with code %q", st, c.want, c.code)
 			}
+			if c.behaviour == "crashloop" && st.Restarts != c.maxRestarts {
+				t.Errorf("restarts = %d, want %d", st.Restarts, c.maxRestarts)
+			}
+			pid := readPid(t, filepath.Join(dir, c.behaviour))
+			eventually(t, "its process is gone", func() bool { return !proctest.Alive(pid) })
 		})
 	}
 	if res, err := callTool(t, h, "echo", map[string]any{"text": "ok"}); err != nil || !res.OK {
@@ -280,16 +277,6 @@ func TestBrokenPluginsAreRefused(t *testing.T) {
 	}
 	if ids := h.Manager().IDs(); len(ids) != 1 || ids[0] != "testgroup" {
 		t.Fatalf("registered groups = %v", ids)
-	}
-}
-
-func TestCrashLoopBacksOffThenFails(t *testing.T) {
-	p := testPlugin("crash", "exit", nil)
-	p.MaxRestarts = 3
-	h := startHost(t, p)
-	eventually(t, "the plugin is failed", func() bool { return plugin(h, "crash").State == StateFailed })
-	if st := plugin(h, "crash"); st.Restarts != 3 {
-		t.Fatalf("restarts = %d, want 3", st.Restarts)
 	}
 }
 

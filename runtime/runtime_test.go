@@ -455,6 +455,19 @@ func TestTerminateAndMessages(t *testing.T) {
 	if err != nil || res.OK || res.Error.Code != toolhost.CodePolicy {
 		t.Fatalf("a stranger terminating: %+v %v", res, err)
 	}
+	// send_message from an agent (with org_management) wakes the recipient,
+	// which sees who wrote; an agent may not write to itself.
+	res, err = call(boss.ID, "send_message", map[string]string{"to": child.ID, "message": "status?"})
+	if err != nil || !res.OK {
+		t.Fatalf("send_message: %+v %v", res, err)
+	}
+	e.wait(parent.ID)
+	if msgs, _ := e.h.Store().Messages(context.Background(), child.ID); !strings.Contains(msgs[len(msgs)-2].Content, "Message from agent "+boss.ID+" (role boss):\nstatus?") {
+		t.Errorf("the child got %+v", msgs[len(msgs)-2])
+	}
+	if res, err := call(boss.ID, "send_message", map[string]string{"to": boss.ID, "message": "me"}); err != nil || res.OK || res.Error.Code != toolhost.CodeValidation {
+		t.Errorf("sending to itself: %+v %v", res, err)
+	}
 	ids, err := e.rt.Terminate(context.Background(), child.ID, "test")
 	if err != nil || !slices.Equal(ids, []string{child.ID, grandchild.ID}) {
 		t.Fatalf("terminated %v, %v", ids, err)
