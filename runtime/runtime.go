@@ -358,8 +358,11 @@ func (rt *Runtime) idle(id string) bool {
 }
 
 // adopt runs the runtime agents that are not final and that no live process
-// runs.
+// runs; without a model provider there is nothing to run them with.
 func (rt *Runtime) adopt(ctx context.Context) error {
+	if rt.opts.Provider == nil {
+		return nil
+	}
 	all, err := rt.st.Agents(ctx)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
