@@ -205,7 +205,7 @@ func (h *Host) Start(ctx context.Context) error {
 	if err := h.reconcileRoles(ctx); err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}
-	if err := h.dir.load(ctx, h.store); err != nil {
+	if _, err := h.dir.load(ctx, h.store); err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}
 	h.pruneCallResults(ctx)

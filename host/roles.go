@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -29,31 +31,37 @@ type directory struct {
 	agents map[string]store.Agent
 }
 
-// load replaces the cache with the store's contents.
-func (d *directory) load(ctx context.Context, st *store.Store) error {
+// load replaces the cache with the store's contents and reports whether the
+// roles changed (the revision is bumped only then, so that views stay
+// cached while other connections only write events or agents).
+func (d *directory) load(ctx context.Context, st *store.Store) (bool, error) {
 	d.edit.Lock()
 	defer d.edit.Unlock()
 	roles, err := st.Roles(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	agents, err := st.Agents(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.roles = make(map[string]*store.Role, len(roles))
-	d.byID = make(map[string]*store.Role, len(roles))
+	byName := make(map[string]*store.Role, len(roles))
+	byID := make(map[string]*store.Role, len(roles))
 	for i := range roles {
-		d.roles[roles[i].Name], d.byID[roles[i].ID] = &roles[i], &roles[i]
+		byName[roles[i].Name], byID[roles[i].ID] = &roles[i], &roles[i]
+	}
+	changed := !maps.EqualFunc(d.roles, byName, func(a, b *store.Role) bool { return reflect.DeepEqual(a, b) })
+	if changed {
+		d.roles, d.byID = byName, byID
+		d.rev++
 	}
 	d.agents = make(map[string]store.Agent, len(agents))
 	for _, a := range agents {
 		d.agents[a.ID] = a
 	}
-	d.rev++
-	return nil
+	return changed, nil
 }
 
 // role returns the role with the name and the revision it belongs to.
@@ -103,7 +111,8 @@ func (d *directory) putAgent(a store.Agent) {
 }
 
 // watchStore reloads the directory whenever another connection commits,
-// checking every interval, until ctx ends.
+// checking every interval, until ctx ends; watchers hear of it only when the
+// roles changed (most commits are events).
 func (h *Host) watchStore(ctx context.Context, every time.Duration) {
 	w, err := h.store.Changes(ctx)
 	if err != nil {
@@ -130,12 +139,15 @@ func (h *Host) watchStore(ctx context.Context, every time.Duration) {
 			continue
 		}
 		last = v
-		if err := h.dir.load(ctx, h.store); err != nil {
+		changed, err := h.dir.load(ctx, h.store)
+		if err != nil {
 			h.log.Error("reloading roles", "error", err)
 			continue
 		}
-		h.changed()
-		h.log.Debug("roles reloaded: the store changed")
+		if changed {
+			h.changed()
+			h.log.Debug("roles reloaded: another process changed them")
+		}
 	}
 }
 
