@@ -26,6 +26,7 @@ type agent struct {
 	pending bool // mail arrived and is not yet taken
 	busy    bool // the loop is working or about to look for work
 	cancel  context.CancelCauseFunc
+	saved   store.Agent // what the loop last stored (only the loop uses it)
 
 	convMu sync.Mutex
 	msgs   []model.Message
@@ -208,19 +209,27 @@ func (rt *Runtime) setStatus(ctx context.Context, a *agent, status string) bool 
 	rec := a.rec
 	rt.mu.Unlock()
 	rec.Status = status
-	stored, err := rt.st.UpdateAgent(context.WithoutCancel(ctx), rec)
-	if errors.Is(err, store.ErrFinal) {
-		rt.stopped(a.id, stored)
-		return false
-	}
-	if err != nil {
-		rt.log.Error("saving an agent's status", "agent", a.id, "error", err)
+	if !sameState(rec, a.saved) {
+		stored, err := rt.st.UpdateAgent(context.WithoutCancel(ctx), rec)
+		if errors.Is(err, store.ErrFinal) {
+			rt.stopped(a.id, stored)
+			return false
+		}
+		if err != nil {
+			rt.log.Error("saving an agent's status", "agent", a.id, "error", err)
+		}
+		a.saved = rec
 	}
 	rt.mu.Lock()
 	a.rec.Status = status
 	rt.changed.Broadcast()
 	rt.mu.Unlock()
 	return true
+}
+
+// sameState reports whether saving a would change nothing in the store.
+func sameState(a, b store.Agent) bool {
+	return a.Status == b.Status && a.Answer == b.Answer && a.Turns == b.Turns && a.Tokens == b.Tokens
 }
 
 // finish ends a loop that stopped with err: a failure is recorded (final);

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 // env is a host running workspace and command, with a runtime whose model
 // is a scripted provider.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	ws, data string
 	h        *host.Host
 	rt       *runtime.Runtime
@@ -59,7 +59,7 @@ func (s *syncBuffer) String() string {
 
 // start runs a host and runtime with the script (JSON) and extra HCL for the
 // runtime block; data and ws may be "" for fresh directories.
-func start(t *testing.T, script, runtimeBlock, data, ws string) *env {
+func start(t testing.TB, script, runtimeBlock, data, ws string) *env {
 	t.Helper()
 	if data == "" {
 		data = t.TempDir()
