@@ -220,7 +220,7 @@ func (s *supervisor) exited(proc *rpcplugin.Process) error {
 	if g != nil {
 		s.h.unregister(g)
 	}
-	proc.KillGroup()
+	proc.Stop() // the process is gone: this releases its connection and socket
 	err := proc.ExitError()
 	payload := map[string]any{"plugin": s.cfg.Name, "pid": proc.Pid, "status": "exit status 0"}
 	if err != nil {

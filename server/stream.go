@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/store"
 )
 
 // streamPoll is how often the event stream looks for new events.
@@ -55,6 +57,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 			f.AfterID = last[0].ID
 		}
 	}
+	f.First = true // from here on, page forward
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -73,6 +76,9 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 		}
 		if len(events) > 0 {
 			flusher.Flush()
+		}
+		if len(events) >= cmp.Or(f.Limit, store.DefaultEventLimit) {
+			continue // a full page: more are waiting
 		}
 		select {
 		case <-ctx.Done():

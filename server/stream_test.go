@@ -59,3 +59,41 @@ func TestEventStream(t *testing.T) {
 		t.Fatalf("streamed %+v (%v)", got, sc.Err())
 	}
 }
+
+// TestEventStreamPagesThroughABurst: more events than a page between two
+// polls all reach the client, in order.
+func TestEventStreamPagesThroughABurst(t *testing.T) {
+	srv, h := approvalServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/events/stream?type=tool_call.completed&limit=7", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	const calls = 50
+	for i := range calls {
+		if _, err := h.Call(ctx, &toolhost.CallRequest{Tool: "console_print", Arguments: []byte(`{"text":"burst"}`)}); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var last int64
+	for n := 0; n < calls && sc.Scan(); {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			var e store.Event
+			if err := json.Unmarshal([]byte(data), &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.ID <= last {
+				t.Fatalf("event %d after %d", e.ID, last)
+			}
+			last = e.ID
+			n++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("stream ended early: %v", err)
+	}
+}

@@ -353,15 +353,24 @@ type EventFilter struct {
 	Since time.Time
 	// AfterID keeps events with a greater id, for following new events.
 	AfterID int64
-	// Limit is the most events returned (0: 1000): when more match, the last
-	// (most recent) Limit are returned.
+	// Limit is the most events returned (0: DefaultEventLimit): when more
+	// match, the last (most recent) Limit are returned, or with First the
+	// first (oldest) Limit.
 	Limit int
+	// First returns the oldest matching events when more than Limit match:
+	// what a follower wants, paging forward from AfterID through a burst
+	// without skipping any.
+	First bool
 }
+
+// DefaultEventLimit is the Limit of an EventFilter that sets none.
+const DefaultEventLimit = 1000
 
 const eventColumns = `id, ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload`
 
 // Events returns the events matching f in ascending id order (oldest first),
-// at most f.Limit of them, the most recent when more match.
+// at most f.Limit of them: the most recent when more match, or with First
+// the oldest.
 func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	var where []string
 	var args []any
@@ -389,13 +398,17 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = 1000
+		limit = DefaultEventLimit
 	}
 	query := `SELECT ` + eventColumns + ` FROM events`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	query = `SELECT * FROM (` + query + ` ORDER BY id DESC LIMIT ?) ORDER BY id`
+	if f.First {
+		query += ` ORDER BY id LIMIT ?`
+	} else {
+		query = `SELECT * FROM (` + query + ` ORDER BY id DESC LIMIT ?) ORDER BY id`
+	}
 	rows, err := s.db.QueryContext(ctx, query, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: events: %w", err)

@@ -192,7 +192,8 @@ func matches(e Event, f EventFilter) bool {
 }
 
 // TestPropertyEventsFilter: for any filter, Events returns the last Limit
-// stored events that the model says match, in id order.
+// stored events that the model says match (with First, the first Limit),
+// in id order.
 func TestPropertyEventsFilter(t *testing.T) {
 	s := open(t, t.TempDir())
 	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -213,6 +214,7 @@ func TestPropertyEventsFilter(t *testing.T) {
 			Type:    rapid.SampledFrom(append(types, "", "tool_call.", "group.", "plugin.", "nope.")).Draw(t, "type"),
 			AfterID: rapid.Int64Range(0, int64(len(stored))+1).Draw(t, "after"),
 			Limit:   rapid.IntRange(0, len(stored)+2).Draw(t, "limit"),
+			First:   rapid.Bool().Draw(t, "first"),
 		}
 		if rapid.Bool().Draw(t, "since") {
 			f.Since = base.Add(time.Duration(rapid.IntRange(-1, 130).Draw(t, "since_ms")) * 500 * time.Millisecond)
@@ -223,7 +225,11 @@ func TestPropertyEventsFilter(t *testing.T) {
 				want = append(want, e.ID)
 			}
 		}
-		if f.Limit > 0 && len(want) > f.Limit {
+		switch {
+		case f.Limit <= 0 || len(want) <= f.Limit:
+		case f.First: // a follower pages forward from its cursor
+			want = want[:f.Limit]
+		default:
 			want = want[len(want)-f.Limit:]
 		}
 		got, err := s.Events(context.Background(), f)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -75,7 +76,11 @@ func printEvents(ctx context.Context, cfg *config.Config, f store.EventFilter, a
 		if !follow {
 			return 0
 		}
-		f.Limit = 0
+		full := len(events) >= cmp.Or(f.Limit, store.DefaultEventLimit)
+		f.Limit, f.First = 0, true // from here on, page forward
+		if full {
+			continue // a full page: more are waiting
+		}
 		select {
 		case <-ctx.Done():
 			return 0

@@ -42,6 +42,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	conn   *grpc.ClientConn
 	done   context.Context
+	socket string // the plugin's unix socket, which a killed plugin leaves behind
 }
 
 // HostPidEnv passes the host's pid to a plugin, which exits when its parent
@@ -105,6 +106,9 @@ func Launch(opts Options) (*Process, error) {
 			d := raw.(*dispensed)
 			p.Provider, p.conn, p.done = d.client, d.conn, d.done
 			p.Pid = cmd.Process.Pid
+			if rc := client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
+				p.socket = rc.Addr.String()
+			}
 			return p, nil
 		}
 	}
@@ -168,10 +172,15 @@ func (p *Process) Ping(ctx context.Context) error {
 }
 
 // Stop asks the plugin to exit, kills it after a grace period, and then kills
-// whatever is left of its process group. It blocks until the process is gone.
+// whatever is left of its process group. It blocks until the process is gone,
+// and releases the connection and its goroutines and the plugin's socket
+// file. Call it also for a plugin that exited by itself (at once then).
 func (p *Process) Stop() {
 	p.client.Kill()
 	p.KillGroup()
+	if p.socket != "" {
+		_ = os.Remove(p.socket)
+	}
 }
 
 // KillGroup sends SIGKILL to the plugin's process group, reaching children
