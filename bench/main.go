@@ -1,0 +1,163 @@
+// Command bench measures toolhost against baselines taken in the same run and
+// writes docs/BENCHMARKS.md with a plot of the latency distributions. Run it
+// through scripts/bench, which builds the binaries it starts first.
+//
+// Every figure is reported beside its baseline and as a ratio, because on a
+// shared 2-core machine only ratios taken in one run hold: a no-op tool call
+// through each path (raw gRPC, Host.Call, POST /api/call, our MCP front, a
+// go-sdk MCP stdio server), `toolhost serve` cold start, plugin kill and
+// restart, ToolsFor, and the RSS of the host and its plugins.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"time"
+)
+
+// options are the command-line flags.
+type options struct {
+	out, plot string // the report and the plot to write
+	root      string // the repository, holding bin/ and config.hcl
+	calls     int    // calls per path at each concurrency ≥ 8 (half at 1)
+	rounds    int    // rounds the calls are split into
+	reps      int    // repetitions of cold start and of kill/restart
+	quick     bool   // a fast smoke run with small counts
+	since     int64  // when scripts/bench started, in Unix nanoseconds; 0 when not known
+	cpuprof   string // a CPU profile of the no-op call phase, when set
+	hostOnly  bool   // call only through raw gRPC and Host.Call
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "the report to write")
+	flag.StringVar(&o.plot, "plot", "docs/bench-latency.png", "the latency plot to write (PNG)")
+	flag.StringVar(&o.root, "root", ".", "the repository root: bin/toolhost, bin/plugins/ and config.hcl")
+	flag.IntVar(&o.calls, "calls", 40000, "calls per path at each concurrency of 8 or more (half at concurrency 1)")
+	flag.IntVar(&o.rounds, "rounds", 8, "rounds the calls are split into, the paths taking turns in each")
+	flag.IntVar(&o.reps, "reps", 20, "repetitions of kill/restart (cold start runs a quarter as many, at least 3)")
+	flag.Int64Var(&o.since, "since", 0, "when scripts/bench started (Unix ns), to report its wall time")
+	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the no-op call phase (this process: host, server and clients) to this file, and a heap profile at its end to FILE.heap")
+	flag.BoolVar(&o.hostOnly, "host-only", false, "call the no-op tool only through raw gRPC and Host.Call (to study the host alone)")
+	flag.BoolVar(&o.quick, "quick", false, "a smoke run with small counts; the report says so")
+	flag.Parse()
+	if o.quick {
+		o.calls, o.rounds, o.reps = 1000, 2, 4
+	}
+	if err := run(context.Background(), o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// logf prints progress on stderr.
+func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+
+func run(ctx context.Context, o options) error {
+	began := time.Now()
+	root, err := filepath.Abs(o.root)
+	if err != nil {
+		return err
+	}
+	for _, f := range []string{"bin/toolhost", "bin/plugins/workspace", "config.hcl"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+			return fmt.Errorf("%w (run scripts/build first)", err)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "toolhost-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	noop, mcpnoop := filepath.Join(tmp, "noop"), filepath.Join(tmp, "mcpnoop")
+	for exe, pkg := range map[string]string{noop: "./bench/noop", mcpnoop: "./bench/mcpnoop"} {
+		cmd := exec.Command("go", "build", "-o", exe, pkg)
+		cmd.Dir, cmd.Stderr = root, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("build %s: %w", pkg, err)
+		}
+	}
+	rep := &report{Quick: o.quick, GOMAXPROCS: runtime.GOMAXPROCS(0), Machine: describeMachine()}
+
+	logf("no-op calls (%d per path at c≥8, %d rounds)", o.calls, o.rounds)
+	rig, err := newCallRig(ctx, tmp, noop, mcpnoop, o.hostOnly)
+	if err != nil {
+		return err
+	}
+	rep.Plan = callPlan{Concs: []int{1, 8, 32, 64}, Rounds: o.rounds, Warmup: 400,
+		Calls: func(c int) int {
+			if c == 1 {
+				return o.calls / 2
+			}
+			return o.calls
+		}}
+	if o.cpuprof != "" {
+		f, err := os.Create(o.cpuprof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	rep.Calls, err = runCalls(ctx, rig, rep.Plan, logf)
+	if o.cpuprof != "" {
+		pprof.StopCPUProfile()
+		if f, err := os.Create(o.cpuprof + ".heap"); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	rig.Close()
+	if err != nil {
+		return err
+	}
+	logf("cold start of toolhost serve")
+	if rep.Cold, err = runColdStarts(root, tmp, noop, max(3, o.reps/4)); err != nil {
+		return err
+	}
+	logf("SIGKILL of a plugin (%d times)", o.reps)
+	if rep.Restart, err = measureRestart(ctx, tmp, noop, o.reps); err != nil {
+		return err
+	}
+	logf("ToolsFor")
+	if rep.ToolsFor, err = measureToolsFor(ctx, tmp, 200*o.calls/20, max(50, o.calls/40)); err != nil {
+		return err
+	}
+	logf("RSS")
+	if rep.RSS, err = measureRSS(ctx, root, tmp); err != nil {
+		return err
+	}
+
+	if o.plot != "" {
+		var rows [][]*Series
+		for _, row := range rep.Calls {
+			if c := row[0].Conc; c == 1 || c == 32 {
+				rows = append(rows, row)
+			}
+		}
+		if err := writePlot(o.plot, rows); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		if rel, err := filepath.Rel(filepath.Dir(o.out), o.plot); err == nil {
+			rep.Plot = rel
+		}
+	}
+	rep.Wall = time.Since(began)
+	if o.since > 0 {
+		rep.ScriptWall = time.Since(time.Unix(0, o.since))
+	}
+	if err := rep.writeFile(o.out); err != nil {
+		return err
+	}
+	rep.summary(os.Stdout)
+	fmt.Printf("wrote %s and %s\n", o.out, o.plot)
+	return nil
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// rssRow is the resident memory of one process (and optionally its descendants).
+type rssRow struct {
+	Name  string
+	Pid   int
+	KiB   int64 // VmRSS of the process
+	Note  string
+	Extra int64 // VmRSS summed over its descendants (a browser), in KiB
+	PSS   int64 // Pss summed over its descendants, shared pages divided among them, in KiB
+}
+
+// vmRSS returns a process's VmRSS in KiB from /proc/PID/status.
+func vmRSS(pid int) (int64, error) { return procField(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:") }
+
+// pss returns a process's proportional set size in KiB from /proc/PID/smaps_rollup.
+func pss(pid int) (int64, error) { return procField(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:") }
+
+// procField returns the "NAME:   123 kB" field of a /proc file in KiB.
+func procField(file, name string) (int64, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s: no %s", file, name)
+}
+
+// descendants lists every live process below pid, read from /proc/*/stat.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		fields := strings.Fields(s[i+1:]) // state, ppid, ...
+		if len(fields) < 2 {
+			continue
+		}
+		self, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Dir(f), "/proc/"), "/"))
+		ppid, _ := strconv.Atoi(fields[1])
+		children[ppid] = append(children[ppid], self)
+	}
+	var out []int
+	todo := []int{pid}
+	for len(todo) > 0 {
+		p := todo[0]
+		todo = todo[1:]
+		out = append(out, children[p]...)
+		todo = append(todo, children[p]...)
+	}
+	return out
+}
+
+// treeMem sums the VmRSS and the Pss of pid's descendants.
+func treeMem(pid int) (rss, pssSum int64) {
+	for _, p := range descendants(pid) {
+		if kib, err := vmRSS(p); err == nil {
+			rss += kib
+		}
+		if kib, err := pss(p); err == nil {
+			pssSum += kib
+		}
+	}
+	return rss, pssSum
+}
+
+// measureRSS starts `toolhost serve` with the default config, calls each
+// first-party plugin's tools (250 calls in all), and reads the RSS of the host
+// and of each plugin; then it navigates once, when Chromium is installed, and
+// reads the chrome plugin's again with its browser's.
+func measureRSS(ctx context.Context, root, tmp string) ([]rssRow, error) {
+	s, err := startServe(root, tmp, filepath.Join(root, "config.hcl"))
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	for range 50 {
+		for _, c := range []struct {
+			tool string
+			args any
+		}{
+			{"get_workspace_info", map[string]any{}},
+			{"list_files", map[string]any{"path": "."}},
+			{"run_command", map[string]any{"command": "true"}},
+			{"http_request", map[string]any{"url": s.base + "/healthz"}},
+			{"current_url", map[string]any{}},
+		} {
+			// A tool may fail (no browser yet, a policy): its process still served the call.
+			_, _ = s.call(ctx, c.tool, c.args)
+		}
+	}
+	var plugins []struct {
+		Name string `json:"name"`
+		Pid  int    `json:"pid"`
+	}
+	if err := s.getJSON("/api/plugins", &plugins); err != nil {
+		return nil, err
+	}
+	rows := []rssRow{{Name: "toolhost serve (host)", Pid: s.cmd.Process.Pid, Note: "default config, after 250 calls"}}
+	chromePid := 0
+	for _, p := range plugins {
+		rows = append(rows, rssRow{Name: "plugin " + p.Name, Pid: p.Pid})
+		if p.Name == "chrome" {
+			chromePid = p.Pid
+			rows[len(rows)-1].Note = "no browser started"
+		}
+	}
+	for i := range rows {
+		if rows[i].KiB, err = vmRSS(rows[i].Pid); err != nil {
+			return nil, err
+		}
+	}
+	if chromePid == 0 {
+		return rows, nil
+	}
+	t := time.Now()
+	if _, err := s.call(ctx, "navigate", map[string]any{"url": s.base + "/healthz"}); err != nil {
+		rows = append(rows, rssRow{Name: "plugin chrome", Pid: chromePid, Note: "navigate failed (Chromium not installed?): " + err.Error()})
+		return rows, nil
+	}
+	took := time.Since(t)
+	time.Sleep(200 * time.Millisecond) // let the browser settle
+	row := rssRow{Name: "plugin chrome", Pid: chromePid,
+		Note: fmt.Sprintf("after one navigate (%s, Chromium started)", fmtDur(took))}
+	row.Extra, row.PSS = treeMem(chromePid)
+	row.KiB, _ = vmRSS(chromePid)
+	return append(rows, row), nil
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// serveProc is a running `toolhost serve`.
+type serveProc struct {
+	cmd    *exec.Cmd
+	base   string        // http://127.0.0.1:PORT
+	ready  time.Duration // from just before the process started to the first 200 from /healthz
+	stderr bytes.Buffer
+	exited chan struct{} // closed once the process has exited
+}
+
+// freePort returns a loopback address nothing listens on right now.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// startServe runs bin/toolhost serve with the config, a fresh data directory
+// under tmp and a free port, and waits (polling /healthz every 500µs) until
+// it answers 200.
+func startServe(root, tmp, cfgFile string) (*serveProc, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.MkdirTemp(tmp, "data-")
+	if err != nil {
+		return nil, err
+	}
+	s := &serveProc{base: "http://" + addr}
+	s.cmd = exec.Command(filepath.Join(root, "bin/toolhost"), "serve", "-config", cfgFile, "-log-level", "warn")
+	s.cmd.Dir = root
+	s.cmd.Env = append(os.Environ(), "TOOLHOST_DATA_DIR="+data, "TOOLHOST_LISTEN="+addr)
+	s.cmd.Stderr = &s.stderr
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	start := time.Now()
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	s.exited = make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	for time.Since(start) < 30*time.Second {
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("toolhost serve exited before it was ready: %s", s.stderr.String())
+		default:
+		}
+		if resp, err := client.Get(s.base + "/healthz"); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				s.ready = time.Since(start)
+				return s, nil
+			}
+		}
+		time.Sleep(500 * time.Microsecond)
+	}
+	s.stop()
+	return nil, fmt.Errorf("toolhost serve not ready in 30s: %s", s.stderr.String())
+}
+
+// stop sends SIGTERM, then SIGKILL after 10s, and waits for the exit.
+func (s *serveProc) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// getJSON decodes GET base+path into v.
+func (s *serveProc) getJSON(path string, v any) error {
+	resp, err := http.Get(s.base + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// call makes POST /api/call as an operator (no role) and returns the envelope.
+func (s *serveProc) call(ctx context.Context, tool string, args any) (map[string]any, error) {
+	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/api/call", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK || out["ok"] != true {
+		return out, fmt.Errorf("%s: %s", tool, resp.Status)
+	}
+	return out, nil
+}
+
+// coldStart is the cold start of one configuration.
+type coldStart struct {
+	Name    string          // what the config holds
+	Plugins int             // plugin processes started
+	Runs    []time.Duration // ready times, one per repetition
+	Target  time.Duration   // the design's bound on the median; 0 when none
+}
+
+// noopConfig writes a config of n copies of the no-op plugin and returns its path.
+func noopConfig(tmp, noop string, n int) (string, error) {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "plugin \"noop_%d\" {\n  path = %q\n  args = [\"noop_%d\"]\n}\n", i, noop, i)
+	}
+	file := filepath.Join(tmp, fmt.Sprintf("noop%d.hcl", n))
+	return file, os.WriteFile(file, []byte(b.String()), 0o644)
+}
+
+// runColdStarts starts serve reps times with each config, alternating the
+// configs, after one untimed warm-up run each (page cache).
+func runColdStarts(root, tmp, noop string, reps int) ([]coldStart, error) {
+	cs := []coldStart{
+		{Name: "default config.hcl (workspace, command, network, chrome)", Plugins: 4, Target: 150 * time.Millisecond},
+		{Name: "10 × no-op plugin", Plugins: 10},
+		{Name: "50 × no-op plugin", Plugins: 50, Target: time.Second},
+	}
+	files := []string{filepath.Join(root, "config.hcl"), "", ""}
+	for i, n := range []int{0, 10, 50} {
+		if n > 0 {
+			f, err := noopConfig(tmp, noop, n)
+			if err != nil {
+				return nil, err
+			}
+			files[i] = f
+		}
+	}
+	for rep := -1; rep < reps; rep++ {
+		for i := range cs {
+			s, err := startServe(root, tmp, files[i])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", cs[i].Name, err)
+			}
+			s.stop()
+			if rep >= 0 {
+				cs[i].Runs = append(cs[i].Runs, s.ready)
+			}
+		}
+	}
+	for _, c := range cs {
+		logf("  %-58s median %s", c.Name, fmtDur(median(c.Runs)))
+	}
+	return cs, nil
+}

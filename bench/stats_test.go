@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(i + 1)
+	}
+	tests := []struct {
+		name   string
+		sorted []time.Duration
+		q      float64
+		want   time.Duration
+	}{
+		{"empty", nil, 0.5, 0},
+		{"one", []time.Duration{7}, 0.99, 7},
+		{"median of three", []time.Duration{10, 20, 30}, 0.5, 20},
+		{"median of four is the lower middle", []time.Duration{10, 20, 30, 40}, 0.5, 20},
+		{"p50 of 1..100", hundred, 0.5, 50},
+		{"p99 of 1..100", hundred, 0.99, 99},
+		{"max", hundred, 1, 100},
+		{"tiny q is the min", hundred, 0.0001, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := percentile(tt.sorted, tt.q); got != tt.want {
+				t.Errorf("percentile(q=%v) = %v, want %v", tt.q, got, tt.want)
+			}
+		})
+	}
+	if got := median([]time.Duration{30, 10, 20}); got != 20 {
+		t.Errorf("median of unsorted = %v, want 20", got)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	tests := []struct {
+		r    ratio
+		want string
+	}{
+		{ratio{Value: 1.15, Max: 1.15}, "✓"},
+		{ratio{Value: 1.16, Max: 1.15}, "✗"},
+		{ratio{Value: 0.6, Min: 0.6}, "✓"},
+		{ratio{Value: 0.59, Min: 0.6}, "✗"},
+		{ratio{Value: 3}, "–"},
+	}
+	for _, tt := range tests {
+		if got := tt.r.Verdict(); got != tt.want {
+			t.Errorf("%+v: %s, want %s", tt.r, got, tt.want)
+		}
+	}
+}
+
+// TestRunRound checks the call count, that every call is timed, and that an
+// error stops the round.
+func TestRunRound(t *testing.T) {
+	lat, wall, err := runRound(context.Background(), func(context.Context) error {
+		time.Sleep(time.Millisecond)
+		return nil
+	}, 4, 40)
+	if err != nil || len(lat) != 40 {
+		t.Fatalf("%d samples, %v; want 40", len(lat), err)
+	}
+	for _, d := range lat {
+		if d < time.Millisecond || d > wall {
+			t.Fatalf("sample %v outside [1ms, wall %v]", d, wall)
+		}
+	}
+	if _, _, err := runRound(context.Background(), func(context.Context) error { return context.Canceled }, 2, 10); err == nil {
+		t.Fatal("an erring op: no error")
+	}
+}
+
+// TestReportChecks checks that the summary compares the right series and
+// marks a missed target.
+func TestReportChecks(t *testing.T) {
+	mk := func(path string, conc int, lat time.Duration, calls int) *Series {
+		s := &Series{Path: path, Conc: conc, Calls: calls, Wall: time.Second}
+		for range 100 {
+			s.Lat = append(s.Lat, lat)
+		}
+		return s
+	}
+	r := &report{Calls: [][]*Series{
+		{mk(pathRaw, 1, 100*time.Microsecond, 0), mk(pathHost, 1, 110*time.Microsecond, 0),
+			mk(pathMCPHTTP, 1, 400*time.Microsecond, 0), mk(pathMCPStdio, 1, 200*time.Microsecond, 0)},
+		{mk(pathRaw, 32, time.Millisecond, 40000), mk(pathHost, 32, time.Millisecond, 20000), mk(pathMCPStdio, 32, time.Millisecond, 4000)},
+	}}
+	want := map[string]string{
+		"Host.Call p50 / raw gRPC Call p50 (1 caller)":       "1.10 ✓",
+		"Host.Call calls/s / raw gRPC calls/s (32 callers)":  "0.50 ✗",
+		"Host.Call calls/s / MCP stdio calls/s (32 callers)": "5.00 ✓",
+		"our MCP HTTP p50 / go-sdk MCP stdio p50 (1 caller)": "2.00 ✗",
+	}
+	got := map[string]string{}
+	for _, c := range r.checks() {
+		got[c.Name] = strings.TrimSpace(strings.Join([]string{formatRatio(c.Value), c.Verdict()}, " "))
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: %q, want %q", name, got[name], w)
+		}
+	}
+	var b strings.Builder
+	r.write(&b)
+	if !strings.Contains(b.String(), "| Host.Call calls/s / raw gRPC calls/s (32 callers) | 20000/s | 40000/s | 0.50 | ≥ 0.60 | ✗ |") {
+		t.Errorf("the summary table lacks the throughput line:\n%s", b.String())
+	}
+}
