@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -60,12 +62,10 @@ type WriterOptions struct {
 	MaxBatch int
 	// Linger is how long the writer waits for more events when fewer than
 	// MaxBatch/4 are queued, so that a steady trickle is written in a few
-	// large transactions rather than many small ones (0: 10ms; negative: no
-	// wait). Emit never waits for it; Flush may, once. Larger batches cost
-	// less CPU per event (each commit rewrites the last pages of the table
-	// and its index): with 10ms, a host call's p50 and the 32-caller
-	// throughput meet their targets, at the price of longer commits in the
-	// p99 (docs/BENCHMARKS.md).
+	// large transactions rather than many small ones (0: 2ms; negative: no
+	// wait). Emit never waits for it; Flush may, once. (Longer lingers cost
+	// less CPU per event but make each commit longer, which the p99 of the
+	// calls pays for: see docs/BENCHMARKS.md.)
 	Linger time.Duration
 	// OnError is called, from the writer's goroutine, with the error of a
 	// batch that could not be written after a few attempts and was dropped.
@@ -125,7 +125,7 @@ func (s *Store) NewEventWriter(opts *WriterOptions) *EventWriter {
 		w.opts.MaxBatch = 1024
 	}
 	if w.opts.Linger == 0 {
-		w.opts.Linger = 10 * time.Millisecond
+		w.opts.Linger = 2 * time.Millisecond
 	}
 	w.ready.L, w.space.L = &w.mu, &w.mu
 	go w.run()
@@ -231,6 +231,11 @@ const freeChunks = 4
 // writes it as a batch, and repeats until closed and drained.
 func (w *EventWriter) run() {
 	defer close(w.stopped)
+	// Writing is background work: the goroutine keeps its own thread, at the
+	// lowest priority, so that the calls (and the plugins, on a small
+	// machine) get the CPU first. Its thread ends with it.
+	runtime.LockOSThread()
+	_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19)
 	defer func() {
 		for _, stmt := range w.stmts {
 			_ = stmt.Close()
