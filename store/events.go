@@ -322,6 +322,7 @@ func (w *EventWriter) insert(events []Event) error {
 			if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...); err != nil {
 				return err
 			}
+			runtime.Gosched() // between statements, the calls waiting for a CPU go first
 		}
 		return nil
 	})
