@@ -171,6 +171,18 @@ func (h *Host) ToolsFor(agentID string) ([]ToolDefinition, error) {
 	return v.defs, nil
 }
 
+// RoleToolDefinitions returns the tool definitions a role's agents see
+// ("" for callers without a role), like ToolsFor, without counting their
+// tokens (ToolsForRole does, and loads the tokenizer's tables for it). The
+// slice is shared; do not modify it.
+func (h *Host) RoleToolDefinitions(role string) ([]ToolDefinition, error) {
+	v, err := h.callerView(&toolhost.CallContext{Role: role})
+	if err != nil {
+		return nil, err
+	}
+	return v.defs, nil
+}
+
 // RoleTools is a role's compiled tool list, as GET /api/roles/{name}/tools
 // and `toolhost tools` show it.
 type RoleTools struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -66,11 +67,16 @@ func addGroup(t tb, h *Host, id string, kind SourceKind, tools ...string) {
 	}
 }
 
+// listed returns the names of a role's tools, after checking that
+// RoleToolDefinitions (the MCP front's list) agrees with ToolsForRole.
 func listed(t tb, h *Host, role string) []string {
 	t.Helper()
 	rt, err := h.ToolsForRole(role)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if defs, err := h.RoleToolDefinitions(role); err != nil || !reflect.DeepEqual(defs, rt.Tools) {
+		t.Fatalf("RoleToolDefinitions(%q) = %v, %v; ToolsForRole has %v", role, defs, err, rt.Tools)
 	}
 	var out []string
 	for _, d := range rt.Tools {

@@ -103,8 +103,8 @@ func (r *mcpRole) sync() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	want := map[string]host.Function{}
-	if rt, err := r.h.ToolsForRole(r.role); err == nil { // a deleted role has no tools
-		for _, d := range rt.Tools {
+	if defs, err := r.h.RoleToolDefinitions(r.role); err == nil { // a deleted role has no tools
+		for _, d := range defs {
 			want[d.Function.Name] = d.Function
 		}
 	}
