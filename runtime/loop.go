@@ -269,17 +269,20 @@ type task struct {
 	lastBad       string
 	lastCalls     string // the previous turn's calls, to detect no progress
 	sameCalls     int    // how many turns in a row made them
+	overtime      error  // the max_wall_time error
 }
 
 // work runs turns until the model gives a final answer, within the limits.
 func (rt *Runtime) work(ctx context.Context, a *agent) (string, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, rt.cfg.MaxWallTime,
-		toolhost.Errorf(toolhost.CodeTimeout, "max_wall_time (%s) reached", rt.cfg.MaxWallTime))
+	t := task{overtime: toolhost.Errorf(toolhost.CodeTimeout, "max_wall_time (%s) reached", rt.cfg.MaxWallTime)}
+	ctx, cancel := context.WithTimeoutCause(ctx, rt.cfg.MaxWallTime, t.overtime)
 	defer cancel()
-	var t task
 	for {
 		if t.turns >= rt.cfg.MaxTurns {
 			return "", toolhost.Errorf(toolhost.CodePolicy, "max_turns (%d) reached without a final answer", rt.cfg.MaxTurns)
+		}
+		if err := ended(ctx, t.overtime); err != nil {
+			return "", err
 		}
 		answer, done, err := rt.turn(ctx, a, &t)
 		if perr := rt.persist(ctx, a); perr != nil && err == nil {
@@ -298,6 +301,20 @@ func (rt *Runtime) work(ctx context.Context, a *agent) (string, error) {
 			return "", toolhost.Errorf(toolhost.CodeValidation, "the model's output was unusable %d times in a row; the last: %s", t.badStreak, t.lastBad)
 		}
 	}
+}
+
+// ended returns the agent's error once ctx has ended or passed its deadline:
+// a tool call may come back failed by the deadline (the plugin's side of a
+// gRPC deadline can fire first) a moment before ctx's own timer marks it
+// done, and the next turn must not start.
+func ended(ctx context.Context, overtime error) error {
+	if ctx.Err() != nil {
+		return ctxErr(ctx)
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return overtime
+	}
+	return nil
 }
 
 // ctxErr turns a context's end into the agent's error: the wall-time limit,
@@ -328,8 +345,8 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 	}
 	rt.mu.Unlock()
 	if err != nil {
-		if ctx.Err() != nil {
-			return "", false, ctxErr(ctx)
+		if e := ended(ctx, t.overtime); e != nil {
+			return "", false, e
 		}
 		return "", false, toolhost.Errorf(toolhost.CodeInternal, "model provider: %w", err)
 	}
@@ -359,10 +376,7 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 		outcome["reason"] = "neither tool calls nor an answer"
 		rt.badOutput(a, t, msg, "the reply had neither tool calls nor a final answer")
 	}
-	if ctx.Err() != nil {
-		return "", false, ctxErr(ctx)
-	}
-	return "", false, nil
+	return "", false, ended(ctx, t.overtime)
 }
 
 // request builds the model request of the agent's next turn: the role's

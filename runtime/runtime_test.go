@@ -104,6 +104,22 @@ runtime {
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// Under load a plugin may miss its first start and come up on a restart:
+	// the tests need every tool from the first turn.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var down []string
+		for _, p := range h.Plugins() {
+			if p.State != host.StateRunning {
+				down = append(down, p.Name+": "+string(p.State)+" "+p.LastError)
+			}
+		}
+		if len(down) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plugins not running: %v", down)
+		}
+	}
 	sc, err := model.NewScripted(scriptPath)
 	if err != nil {
 		t.Fatal(err)
@@ -379,7 +395,8 @@ func TestLimitsStopARunawayAgent(t *testing.T) {
 				t.Fatalf("agent: %s %s %q", a.Status, a.ErrorCode, a.Error)
 			}
 			if a.Turns != tt.turns {
-				t.Errorf("turns = %d, want %d", a.Turns, tt.turns)
+				msgs, _ := e.h.Store().Messages(context.Background(), a.ID)
+				t.Errorf("turns = %d, want %d; conversation: %+v", a.Turns, tt.turns, msgs)
 			}
 			if tt.name == "max_wall_time" && time.Since(begun) > 9*time.Second {
 				t.Errorf("the sleeping call was not cut short")
