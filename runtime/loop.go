@@ -448,12 +448,9 @@ func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID stri
 	}
 	for j, out := range rt.h.CallBatch(ctx, reqs, nil) {
 		results[idx[j]] = resultText(out.Result, out.Err)
-		switch toolhost.CodeOf(out.Err) {
-		case toolhost.CodeUnknownTool, toolhost.CodeToolNotAvailable, toolhost.CodeValidation:
-			if out.Err != nil {
-				bad++
-				t.lastBad = out.Err.Error()
-			}
+		if out.Err != nil && slices.Contains(badCallCodes, toolhost.CodeOf(out.Err)) {
+			bad++
+			t.lastBad = out.Err.Error()
 		}
 	}
 	for i, c := range calls {
@@ -466,6 +463,10 @@ func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID stri
 	}
 	return nil
 }
+
+// badCallCodes are the refusals of a call the model should not have made:
+// a tool it was not given, or arguments its schema refuses.
+var badCallCodes = []toolhost.Code{toolhost.CodeUnknownTool, toolhost.CodeToolNotAvailable, toolhost.CodeValidation}
 
 func plural(n int) string {
 	if n == 1 {

@@ -128,7 +128,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		return err
 	}
 	if rt.opts.Adopt {
-		if err := rt.adopt(ctx); err != nil {
+		if err := rt.refresh(ctx); err != nil {
 			return err
 		}
 	}
@@ -357,15 +357,11 @@ func (rt *Runtime) idle(id string) bool {
 	return true
 }
 
-// adopt runs the runtime agents that are not final and that no live process
-// runs; without a model provider there is nothing to run them with.
-func (rt *Runtime) adopt(ctx context.Context) error {
+// adopt runs the runtime agents among all that are not final and that no
+// live process runs; without a model provider there is nothing to run them with.
+func (rt *Runtime) adopt(ctx context.Context, all []store.Agent) error {
 	if rt.opts.Provider == nil {
 		return nil
-	}
-	all, err := rt.st.Agents(ctx)
-	if err != nil {
-		return fmt.Errorf("runtime: %w", err)
 	}
 	for _, rec := range all {
 		// An agent this runtime owns is run already (or about to be, by
@@ -431,36 +427,35 @@ func (rt *Runtime) watch() {
 			continue
 		}
 		last = v
-		rt.refresh(rt.ctx)
-		if rt.opts.Adopt {
-			if err := rt.adopt(rt.ctx); err != nil && rt.ctx.Err() == nil {
-				rt.log.Error("adopting agents", "error", err)
-			}
+		if err := rt.refresh(rt.ctx); err != nil && rt.ctx.Err() == nil {
+			rt.log.Error("following the store", "error", err)
 		}
 	}
 }
 
-// refresh reloads the agents run here from the store.
-func (rt *Runtime) refresh(ctx context.Context) {
-	rt.mu.Lock()
-	ids := make([]string, 0, len(rt.agents))
-	for id := range rt.agents {
-		ids = append(ids, id)
+// refresh follows the store with two reads, whatever the number of agents:
+// the agents run here that another process ended stop, those with unread
+// mail wake, and (with Adopt) the agents no live process runs are taken.
+func (rt *Runtime) refresh(ctx context.Context) error {
+	all, err := rt.st.Agents(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
 	}
-	rt.mu.Unlock()
-	for _, id := range ids {
-		rec, err := rt.st.Agent(ctx, id)
-		if err != nil {
-			continue
-		}
+	unread, err := rt.st.Unread(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	for _, rec := range all { // stopped and wake ignore agents not run here
 		if rec.Final() {
-			rt.stopped(id, rec)
-			continue
-		}
-		if mail, err := rt.st.Mailbox(ctx, id); err == nil && len(mail) > 0 && mail[len(mail)-1].Read.IsZero() {
-			rt.wake(id)
+			rt.stopped(rec.ID, rec)
+		} else if unread[rec.ID] {
+			rt.wake(rec.ID)
 		}
 	}
+	if rt.opts.Adopt {
+		return rt.adopt(ctx, all)
+	}
+	return nil
 }
 
 // Agents returns every agent, oldest first.

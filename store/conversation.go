@@ -137,6 +137,24 @@ func (s *Store) TakeUnread(ctx context.Context, agentID string) ([]Mail, error) 
 	return out, nil
 }
 
+// Unread returns the ids of the agents that have unread mail.
+func (s *Store) Unread(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT to_agent FROM mailbox WHERE read_at = ''`)
+	if err != nil {
+		return nil, fmt.Errorf("store: unread: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: unread: %w", err)
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
 // Mailbox returns every message sent to an agent, oldest first.
 func (s *Store) Mailbox(ctx context.Context, agentID string) ([]Mail, error) {
 	out, err := mails(ctx, s.db, `WHERE to_agent = ? ORDER BY id`, agentID)
