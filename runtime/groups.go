@@ -134,8 +134,7 @@ func (rt *Runtime) spawnTool(ctx context.Context, cc toolhost.CallContext, role,
 	if err != nil {
 		return nil, err
 	}
-	r, _ := rt.role(a.RoleID)
-	return sdk.JSON(map[string]any{"agentId": a.ID, "role": r.Name, "status": a.Status})
+	return sdk.JSON(map[string]any{"agentId": a.ID, "role": a.Role, "status": a.Status})
 }
 
 // mayTerminate allows an operator (no agent) to terminate any agent, and an

@@ -168,18 +168,18 @@ type SpawnRequest struct {
 }
 
 // Spawn creates an agent of a role and, when the runtime runs agents,
-// starts its loop.
-func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (store.Agent, error) {
+// starts its loop. It returns the agent with its role's name.
+func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (AgentSummary, error) {
 	if rt.opts.RunAgents && rt.opts.Provider == nil {
-		return store.Agent{}, toolhost.Errorf(toolhost.CodeValidation, "no model provider is configured: add a model block to the config")
+		return AgentSummary{}, toolhost.Errorf(toolhost.CodeValidation, "no model provider is configured: add a model block to the config")
 	}
 	role, err := rt.role(req.Role)
 	if err != nil {
-		return store.Agent{}, err
+		return AgentSummary{}, err
 	}
 	if req.ParentID != "" {
 		if _, err := rt.st.Agent(ctx, req.ParentID); err != nil {
-			return store.Agent{}, toolhost.Errorf(toolhost.CodeValidation, "no agent %q to be the parent", req.ParentID)
+			return AgentSummary{}, toolhost.Errorf(toolhost.CodeValidation, "no agent %q to be the parent", req.ParentID)
 		}
 	}
 	rec := store.Agent{ParentID: req.ParentID, Kind: store.AgentRuntime, Task: req.Task, Status: store.StatusWaiting}
@@ -188,11 +188,11 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (store.Agent, er
 	}
 	rec, err = rt.h.CreateAgent(ctx, role.Name, rec)
 	if err != nil {
-		return rec, err
+		return AgentSummary{}, err
 	}
 	if req.Task != "" {
 		if err := rt.st.AppendMessages(ctx, rec.ID, []store.AgentMessage{{Role: model.RoleUser, Content: req.Task}}); err != nil {
-			return rec, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+			return AgentSummary{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 		}
 	}
 	rt.h.Emit(store.Event{Type: EventAgentSpawned, AgentID: rec.ID, Role: role.Name, ParentID: req.CallID,
@@ -201,7 +201,7 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (store.Agent, er
 	if rt.opts.RunAgents {
 		rt.run(&agent{id: rec.ID, rec: rec, role: role.Name})
 	}
-	return rec, nil
+	return AgentSummary{Agent: rec, Role: role.Name}, nil
 }
 
 // role finds a role by name or id.

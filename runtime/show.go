@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -8,12 +9,39 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
+// AgentSummary is an agent with the name of its role: what `toolhost agents
+// list` and GET /api/agents show.
+type AgentSummary struct {
+	store.Agent
+	// Role is the name of the agent's role (its id when the role is gone).
+	Role string `json:"role"`
+}
+
+// List returns every agent, oldest first, with its role's name.
+func List(ctx context.Context, st *store.Store) ([]AgentSummary, error) {
+	agents, err := st.Agents(ctx)
+	if err != nil {
+		return nil, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	roles, err := st.Roles(ctx)
+	if err != nil {
+		return nil, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	names := make(map[string]string, len(roles))
+	for _, r := range roles {
+		names[r.ID] = r.Name
+	}
+	out := make([]AgentSummary, len(agents))
+	for i, a := range agents {
+		out[i] = AgentSummary{Agent: a, Role: cmp.Or(names[a.RoleID], a.RoleID)}
+	}
+	return out, nil
+}
+
 // AgentDetail is an agent with its role's name, conversation, mailbox and
 // children: what `toolhost agents show` and GET /api/agents/{id} return.
 type AgentDetail struct {
-	store.Agent
-	// Role is the name of the agent's role.
-	Role string `json:"role"`
+	AgentSummary
 	// Messages are its conversation with its model, oldest first.
 	Messages []store.AgentMessage `json:"messages"`
 	// Mailbox holds the messages sent to it, read or not.
@@ -32,7 +60,7 @@ func Show(ctx context.Context, st *store.Store, id string) (AgentDetail, error) 
 	if err != nil {
 		return AgentDetail{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 	}
-	d := AgentDetail{Agent: a, Role: a.RoleID, Messages: []store.AgentMessage{}, Mailbox: []store.Mail{}, Children: []string{}}
+	d := AgentDetail{AgentSummary: AgentSummary{Agent: a, Role: a.RoleID}, Messages: []store.AgentMessage{}, Mailbox: []store.Mail{}, Children: []string{}}
 	if r, err := st.Role(ctx, a.RoleID); err == nil {
 		d.Role = r.Name
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/runtime"
-	"github.com/toolhost/toolhost/store"
 )
 
 // maxAgentBody caps the body of a spawn or a message: text for an agent.
@@ -13,14 +12,6 @@ const maxAgentBody = 1 << 20
 
 // terminateReason is the reason recorded for an agent terminated here.
 const terminateReason = "terminated through the HTTP API"
-
-// AgentJSON is an agent as the API lists it: the stored agent and the name
-// of its role.
-type AgentJSON struct {
-	store.Agent
-	// Role is the name of the agent's role (its id when the role is gone).
-	Role string `json:"role"`
-}
 
 // SpawnBody is the body of POST /api/agents.
 type SpawnBody struct {
@@ -71,30 +62,14 @@ func agentBody[T any](s *Server, w http.ResponseWriter, r *http.Request, body *T
 	return rt, true
 }
 
-// agentsJSON adds their role's name to agents.
-func (s *Server) agentsJSON(agents []store.Agent) []AgentJSON {
-	names := map[string]string{}
-	for _, r := range s.h.Roles() {
-		names[r.ID] = r.Name
-	}
-	out := make([]AgentJSON, len(agents))
-	for i, a := range agents {
-		out[i] = AgentJSON{Agent: a, Role: a.RoleID}
-		if name, ok := names[a.RoleID]; ok {
-			out[i].Role = name
-		}
-	}
-	return out
-}
-
 // listAgents lists every agent in the store, oldest first.
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
-	agents, err := s.h.Store().Agents(r.Context())
+	agents, err := runtime.List(r.Context(), s.h.Store())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, toolhost.Errorf(toolhost.CodeInternal, "agents: %w", err))
+		writeError(w, statusOf(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.agentsJSON(agents))
+	writeJSON(w, http.StatusOK, agents)
 }
 
 // spawnAgent starts an agent of a role on a task.
@@ -113,7 +88,7 @@ func (s *Server) spawnAgent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, s.agentsJSON([]store.Agent{a})[0])
+	writeJSON(w, http.StatusCreated, a)
 }
 
 // showAgent answers an agent's detail: its record, conversation, mailbox

@@ -95,7 +95,7 @@ func TestAgentsAPI(t *testing.T) {
 	srv, h, rt := agentServer(t)
 	api := srv.URL + "/api/agents"
 
-	var a AgentJSON
+	var a runtime.AgentSummary
 	if code := do(t, "POST", api, SpawnBody{Role: "helper", Task: "sum"}, &a); code != 201 {
 		t.Fatalf("spawn = %d %+v", code, a)
 	}
@@ -131,12 +131,12 @@ func TestAgentsAPI(t *testing.T) {
 
 	// An agent without a task waits; it is listed after the first (and
 	// after the root agent every store holds).
-	var child AgentJSON
+	var child runtime.AgentSummary
 	if code := do(t, "POST", api, SpawnBody{Role: "helper", ParentID: a.ID}, &child); code != 201 || child.ParentID != a.ID {
 		t.Fatalf("spawn without a task = %d %+v", code, child)
 	}
 	settle(t, h, rt, child.ID)
-	var list []AgentJSON
+	var list []runtime.AgentSummary
 	if code := do(t, "GET", api, nil, &list); code != 200 || len(list) != 3 || list[0].ID != "root" || list[1].ID != a.ID || list[2].ID != child.ID ||
 		list[2].Status != store.StatusWaiting || list[2].Turns != 0 || list[1].Role != "helper" || list[1].Answer != "done: sum" {
 		t.Fatalf("list = %d %+v", code, list)
@@ -211,7 +211,7 @@ func TestAgentsAPIErrors(t *testing.T) {
 		})
 	}
 	t.Run("list without a runtime", func(t *testing.T) {
-		var list []AgentJSON
+		var list []runtime.AgentSummary
 		if code := get(t, bare.URL+"/api/agents", &list); code != 200 || len(list) != 1 || list[0].ID != "root" || list[0].Role != "root" {
 			t.Fatalf("list = %d %v", code, list)
 		}

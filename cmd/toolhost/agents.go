@@ -178,7 +178,7 @@ func withStore(ctx context.Context, cfg *config.Config, stderr io.Writer, f func
 }
 
 func listAgents(ctx context.Context, st *store.Store, stdout io.Writer, asJSON bool) error {
-	agents, err := st.Agents(ctx)
+	agents, err := runtime.List(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -186,16 +186,10 @@ func listAgents(ctx context.Context, st *store.Store, stdout io.Writer, asJSON b
 		printJSON(stdout, agents)
 		return nil
 	}
-	roles := map[string]string{}
-	if rs, err := st.Roles(ctx); err == nil {
-		for _, r := range rs {
-			roles[r.ID] = r.Name
-		}
-	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tROLE\tSTATUS\tPARENT\tTURNS\tTOKENS\tTASK")
 	for _, a := range agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.ID, roles[a.RoleID], a.Status, dash(a.ParentID), a.Turns, a.Tokens, dash(output.OneLine(a.Task, 60)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.ID, a.Role, a.Status, dash(a.ParentID), a.Turns, a.Tokens, dash(output.OneLine(a.Task, 60)))
 	}
 	return tw.Flush()
 }
