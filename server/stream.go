@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -57,33 +56,16 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 			f.AfterID = last[0].ID
 		}
 	}
-	f.First = true // from here on, page forward
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
-	t := time.NewTicker(streamPoll)
-	defer t.Stop()
-	for {
-		events, err := s.h.Events(ctx, f)
-		if err != nil {
-			return
-		}
+	_ = s.h.Store().Follow(ctx, f, streamPoll, func(events []store.Event) error {
 		for _, e := range events {
 			b, _ := json.Marshal(e)
 			fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.ID, b)
-			f.AfterID = e.ID
 		}
-		if len(events) > 0 {
-			flusher.Flush()
-		}
-		if len(events) >= cmp.Or(f.Limit, store.DefaultEventLimit) {
-			continue // a full page: more are waiting
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+		flusher.Flush()
+		return nil
+	})
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -381,6 +382,40 @@ type EventFilter struct {
 
 // DefaultEventLimit is the Limit of an EventFilter that sets none.
 const DefaultEventLimit = 1000
+
+// Follow calls emit with the events matching f written after f.AfterID,
+// oldest first, a page (f.Limit, 0: DefaultEventLimit) at a time, as they
+// come: it reads again at once after a full page, so a burst is never
+// skipped, and every interval otherwise. It returns nil when ctx ends, or
+// the first error of a read or of emit.
+func (s *Store) Follow(ctx context.Context, f EventFilter, every time.Duration, emit func([]Event) error) error {
+	f.First = true
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		events, err := s.Events(ctx, f)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(events) > 0 {
+			if err := emit(events); err != nil {
+				return err
+			}
+			f.AfterID = events[len(events)-1].ID
+		}
+		if len(events) >= cmp.Or(f.Limit, DefaultEventLimit) {
+			continue // a full page: more are waiting
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
 
 const eventColumns = `id, ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload`
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -60,33 +59,26 @@ func printEvents(ctx context.Context, cfg *config.Config, f store.EventFilter, a
 		return 1
 	}
 	defer st.Close()
-	for {
-		events, err := st.Events(ctx, f)
-		if err != nil {
-			if ctx.Err() != nil {
-				return 0
-			}
-			fmt.Fprintf(stderr, "toolhost: %v\n", err)
-			return 1
-		}
+	show := func(events []store.Event) error {
 		for _, e := range events {
 			printEvent(stdout, e, asJSON)
 			f.AfterID = e.ID
 		}
-		if !follow {
-			return 0
-		}
-		full := len(events) >= cmp.Or(f.Limit, store.DefaultEventLimit)
-		f.Limit, f.First = 0, true // from here on, page forward
-		if full {
-			continue // a full page: more are waiting
-		}
-		select {
-		case <-ctx.Done():
-			return 0
-		case <-time.After(250 * time.Millisecond):
-		}
+		return nil
 	}
+	events, err := st.Events(ctx, f)
+	if err == nil {
+		err = show(events)
+	}
+	if err == nil && follow {
+		f.Limit = 0
+		err = st.Follow(ctx, f, 250*time.Millisecond, show)
+	}
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 func printEvent(w io.Writer, e store.Event, asJSON bool) {
