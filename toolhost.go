@@ -13,7 +13,8 @@ import (
 
 // ProtocolMinor is the minor version of the plugin protocol. It grows when
 // fields are added; a breaking change bumps the major version instead.
-const ProtocolMinor = 0
+// Minor 1 added ConfigureRequest.HostPaths.
+const ProtocolMinor = 1
 
 // GroupSpec is a tool group as its provider reports it.
 type GroupSpec struct {
@@ -81,6 +82,11 @@ type DescribeRequest struct {
 type ConfigureRequest struct {
 	// Config is a JSON object; "{}" when the block has none.
 	Config json.RawMessage
+	// HostPaths are absolute paths the host keeps to itself, such as its data
+	// directory (database, tokens, saved outputs). A module must neither read,
+	// list, search nor write at or below any of them, whatever path or symlink
+	// leads there. Empty from hosts older than protocol minor 1.
+	HostPaths []string
 }
 
 // CallRequest is one tool call.

@@ -116,11 +116,21 @@ func newCallRig(ctx context.Context, tmp, noop, mcpnoop string, hostOnly bool) (
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: server.New(h, nil), ReadHeaderTimeout: 10 * time.Second}
+	handler, err := server.New(h, nil)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(lis) }()
 	r.closers = append(r.closers, func() { _ = srv.Close() })
 	base := "http://" + lis.Addr().String()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
+	// Both HTTP paths carry the role's token, as an MCP client would: its
+	// lookup in the store is part of what they measure.
+	token, _, err := h.Store().CreateToken(ctx, "bench", "bench", time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Transport: bearer{token: token, base: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}}
 	body, _ := json.Marshal(server.CallBody{Role: "bench", Tool: "noop", Arguments: []byte("{}")})
 	r.add(pathAPI, func(ctx context.Context) error { return postCall(ctx, client, base+"/api/call", body) })
 
@@ -144,6 +154,18 @@ func newCallRig(ctx context.Context, tmp, noop, mcpnoop string, hostOnly bool) (
 	r.closers = append(r.closers, func() { _ = stdioSess.Close() })
 	r.add(pathMCPStdio, mcpCall(stdioSess))
 	return r, nil
+}
+
+// bearer sends a token on every request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
 }
 
 func (r *callRig) add(name string, call func(context.Context) error) {

@@ -14,12 +14,15 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolhost/toolhost/store"
 )
 
 // serveProc is a running `toolhost serve`.
 type serveProc struct {
 	cmd    *exec.Cmd
 	base   string        // http://127.0.0.1:PORT
+	client *http.Client  // sends the admin token
 	ready  time.Duration // from just before the process started to the first 200 from /healthz
 	stderr bytes.Buffer
 	exited chan struct{} // closed once the process has exited
@@ -47,10 +50,11 @@ func startServe(root, tmp, cfgFile string) (*serveProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &serveProc{base: "http://" + addr}
+	token := store.NewSecret()
+	s := &serveProc{base: "http://" + addr, client: &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}}
 	s.cmd = exec.Command(filepath.Join(root, "bin/toolhost"), "serve", "-config", cfgFile, "-log-level", "warn")
 	s.cmd.Dir = root
-	s.cmd.Env = append(os.Environ(), "TOOLHOST_DATA_DIR="+data, "TOOLHOST_LISTEN="+addr)
+	s.cmd.Env = append(os.Environ(), "TOOLHOST_DATA_DIR="+data, "TOOLHOST_LISTEN="+addr, "TOOLHOST_TOKEN="+token)
 	s.cmd.Stderr = &s.stderr
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	start := time.Now()
@@ -92,7 +96,7 @@ func (s *serveProc) stop() {
 
 // getJSON decodes GET base+path into v.
 func (s *serveProc) getJSON(path string, v any) error {
-	resp, err := http.Get(s.base + path)
+	resp, err := s.client.Get(s.base + path)
 	if err != nil {
 		return err
 	}
@@ -105,7 +109,7 @@ func (s *serveProc) call(ctx context.Context, tool string, args any) (map[string
 	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/api/call", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -47,13 +47,26 @@ type Config struct {
 	Runtime Runtime
 }
 
-// Auth is the `auth` block. A Listen address that is not loopback requires a
-// token; TOOLHOST_TOKEN overrides the file's.
+// Auth is the `auth` block: the HTTP server's credentials and the names it
+// answers to. Every route but GET /healthz and the page's static files needs
+// a credential, loopback included.
 type Auth struct {
-	// Token is the bearer token every request but GET /healthz must carry;
-	// empty means no authentication (loopback only).
+	// Token is the admin token, which opens every route; TOOLHOST_TOKEN
+	// overrides the file's. Empty means the one generated into the data
+	// directory at first start (see server.AdminToken). At least
+	// MinTokenLength characters.
 	Token string
+	// Disabled turns authentication off: every request is the admin's. It is
+	// refused with a Listen address that is not loopback.
+	Disabled bool
+	// AllowedHosts are the names (or addresses) besides loopback ones that
+	// a request's Host header, and a browser write's Origin, may carry.
+	// Lower case; the listen address's own host is allowed too.
+	AllowedHosts []string
 }
+
+// MinTokenLength is the shortest admin token accepted from the config.
+const MinTokenLength = 16
 
 // Executor tunes how calls run: batches, approvals and idempotency.
 type Executor struct {
@@ -187,9 +200,8 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 	d := &decoder{ctx: evalContext(getenv), dir: dir}
 	diags := fromHCL(d.decodeFile(cfg, src, filename), filename)
 	diags = append(diags, cfg.override(getenv)...)
-	if len(diags) == 0 && cfg.Auth.Token == "" && !Loopback(cfg.Listen) {
-		diags = append(diags, Diagnostic{File: filename, Summary: "Authentication required",
-			Detail: fmt.Sprintf("listen %q is not a loopback address: set auth { token = \"...\" } or TOOLHOST_TOKEN, or listen on 127.0.0.1.", cfg.Listen)})
+	if len(diags) == 0 {
+		diags = cfg.Auth.check(cfg.Listen, filename)
 	}
 	if len(diags) > 0 {
 		return nil, diags
@@ -226,6 +238,24 @@ func (c *Config) override(getenv func(string) string) Diagnostics {
 		}
 	}
 	return diags
+}
+
+// check refuses an auth block that leaves the server open or guessable: auth
+// disabled on a listen address that is not loopback, disabled beside a
+// token, or a token too short.
+func (a *Auth) check(listen, filename string) Diagnostics {
+	var detail string
+	switch {
+	case a.Disabled && !Loopback(listen):
+		detail = fmt.Sprintf("listen %q is not a loopback address, and auth { disabled = true } would open every route to the network: remove disabled, or listen on 127.0.0.1.", listen)
+	case a.Disabled && a.Token != "":
+		detail = "auth { disabled = true } and a token (auth { token } or TOOLHOST_TOKEN) contradict each other: remove one."
+	case a.Token != "" && len(a.Token) < MinTokenLength:
+		detail = fmt.Sprintf("the admin token (auth { token } or TOOLHOST_TOKEN) has %d characters, fewer than %d: use a long random one (for example openssl rand -hex 32), or remove it to use the generated one.", len(a.Token), MinTokenLength)
+	default:
+		return nil
+	}
+	return Diagnostics{{File: filename, Summary: "Unsafe authentication", Detail: detail}}
 }
 
 // Loopback reports whether a host:port address listens on loopback only.

@@ -128,17 +128,17 @@ func TestEnvOverrides(t *testing.T) {
 	}, {
 		name: "listen overrides file",
 		src:  `listen = "127.0.0.1:1"`,
-		env:  map[string]string{"TOOLHOST_LISTEN": ":9090", "TOOLHOST_TOKEN": "t0ken"},
+		env:  map[string]string{"TOOLHOST_LISTEN": ":9090", "TOOLHOST_TOKEN": "t0ken-from-the-environment"},
 		check: func(t *testing.T, c *Config) {
 			equal(t, "Listen", c.Listen, ":9090")
-			equal(t, "Token", c.Auth.Token, "t0ken")
+			equal(t, "Token", c.Auth.Token, "t0ken-from-the-environment")
 		},
 	}, {
 		name: "a token overrides the file's",
 		src:  `auth {` + "\n" + `token = "file"` + "\n" + `}`,
-		env:  map[string]string{"TOOLHOST_TOKEN": "env"},
+		env:  map[string]string{"TOOLHOST_TOKEN": "the-environment's-token"},
 		check: func(t *testing.T, c *Config) {
-			equal(t, "Token", c.Auth.Token, "env")
+			equal(t, "Token", c.Auth.Token, "the-environment's-token")
 		},
 	}, {
 		name: "empty values do not override",
@@ -180,9 +180,26 @@ builtin "workspace" {}`,
 		env:     map[string]string{"TOOLHOST_LISTEN": "localhost"},
 		wantErr: `TOOLHOST_LISTEN: Invalid TOOLHOST_LISTEN: "localhost" is not host:port: address localhost: missing port in address.`,
 	}, {
-		name:    "a public listen needs a token",
+		name: "a public listen keeps auth on",
+		env:  map[string]string{"TOOLHOST_LISTEN": "0.0.0.0:80"},
+		check: func(t *testing.T, c *Config) {
+			equal(t, "Listen", c.Listen, "0.0.0.0:80")
+			equal(t, "Disabled", c.Auth.Disabled, false)
+		},
+	}, {
+		name:    "auth cannot be disabled on a public listen",
+		src:     "auth {\n  disabled = true\n}",
 		env:     map[string]string{"TOOLHOST_LISTEN": "0.0.0.0:80"},
-		wantErr: `/srv/toolhost/config.hcl: Authentication required: listen "0.0.0.0:80" is not a loopback address: set auth { token = "..." } or TOOLHOST_TOKEN, or listen on 127.0.0.1.`,
+		wantErr: `/srv/toolhost/config.hcl: Unsafe authentication: listen "0.0.0.0:80" is not a loopback address, and auth { disabled = true } would open every route to the network: remove disabled, or listen on 127.0.0.1.`,
+	}, {
+		name:    "a short token from the environment",
+		env:     map[string]string{"TOOLHOST_TOKEN": "short"},
+		wantErr: `/srv/toolhost/config.hcl: Unsafe authentication: the admin token (auth { token } or TOOLHOST_TOKEN) has 5 characters, fewer than 16: use a long random one (for example openssl rand -hex 32), or remove it to use the generated one.`,
+	}, {
+		name:    "a token beside disabled",
+		src:     "auth {\n  disabled = true\n}",
+		env:     map[string]string{"TOOLHOST_TOKEN": "a-long-enough-token-123"},
+		wantErr: `/srv/toolhost/config.hcl: Unsafe authentication: auth { disabled = true } and a token (auth { token } or TOOLHOST_TOKEN) contradict each other: remove one.`,
 	}, {
 		name:    "invalid listen port",
 		env:     map[string]string{"TOOLHOST_LISTEN": "localhost:http"},

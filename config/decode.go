@@ -102,6 +102,8 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		auth, diags := blk.Body.Content(authSchema)
 		d.add(diags)
 		attr(d, auth.Attributes, "token", &cfg.Auth.Token, asIs)
+		attr(d, auth.Attributes, "disabled", &cfg.Auth.Disabled, asIs)
+		attr(d, auth.Attributes, "allowed_hosts", &cfg.Auth.AllowedHosts, hostNames)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("executor")); blk != nil {
 		d.executor(&cfg.Executor, blk.Body)
@@ -205,7 +207,7 @@ func (d *decoder) tool(p *Plugin, blk *hcl.Block) {
 	p.Tools[name] = t
 }
 
-var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token"}}}
+var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token"}, {Name: "disabled"}, {Name: "allowed_hosts"}}}
 
 var executorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "mode"}, {Name: "max_parallel"}, {Name: "approver"}, {Name: "approval_timeout"}, {Name: "idempotency_window"},

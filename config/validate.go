@@ -125,3 +125,25 @@ func oneOf(allowed ...string) func(string) (string, error) {
 		return s, nil
 	}
 }
+
+// hostNames checks auth's allowed_hosts: host names or IP addresses, without
+// port or scheme, lower-cased.
+func hostNames(hosts []string) ([]string, error) {
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		h = strings.ToLower(strings.TrimSuffix(h, "."))
+		if ip := net.ParseIP(strings.Trim(h, "[]")); ip != nil {
+			out[i] = ip.String()
+			continue
+		}
+		if !hostNameRE.MatchString(h) {
+			return nil, fmt.Errorf("%q is not a host name or an IP address (no scheme, port or wildcard)", hosts[i])
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// hostNameRE matches a DNS name: dot-separated labels of letters, digits and
+// inner hyphens.
+var hostNameRE = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)

@@ -53,6 +53,7 @@ builtin "network" {
 plugin "chrome" {
   path = "chrome"
   config {
+    allow_hosts    = ["127.0.0.1"]
     screenshot_dir = %q
   }
 }`, pluginDir, t.TempDir(), hclList(roots), roots[0], filepath.Join(roots[0], "shots"))

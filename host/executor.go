@@ -293,15 +293,15 @@ func (c *call) finish(in *toolhost.Result) *toolhost.Result {
 // saveFullOutput writes a cut output whole to data_dir/outputs and returns
 // the file's path ("" if it could not be written, which is logged).
 func (c *call) saveFullOutput(stdout, stderr string) string {
-	dir := filepath.Join(c.h.dataDir(), "outputs")
+	dir := filepath.Join(c.h.DataDir(), "outputs")
 	path := filepath.Join(dir, c.req.Context.CallID+".log")
 	data := stdout
 	if stderr != "" {
 		data += "\n--- stderr ---\n" + stderr
 	}
-	err := os.MkdirAll(dir, 0o755)
+	err := os.MkdirAll(dir, store.DirMode)
 	if err == nil {
-		err = os.WriteFile(path, []byte(data), 0o600)
+		err = os.WriteFile(path, []byte(data), store.FileMode)
 	}
 	if err != nil {
 		c.h.log.Error("saving a full output", "call", c.req.Context.CallID, "error", err)

@@ -118,6 +118,14 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 			}
 			dir, cleanup = tmp, func() error { return os.RemoveAll(tmp) }
 		}
+		changed, err := store.Tighten(dir)
+		if err != nil {
+			_ = cleanup()
+			return nil, toolhost.Errorf(toolhost.CodeInternal, "host: the data directory must be private: %w", err)
+		}
+		if len(changed) > 0 {
+			o.Logger.Warn("the data directory was readable by other users: made it private (directories 0700, files 0600)", "dir", dir, "paths", len(changed))
+		}
 		st, err := store.Open(context.Background(), dir)
 		if err != nil {
 			_ = cleanup()
@@ -164,8 +172,9 @@ func (h *Host) Logger() hclog.Logger { return h.log }
 // FlushEvents returns once every event recorded so far is in the store.
 func (h *Host) FlushEvents(ctx context.Context) error { return h.events.Flush(ctx) }
 
-// dataDir is where the host keeps files: the store's directory.
-func (h *Host) dataDir() string { return filepath.Dir(h.store.Path()) }
+// DataDir is where the host keeps its state (the store, saved outputs,
+// artifacts, the admin token): the store's directory.
+func (h *Host) DataDir() string { return filepath.Dir(h.store.Path()) }
 
 // Store returns the host's store.
 func (h *Host) Store() *store.Store { return h.store }
@@ -235,9 +244,10 @@ func (h *Host) Diagnostics() []Diagnostic {
 
 // RegisterGroup registers an in-process group (source kind "runtime"), such
 // as a *sdk.Group; runtime groups may use reserved ids. The provider is
-// configured with an empty object and described in an empty context.
+// configured with an empty object and the host's paths, and described in an
+// empty context.
 func (h *Host) RegisterGroup(ctx context.Context, p toolhost.Provider) error {
-	if err := p.Configure(ctx, &toolhost.ConfigureRequest{Config: []byte("{}")}); err != nil {
+	if err := p.Configure(ctx, &toolhost.ConfigureRequest{Config: []byte("{}"), HostPaths: h.hostPaths()}); err != nil {
 		return err
 	}
 	spec, err := p.Describe(ctx, &toolhost.DescribeRequest{})

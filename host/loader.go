@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -175,11 +176,12 @@ func (s *supervisor) launch() (*rpcplugin.Process, error) {
 	return proc, nil
 }
 
-// describe configures the plugin and registers the group it reports.
+// describe configures the plugin (its config and the host's paths) and
+// registers the group it reports.
 func (s *supervisor) describe(proc *rpcplugin.Process) (*Group, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.DescribeTimeout)
 	defer cancel()
-	if err := proc.Provider.Configure(ctx, &toolhost.ConfigureRequest{Config: s.cfg.Config}); err != nil {
+	if err := proc.Provider.Configure(ctx, &toolhost.ConfigureRequest{Config: s.cfg.Config, HostPaths: s.h.hostPaths()}); err != nil {
 		return nil, s.stepError("configure", err)
 	}
 	spec, err := proc.Provider.Describe(ctx, &toolhost.DescribeRequest{})
@@ -194,6 +196,16 @@ func (s *supervisor) describe(proc *rpcplugin.Process) (*Group, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// hostPaths are the paths every module is told to keep out of
+// (ConfigureRequest.HostPaths): the data directory, absolute.
+func (h *Host) hostPaths() []string {
+	dir, err := filepath.Abs(h.DataDir())
+	if err != nil { // no working directory: the path as it is
+		dir = h.DataDir()
+	}
+	return []string{dir}
 }
 
 // release forgets the running process and returns its group.

@@ -17,6 +17,7 @@ const (
 	slackBot     = "xoxb-2048-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
 	googleKey    = "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
 	stripeKey    = "sk_live_51H8aBcDeFgHiJkLmNoPqRsT"
+	toolhostKey  = "thk_q8Vd3LxT0aZ7bN2mK5pR9sW4yH6jC1fE3gU8iO0lA7e"
 	jwtToken     = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 	rsaKey       = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2mN0aQj6T2s0dV7p3uV2GfQpYlZp\nq1w2e3r4t5y6u7i8o9p0a1s2d3f4g5h6j7k8l9z0x1c2v3b4n5m6Q7W8E9R0T1Y2\n-----END RSA PRIVATE KEY-----"
 	sshKey       = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\nQyNTUxOQAAACDkXWzXm0a0pLqQ8bC3z9o2e0Jq3fV5n6s8t7u1v2w3xAAAAJgAAAAA\n-----END OPENSSH PRIVATE KEY-----"
@@ -117,6 +118,9 @@ var cases = []testCase{
 	{"code handing a literal over",
 		"h := http.Header{\"Authorization\": []string{\"Basic Y2k6aHVudGVy\"}, \"X-Request-Key\": []string{}}\nclient := anthropic.NewClient(option.WithAPIKey(\"" + anthropicKey + "\"))\napi_key = input(\"key> \")",
 		"h := http.Header{\"Authorization\": []string{\"***REDACTED***\"}, \"X-Request-Key\": []string{}}\nclient := anthropic.NewClient(option.WithAPIKey(\"***REDACTED***\"))\napi_key = input(\"***REDACTED***\")"},
+	{"a toolhost token printed by cat",
+		"$ cat data/admin.token\n" + toolhostKey + "\n",
+		"$ cat data/admin.token\n***REDACTED***\n"},
 	{"authorization in json",
 		`{"headers": {"Authorization": "Bearer abc.def.ghi", "Accept": "*/*"}}`,
 		`{"headers": {"Authorization": "Bearer ***REDACTED***", "Accept": "*/*"}}`},

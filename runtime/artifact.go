@@ -34,7 +34,7 @@ type getArtifactArgs struct {
 const maxArtifact = 64 << 20
 
 // artifactGroup is artifact: content-addressed blobs under data_dir, indexed
-// in the store.
+// in the store, private to the host (directories 0700, files 0600).
 func (rt *Runtime) artifactGroup() *sdk.Group {
 	return &sdk.Group{ID: "artifact", Description: "Artifacts: store text or a workspace file and get an id to hand to other agents; read one back by id.", Tools: []sdk.Tool{
 		sdk.NewTool("put_artifact", "Store text (content) or a workspace file (path) as an artifact; returns its id, the SHA-256 of its bytes.",
@@ -53,7 +53,7 @@ func (rt *Runtime) artifactGroup() *sdk.Group {
 }
 
 func (rt *Runtime) artifactPath(id string) string {
-	return filepath.Join(filepath.Dir(rt.st.Path()), "artifacts", id[:2], id)
+	return filepath.Join(rt.h.DataDir(), "artifacts", id[:2], id)
 }
 
 func (rt *Runtime) putArtifact(ctx context.Context, by string, args putArtifactArgs) (store.Artifact, error) {
@@ -94,8 +94,14 @@ func (rt *Runtime) putArtifact(ctx context.Context, by string, args putArtifactA
 }
 
 // readWorkspace reads a file inside the runtime's workspace; the path may
-// not leave it, symlinks included (os.Root).
+// not leave it, symlinks included (os.Root), nor lead into the host's data
+// directory, which the workspace holds by default: the file opened is placed
+// by the kernel (sdk.HostPaths.Check), not by its path.
 func (rt *Runtime) readWorkspace(path string) ([]byte, error) {
+	hidden, err := sdk.ResolveHostPaths([]string{rt.h.DataDir()})
+	if err != nil {
+		return nil, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
+	}
 	root, err := os.OpenRoot(rt.cfg.Workspace)
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeToolExec, "artifact: workspace: %v", err)
@@ -115,6 +121,11 @@ func (rt *Runtime) readWorkspace(path string) ([]byte, error) {
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "field path: %v", err)
 	}
 	defer f.Close()
+	if _, err := hidden.Check(f); errors.Is(err, sdk.ErrHostPath) {
+		return nil, toolhost.Errorf(toolhost.CodePolicy, "path %q is in the host's data directory: refused", path)
+	} else if err != nil {
+		return nil, toolhost.Errorf(toolhost.CodeToolExec, "artifact: %v", err)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxArtifact+1))
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeToolExec, "artifact: %v", err)
@@ -123,19 +134,23 @@ func (rt *Runtime) readWorkspace(path string) ([]byte, error) {
 }
 
 // writeOnce writes data to path atomically, unless the file exists (the
-// same id is the same bytes).
+// same id is the same bytes), private: the directories it makes are
+// store.DirMode, the file store.FileMode.
 func writeOnce(path string, data []byte) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), store.DirMode); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".put-*")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(data)
+	err = tmp.Chmod(store.FileMode)
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -76,8 +76,14 @@ func TestArtifacts(t *testing.T) {
 	if err != nil || !res.OK || len(res.Attachments) != 1 || res.Attachments[0].MimeType != "image/png" || len(res.Attachments[0].Data) != 7 {
 		t.Fatalf("get binary: %+v %v", res, err)
 	}
-	if _, err := os.Stat(filepath.Join(e.data, "artifacts", text.ID[:2], text.ID)); err != nil {
-		t.Errorf("artifact not under data_dir: %v", err)
+	for name, want := range map[string]os.FileMode{ // private, as the rest of data_dir
+		"artifacts":                                      0o700 | os.ModeDir,
+		filepath.Join("artifacts", text.ID[:2]):          0o700 | os.ModeDir,
+		filepath.Join("artifacts", text.ID[:2], text.ID): 0o600,
+	} {
+		if info, err := os.Stat(filepath.Join(e.data, name)); err != nil || info.Mode() != want {
+			t.Errorf("data_dir/%s: %v, %v; want mode %v", name, info.Mode(), err, want)
+		}
 	}
 	for _, tt := range []struct {
 		args map[string]any
@@ -100,6 +106,51 @@ func TestArtifacts(t *testing.T) {
 		if res, err := e.call("", "get_artifact", map[string]string{"id": id}); err != nil || res.OK || res.Error.Code != toolhost.CodeValidation {
 			t.Errorf("get_artifact %s: %+v %v", id, res, err)
 		}
+	}
+}
+
+// TestArtifactRefusesDataDir: put_artifact {path} reads a workspace file,
+// and the workspace (by default the config file's directory) holds the data
+// directory; each row must be refused without storing an artifact, and the
+// admin token must stay as it was.
+func TestArtifactRefusesDataDir(t *testing.T) {
+	ws := t.TempDir()
+	data := filepath.Join(ws, "data")
+	e := start(t, `{"roles": {}}`, "", data, ws)
+	token := filepath.Join(data, "admin.token")
+	const secret = "th_admin_SECRET"
+	if err := os.WriteFile(token, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"d": "data", "t": "data/admin.token"} {
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, path := range []string{
+		"data/admin.token",
+		"./data/../data/admin.token",
+		token,
+		"d/admin.token",
+		"t",
+		"data/toolhost.db",
+		"data",
+	} {
+		t.Run(path, func(t *testing.T) {
+			res, err := e.call("", "put_artifact", map[string]any{"path": path})
+			if err != nil || res.OK || res.Error.Code != toolhost.CodePolicy || !strings.Contains(res.Error.Message, "is in the host's data directory: refused") {
+				t.Errorf("put_artifact %s: %+v %v, want policy", path, res, err)
+			}
+			if b, err := os.ReadFile(token); err != nil || string(b) != secret {
+				t.Errorf("the token changed: %q, %v", b, err)
+			}
+			if info, err := os.Stat(token); err != nil || info.Mode() != 0o600 {
+				t.Errorf("the token's mode: %v, %v", info, err)
+			}
+			if _, err := os.Stat(filepath.Join(data, "artifacts")); !os.IsNotExist(err) {
+				t.Errorf("an artifact was stored: %v", err)
+			}
+		})
 	}
 }
 

@@ -23,7 +23,8 @@ type Group struct {
 	// factories). It replaces Tools.
 	ToolsFor func(ctx context.Context, cc CallContext) ([]Tool, error)
 	// OnConfigure, when set, receives the plugin block's config {} once,
-	// before the first Describe. An error stops the plugin from loading.
+	// before the first Describe, with the paths the host keeps to itself
+	// (ConfigureRequest.HostPaths). An error stops the plugin from loading.
 	OnConfigure func(ctx context.Context, req *ConfigureRequest) error
 
 	indexOnce sync.Once

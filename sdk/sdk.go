@@ -47,7 +47,8 @@ type (
 	CallContext = toolhost.CallContext
 	// CallRequest is one tool call as the host sends it.
 	CallRequest = toolhost.CallRequest
-	// ConfigureRequest carries the plugin block's config {}.
+	// ConfigureRequest carries the plugin block's config {} and the paths
+	// the host keeps to itself.
 	ConfigureRequest = toolhost.ConfigureRequest
 	// Code is a stable error code.
 	Code = toolhost.Code

@@ -8,7 +8,9 @@ import (
 	"github.com/toolhost/toolhost/internal/proctest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -319,5 +321,83 @@ func TestBinaryOutputCrossesTheWire(t *testing.T) {
 	res := sdktest.New(t, g, nil).Call("dump", nil)
 	if res.Stdout != "ok\uFFFD" || res.Stderr != "caf\uFFFD" {
 		t.Fatalf("stdout %q, stderr %q", res.Stdout, res.Stderr)
+	}
+}
+
+func TestConfigureCarriesHostPaths(t *testing.T) {
+	var got []string
+	g := testGroup()
+	g.OnConfigure = func(_ context.Context, req *sdk.ConfigureRequest) error {
+		got = req.HostPaths
+		return nil
+	}
+	want := []string{"/srv/toolhost/data", "/var/lib/other"}
+	sdktest.New(t, g, &sdktest.Options{HostPaths: want})
+	if !slices.Equal(got, want) {
+		t.Fatalf("OnConfigure saw host paths %q, want %q", got, want)
+	}
+}
+
+func TestHostPathsCheck(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"data/f", "data/sub/g", "data2/f", "other/f"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{"d": "data", "t": "data/sub/g", "o": "other"} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Named through a link, the host path resolves to the directory itself.
+	hp, err := sdk.ResolveHostPaths([]string{filepath.Join(dir, "d"), filepath.Join(dir, "missing", "..", "later")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (sdk.HostPaths{filepath.Join(dir, "data"), filepath.Join(dir, "later")}); !slices.Equal(hp, want) {
+		t.Fatalf("resolved %q, want %q", hp, want)
+	}
+	for _, tc := range []struct {
+		open string
+		held bool
+	}{
+		{"data", true},
+		{"data/f", true},
+		{"data/sub/g", true},
+		{"d", true},
+		{"d/sub", true},
+		{"t", true},
+		{"other/../data/f", true},
+		{"data2/f", false}, // a sibling sharing the prefix
+		{"o/f", false},
+		{".", false},
+	} {
+		t.Run(tc.open, func(t *testing.T) {
+			f, err := os.Open(filepath.Join(dir, tc.open))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			real, err := hp.Check(f)
+			if held := errors.Is(err, sdk.ErrHostPath); held != tc.held || !held && err != nil {
+				t.Fatalf("Check = %q, %v; want held %v", real, err, tc.held)
+			}
+			if !tc.held && !strings.HasPrefix(real, dir) {
+				t.Errorf("Check placed %s at %q, outside %s", tc.open, real, dir)
+			}
+		})
+	}
+	if real, err := (sdk.HostPaths{}).Check(os.Stdin); real != "" || err != nil {
+		t.Errorf("no host paths: Check = %q, %v; want nothing", real, err)
+	}
+	if _, err := sdk.ResolveHostPaths([]string{"data"}); toolhost.CodeOf(err) != toolhost.CodeValidation {
+		t.Errorf("a relative host path: %v, want a validation error", err)
 	}
 }

@@ -41,7 +41,7 @@ func agentServer(t *testing.T) (*httptest.Server, *host.Host, *runtime.Runtime) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := startHost(t, cfg)
+	h := startHost(t, withTestToken(cfg))
 	ctx := context.Background()
 	provider, err := model.NewScripted(script)
 	if err != nil {
@@ -59,9 +59,7 @@ func agentServer(t *testing.T) (*httptest.Server, *host.Host, *runtime.Runtime) 
 	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "helper", Description: "Helps.", ToolGroups: []string{"console"}}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(h, &Options{Runtime: rt}))
-	t.Cleanup(srv.Close)
-	return srv, h, rt
+	return newHTTPServer(t, h, &Options{Runtime: rt}), h, rt
 }
 
 // settle waits until the agent and its descendants are idle and their

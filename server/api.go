@@ -3,7 +3,10 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
@@ -32,11 +35,11 @@ func roleJSON(r store.Role) RoleJSON {
 func (s *Server) routesAPI() {
 	s.mux.HandleFunc("GET /api/roles", s.listRoles)
 	s.mux.HandleFunc("POST /api/roles", s.createRole)
-	s.mux.HandleFunc("GET /api/roles/{name}", s.getRole)
+	s.roleRoute("GET /api/roles/{name}", s.getRole)
 	s.mux.HandleFunc("PUT /api/roles/{name}", s.updateRole)
 	s.mux.HandleFunc("DELETE /api/roles/{name}", s.deleteRole)
-	s.mux.HandleFunc("GET /api/roles/{name}/tools", s.roleTools)
-	s.mux.HandleFunc("POST /api/call", s.call)
+	s.roleRoute("GET /api/roles/{name}/tools", s.roleTools)
+	s.roleRoute("POST /api/call", s.call)
 	s.mux.HandleFunc("GET /api/diagnostics", s.diagnostics)
 }
 
@@ -63,13 +66,35 @@ func (s *Server) createRole(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, roleJSON(role))
 }
 
-func (s *Server) getRole(w http.ResponseWriter, r *http.Request) {
-	role, err := s.h.Role(r.PathValue("name"))
-	if err != nil {
+// roleRoute serves a route that a token of the role it names may reach; its
+// handler checks the role (see openRole).
+func (s *Server) roleRoute(pattern string, handler http.HandlerFunc) {
+	s.roleRoutes[pattern] = true
+	s.mux.HandleFunc(pattern, handler)
+}
+
+// openRole returns the role named by name or id, answering itself when there
+// is none (404 to the admin, 403 to a role token, which may not learn which
+// roles exist) or when the request's token is for another role (403 policy).
+func (s *Server) openRole(w http.ResponseWriter, r *http.Request, name string) (store.Role, bool) {
+	p := principalOf(r)
+	role, err := s.h.Role(name)
+	switch {
+	case err != nil && p.admin:
 		writeError(w, statusOf(err), err)
-		return
+	case err != nil || !p.opens(role.ID):
+		writeError(w, http.StatusForbidden, p.refusal(r.Method+" "+r.URL.Path))
+	default:
+		return role, true
 	}
-	writeJSON(w, http.StatusOK, roleJSON(role))
+	return store.Role{}, false
+}
+
+func (s *Server) getRole(w http.ResponseWriter, r *http.Request) {
+	role, ok := s.openRole(w, r, r.PathValue("name"))
+	if ok {
+		writeJSON(w, http.StatusOK, roleJSON(role))
+	}
 }
 
 // updateRole applies the fields present in the body: "toolGroups": null
@@ -125,7 +150,11 @@ func (s *Server) deleteRole(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) roleTools(w http.ResponseWriter, r *http.Request) {
-	tools, err := s.h.ToolsForRole(r.PathValue("name"))
+	role, ok := s.openRole(w, r, r.PathValue("name"))
+	if !ok {
+		return
+	}
+	tools, err := s.h.ToolsForRole(role.Name)
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -154,6 +183,10 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "tool: required"))
 		return
 	}
+	if p := principalOf(r); !p.admin && !s.callerInRole(r, p, body) {
+		writeError(w, http.StatusForbidden, p.refusal("a call as "+callerName(body)))
+		return
+	}
 	if len(body.Arguments) == 0 {
 		body.Arguments = json.RawMessage("{}")
 	}
@@ -166,6 +199,37 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// callerInRole reports whether a call's caller (its agent, else its role) is
+// of the role the token p opens. A call with neither runs with every group:
+// never a role token's.
+func (s *Server) callerInRole(r *http.Request, p principal, body CallBody) bool {
+	switch {
+	case body.AgentID != "":
+		a, err := s.h.Store().Agent(r.Context(), body.AgentID)
+		return err == nil && p.opens(a.RoleID) && (body.Role == "" || s.roleIs(body.Role, a.RoleID))
+	case body.Role != "":
+		return s.roleIs(body.Role, p.token.RoleID)
+	}
+	return false
+}
+
+// roleIs reports whether the role named (or with the id) name has the id.
+func (s *Server) roleIs(name, id string) bool {
+	role, err := s.h.Role(name)
+	return err == nil && role.ID == id
+}
+
+// callerName names a call's caller for a refusal.
+func callerName(body CallBody) string {
+	switch {
+	case body.AgentID != "":
+		return "agent " + strconv.Quote(body.AgentID)
+	case body.Role != "":
+		return "role " + strconv.Quote(body.Role)
+	}
+	return "the operator (no role or agentId: every group)"
+}
+
 func (s *Server) diagnostics(w http.ResponseWriter, _ *http.Request) {
 	d := s.h.Diagnostics()
 	if d == nil {
@@ -174,19 +238,29 @@ func (s *Server) diagnostics(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
-// decode reads a JSON body of at most limit bytes into v, answering 400 or
-// 413 itself when it cannot.
+// decode reads a JSON body of at most limit bytes into v, strictly: an
+// unknown field, a value of the wrong type or anything after the value is a
+// 400 validation error naming it (a slip such as "agent" for "agentId" must
+// not be dropped silently), a body over the limit 413.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	if err := dec.Decode(v); err != nil {
-		status := http.StatusBadRequest
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, status, toolhost.Errorf(toolhost.CodeValidation, "request body: %v", err))
-		return false
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("unexpected data after the JSON value")
 	}
-	return true
+	if err == nil {
+		return true
+	}
+	status := http.StatusBadRequest
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		status = http.StatusRequestEntityTooLarge
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+		err = fmt.Errorf("field %q: a JSON %s cannot be a %s", te.Field, te.Value, te.Type)
+	}
+	writeError(w, status, toolhost.Errorf(toolhost.CodeValidation, "request body: %s", strings.TrimPrefix(err.Error(), "json: ")))
+	return false
 }
 
 // statusOf maps an error's code to an HTTP status.

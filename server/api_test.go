@@ -50,6 +50,9 @@ func do(t *testing.T, method, url string, body any, v any) int {
 		rd = strings.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, url, rd)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

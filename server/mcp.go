@@ -14,9 +14,15 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// routesMCP serves each role's MCP server as streamable HTTP at /mcp/{role}.
+// routesMCP serves each role's MCP server as streamable HTTP at /mcp/{role},
+// to the admin and to the role's tokens.
 func (s *Server) routesMCP() {
-	s.mux.Handle("/mcp/{role}", &mcpFront{h: s.h, roles: map[string]*mcpRole{}})
+	f := &mcpFront{h: s.h, roles: map[string]*mcpRole{}}
+	s.roleRoute("/mcp/{role}", func(w http.ResponseWriter, r *http.Request) {
+		if role, ok := s.openRole(w, r, r.PathValue("role")); ok {
+			f.role(role.Name).http.ServeHTTP(w, r)
+		}
+	})
 }
 
 // ServeMCP serves the MCP server of a role on one transport (such as
@@ -37,17 +43,6 @@ type mcpFront struct {
 	h     *host.Host
 	mu    sync.Mutex
 	roles map[string]*mcpRole
-}
-
-// ServeHTTP answers an unknown role with a 404 JSON error and hands
-// everything else to the role's streamable HTTP handler.
-func (f *mcpFront) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	name := req.PathValue("role")
-	if _, err := f.h.Role(name); err != nil {
-		writeError(w, http.StatusNotFound, err)
-		return
-	}
-	f.role(name).http.ServeHTTP(w, req)
 }
 
 func (f *mcpFront) role(name string) *mcpRole {
@@ -91,7 +86,10 @@ func newMCPRole(h *host.Host, role string) *mcpRole {
 			return next(ctx, method, req)
 		}
 	})
-	r.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv }, nil)
+	// The server's guard checks Host and Origin on every request, allowed
+	// hosts included; the SDK's own check knows loopback names only.
+	r.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
 	r.cancel = h.Watch(r.sync)
 	r.sync()
 	return r

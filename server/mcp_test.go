@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcptest"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -36,37 +37,6 @@ func connect(t *testing.T, tr mcp.Transport) (*mcp.ClientSession, chan struct{})
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs, changed
-}
-
-// toolNames lists the session's tools, sorted.
-func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
-	t.Helper()
-	res, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// callText calls a tool and returns its text content, joined by newlines.
-func callText(t *testing.T, cs *mcp.ClientSession, tool string, args any) (string, bool) {
-	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("call %s: %v", tool, err)
-	}
-	var texts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			texts = append(texts, tc.Text)
-		}
-	}
-	return strings.Join(texts, "\n"), res.IsError
 }
 
 func jsonValue(t *testing.T, v any) any {
@@ -103,13 +73,13 @@ func TestMCPStreamableHTTP(t *testing.T) {
 		t.Errorf("tool = %+v, want %+v", got, def)
 	}
 
-	if text, isErr := callText(t, cs, "console_print", map[string]string{"text": "hi"}); isErr || text != "console_print:hi" {
+	if text, isErr := mcptest.CallText(t, cs, "console_print", map[string]string{"text": "hi"}); isErr || text != "console_print:hi" {
 		t.Errorf("call = %q (error %v)", text, isErr)
 	}
-	if text, isErr := callText(t, cs, "get_artifact", map[string]string{"text": "x"}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeToolNotAvailable)+": ") {
+	if text, isErr := mcptest.CallText(t, cs, "get_artifact", map[string]string{"text": "x"}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeToolNotAvailable)+": ") {
 		t.Errorf("call outside the role = %q (error %v)", text, isErr)
 	}
-	if text, isErr := callText(t, cs, "console_print", map[string]any{"text": 1}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeValidation)+": ") {
+	if text, isErr := mcptest.CallText(t, cs, "console_print", map[string]any{"text": 1}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeValidation)+": ") {
 		t.Errorf("invalid call = %q (error %v)", text, isErr)
 	}
 	if cs.ID() == "" {
@@ -119,7 +89,7 @@ func TestMCPStreamableHTTP(t *testing.T) {
 
 	// Another session is another agent.
 	other, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
-	callText(t, other, "console_print", map[string]string{"text": "again"})
+	mcptest.CallText(t, other, "console_print", map[string]string{"text": "again"})
 	if err := h.FlushEvents(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -165,21 +135,21 @@ func checkCallEvents(t *testing.T, h *host.Host, tool string) {
 func TestMCPListChangedOnUnload(t *testing.T) {
 	srv, h := serve(t, mcpConfig, group("console", "console_print"))
 	cs, changed := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
-	if got := toolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
 		t.Fatalf("tools = %v", got)
 	}
 	if err := h.RegisterGroup(context.Background(), group("notes", "add_note")); err != nil {
 		t.Fatal(err)
 	}
 	waitChanged(t, changed)
-	if got := toolNames(t, cs); !slices.Equal(got, []string{"add_note", "console_print"}) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, []string{"add_note", "console_print"}) {
 		t.Fatalf("tools after register = %v", got)
 	}
 	if err := h.Unload("notes"); err != nil {
 		t.Fatal(err)
 	}
 	waitChanged(t, changed)
-	if got := toolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
 		t.Fatalf("tools after unload = %v", got)
 	}
 }
@@ -203,10 +173,10 @@ func TestMCPPluginExitReachesSessions(t *testing.T) {
 		StartTimeout: 10 * time.Second, Config: []byte("{}")}}
 	srv, h := serve(t, &cfg, group("console", "console_print"))
 	cs, changed := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
-	if got := toolNames(t, cs); !slices.Contains(got, "add_note") {
+	if got := mcptest.ToolNames(t, cs); !slices.Contains(got, "add_note") {
 		t.Fatalf("tools = %v", got)
 	}
-	if text, isErr := callText(t, cs, "add_note", map[string]string{"title": "a", "body": "b"}); isErr || text != "saved a" {
+	if text, isErr := mcptest.CallText(t, cs, "add_note", map[string]string{"title": "a", "body": "b"}); isErr || text != "saved a" {
 		t.Fatalf("add_note = %q (error %v)", text, isErr)
 	}
 	pid := 0
@@ -222,7 +192,7 @@ func TestMCPPluginExitReachesSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitChanged(t, changed)
-	if got := toolNames(t, cs); slices.Contains(got, "add_note") || !slices.Contains(got, "console_print") {
+	if got := mcptest.ToolNames(t, cs); slices.Contains(got, "add_note") || !slices.Contains(got, "console_print") {
 		t.Fatalf("tools after SIGKILL = %v", got)
 	}
 }
@@ -234,10 +204,10 @@ func TestMCPTransport(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- ServeMCP(ctx, h, "printer", serverSide) }()
 	cs, _ := connect(t, clientSide)
-	if got := toolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
 		t.Fatalf("tools = %v", got)
 	}
-	if text, isErr := callText(t, cs, "console_print", map[string]string{"text": "io"}); isErr || text != "console_print:io" {
+	if text, isErr := mcptest.CallText(t, cs, "console_print", map[string]string{"text": "io"}); isErr || text != "console_print:io" {
 		t.Errorf("call = %q (error %v)", text, isErr)
 	}
 	_ = cs.Close()

@@ -7,8 +7,10 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
@@ -20,7 +22,11 @@ type Server struct {
 	h     *host.Host
 	rt    *runtime.Runtime // nil: agents are listed but none can be started
 	mux   *http.ServeMux
-	token string // the bearer token every request must carry; "" for none
+	auth  *authenticator
+	hosts hosts
+	// roleRoutes are the patterns a role token may reach; their handlers
+	// check the role. Every other route is the admin's.
+	roleRoutes map[string]bool
 }
 
 // Options tune a Server; nil means the defaults.
@@ -30,9 +36,16 @@ type Options struct {
 	Runtime *runtime.Runtime
 }
 
-// New returns a server for h, protected by the config's auth token if any.
-func New(h *host.Host, opts *Options) *Server {
-	s := &Server{h: h, mux: http.NewServeMux(), token: h.Config().Auth.Token}
+// New returns a server for h. Its admin token is the configured one, or the
+// one generated into the host's data directory (see AdminToken).
+func New(h *host.Host, opts *Options) (*Server, error) {
+	cfg := h.Config()
+	admin, err := AdminToken(cfg, h.DataDir())
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s := &Server{h: h, mux: http.NewServeMux(), hosts: newHosts(cfg), roleRoutes: map[string]bool{},
+		auth: &authenticator{admin: admin, disabled: cfg.Auth.Disabled, st: h.Store(), touched: map[string]time.Time{}}}
 	if opts != nil {
 		s.rt = opts.Runtime
 	}
@@ -40,18 +53,20 @@ func New(h *host.Host, opts *Options) *Server {
 	s.mux.HandleFunc("GET /api/groups", s.groups)
 	s.mux.HandleFunc("GET /api/plugins", s.plugins)
 	s.routesAPI()
+	s.routesAuth()
 	s.routesAgents()
 	s.routesAudit()
 	s.routesLive()
 	s.routesMCP()
 	s.routesUI()
-	return s
+	return s, nil
 }
 
 // ServeHTTP implements http.Handler. Unknown paths and methods get JSON
 // errors, 404 and 405 (with Allow), like every other error.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.guard(w, r) {
+	r, ok := s.guard(w, r)
+	if !ok {
 		return
 	}
 	if _, pattern := s.mux.Handler(r); pattern != "" {

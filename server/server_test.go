@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 
 	"github.com/toolhost/toolhost"
@@ -27,20 +28,65 @@ func startHost(t *testing.T, cfg *config.Config) *host.Host {
 	return h
 }
 
+// testToken is the admin token of the servers the tests start, unless a
+// test configures its own; http.DefaultTransport sends it (see TestMain).
+const testToken = "test-admin-token-0123456789abcdef"
+
+// plainTransport sends requests as they are, without testToken.
+var plainTransport = http.DefaultTransport
+
+// TestMain makes every request of http.DefaultClient (the tests' and the MCP
+// SDK's) carry testToken, unless it carries an Authorization header already.
+func TestMain(m *testing.M) {
+	http.DefaultTransport = withToken{plainTransport}
+	os.Exit(m.Run())
+}
+
+// withToken adds testToken to requests without an Authorization header.
+type withToken struct{ base http.RoundTripper }
+
+func (t withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+testToken)
+	}
+	return t.base.RoundTrip(r)
+}
+
 // serve starts a host on cfg with the in-process groups, and an HTTP server
-// on it; both stop when the test ends.
+// on it, whose admin token is testToken unless cfg sets one; both stop when
+// the test ends.
 func serve(t *testing.T, cfg *config.Config, groups ...*sdk.Group) (*httptest.Server, *host.Host) {
 	t.Helper()
-	h := startHost(t, cfg)
+	h := startHost(t, withTestToken(cfg))
 	ctx := context.Background()
 	for _, g := range groups {
 		if err := h.RegisterGroup(ctx, g); err != nil {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(New(h, nil))
+	return newHTTPServer(t, h, nil), h
+}
+
+// withTestToken makes testToken cfg's admin token unless it has one or auth
+// is off.
+func withTestToken(cfg *config.Config) *config.Config {
+	if cfg.Auth.Token == "" && !cfg.Auth.Disabled {
+		cfg.Auth.Token = testToken
+	}
+	return cfg
+}
+
+// newHTTPServer serves h over HTTP until the test ends.
+func newHTTPServer(t *testing.T, h *host.Host, opts *Options) *httptest.Server {
+	t.Helper()
+	handler, err := New(h, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	return srv, h
+	return srv
 }
 
 func newServer(t *testing.T) *httptest.Server {

@@ -34,10 +34,19 @@ type browser struct {
 	base string
 }
 
-// newBrowser starts Chromium (flags as the chrome plugin's, a fresh profile)
-// and stops it when the test ends, saving a screenshot first if the test
-// failed: to $TOOLHOST_UI_SHOTS when set, else to a temporary directory.
+// newBrowser starts a browser whose tab holds testToken, passed to the page
+// in the address's fragment as `toolhost token -url` prints it.
 func newBrowser(t *testing.T, base string) *browser {
+	t.Helper()
+	b := startBrowser(t, base)
+	b.open("#token="+testToken, "roles")
+	return b
+}
+
+// startBrowser starts Chromium (flags as the chrome plugin's, a fresh
+// profile) and stops it when the test ends, saving a screenshot first if the
+// test failed: to $TOOLHOST_UI_SHOTS when set, else to a temporary directory.
+func startBrowser(t *testing.T, base string) *browser {
 	t.Helper()
 	var path string
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
@@ -395,9 +404,9 @@ func TestUIEvents(t *testing.T) {
 }
 
 func TestUIToken(t *testing.T) {
-	const token = "s3cret-token"
+	const token = "s3cret-token-asked-for-in-the-page"
 	srv, _ := serve(t, &config.Config{Auth: config.Auth{Token: token}}, group("console", "console_print"))
-	b := newBrowser(t, srv.URL)
+	b := startBrowser(t, srv.URL)
 
 	b.do("open", chromedp.Navigate(srv.URL+"/#/roles"))
 	b.do("the token form", chromedp.WaitVisible(chromedp.CSS("#auth-token")))
@@ -417,6 +426,26 @@ func TestUIToken(t *testing.T) {
 	b.ready("roles")
 	if b.visible("#auth") || !b.visible(`a[href="#/roles/root"]`) {
 		t.Error("after reload the token was asked again")
+	}
+}
+
+// TestUIFragmentToken: the address `toolhost token -url` prints opens the
+// page without asking, and the token leaves the address bar and the history.
+func TestUIFragmentToken(t *testing.T) {
+	srv, _ := serve(t, &config.Config{}, group("console", "console_print"))
+	b := startBrowser(t, srv.URL)
+	b.open("#token="+testToken, "roles")
+	if b.visible("#auth") || !b.visible(`a[href="#/roles/root"]`) {
+		t.Fatalf("roles = %q", b.text("#main"))
+	}
+	if got := eval[string](b, `location.href`); strings.Contains(got, "token") || !strings.HasSuffix(got, "#/roles") {
+		t.Errorf("the address still holds the token: %s", got)
+	}
+	if got := eval[int](b, `history.length`); got != 2 { // about:blank, then the page: the token's entry was replaced
+		t.Errorf("history.length = %d", got)
+	}
+	if got := eval[string](b, `sessionStorage.getItem('toolhost.token')`); got != testToken {
+		t.Errorf("sessionStorage token = %q", got)
 	}
 }
 

@@ -28,6 +28,10 @@ const FileName = "toolhost.db"
 // ErrNotFound is wrapped by the errors of lookups that find nothing.
 var ErrNotFound = errors.New("not found")
 
+// ErrInvalid is wrapped by the errors of values the store refuses, such as a
+// malformed token name.
+var ErrInvalid = errors.New("invalid")
+
 // ErrExists is wrapped by the error of creating a role whose name is taken.
 var ErrExists = errors.New("already exists")
 
@@ -41,12 +45,16 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the database in dir, applies the
-// migrations it lacks, and makes sure the root role and agent exist.
+// migrations it lacks, and makes sure the root role and agent exist. A
+// directory or database it creates is private (DirMode, FileMode).
 func Open(ctx context.Context, dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(10000)")
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)

@@ -7,7 +7,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/toolhost/toolhost/config"
@@ -182,16 +181,9 @@ func listAgents(ctx context.Context, st *store.Store, stdout io.Writer, asJSON b
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		printJSON(stdout, agents)
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tROLE\tSTATUS\tPARENT\tTURNS\tTOKENS\tTASK")
-	for _, a := range agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.ID, a.Role, a.Status, dash(a.ParentID), a.Turns, a.Tokens, dash(output.OneLine(a.Task, 60)))
-	}
-	return tw.Flush()
+	return printList(stdout, agents, asJSON, "AGENT\tROLE\tSTATUS\tPARENT\tTURNS\tTOKENS\tTASK", func(a runtime.AgentSummary) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%s", a.ID, a.Role, a.Status, dash(a.ParentID), a.Turns, a.Tokens, dash(output.OneLine(a.Task, 60)))
+	})
 }
 
 func showAgent(ctx context.Context, st *store.Store, id string, stdout io.Writer, asJSON bool) error {

@@ -131,6 +131,21 @@ func (c *common) withHost(stderr io.Writer, f func(ctx context.Context, h *host.
 	return f(ctx, s.h)
 }
 
+// printList prints items as JSON, or as a table: header (column names
+// separated by tabs), then row's line for each item.
+func printList[T any](w io.Writer, items []T, asJSON bool, header string, row func(T) string) error {
+	if asJSON {
+		printJSON(w, items)
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, it := range items {
+		fmt.Fprintln(tw, row(it))
+	}
+	return tw.Flush()
+}
+
 func printJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

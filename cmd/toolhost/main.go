@@ -11,6 +11,8 @@
 //	toolhost mcp      -role R [-config F]              serve a role's MCP over stdio
 //	toolhost run      -role R [-provider P] [-tree] "TASK"   run an agent until it and its agents are idle
 //	toolhost agents   list|show|send|terminate          the agents and their conversations
+//	toolhost token    [-config F] [-url]                the admin token (-url: the page's address with it)
+//	toolhost tokens   create|list|revoke                role-scoped tokens for agents and MCP clients
 //
 // -config defaults to config.hcl. Logs go to stderr at -log-level (or
 // TOOLHOST_LOG_LEVEL): info for serve, warn for the one-shot commands.
@@ -41,6 +43,8 @@ var commands = map[string]command{
 	"mcp":      mcpCmd,
 	"run":      runCmd,
 	"agents":   agentsCmd,
+	"token":    tokenCmd,
+	"tokens":   tokensCmd,
 }
 
 const usage = `usage: toolhost COMMAND [flags]
@@ -57,6 +61,8 @@ commands:
   mcp      -role R [-config F]         serve a role's tools over MCP on stdin/stdout
   run      -role R [-provider P] [-tree] [-terminate] "TASK"   run an agent until it and the agents it spawned are idle
   agents   list|show|send|terminate    the agents, their conversations and mailboxes
+  token    [-config F] [-url]          print the admin token (-url: the page's address carrying it)
+  tokens   create|list|revoke          role-scoped tokens: create -role R [-name N] [-expires 720h]
 
 Run 'toolhost COMMAND -h' for a command's flags.
 `

@@ -44,11 +44,16 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// httpget URL FILE [REGEXP] waits up to 10s for URL to answer (and, with
-// REGEXP, for its body to match), then writes the status line and body to FILE.
+// httpget [-token T] URL FILE [REGEXP] waits up to 10s for URL to answer
+// (and, with REGEXP, for its body to match), then writes the status line and
+// body to FILE. With -token it sends Authorization: Bearer T.
 func httpget(ts *testscript.TestScript, neg bool, args []string) {
+	var token string
+	if len(args) > 1 && args[0] == "-token" {
+		token, args = args[1], args[2:]
+	}
 	if neg || len(args) < 2 || len(args) > 3 {
-		ts.Fatalf("usage: httpget URL FILE [REGEXP]")
+		ts.Fatalf("usage: httpget [-token T] URL FILE [REGEXP]")
 	}
 	var want *regexp.Regexp
 	if len(args) == 3 {
@@ -57,8 +62,12 @@ func httpget(ts *testscript.TestScript, neg bool, args []string) {
 	var out []byte
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodGet, args[0], nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		var resp *http.Response
-		if resp, err = http.Get(args[0]); err != nil {
+		if resp, err = http.DefaultClient.Do(req); err != nil {
 			continue
 		}
 		body, rerr := io.ReadAll(resp.Body)

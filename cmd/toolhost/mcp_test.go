@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/internal/mcptest"
 )
 
 // TestMCPStdio runs `toolhost mcp -role R` as a real process and talks to it
@@ -47,16 +48,7 @@ role "scribe" {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	list, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range list.Tools {
-		names = append(names, tool.Name)
-	}
-	slices.Sort(names)
-	if !slices.Equal(names, []string{"add_note", "get_note"}) {
+	if names := mcptest.ToolNames(t, cs); !slices.Equal(names, []string{"add_note", "get_note"}) {
 		t.Fatalf("tools = %v", names)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add_note", Arguments: map[string]any{"title": "t", "body": "b"}})

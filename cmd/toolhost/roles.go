@@ -97,16 +97,9 @@ func groupsText(r store.Role) string {
 }
 
 func printRoles(w io.Writer, roles []store.Role, asJSON bool) {
-	if asJSON {
-		printJSON(w, roles)
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROLE\tSOURCE\tTOOL GROUPS\tDESCRIPTION")
-	for _, r := range roles {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Source, groupsText(r), r.Description)
-	}
-	_ = tw.Flush()
+	_ = printList(w, roles, asJSON, "ROLE\tSOURCE\tTOOL GROUPS\tDESCRIPTION", func(r store.Role) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s", r.Name, r.Source, groupsText(r), r.Description)
+	})
 }
 
 func printRole(w io.Writer, r store.Role) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -36,10 +37,21 @@ func serveCmd(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolhost: listen: %v\n", err)
 		return 1
 	}
-	srv := &http.Server{Handler: server.New(h, &server.Options{Runtime: sess.rt}), ReadHeaderTimeout: 10 * time.Second}
+	handler, err := server.New(h, &server.Options{Runtime: sess.rt})
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 1
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	log.Info("serving", "url", "http://"+lis.Addr().String(), "groups", len(h.Manager().IDs()), "ready_in", time.Since(start))
+	switch auth := h.Config().Auth; {
+	case auth.Disabled:
+		log.Warn("authentication is disabled (auth { disabled = true }): any local process and any web page the browser opens on this host can use every route")
+	case auth.Token == "":
+		log.Info("every route needs a token: `toolhost token -url` prints the page's address with the admin token", "token_file", filepath.Join(h.DataDir(), server.AdminTokenFile))
+	}
 	select {
 	case err = <-errc:
 	case <-ctx.Done():

@@ -1,1 +1,5 @@
 listen = "0.0.0.0:8741"
+
+auth {
+  disabled = true
+}

@@ -403,7 +403,11 @@ type ConfigureRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolMinor uint32                 `protobuf:"varint,1,opt,name=protocol_minor,json=protocolMinor,proto3" json:"protocol_minor,omitempty"`
 	// A JSON object.
-	Config        []byte `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	Config []byte `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	// Absolute paths the host keeps to itself, such as its data directory: the
+	// plugin must not read, list, search or write at or below any of them.
+	// Added in protocol minor 1.
+	HostPaths     []string `protobuf:"bytes,3,rep,name=host_paths,json=hostPaths,proto3" json:"host_paths,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -448,6 +452,13 @@ func (x *ConfigureRequest) GetProtocolMinor() uint32 {
 func (x *ConfigureRequest) GetConfig() []byte {
 	if x != nil {
 		return x.Config
+	}
+	return nil
+}
+
+func (x *ConfigureRequest) GetHostPaths() []string {
+	if x != nil {
+		return x.HostPaths
 	}
 	return nil
 }
@@ -869,10 +880,12 @@ const file_toolgroup_proto_rawDesc = "" +
 	"needsAgent\x12#\n" +
 	"\rneeds_runtime\x18\b \x01(\bR\fneedsRuntime\x12\x1f\n" +
 	"\voutput_tail\x18\t \x01(\bR\n" +
-	"outputTail\"Q\n" +
+	"outputTail\"p\n" +
 	"\x10ConfigureRequest\x12%\n" +
 	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\x12\x16\n" +
-	"\x06config\x18\x02 \x01(\fR\x06config\"\x13\n" +
+	"\x06config\x18\x02 \x01(\fR\x06config\x12\x1d\n" +
+	"\n" +
+	"host_paths\x18\x03 \x03(\tR\thostPaths\"\x13\n" +
 	"\x11ConfigureResponse\"\x9a\x01\n" +
 	"\vCallRequest\x12%\n" +
 	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\x12\x12\n" +

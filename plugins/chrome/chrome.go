@@ -4,11 +4,16 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os/exec"
+	"strings"
+	"sync"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/toolhost/toolhost/netpolicy"
 	"github.com/toolhost/toolhost/sdk"
 )
 
@@ -20,6 +25,9 @@ var candidates = []string{"chromium", "chromium-browser", "google-chrome", "goog
 
 // settings is the plugin block's config {}.
 type settings struct {
+	// Config is the network policy every request of the browser obeys:
+	// allow_hosts, deny_hosts, allow_private, as in the network module.
+	netpolicy.Config
 	// ChromiumPath is the browser to run; absent means the first candidate
 	// found on PATH.
 	ChromiumPath string `json:"chromium_path"`
@@ -67,12 +75,16 @@ type browser struct {
 	headless bool
 	view     viewport
 	shots    string                     // the screenshot directory
+	dialer   *netpolicy.Dialer          // the policy, and how the proxy connects
+	proxy    *netpolicy.Proxy           // every request of Chromium goes through it; runs with Chromium
 	tab      context.Context            // the first tab, which owns the browser; nil until the first call starts Chromium
 	tabs     map[string]context.Context // one tab per session, the first included
-	stop     context.CancelFunc         // stops Chromium and removes its profile
+	stop     context.CancelFunc         // stops Chromium and its proxy, and removes its profile
 }
 
-func newBrowser() *browser { return &browser{lock: make(chan struct{}, 1)} }
+func newBrowser() *browser {
+	return &browser{lock: make(chan struct{}, 1), dialer: &netpolicy.Dialer{Policy: &netpolicy.Policy{}}}
+}
 
 func newGroup(b *browser) *sdk.Group {
 	return &sdk.Group{
@@ -99,6 +111,11 @@ func (b *browser) configure(_ context.Context, req *sdk.ConfigureRequest) error 
 	if err := sdk.DecodeConfig(req, &s); err != nil {
 		return err
 	}
+	policy, err := netpolicy.Compile(s.Config)
+	if err != nil {
+		return sdk.Errorf(sdk.CodeValidation, "config: %v", err)
+	}
+	b.dialer = &netpolicy.Dialer{Policy: policy}
 	b.headless = s.Headless == nil || *s.Headless
 	b.view = viewport{Width: 1280, Height: 800}
 	if s.Viewport != nil {
@@ -169,6 +186,11 @@ func (b *browser) start(ctx context.Context, session string) error {
 	if b.stop != nil { // it died: release what is left of it
 		b.stop()
 	}
+	// A refused request is a network error in the page, whatever its kind.
+	proxy, err := netpolicy.NewProxy(b.dialer, &netpolicy.ProxyOptions{CloseOnRefusal: true})
+	if err != nil {
+		return sdk.Errorf(sdk.CodeToolExec, "start the network policy proxy: %v", err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], // headless, no first run, no background networking, no sync
 		chromedp.ExecPath(b.execPath),
 		chromedp.NoSandbox,
@@ -176,6 +198,7 @@ func (b *browser) start(ctx context.Context, session string) error {
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-component-update", true),
 	) // and no user-data-dir: chromedp makes a fresh temporary one, removed by stop
+	opts = append(opts, proxyFlags(proxy.URL())...)
 	if !b.headless {
 		opts = append(opts, chromedp.VisibleWindow)
 	}
@@ -184,6 +207,7 @@ func (b *browser) start(ctx context.Context, session string) error {
 	stop := func() {
 		cancelTab()
 		cancelAlloc()
+		_ = proxy.Close()
 	}
 	// The first run starts the browser and binds its life to the context it
 	// gets, so it gets the tab's own context, and ctx is watched beside it.
@@ -199,8 +223,28 @@ func (b *browser) start(ctx context.Context, session string) error {
 		stop()
 		return ctx.Err()
 	}
-	b.tab, b.stop, b.tabs = tab, stop, map[string]context.Context{session: tab}
+	b.tab, b.stop, b.tabs, b.proxy = tab, stop, map[string]context.Context{session: tab}, proxy
 	return nil
+}
+
+// proxyFlags send every request of Chromium through the proxy at proxyURL
+// and close the paths around it (each checked against Chromium 156):
+//   - --proxy-server: every scheme (http, https and ws/wss by CONNECT);
+//   - --proxy-bypass-list=<-loopback>: loopback too, which Chromium
+//     otherwise reaches directly;
+//   - --host-resolver-rules: Chromium resolves nothing itself; any host but
+//     the proxy's 127.0.0.1, IP literals included, is "not found" were a
+//     request ever to go around the proxy;
+//   - --webrtc-ip-handling-policy=disable_non_proxied_udp: WebRTC sends no
+//     UDP (--force-webrtc-ip-handling-policy, also seen in the wild, is not
+//     a switch Chromium knows).
+func proxyFlags(proxyURL string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.ProxyServer(proxyURL),
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"),
+		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+	}
 }
 
 // close stops Chromium, if it runs, once no call uses it.
@@ -209,18 +253,21 @@ func (b *browser) close() {
 	defer func() { <-b.lock }()
 	if b.stop != nil {
 		b.stop()
-		b.tab, b.stop, b.tabs = nil, nil, nil
+		b.tab, b.stop, b.tabs, b.proxy = nil, nil, nil, nil
 	}
 }
 
 func (b *browser) navigate(ctx context.Context, req *sdk.Request[NavigateArgs]) (*sdk.Result, error) {
-	u, err := url.Parse(req.Args.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, sdk.Errorf(sdk.CodeValidation, "url %q: only absolute http and https URLs can be loaded", req.Args.URL)
+	u, err := b.checkURL(ctx, req.Args.URL)
+	if err != nil {
+		return nil, err
 	}
 	var p page
 	err = b.use(ctx, req.Call.Session, func(tab context.Context) error {
-		err := chromedp.Do(tab, chromedp.Navigate(u.String()))
+		ref, err := b.load(tab, u)
+		if ref != nil {
+			return sdk.Errorf(sdk.CodePolicy, "chrome: loading %s: %v", u.Redacted(), ref)
+		}
 		if err == nil {
 			p.URL, err = chromedp.Run(tab, chromedp.Location())
 		}
@@ -233,6 +280,65 @@ func (b *browser) navigate(ctx context.Context, req *sdk.Request[NavigateArgs]) 
 		return nil, err
 	}
 	return sdk.JSON(p)
+}
+
+// checkURL parses a URL to load and checks it before the browser sees it:
+// absolute (validation), http or https (policy), and a host the policy
+// permits by name and by every address it resolves to (policy).
+func (b *browser) checkURL(ctx context.Context, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || !u.IsAbs():
+		return nil, sdk.Errorf(sdk.CodeValidation, "url %q: not an absolute http or https URL", raw)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, sdk.Errorf(sdk.CodePolicy, "chrome: url %q: the %s: scheme is refused; only http and https pages can be loaded", raw, u.Scheme)
+	case u.Hostname() == "":
+		return nil, sdk.Errorf(sdk.CodeValidation, "url %q: no host", raw)
+	}
+	if _, err := b.dialer.Check(ctx, u.Hostname()); err != nil {
+		if errors.As(err, new(*netpolicy.Refusal)) {
+			return nil, sdk.Errorf(sdk.CodePolicy, "chrome: %v", err)
+		}
+		return nil, sdk.Errorf(sdk.CodeToolExec, "chrome: url %q: %v", u.Redacted(), err)
+	}
+	return u, nil
+}
+
+// load loads u in the tab and returns, beside the navigation's error, the
+// proxy's refusal of the page or of a redirect on its way, if any: the
+// latest refusal since the navigation began of a host the tab's main frame
+// asked for a document. Calls take turns on the browser, so a refusal of
+// such a host in that time is this navigation's.
+func (b *browser) load(tab context.Context, u *url.URL) (*netpolicy.Refusal, error) {
+	mark := b.proxy.Mark()
+	mainFrame := string(chromedp.FromContext(tab).Target.TargetID) // a tab's main frame has its target's id
+	var mu sync.Mutex
+	hosts := map[string]bool{strings.ToLower(u.Hostname()): true}
+	lctx, cancel := context.WithCancel(tab)
+	defer cancel()
+	err := chromedp.Listen(lctx, func(ev any) {
+		e, ok := ev.(*network.EventRequestWillBeSent)
+		if !ok || e.Type != network.ResourceTypeDocument || string(e.FrameID) != mainFrame {
+			return
+		}
+		if du, err := url.Parse(e.Request.URL); err == nil {
+			mu.Lock()
+			hosts[strings.ToLower(du.Hostname())] = true
+			mu.Unlock()
+		}
+	})
+	if err == nil {
+		err = chromedp.Do(tab, chromedp.Navigate(u.String()))
+	}
+	refusals := b.proxy.Since(mark)
+	mu.Lock()
+	defer mu.Unlock()
+	for i := len(refusals) - 1; i >= 0; i-- {
+		if hosts[strings.ToLower(refusals[i].Host)] {
+			return &refusals[i], err
+		}
+	}
+	return nil, err
 }
 
 func (b *browser) getText(ctx context.Context, req *sdk.Request[TextArgs]) (*sdk.Result, error) {

@@ -8,15 +8,14 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolhost/toolhost/netpolicy"
 	"github.com/toolhost/toolhost/sdk"
 )
 
@@ -38,16 +37,8 @@ var ignoredHeaders = map[string]bool{"Host": true, "Content-Length": true, "Tran
 
 // settings is the builtin block's config {}.
 type settings struct {
-	// AllowHosts, when not empty, are the only hosts requests may reach:
-	// host names, *.example.com wildcards, IPs or CIDRs. An IP or CIDR entry
-	// also lifts the private-address block for its range.
-	AllowHosts []string `json:"allow_hosts"`
-	// DenyHosts are hosts requests may never reach, in the same forms; deny
-	// wins over allow.
-	DenyHosts []string `json:"deny_hosts"`
-	// AllowPrivate lifts the block on loopback, private, link-local and other
-	// special addresses entirely.
-	AllowPrivate bool `json:"allow_private"`
+	// Config is the network policy: allow_hosts, deny_hosts, allow_private.
+	netpolicy.Config
 	// MaxResponseBytes caps the bytes of a response body read.
 	MaxResponseBytes int64 `json:"max_response_bytes"`
 	// MaxTimeoutSeconds caps each call's timeout_seconds.
@@ -80,12 +71,12 @@ type Response struct {
 
 // client makes requests; configure sets it up before the first call.
 type client struct {
-	rules        rules
+	// dialer holds the policy and makes every connection; tests may
+	// replace its resolver.
+	dialer       *netpolicy.Dialer
 	maxBytes     int64
 	maxTimeout   int // seconds
 	maxRedirects int
-	// resolve looks up a host's addresses; tests may replace it.
-	resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 func newGroup() *sdk.Group { return newClient().group() }
@@ -96,9 +87,7 @@ func newClient() *client {
 		maxBytes:     defaultMaxResponseBytes,
 		maxTimeout:   defaultMaxTimeout,
 		maxRedirects: defaultMaxRedirects,
-		resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		},
+		dialer:       &netpolicy.Dialer{Policy: &netpolicy.Policy{}},
 	}
 }
 
@@ -120,11 +109,7 @@ func (c *client) configure(_ context.Context, req *sdk.ConfigureRequest) error {
 	if err := sdk.DecodeConfig(req, &s); err != nil {
 		return err
 	}
-	allow, err := parseHostList("allow_hosts", s.AllowHosts)
-	if err != nil {
-		return sdk.Errorf(sdk.CodeValidation, "network: config: %v", err)
-	}
-	deny, err := parseHostList("deny_hosts", s.DenyHosts)
+	policy, err := netpolicy.Compile(s.Config)
 	if err != nil {
 		return sdk.Errorf(sdk.CodeValidation, "network: config: %v", err)
 	}
@@ -147,7 +132,7 @@ func (c *client) configure(_ context.Context, req *sdk.ConfigureRequest) error {
 		}
 		maxRedirects = *s.MaxRedirects
 	}
-	c.rules = rules{allow: allow, deny: deny, allowPrivate: s.AllowPrivate}
+	c.dialer.Policy = policy
 	c.maxBytes, c.maxTimeout, c.maxRedirects = s.MaxResponseBytes, s.MaxTimeoutSeconds, maxRedirects
 	return nil
 }
@@ -161,45 +146,7 @@ func (c *client) checkURL(u *url.URL) error {
 	if u.Host == "" || u.Hostname() == "" {
 		return sdk.Errorf(sdk.CodeValidation, "url %q: not an absolute URL with a host", u.Redacted())
 	}
-	return c.rules.checkName(u.Hostname())
-}
-
-// dial resolves the host, checks every address it resolves to, and dials
-// only checked addresses, so what is checked is what is connected to.
-func (c *client) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	var ips []netip.Addr
-	if ip, ok := parseIP(host); ok {
-		ips = []netip.Addr{ip}
-	} else if ips, err = c.resolve(ctx, host); err != nil {
-		return nil, err
-	}
-	if len(ips) == 0 {
-		return nil, fmt.Errorf("%s: no addresses", host)
-	}
-	for _, ip := range ips {
-		if err := c.rules.permit(host, ip); err != nil {
-			return nil, err
-		}
-	}
-	d := &net.Dialer{}
-	var firstErr error
-	for _, ip := range ips {
-		conn, err := d.DialContext(ctx, network, net.JoinHostPort(ip.WithZone("").Unmap().String(), port))
-		if err == nil {
-			return conn, nil
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, firstErr
+	return c.dialer.Policy.CheckName(u.Hostname())
 }
 
 // timeout is how long a call asking for seconds (0: the default) may take.
@@ -260,7 +207,7 @@ func (c *client) request(ctx context.Context, req *sdk.Request[RequestArgs]) (*s
 
 	transport := &http.Transport{
 		Proxy:                 nil, // never a proxy from the environment
-		DialContext:           c.dial,
+		DialContext:           c.dialer.DialContext,
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: timeout,
@@ -322,7 +269,7 @@ func (c *client) request(ctx context.Context, req *sdk.Request[RequestArgs]) (*s
 func (c *client) failure(callCtx, ctx context.Context, timeout time.Duration, err error) error {
 	var te interface{ Timeout() bool }
 	switch {
-	case errors.As(err, new(*policyError)),
+	case errors.As(err, new(*netpolicy.Refusal)),
 		errors.Is(err, sdk.Errorf(sdk.CodeToolExec, "")),
 		errors.Is(err, sdk.Errorf(sdk.CodeValidation, "")):
 		return asResultError(err)
@@ -337,9 +284,9 @@ func (c *client) failure(callCtx, ctx context.Context, timeout time.Duration, er
 // asResultError unwraps a policy refusal or a coded error from the url.Error
 // around it, so the message is the refusal's own.
 func asResultError(err error) error {
-	var pe *policyError
-	if errors.As(err, &pe) {
-		return sdk.Errorf(sdk.CodePolicy, "network: %s", pe.msg)
+	var ref *netpolicy.Refusal
+	if errors.As(err, &ref) {
+		return sdk.Errorf(sdk.CodePolicy, "network: %s", ref.Error())
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -277,7 +277,7 @@ func TestRebinding(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "reached") })
 	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
 	c := newClient()
-	c.resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+	c.dialer.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
 		if host != "rebind.example.test" {
 			return nil, fmt.Errorf("unexpected lookup of %s", host)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/toolhost/toolhost/sdk"
@@ -40,7 +42,12 @@ func (w *workspace) edit(_ context.Context, req *sdk.Request[EditArgs]) (*sdk.Re
 	case n > 1 && !a.All:
 		return nil, sdk.Errorf(sdk.CodeToolExec, "find text matches %d times in %s: pass all=true to replace every occurrence, or a longer find that matches once", n, a.Path)
 	}
-	if err := overwrite(r.fs, rel, strings.Replace(content, a.Find, a.Replace, n)); err != nil {
+	d, err := r.subroot(filepath.Dir(rel), false)
+	if err == nil {
+		defer d.Close()
+		err = overwrite(r, d, rel, strings.Replace(content, a.Find, a.Replace, n))
+	}
+	if err != nil {
 		return nil, fsError(a.Path, err)
 	}
 	res := sdk.Text(fmt.Sprintf("replaced %d occurrence(s)", n))
@@ -51,7 +58,7 @@ func (w *workspace) edit(_ context.Context, req *sdk.Request[EditArgs]) (*sdk.Re
 // readSmall reads the regular file rel of r whole, refusing one larger than
 // maxEditBytes; path is the caller's name for it.
 func readSmall(r root, rel, path string) (string, error) {
-	f, err := r.fs.Open(rel)
+	f, err := r.open(rel, os.O_RDONLY)
 	if err != nil {
 		return "", fsError(path, err)
 	}

@@ -78,32 +78,46 @@ var procFDs = func() bool {
 	return err == nil
 }()
 
-// searchDir is a directory to run fd or rg in, opened through its root.
+// searchDir is what fd or rg runs on, opened through its root and checked:
+// a directory to run in or, for rg, a single file.
 type searchDir struct {
-	f    *os.File
-	path string // for exec.Cmd.Dir
+	f       *os.File
+	path    string   // for exec.Cmd.Dir; "" for a file
+	file    bool     // f is a file, handed to rg as fileArg
+	exclude []string // anchored globs of the host paths below the directory
 }
 
-// openDir opens rel of r, which must be a directory, for a program to run in.
-// The program starts in the very directory opened (through /proc/self/fd), so
-// no symlink swapped in after the check can move it out of the root.
-func openDir(r root, rel, path string) (*searchDir, error) {
+// fileArg names, in rg's process, the file a searchDir hands it.
+const fileArg = "/dev/fd/3"
+
+// openDir opens rel of r for a program to run on: a directory, or a file when
+// file is set. The program starts in the very directory opened (through
+// /proc/self/fd), or reads the very file opened (as fileArg), so no symlink
+// swapped in after the check can move it out of the root or into the host's
+// files; the host paths below the directory are excluded.
+func openDir(r root, rel, path string, file bool) (*searchDir, error) {
 	f, err := r.fs.Open(rel)
 	if err != nil {
 		return nil, fsError(path, err)
 	}
-	info, err := f.Stat()
-	if err != nil {
+	real, err := r.hidden.Check(f)
+	var info os.FileInfo
+	if err == nil {
+		info, err = f.Stat()
+	}
+	switch {
+	case err != nil:
 		f.Close()
 		return nil, fsError(path, err)
-	}
-	if !info.IsDir() {
+	case !info.IsDir() && file:
+		return &searchDir{f: f, file: true}, nil
+	case !info.IsDir():
 		f.Close()
 		return nil, sdk.Errorf(sdk.CodeToolExec, "%s: not a directory", path)
 	}
-	d := &searchDir{f: f, path: filepath.Join(r.dir, rel)}
+	d := &searchDir{f: f, path: filepath.Join(r.dir, rel), exclude: r.below(real)}
 	if procFDs {
-		d.path = "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+		d.path = fdPath(f)
 	}
 	return d, nil
 }
@@ -118,14 +132,17 @@ type runResult struct {
 	truncated bool // stdout passed maxToolOutput and the rest was dropped
 }
 
-// run runs bin with args (no shell) in dir and passes each line of its stdout,
+// run runs bin with args (no shell) on d and passes each line of its stdout,
 // without the newline, to line, which returns false to stop the program. The
 // process is killed when ctx ends.
-func run(ctx context.Context, bin, dir string, args []string, line func(string) bool) (runResult, error) {
+func run(ctx context.Context, bin string, d *searchDir, args []string, line func(string) bool) (runResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
+	cmd.Dir = d.path
+	if d.file {
+		cmd.ExtraFiles = []*os.File{d.f} // fd 3: fileArg
+	}
 	cmd.WaitDelay = time.Second
 	stderr := &capped{max: maxToolStderr}
 	cmd.Stderr = stderr
@@ -200,12 +217,15 @@ func (w *workspace) find(ctx context.Context, req *sdk.Request[FindArgs]) (*sdk.
 	if err != nil {
 		return nil, err
 	}
-	dir, err := openDir(r, rel, a.Path)
+	dir, err := openDir(r, rel, a.Path, false)
 	if err != nil {
 		return nil, err
 	}
 	defer dir.Close()
 	args := []string{"--color", "never"}
+	for _, g := range dir.exclude {
+		args = append(args, "--exclude", g)
+	}
 	if a.NamePattern != "" {
 		args = append(args, "--glob")
 	}
@@ -217,7 +237,7 @@ func (w *workspace) find(ctx context.Context, req *sdk.Request[FindArgs]) (*sdk.
 		args = append(args, a.NamePattern)
 	}
 	var paths []string
-	out, err := run(ctx, w.fd, dir.path, args, func(s string) bool {
+	out, err := run(ctx, w.fd, dir, args, func(s string) bool {
 		paths = append(paths, s)
 		return true
 	})
@@ -254,17 +274,7 @@ func (w *workspace) search(ctx context.Context, req *sdk.Request[SearchArgs]) (*
 	if err != nil {
 		return nil, err
 	}
-	// A file is searched from its directory, by name, so its path in the
-	// output is relative too.
-	var file string
-	info, err := r.fs.Stat(rel)
-	if err != nil {
-		return nil, fsError(a.Path, err)
-	}
-	if !info.IsDir() {
-		rel, file = filepath.Dir(rel), filepath.Base(rel)
-	}
-	dir, err := openDir(r, rel, a.Path)
+	dir, err := openDir(r, rel, a.Path, true)
 	if err != nil {
 		return nil, err
 	}
@@ -286,22 +296,29 @@ func (w *workspace) search(ctx context.Context, req *sdk.Request[SearchArgs]) (*
 	if a.Glob != "" {
 		args = append(args, "--glob", a.Glob)
 	}
-	if file != "" {
+	for _, g := range dir.exclude { // after the caller's glob, so they win
+		args = append(args, "--glob", "!"+g)
+	}
+	if dir.file {
 		args = append(args, "--with-filename")
 	}
 	args = append(args, "--", a.Pattern)
-	if file != "" {
-		args = append(args, file)
+	if dir.file {
+		args = append(args, fileArg)
 	}
 	var lines []string
 	matches, truncated := 0, false
-	out, err := run(ctx, w.rg, dir.path, args, func(s string) bool {
+	out, err := run(ctx, w.rg, dir, args, func(s string) bool {
 		// With --null a line is PATH NUL N:TEXT for a match, PATH NUL N-TEXT
-		// for context, and -- between groups of context.
+		// for context, and -- between groups of context. A single file is
+		// named as the caller named it.
 		name, rest, ok := strings.Cut(s, "\x00")
 		if !ok {
 			lines = append(lines, s)
 			return true
+		}
+		if dir.file {
+			name = filepath.Base(rel)
 		}
 		digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
 		sep := "-"

@@ -52,10 +52,12 @@ type WriteArgs struct {
 }
 
 // root is one workspace root, opened: every file access goes through fs, so
-// no name, .. or symlink can lead out of it.
+// no name, .. or symlink can lead out of it, and is placed by hidden.Check
+// when the root holds host paths (hostpaths.go).
 type root struct {
-	dir string // absolute and clean, as configured
-	fs  *os.Root
+	dir    string // absolute and clean, as configured
+	fs     *os.Root
+	hidden sdk.HostPaths // the host paths inside the root
 }
 
 // workspace holds the roots; configure sets them before the first call.
@@ -108,6 +110,10 @@ func (w *workspace) configure(_ context.Context, req *sdk.ConfigureRequest) erro
 	}
 	roots, err := openRoots(s.Roots)
 	if err != nil {
+		return err
+	}
+	if err := guardRoots(roots, req.HostPaths); err != nil {
+		closeRoots(roots)
 		return err
 	}
 	closeRoots(w.roots)
@@ -182,11 +188,14 @@ func outside(path string) error {
 }
 
 // fsError turns an error of an *os.Root into the call's error: policy for a
-// path leading out of the root, tool_exec naming the caller's path otherwise.
+// path leading out of the root or into the host's files, tool_exec naming the
+// caller's path otherwise.
 func fsError(path string, err error) error {
 	switch {
 	case errors.Is(err, errEscapes):
 		return outside(path)
+	case errors.Is(err, sdk.ErrHostPath):
+		return hostPathError(path)
 	case errors.Is(err, fs.ErrNotExist):
 		return sdk.Errorf(sdk.CodeToolExec, "%s: no such file or directory", path)
 	}
@@ -238,12 +247,12 @@ func (w *workspace) list(_ context.Context, req *sdk.Request[ListArgs]) (*sdk.Re
 	}
 	defer dir.Close()
 	var entries []string
-	err = fs.WalkDir(dir.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(walkFS{FS: dir.FS(), d: dir, hidden: r.hidden}, ".", func(name string, d fs.DirEntry, err error) error {
 		switch {
 		case name == ".":
 			return err
 		case err != nil:
-			return nil // an unreadable subdirectory: listed, its entries skipped
+			return nil // an unreadable subdirectory, or one now in the host's files: listed, its entries skipped
 		case d.IsDir():
 			entries = append(entries, name+"/")
 			if !req.Args.Recursive {
@@ -277,7 +286,7 @@ func (w *workspace) read(_ context.Context, req *sdk.Request[ReadArgs]) (*sdk.Re
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.fs.Open(rel)
+	f, err := r.open(rel, os.O_RDONLY)
 	if err != nil {
 		return nil, fsError(req.Args.Path, err)
 	}
@@ -321,11 +330,15 @@ func (w *workspace) write(_ context.Context, req *sdk.Request[WriteArgs]) (*sdk.
 	if err != nil {
 		return nil, err
 	}
-	err = r.fs.MkdirAll(filepath.Dir(rel), 0o777)
-	if err == nil && a.Mode == "append" {
-		err = writeFile(r.fs, rel, os.O_WRONLY|os.O_CREATE|os.O_APPEND, a.Content)
-	} else if err == nil {
-		err = overwrite(r.fs, rel, a.Content)
+	d, err := r.subroot(filepath.Dir(rel), true)
+	if err != nil {
+		return nil, fsError(a.Path, err)
+	}
+	defer d.Close()
+	if a.Mode == "append" {
+		err = appendFile(r, d, rel, a.Content)
+	} else {
+		err = overwrite(r, d, rel, a.Content)
 	}
 	if err != nil {
 		return nil, fsError(a.Path, err)
@@ -335,16 +348,25 @@ func (w *workspace) write(_ context.Context, req *sdk.Request[WriteArgs]) (*sdk.
 	return res, nil
 }
 
-// overwrite replaces the file name with content atomically: it writes a
-// temporary file in the same directory and renames it over name. The new
-// file gets the old one's permission bits. A name that is a symlink is written through, in
-// place, so the link survives (and the root checks where it leads).
-func overwrite(fsys *os.Root, name, content string) error {
+// overwrite replaces the file rel of r, in d (its directory, opened by
+// subroot), with content atomically: it writes a temporary file in d and
+// renames it over the name. The new file gets the old one's permission bits.
+// A name that is a symlink is written through, in place, so the link
+// survives; where it leads is checked before the file is emptied.
+func overwrite(r root, d subdir, rel, content string) error {
+	name := filepath.Base(rel)
+	if err := d.name(r, name); err != nil {
+		return err
+	}
 	perm := fs.FileMode(0o666)
-	info, err := fsys.Lstat(name)
+	info, err := d.Lstat(name)
 	switch {
 	case err == nil && info.Mode()&fs.ModeSymlink != 0:
-		return writeFile(fsys, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, content)
+		f, err := r.open(rel, os.O_WRONLY)
+		if err != nil {
+			return err
+		}
+		return writeTo(f, true, content)
 	case err == nil && info.IsDir():
 		return errors.New("is a directory")
 	case err == nil:
@@ -352,8 +374,8 @@ func overwrite(fsys *os.Root, name, content string) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+"."+rand.Text()+".tmp")
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	tmp := "." + name + "." + rand.Text() + ".tmp"
+	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
@@ -370,21 +392,40 @@ func overwrite(fsys *os.Root, name, content string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = fsys.Rename(tmp, name)
+		err = d.Rename(tmp, name)
 	}
 	if err != nil {
-		fsys.Remove(tmp)
+		d.Remove(tmp)
 	}
 	return err
 }
 
-// writeFile opens name with flag and writes content to it.
-func writeFile(fsys *os.Root, name string, flag int, content string) error {
-	f, err := fsys.OpenFile(name, flag, 0o666)
+// appendFile appends content to the file rel of r, in d (its directory,
+// opened by subroot): an existing file is written through any symlink inside
+// the root, once checked; a missing one is created in d.
+func appendFile(r root, d subdir, rel, content string) error {
+	f, err := r.open(rel, os.O_WRONLY|os.O_APPEND)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = d.name(r, filepath.Base(rel)); err == nil {
+			f, err = d.OpenFile(filepath.Base(rel), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o666)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(content)
+	return writeTo(f, false, content)
+}
+
+// writeTo writes content to f, emptied first when truncate is set, and
+// closes it.
+func writeTo(f *os.File, truncate bool, content string) error {
+	var err error
+	if truncate {
+		err = f.Truncate(0)
+	}
+	if err == nil {
+		_, err = f.WriteString(content)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -388,7 +388,7 @@ func TestSubprocess(t *testing.T) {
 }
 
 // writeFiles writes files (name → content) below dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {
 		name = filepath.Join(dir, name)

@@ -36,6 +36,9 @@ import (
 type Options struct {
 	// Config is passed to the group's Configure, encoded as JSON; nil means {}.
 	Config any
+	// HostPaths are passed to Configure as the paths the host keeps to
+	// itself (ConfigureRequest.HostPaths), as a host passes its data directory.
+	HostPaths []string
 	// Env is added to a subprocess's environment (Exec only).
 	Env map[string]string
 	// Args are a subprocess's arguments (Exec only).
@@ -124,7 +127,7 @@ func setup(t testing.TB, p toolhost.Provider, proc *rpcplugin.Process, opts *Opt
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := p.Configure(ctx, &toolhost.ConfigureRequest{Config: cfg}); err != nil {
+	if err := p.Configure(ctx, &toolhost.ConfigureRequest{Config: cfg, HostPaths: opts.HostPaths}); err != nil {
 		t.Fatalf("sdktest: configure: %v", err)
 	}
 	pl := &Plugin{t: t, provider: p, proc: proc, timeout: opts.Timeout}

@@ -1,8 +1,8 @@
 // toolhost web UI: roles and their tool groups, groups, live events and
 // pending approvals (the agents views are in agents.js).
 // Plain JavaScript over the server's JSON API; no external resource. The
-// bearer token, when the server wants one, is kept in sessionStorage for the
-// tab and sent on every request.
+// bearer token, from the address's #token= fragment or asked for once, is
+// kept in sessionStorage for the tab and sent on every request.
 'use strict';
 
 const TOKEN_KEY = 'toolhost.token';
@@ -597,9 +597,23 @@ async function approvalsPage(main, v) {
 
 // ---- start ----------------------------------------------------------------
 
+// takeFragmentToken keeps a token passed in the address's fragment
+// (#token=…, as `toolhost token -url` prints it) for the tab, and strips it
+// from the address bar and the history entry.
+function takeFragmentToken() {
+  const m = /^#token=([^&]+)/.exec(location.hash);
+  if (!m) return;
+  let t = m[1];
+  try { t = decodeURIComponent(t); } catch (_) { /* keep it as it is */ }
+  sessionStorage.setItem(TOKEN_KEY, t);
+  $('#forget-token').hidden = false;
+  history.replaceState(null, '', location.pathname + location.search + '#/roles');
+}
+
 function start() {
+  takeFragmentToken();
   setupAuth();
-  window.addEventListener('hashchange', render);
+  window.addEventListener('hashchange', () => { takeFragmentToken(); render(); });
   if (!location.hash) history.replaceState(null, '', '#/roles');
   render();
 }

@@ -1,0 +1,3 @@
+auth {
+  token = "s3cret"
+}

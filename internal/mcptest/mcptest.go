@@ -1,0 +1,44 @@
+// Package mcptest helps tests talk to an MCP server through the go-sdk
+// client, as any MCP client would.
+package mcptest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ToolNames lists the session's tools by name, sorted.
+func ToolNames(t testing.TB, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// CallText calls a tool and returns its text content, joined by newlines,
+// and whether the result is an error.
+func CallText(t testing.TB, cs *mcp.ClientSession, tool string, args any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", tool, err)
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), res.IsError
+}

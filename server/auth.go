@@ -1,0 +1,246 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/store"
+)
+
+// AdminTokenFile is the name of the generated admin token's file in the data
+// directory.
+const AdminTokenFile = "admin.token"
+
+// touchEvery is how often a token's last use is written to the store at most.
+const touchEvery = time.Minute
+
+// AdminToken returns the admin token of a deployment whose data directory is
+// dataDir: the configured one (auth { token } or TOOLHOST_TOKEN), or else
+// the one in dataDir/admin.token, which it generates (mode 0600, the
+// directory 0700) when missing. It returns "" when auth is disabled.
+func AdminToken(cfg *config.Config, dataDir string) (string, error) {
+	switch {
+	case cfg.Auth.Disabled:
+		return "", nil
+	case cfg.Auth.Token != "":
+		return cfg.Auth.Token, nil
+	}
+	path := filepath.Join(dataDir, AdminTokenFile)
+	if err := os.MkdirAll(dataDir, store.DirMode); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		b, err = createAdminToken(path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if len(token) < config.MinTokenLength {
+		return "", fmt.Errorf("admin token: %s holds %d characters, fewer than %d: delete it, and a new one is made at the next start", path, len(token), config.MinTokenLength)
+	}
+	return token, nil
+}
+
+// createAdminToken writes a new token to path, unless another process did
+// first: the token is written whole to a private temporary file, then linked
+// to path, which never replaces an existing file. It returns what path holds.
+func createAdminToken(path string) ([]byte, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".admin-token-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(store.NewSecret() + "\n")
+	if err = errors.Join(err, tmp.Sync(), tmp.Close()); err != nil {
+		return nil, err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	return os.ReadFile(path)
+}
+
+// principal is who a request is from: the admin, or a role-scoped token.
+type principal struct {
+	admin bool
+	token store.Token // a role token's record, when not admin
+}
+
+// opens reports whether the principal may use the role with the id.
+func (p principal) opens(roleID string) bool { return p.admin || p.token.RoleID == roleID }
+
+// refusal is the error for a role token used outside its role.
+func (p principal) refusal(what string) error {
+	return toolhost.Errorf(toolhost.CodePolicy,
+		"%s: refused: token %q is for role %s; it opens /mcp/%[3]s, GET /api/roles/%[3]s, GET /api/roles/%[3]s/tools and POST /api/call as role %[3]s, and nothing else",
+		what, p.token.Name, p.token.Role)
+}
+
+type principalKey struct{}
+
+// principalOf returns the principal the guard found for r.
+func principalOf(r *http.Request) principal {
+	p, _ := r.Context().Value(principalKey{}).(principal)
+	return p
+}
+
+// authenticator checks credentials: the admin token, compared in constant
+// time, or a role token, looked up in the store on every request, so that a
+// revocation by any process holds at once.
+type authenticator struct {
+	admin    string // "": auth disabled
+	disabled bool
+	st       *store.Store
+
+	mu      sync.Mutex
+	touched map[string]time.Time // token name → last use written
+}
+
+// authenticate returns the principal of r, or an error to answer with 401.
+func (a *authenticator) authenticate(r *http.Request) (principal, error) {
+	if a.disabled {
+		return principal{admin: true}, nil
+	}
+	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || secret == "" {
+		return principal{}, toolhost.Errorf(toolhost.CodePolicy, "a bearer token is required: send Authorization: Bearer TOKEN (toolhost token prints the admin token; toolhost tokens create -role R makes one for a role)")
+	}
+	if subtle.ConstantTimeCompare([]byte(secret), []byte(a.admin)) == 1 {
+		return principal{admin: true}, nil
+	}
+	now := time.Now()
+	t, err := a.st.LookupToken(r.Context(), secret, now)
+	switch {
+	case errors.Is(err, store.ErrExpired):
+		return principal{}, toolhost.Errorf(toolhost.CodePolicy, "token %q expired on %s", t.Name, t.ExpiresAt.Format(time.RFC3339))
+	case errors.Is(err, store.ErrNotFound):
+		return principal{}, toolhost.Errorf(toolhost.CodePolicy, "the bearer token is not valid (never issued, or revoked)")
+	case err != nil:
+		return principal{}, err
+	}
+	a.touch(r.Context(), t.Name, now)
+	return principal{token: t}, nil
+}
+
+// touch records a token's use, at most once per touchEvery.
+func (a *authenticator) touch(ctx context.Context, name string, now time.Time) {
+	a.mu.Lock()
+	due := now.Sub(a.touched[name]) >= touchEvery
+	if due {
+		a.touched[name] = now
+	}
+	a.mu.Unlock()
+	if due {
+		_ = a.st.TouchToken(ctx, name, now)
+	}
+}
+
+// TokenBody is the body of POST /api/auth/tokens.
+type TokenBody struct {
+	// Role is the role the token opens (its name or id).
+	Role string `json:"role"`
+	// Name names the token; empty: one is made from the role's name.
+	Name string `json:"name,omitempty"`
+	// Expires is how long the token works, a duration such as "720h";
+	// empty: until revoked.
+	Expires string `json:"expires,omitempty"`
+}
+
+// NewToken is the answer to POST /api/auth/tokens: the token's record and,
+// this once, its secret.
+type NewToken struct {
+	store.Token
+	// Secret is the bearer token itself; only its hash is kept.
+	Secret string `json:"token"`
+}
+
+func (s *Server) routesAuth() {
+	s.mux.HandleFunc("GET /api/auth/tokens", s.listTokens)
+	s.mux.HandleFunc("POST /api/auth/tokens", s.createToken)
+	s.mux.HandleFunc("DELETE /api/auth/tokens/{name}", s.revokeToken)
+}
+
+// listTokens lists the role tokens: name, role, created, last used and
+// expiry, never a secret.
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+	tokens, err := s.h.Store().Tokens(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, tokens)
+}
+
+// createToken makes a role token and answers its secret, once.
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+	var body TokenBody
+	if !decode(w, r, maxRoleBody, &body) {
+		return
+	}
+	expires, err := ExpiryOf(body.Expires, time.Now())
+	if err == nil && body.Role == "" {
+		err = errors.New("role: required")
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "%v", err))
+		return
+	}
+	secret, t, err := s.h.Store().CreateToken(r.Context(), body.Name, body.Role, expires)
+	if err != nil {
+		status := tokenStatus(err)
+		if status == http.StatusNotFound { // the role named in the body: the request is wrong, not its path
+			status = http.StatusBadRequest
+		}
+		writeError(w, status, toolhost.Errorf(toolhost.CodeValidation, "%w", err))
+		return
+	}
+	writeJSON(w, http.StatusCreated, NewToken{Token: t, Secret: secret})
+}
+
+// revokeToken deletes a role token; it opens nothing from then on.
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
+	if err := s.h.Store().RevokeToken(r.Context(), r.PathValue("name")); err != nil {
+		writeError(w, tokenStatus(err), toolhost.Errorf(toolhost.CodeValidation, "%w", err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// tokenStatus maps a store error about tokens to an HTTP status.
+func tokenStatus(err error) int {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, store.ErrExists):
+		return http.StatusConflict
+	case errors.Is(err, store.ErrInvalid):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// ExpiryOf reads a token's lifetime ("720h"; "" for none) into its expiry
+// time after now (zero for none).
+func ExpiryOf(lifetime string, now time.Time) (time.Time, error) {
+	if lifetime == "" {
+		return time.Time{}, nil
+	}
+	d, err := time.ParseDuration(lifetime)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("expires %q: want a positive duration such as 720h", lifetime)
+	}
+	return now.Add(d), nil
+}

@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// TokenPrefix starts every token toolhost makes, so that scanners and the
+// redactor recognise one.
+const TokenPrefix = "thk_"
+
+// ErrExpired is wrapped by the error of looking up a token past its expiry.
+var ErrExpired = errors.New("expired")
+
+// tokenNameRE is what a token's name may be.
+var tokenNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Token is a role-scoped credential as the store keeps it: never the secret,
+// only its hash.
+type Token struct {
+	// Name identifies the token for listing and revoking.
+	Name string `json:"name"`
+	// RoleID is the role the token opens.
+	RoleID string `json:"roleId"`
+	// Role is the role's name.
+	Role string `json:"role"`
+	// CreatedAt is when the token was made.
+	CreatedAt time.Time `json:"createdAt"`
+	// LastUsedAt is when it last opened a request (recorded at most once a
+	// minute); zero if never.
+	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
+	// ExpiresAt is when it stops working; zero for never.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+}
+
+// Expired reports whether the token has expired at t.
+func (t *Token) Expired(at time.Time) bool { return !t.ExpiresAt.IsZero() && !at.Before(t.ExpiresAt) }
+
+// NewSecret returns a fresh random token: TokenPrefix and 43 characters of
+// base64url (256 bits).
+func NewSecret() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// hashSecret is what the store keeps of a secret.
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+const tokenSelect = `SELECT t.name, t.role_id, r.name, t.created_at, t.last_used_at, t.expires_at FROM tokens t JOIN roles r ON r.id = t.role_id`
+
+func scanToken(row scanner) (Token, error) {
+	var t Token
+	var created, used, expires string
+	err := row.Scan(&t.Name, &t.RoleID, &t.Role, &created, &used, &expires)
+	t.CreatedAt, t.LastUsedAt, t.ExpiresAt = parseTime(created), parseTime(used), parseTime(expires)
+	return t, err
+}
+
+// CreateToken makes a token for a role (its name or id), named name (empty: a
+// name is made from the role's), expiring at expires (zero: never). It
+// returns the secret, which the store does not keep, and the token.
+func (s *Store) CreateToken(ctx context.Context, name, role string, expires time.Time) (string, Token, error) {
+	r, err := s.Role(ctx, role)
+	if err != nil {
+		return "", Token{}, err
+	}
+	if name == "" {
+		name = r.Name + "-" + newID("")[:8]
+	}
+	if !tokenNameRE.MatchString(name) {
+		return "", Token{}, fmt.Errorf("store: token name %q: use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit: %w", name, ErrInvalid)
+	}
+	secret := NewSecret()
+	t := Token{Name: name, RoleID: r.ID, Role: r.Name, CreatedAt: time.Now().UTC(), ExpiresAt: expires.UTC()}
+	exp := ""
+	if !expires.IsZero() {
+		exp = stamp(expires)
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO tokens (name, role_id, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		t.Name, t.RoleID, hashSecret(secret), stamp(t.CreatedAt), exp)
+	if err != nil {
+		if strings.Contains(err.Error(), "UNIQUE") {
+			return "", Token{}, fmt.Errorf("store: token %q: %w", name, ErrExists)
+		}
+		return "", Token{}, fmt.Errorf("store: create token: %w", err)
+	}
+	return secret, t, nil
+}
+
+// Tokens returns every token, oldest first.
+func (s *Store) Tokens(ctx context.Context) ([]Token, error) {
+	rows, err := s.db.QueryContext(ctx, tokenSelect+` ORDER BY t.created_at, t.name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: tokens: %w", err)
+	}
+	defer rows.Close()
+	out := []Token{}
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: tokens: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// RevokeToken deletes the token named name: from then on it opens nothing.
+func (s *Store) RevokeToken(ctx context.Context, name string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM tokens WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("store: revoke token: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: token %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// LookupToken returns the token whose secret is secret, as of at: ErrNotFound
+// for a secret no token has (never made, or revoked), ErrExpired for one past
+// its expiry.
+func (s *Store) LookupToken(ctx context.Context, secret string, at time.Time) (Token, error) {
+	t, err := scanToken(s.db.QueryRowContext(ctx, tokenSelect+` WHERE t.hash = ?`, hashSecret(secret)))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Token{}, fmt.Errorf("store: token: %w", ErrNotFound)
+	case err != nil:
+		return Token{}, fmt.Errorf("store: token: %w", err)
+	case t.Expired(at):
+		return t, fmt.Errorf("store: token %q: %w on %s", t.Name, ErrExpired, t.ExpiresAt.Format(time.RFC3339))
+	}
+	return t, nil
+}
+
+// TouchToken records that the token named name was used at t.
+func (s *Store) TouchToken(ctx context.Context, name string, at time.Time) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE name = ?`, stamp(at), name); err != nil {
+		return fmt.Errorf("store: token: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTokens(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	ctx := context.Background()
+	dev, err := s.CreateRole(ctx, Role{Name: "developer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, tok, err := s.CreateToken(ctx, "cursor", "developer", time.Time{})
+	if err != nil || !strings.HasPrefix(secret, TokenPrefix) || len(secret) != len(TokenPrefix)+43 || tok.RoleID != dev.ID || tok.Role != "developer" {
+		t.Fatalf("CreateToken = %q %+v %v", secret, tok, err)
+	}
+	// Only the hash is on disk: the secret is nowhere in the database files.
+	for _, name := range []string{FileName, FileName + "-wal"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && strings.Contains(string(b), secret) {
+			t.Fatalf("%s holds the secret", name)
+		}
+	}
+	now := time.Now()
+	if got, err := s.LookupToken(ctx, secret, now); err != nil || got.Name != "cursor" || got.RoleID != dev.ID {
+		t.Fatalf("LookupToken = %+v %v", got, err)
+	}
+	if _, err := s.LookupToken(ctx, secret+"x", now); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a wrong secret: %v", err)
+	}
+	byID, named, err := s.CreateToken(ctx, "", dev.ID, now.Add(time.Hour))
+	if err != nil || !strings.HasPrefix(named.Name, "developer-") || byID == secret {
+		t.Fatalf("a token named for its role = %+v %v", named, err)
+	}
+	if _, err := s.LookupToken(ctx, byID, now.Add(2*time.Hour)); !errors.Is(err, ErrExpired) {
+		t.Errorf("past its expiry: %v", err)
+	}
+	for _, bad := range []struct {
+		name, role string
+		want       error
+	}{
+		{"cursor", "developer", ErrExists},
+		{"a b", "developer", ErrInvalid},
+		{"-x", "developer", ErrInvalid},
+		{"x", "nosuch", ErrNotFound},
+	} {
+		if _, _, err := s.CreateToken(ctx, bad.name, bad.role, time.Time{}); !errors.Is(err, bad.want) {
+			t.Errorf("CreateToken(%q, %q) = %v, want %v", bad.name, bad.role, err, bad.want)
+		}
+	}
+	if err := s.TouchToken(ctx, "cursor", now); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.Tokens(ctx)
+	if err != nil || len(list) != 2 || list[0].Name != "cursor" || list[0].LastUsedAt.IsZero() || !list[1].LastUsedAt.IsZero() {
+		t.Fatalf("Tokens = %+v %v", list, err)
+	}
+	if err := s.RevokeToken(ctx, "cursor"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LookupToken(ctx, secret, now); !errors.Is(err, ErrNotFound) {
+		t.Errorf("revoked: %v", err)
+	}
+	if err := s.RevokeToken(ctx, "cursor"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("revoked twice: %v", err)
+	}
+	// A token dies with its role: a new role of the same name does not
+	// inherit it.
+	if err := s.DeleteRole(ctx, "developer"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRole(ctx, Role{Name: "developer"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LookupToken(ctx, byID, now); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the deleted role's token: %v", err)
+	}
+}
+
+func TestPrivateDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s := open(t, dir)
+	if _, err := s.CreateRole(context.Background(), Role{Name: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, s.Path(), s.Path() + "-wal", s.Path() + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v, readable by others", p, fi.Mode())
+		}
+	}
+
+	// An older data directory, open to everyone, is tightened; a link is
+	// left as it is, and so is its target outside.
+	old := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "elsewhere")
+	for path, mode := range map[string]os.FileMode{
+		filepath.Join(old, "outputs"):          0o755 | os.ModeDir,
+		filepath.Join(old, "outputs", "c.log"): 0o644,
+		filepath.Join(old, "toolhost.db"):      0o666,
+		filepath.Join(old, "run.sh"):           0o755,
+		outside:                                0o644,
+	} {
+		if mode.IsDir() {
+			err := os.Mkdir(path, 0o755)
+			if err == nil {
+				err = os.Chmod(path, mode.Perm())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(path, []byte("x"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(old, "link")); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := Tighten(old)
+	if err != nil || len(changed) != 5 {
+		t.Fatalf("Tighten = %v %v, want 5 paths", changed, err)
+	}
+	for path, want := range map[string]os.FileMode{
+		old: 0o700, filepath.Join(old, "outputs"): 0o700, filepath.Join(old, "outputs", "c.log"): 0o600,
+		filepath.Join(old, "toolhost.db"): 0o600, filepath.Join(old, "run.sh"): 0o700, outside: 0o644,
+	} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v %v, want %v", path, fi.Mode().Perm(), err, want)
+		}
+	}
+	if again, err := Tighten(old); err != nil || len(again) != 0 {
+		t.Errorf("a second Tighten changed %v %v", again, err)
+	}
+	if none, err := Tighten(filepath.Join(old, "missing")); err != nil || none != nil {
+		t.Errorf("a missing directory: %v %v", none, err)
+	}
+}
