@@ -38,15 +38,25 @@ builtin "command" {
 }
 
 builtin "network" {
-  # By default loopback, private, link-local and metadata addresses are refused.
+  # By default loopback, private, link-local and metadata addresses are refused
+  # (the host's own API included); allow_hosts, deny_hosts and allow_private
+  # change that, with the same keys in the chrome block.
   config {}
 }
 
 # Chromium starts on the first call; without it the tools say what to install.
+# Every request of the browser goes through the same network policy.
 plugin "chrome" {
   path    = "chrome"
   restart = "on-failure"
 }
+
+# Every HTTP route but /healthz needs a token, loopback included: the admin
+# token is generated into data/admin.token (`toolhost token -url` prints the
+# page's address with it); `toolhost tokens create -role R` makes role tokens.
+# auth {
+#   allowed_hosts = ["toolhost.example.com"]   # a reverse proxy's name
+# }
 
 # Roles choose tool groups: an agent sees and may call only its role's tools.
 # Roles declared here are read-only at run time; `toolhost roles create` and

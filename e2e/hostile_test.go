@@ -40,7 +40,8 @@ type hostile struct {
 
 // startHostile builds toolhost and runs `serve` on 127.0.0.2 with the
 // workspace, command and chrome modules and three roles: webber (chrome
-// only), developer (workspace and command) and root. The chrome module may
+// only, editable), developer (workspace and command, from the config) and
+// root. The chrome module may
 // reach 127.0.0.2 (the host itself, as an operator might allow, so that the
 // credentials are what stops the page) and 127.0.0.3 (the attacker's pages);
 // every other loopback address is refused as by default.
@@ -71,9 +72,6 @@ plugin "chrome" {
     allow_hosts = ["127.0.0.2", "127.0.0.3"]
   }
 }
-role "webber" {
-  tool_groups = ["chrome"]
-}
 role "developer" {
   tool_groups = ["workspace", "command"]
 }
@@ -83,6 +81,9 @@ role "developer" {
 		t.Fatal(err)
 	}
 	h.admin = strings.TrimSpace(h.cli("token"))
+	// webber is made at run time, so it is editable: a write that got
+	// through would change it.
+	h.cli("roles create", "-groups", "chrome", "webber")
 	cmd := exec.Command(bin, "serve", "-config", h.cfg)
 	cmd.Dir = dir
 	cmd.Stderr = h.stderr

@@ -368,3 +368,47 @@ func TestAdminTokenFile(t *testing.T) {
 		t.Errorf("a short token file: %v", err)
 	}
 }
+
+// BenchmarkGuard measures what a credential costs a request, in process:
+// GET /api/roles/developer with the admin token (a constant-time compare) and
+// with a role token (its hash looked up in the token cache, or in SQLite),
+// against the open health check; each alone and with 16 callers per core.
+func BenchmarkGuard(b *testing.B) {
+	h := startHost(b, withTestToken(&config.Config{}))
+	ctx := context.Background()
+	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "developer"}); err != nil {
+		b.Fatal(err)
+	}
+	dev, _, err := h.Store().CreateToken(ctx, "cursor", "developer", time.Time{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(h, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, path, token string }{
+		{"healthz_open", "/healthz", ""},
+		{"role_admin_token", "/api/roles/developer", testToken},
+		{"role_role_token", "/api/roles/developer", dev},
+	} {
+		serve := func(b *testing.B, next func() bool) {
+			req := httptest.NewRequest("GET", "http://127.0.0.1:8741"+bc.path, nil)
+			if bc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+bc.token)
+			}
+			for next() {
+				w := httptest.NewRecorder()
+				if s.ServeHTTP(w, req); w.Code != 200 {
+					b.Errorf("%d %s", w.Code, w.Body)
+					return
+				}
+			}
+		}
+		b.Run(bc.name, func(b *testing.B) { serve(b, b.Loop) })
+		b.Run(bc.name+"_parallel", func(b *testing.B) {
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) { serve(b, pb.Next) })
+		})
+	}
+}

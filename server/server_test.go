@@ -15,7 +15,7 @@ import (
 )
 
 // startHost starts a host on cfg, closed when the test ends.
-func startHost(t *testing.T, cfg *config.Config) *host.Host {
+func startHost(t testing.TB, cfg *config.Config) *host.Host {
 	t.Helper()
 	h, err := host.New(cfg, nil)
 	if err != nil {

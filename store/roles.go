@@ -180,7 +180,7 @@ func (s *Store) DeleteRole(ctx context.Context, name string) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("store: role %q: %w", name, ErrNotFound)
 	}
-	return nil
+	return s.tokensDeleted() // its tokens went with it
 }
 
 // ReconcileConfigRoles makes the config-sourced roles those given, in one
@@ -189,6 +189,7 @@ func (s *Store) DeleteRole(ctx context.Context, name string) error {
 // whose name is now declared in the config becomes a config role. It returns
 // the names it created, updated and deleted.
 func (s *Store) ReconcileConfigRoles(ctx context.Context, declared []Role) (changed []string, err error) {
+	deleted := false
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+roleColumns+` FROM roles`)
 		if err != nil {
@@ -233,10 +234,14 @@ func (s *Store) ReconcileConfigRoles(ctx context.Context, declared []Role) (chan
 					return err
 				}
 				changed = append(changed, name)
+				deleted = true
 			}
 		}
 		return nil
 	})
+	if err == nil && deleted {
+		err = s.tokensDeleted() // the deleted roles' tokens went with them
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: reconcile config roles: %w", err)
 	}

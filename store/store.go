@@ -40,9 +40,14 @@ var migrations embed.FS
 
 // Store is an open database.
 type Store struct {
-	db   *sql.DB
-	path string
+	db     *sql.DB
+	path   string
+	tokens tokenCache
 }
+
+// tokenStamp is the name of the file whose modification time tells every
+// process on a data directory that tokens were deleted (see tokenCache).
+const tokenStamp = "tokens.stamp"
 
 // Open opens (creating if needed) the database in dir, applies the
 // migrations it lacks, and makes sure the root role and agent exist. A
@@ -59,7 +64,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, tokens: tokenCache{stamp: filepath.Join(dir, tokenStamp)}}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err

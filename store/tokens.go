@@ -9,8 +9,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -127,23 +129,102 @@ func (s *Store) RevokeToken(ctx context.Context, name string) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("store: token %q: %w", name, ErrNotFound)
 	}
+	return s.tokensDeleted()
+}
+
+// tokensDeleted invalidates every process's token cache after a commit that
+// deleted tokens.
+func (s *Store) tokensDeleted() error {
+	if err := s.tokens.invalidate(); err != nil {
+		return fmt.Errorf("store: token cache: %w", err)
+	}
 	return nil
 }
 
 // LookupToken returns the token whose secret is secret, as of at: ErrNotFound
 // for a secret no token has (never made, or revoked), ErrExpired for one past
-// its expiry.
+// its expiry. Tokens found are cached; a revocation, or the deletion of a
+// role, by any process on this data directory drops the cache before it
+// returns (see tokenCache), so the next lookup anywhere refuses the token.
 func (s *Store) LookupToken(ctx context.Context, secret string, at time.Time) (Token, error) {
-	t, err := scanToken(s.db.QueryRowContext(ctx, tokenSelect+` WHERE t.hash = ?`, hashSecret(secret)))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return Token{}, fmt.Errorf("store: token: %w", ErrNotFound)
-	case err != nil:
-		return Token{}, fmt.Errorf("store: token: %w", err)
-	case t.Expired(at):
+	hash := hashSecret(secret)
+	t, ok := s.tokens.get(hash)
+	if !ok {
+		var err error
+		t, err = scanToken(s.db.QueryRowContext(ctx, tokenSelect+` WHERE t.hash = ?`, hash))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return Token{}, fmt.Errorf("store: token: %w", ErrNotFound)
+		case err != nil:
+			return Token{}, fmt.Errorf("store: token: %w", err)
+		}
+		s.tokens.put(hash, t)
+	}
+	if t.Expired(at) {
 		return t, fmt.Errorf("store: token %q: %w on %s", t.Name, ErrExpired, t.ExpiresAt.Format(time.RFC3339))
 	}
 	return t, nil
+}
+
+// maxCachedTokens bounds the token cache; past it, the cache starts afresh.
+const maxCachedTokens = 4096
+
+// tokenCache keeps the tokens found by hash, so that a request with a role
+// token costs a stat, not a query. Whatever deletes tokens (a revocation, a
+// role deleted) rewrites the stamp file in the data directory after its
+// commit; a lookup that finds the stamp's modification time changed drops
+// the cache first. A revocation by another process therefore holds from the
+// moment it returns.
+type tokenCache struct {
+	stamp string // the stamp file's path
+
+	mu     sync.Mutex
+	seen   time.Time // the stamp's modification time the entries are valid for
+	byHash map[string]Token
+}
+
+func (c *tokenCache) get(hash string) (Token, bool) {
+	mod := c.modTime()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !mod.Equal(c.seen) {
+		c.seen, c.byHash = mod, nil
+	}
+	t, ok := c.byHash[hash]
+	return t, ok
+}
+
+func (c *tokenCache) put(hash string, t Token) {
+	mod := c.modTime()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !mod.Equal(c.seen) || len(c.byHash) >= maxCachedTokens {
+		c.seen, c.byHash = mod, nil
+	}
+	if c.byHash == nil {
+		c.byHash = map[string]Token{}
+	}
+	c.byHash[hash] = t
+}
+
+// modTime is the stamp's modification time; zero when there is none yet.
+func (c *tokenCache) modTime() time.Time {
+	fi, err := os.Stat(c.stamp)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+// invalidate tells every process's cache that tokens were deleted: it
+// rewrites the stamp (a fresh modification time) and drops this process's
+// entries.
+func (c *tokenCache) invalidate() error {
+	err := os.WriteFile(c.stamp, []byte(newID("")), FileMode)
+	c.mu.Lock()
+	c.seen, c.byHash = time.Time{}, nil
+	c.mu.Unlock()
+	return err
 }
 
 // TouchToken records that the token named name was used at t.

@@ -104,27 +104,26 @@ func TestPrivateDataDir(t *testing.T) {
 	// left as it is, and so is its target outside.
 	old := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "elsewhere")
-	for path, mode := range map[string]os.FileMode{
-		filepath.Join(old, "outputs"):          0o755 | os.ModeDir,
-		filepath.Join(old, "outputs", "c.log"): 0o644,
-		filepath.Join(old, "toolhost.db"):      0o666,
-		filepath.Join(old, "run.sh"):           0o755,
-		outside:                                0o644,
+	for _, f := range []struct {
+		path string
+		mode os.FileMode
+	}{ // parents first
+		{filepath.Join(old, "outputs"), 0o755 | os.ModeDir},
+		{filepath.Join(old, "outputs", "c.log"), 0o644},
+		{filepath.Join(old, "toolhost.db"), 0o666},
+		{filepath.Join(old, "run.sh"), 0o755},
+		{outside, 0o644},
 	} {
-		if mode.IsDir() {
-			err := os.Mkdir(path, 0o755)
-			if err == nil {
-				err = os.Chmod(path, mode.Perm())
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			continue
+		var err error
+		if f.mode.IsDir() {
+			err = os.Mkdir(f.path, 0o700)
+		} else {
+			err = os.WriteFile(f.path, []byte("x"), 0o600)
 		}
-		if err := os.WriteFile(path, []byte("x"), mode); err != nil {
-			t.Fatal(err)
+		if err == nil {
+			err = os.Chmod(f.path, f.mode.Perm())
 		}
-		if err := os.Chmod(path, mode); err != nil {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,5 +150,48 @@ func TestPrivateDataDir(t *testing.T) {
 	}
 	if none, err := Tighten(filepath.Join(old, "missing")); err != nil || none != nil {
 		t.Errorf("a missing directory: %v %v", none, err)
+	}
+}
+
+// TestTokenRevokedAcrossProcesses: a token cached by one store (a server) is
+// refused as soon as another store on the same directory (a CLI) revokes it
+// or deletes its role.
+func TestTokenRevokedAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	server, cli := open(t, dir), open(t, dir)
+	ctx := context.Background()
+	now := time.Now()
+	if _, err := cli.CreateRole(ctx, Role{Name: "developer"}); err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := cli.CreateToken(ctx, "a", "developer", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := cli.CreateToken(ctx, "b", "developer", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second lookups come from the cache
+		for _, secret := range []string{a, b} {
+			if _, err := server.LookupToken(ctx, secret, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := cli.RevokeToken(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.LookupToken(ctx, a, now); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("revoked by another store: %v", err)
+	}
+	if _, err := server.LookupToken(ctx, b, now); err != nil {
+		t.Fatalf("the other token: %v", err)
+	}
+	if err := cli.DeleteRole(ctx, "developer"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.LookupToken(ctx, b, now); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("its role deleted by another store: %v", err)
 	}
 }
