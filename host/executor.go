@@ -29,8 +29,8 @@ import (
 //     provides with unknown_tool;
 //  2. a call id the caller chose runs once: a repeat returns the stored
 //     result (also after a restart, within the idempotency window), the same
-//     id with other arguments fails with validation, concurrent repeats wait
-//     for the first;
+//     id with other arguments or from a caller of another role fails with
+//     validation, concurrent repeats wait for the first;
 //  3. a tool that needs the agent or the runtime gets them, or fails with
 //     validation;
 //  4. the arguments are validated against the tool's schema (validation,
@@ -100,7 +100,7 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 		return nil, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available to role %q", c.req.Tool, v.role)
 	}
 	if c.chosenID {
-		f, leader, err := h.flights.begin(ctx, h, &c.req)
+		f, leader, err := h.flights.begin(ctx, h, &c.req, v.role)
 		if !leader || err != nil {
 			return f.outcome(err)
 		}
@@ -413,22 +413,25 @@ func (f *flight) outcome(err error) (*toolhost.Result, error) {
 	return &res, nil
 }
 
-// argsHash identifies a call's tool and arguments, whatever their key order.
-func argsHash(req *toolhost.CallRequest) string {
+// argsHash identifies a call: its caller's role, its tool and its
+// arguments, whatever their key order. With the role in it, a call id is a
+// role's own: another role repeating it gets a validation error, never the
+// first role's result.
+func argsHash(req *toolhost.CallRequest, role string) string {
 	var v any
 	canon := []byte(req.Arguments)
 	if json.Unmarshal(req.Arguments, &v) == nil {
 		canon, _ = json.Marshal(v)
 	}
-	sum := sha256.Sum256(append([]byte(req.Tool+"\x00"), canon...))
+	sum := sha256.Sum256(append([]byte(role+"\x00"+req.Tool+"\x00"), canon...))
 	return hex.EncodeToString(sum[:])
 }
 
-// begin joins the flight of the request's call id. The leader runs the call;
-// the others get its outcome once done (or the stored one, when the id ran
-// before).
-func (fs *flights) begin(ctx context.Context, h *Host, req *toolhost.CallRequest) (*flight, bool, error) {
-	f := &flight{id: req.Context.CallID, hash: argsHash(req), done: make(chan struct{})}
+// begin joins the flight of the request's call id, made by a caller of role
+// ("" for none). The leader runs the call; the others get its outcome once
+// done (or the stored one, when the id ran before).
+func (fs *flights) begin(ctx context.Context, h *Host, req *toolhost.CallRequest, role string) (*flight, bool, error) {
+	f := &flight{id: req.Context.CallID, hash: argsHash(req, role), done: make(chan struct{})}
 	if x, loaded := fs.m.LoadOrStore(f.id, f); loaded {
 		prev := x.(*flight)
 		if prev.hash != f.hash {
@@ -462,7 +465,7 @@ func (fs *flights) begin(ctx context.Context, h *Host, req *toolhost.CallRequest
 }
 
 func sameIDOtherArgs(id string) error {
-	return toolhost.Errorf(toolhost.CodeValidation, "call id %s was already used for a different call (tool or arguments)", id)
+	return toolhost.Errorf(toolhost.CodeValidation, "call id %s was already used for a different call (tool, arguments or caller's role)", id)
 }
 
 // end records the leader's outcome. A result is saved for replays (the

@@ -233,6 +233,33 @@ func TestIdempotency(t *testing.T) {
 	}
 }
 
+// TestCallIDsAreTheRolesOwn: a role repeating a call id another role (or an
+// operator) used gets a validation error, not the other's stored result.
+func TestCallIDsAreTheRolesOwn(t *testing.T) {
+	h, p := probeHost(t, nil, nil)
+	ctx := context.Background()
+	for _, name := range []string{"alice", "mallory"} {
+		if _, err := h.CreateRole(ctx, RoleSpec{Name: name, ToolGroups: []string{"probe"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(role, id string) (*toolhost.Result, error) {
+		return h.Call(ctx, &toolhost.CallRequest{Tool: "echo", Arguments: []byte(`{"text":"secret"}`), Context: toolhost.CallContext{CallID: id, Role: role}})
+	}
+	first, err := as("alice", "c-1")
+	if err != nil || !first.OK {
+		t.Fatalf("alice: %+v, %v", first, err)
+	}
+	for _, role := range []string{"mallory", ""} {
+		if res, err := as(role, "c-1"); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "already used") {
+			t.Errorf("role %q repeating alice's call id: %+v, %v; want validation", role, res, err)
+		}
+	}
+	if res, err := as("alice", "c-1"); err != nil || res.Meta["replayed"] != true || p.calls.Load() != 1 {
+		t.Fatalf("alice repeating her own: %+v, %v (ran %d)", res, err, p.calls.Load())
+	}
+}
+
 func TestIdempotencyWindow(t *testing.T) {
 	cfg := &config.Config{Executor: config.Executor{Approver: "approve", IdempotencyWindow: time.Nanosecond}}
 	h, p := probeHost(t, cfg, nil)

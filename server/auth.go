@@ -198,7 +198,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "%v", err))
 		return
 	}
-	secret, t, err := s.h.Store().CreateToken(r.Context(), body.Name, body.Role, expires)
+	secret, t, err := s.h.CreateToken(r.Context(), body.Name, body.Role, expires, "api")
 	if err != nil {
 		status := tokenStatus(err)
 		if status == http.StatusNotFound { // the role named in the body: the request is wrong, not its path
@@ -212,7 +212,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 
 // revokeToken deletes a role token; it opens nothing from then on.
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
-	if err := s.h.Store().RevokeToken(r.Context(), r.PathValue("name")); err != nil {
+	if err := s.h.RevokeToken(r.Context(), r.PathValue("name"), "api"); err != nil {
 		writeError(w, tokenStatus(err), toolhost.Errorf(toolhost.CodeValidation, "%w", err))
 		return
 	}

@@ -271,7 +271,7 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // TestTokensAPI: the admin makes, lists and revokes role tokens over HTTP;
 // the secret is shown once and never listed.
 func TestTokensAPI(t *testing.T) {
-	srv, _, _, _ := guarded(t, config.Auth{})
+	srv, h, _, _ := guarded(t, config.Auth{})
 	var made NewToken
 	if code := do(t, "POST", srv.URL+"/api/auth/tokens", map[string]string{"role": "developer", "name": "ci", "expires": "1h"}, &made); code != 201 ||
 		!strings.HasPrefix(made.Secret, store.TokenPrefix) || made.Role != "developer" || made.ExpiresAt.IsZero() {
@@ -284,6 +284,9 @@ func TestTokensAPI(t *testing.T) {
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("headers = %v", resp.Header)
+	}
 	if !strings.Contains(string(raw), `"name": "ci"`) || strings.Contains(string(raw), made.Secret) || strings.Contains(string(raw), `"token"`) {
 		t.Fatalf("list = %s", raw)
 	}
@@ -308,6 +311,19 @@ func TestTokensAPI(t *testing.T) {
 		t.Fatalf("revoke = %d", code)
 	}
 	attack{name: "revoked through the API", method: "GET", path: "/api/roles/developer/tools", token: made.Secret, status: 401, code: toolhost.CodePolicy}.send(t, srv)
+
+	// Both are audited, with who did it and never the secret.
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	events, err := h.Events(context.Background(), store.EventFilter{Type: "token."})
+	if err != nil || len(events) != 2 || events[0].Type != store.EventTokenCreated || events[0].Role != "developer" ||
+		events[0].Payload["name"] != "ci" || events[0].Payload["by"] != "api" || events[1].Type != store.EventTokenRevoked {
+		t.Fatalf("token events = %+v, %v", events, err)
+	}
+	if raw, _ := json.Marshal(events); strings.Contains(string(raw), made.Secret) {
+		t.Fatal("an event holds the secret")
+	}
 }
 
 // TestStrictBodies: a field the endpoint does not know is an error naming it,

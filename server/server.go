@@ -104,8 +104,12 @@ func (s *Server) plugins(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.h.Plugins())
 }
 
+// writeJSON answers v as JSON; no cache keeps it (an answer may carry a
+// secret) and no browser reads it as anything else.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

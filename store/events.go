@@ -24,6 +24,8 @@ const (
 	EventGroupUnregistered = "group.unregistered"  // a tool group was removed
 	EventPluginExited      = "plugin.exited"       // a plugin process exited
 	EventPluginRestarted   = "plugin.restarted"    // a plugin process was started again
+	EventTokenCreated      = "token.created"       // a role token was made
+	EventTokenRevoked      = "token.revoked"       // a role token was revoked
 )
 
 // Event is one audit record.

@@ -89,7 +89,6 @@ func tokensCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
-		st := h.Store()
 		var err error
 		switch sub {
 		case "create":
@@ -97,7 +96,7 @@ func tokensCmd(args []string, stdout, stderr io.Writer) int {
 			var secret string
 			var t store.Token
 			if exp, err = server.ExpiryOf(*expires, time.Now()); err == nil {
-				secret, t, err = st.CreateToken(ctx, *name, *role, exp)
+				secret, t, err = h.CreateToken(ctx, *name, *role, exp, "cli")
 			}
 			if err == nil {
 				if *asJSON {
@@ -109,11 +108,11 @@ func tokensCmd(args []string, stdout, stderr io.Writer) int {
 			}
 		case "list":
 			var tokens []store.Token
-			if tokens, err = st.Tokens(ctx); err == nil {
+			if tokens, err = h.Store().Tokens(ctx); err == nil {
 				err = printList(stdout, tokens, *asJSON, "NAME\tROLE\tCREATED\tLAST USED\tEXPIRES", tokenRow)
 			}
 		case "revoke":
-			if err = st.RevokeToken(ctx, fs.Arg(0)); err == nil {
+			if err = h.RevokeToken(ctx, fs.Arg(0), "cli"); err == nil {
 				fmt.Fprintf(stdout, "revoked token %s\n", fs.Arg(0))
 			}
 		}

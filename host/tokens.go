@@ -1,0 +1,33 @@
+package host
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolhost/toolhost/store"
+)
+
+// CreateToken makes a role token (see store.CreateToken) and records a
+// token.created event naming who made it (by: "api", "cli" …). It returns
+// the secret, which is kept nowhere.
+func (h *Host) CreateToken(ctx context.Context, name, role string, expires time.Time, by string) (string, store.Token, error) {
+	secret, t, err := h.store.CreateToken(ctx, name, role, expires)
+	if err == nil {
+		payload := map[string]any{"name": t.Name, "by": by}
+		if !t.ExpiresAt.IsZero() {
+			payload["expiresAt"] = t.ExpiresAt
+		}
+		h.events.Emit(store.Event{Type: store.EventTokenCreated, Role: t.Role, Payload: payload})
+	}
+	return secret, t, err
+}
+
+// RevokeToken revokes a role token (see store.RevokeToken) and records a
+// token.revoked event naming who revoked it.
+func (h *Host) RevokeToken(ctx context.Context, name, by string) error {
+	err := h.store.RevokeToken(ctx, name)
+	if err == nil {
+		h.events.Emit(store.Event{Type: store.EventTokenRevoked, Payload: map[string]any{"name": name, "by": by}})
+	}
+	return err
+}
