@@ -122,7 +122,7 @@ func (rt *Runtime) readWorkspace(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	if _, err := hidden.Check(f); errors.Is(err, sdk.ErrHostPath) {
-		return nil, toolhost.Errorf(toolhost.CodePolicy, "path %q is in the host's data directory: refused", path)
+		return nil, sdk.HostPathRefused(path)
 	} else if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeToolExec, "artifact: %v", err)
 	}
@@ -147,10 +147,7 @@ func writeOnce(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	err = tmp.Chmod(store.FileMode)
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
+	_, err = tmp.Write(data) // CreateTemp made it store.FileMode (0600)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -34,6 +34,12 @@ func ResolveHostPaths(paths []string) (HostPaths, error) {
 	return out, nil
 }
 
+// HostPathRefused is a tool's error for a path (as the caller gave it) that
+// leads into a host path: code policy.
+func HostPathRefused(path string) error {
+	return Errorf(CodePolicy, "path %q is in the host's data directory: refused", path)
+}
+
 // Contains reports whether the clean absolute path p is one of h or lies
 // below one.
 func (h HostPaths) Contains(p string) bool {

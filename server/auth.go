@@ -98,12 +98,11 @@ func principalOf(r *http.Request) principal {
 }
 
 // authenticator checks credentials: the admin token, compared in constant
-// time, or a role token, looked up in the store on every request, so that a
-// revocation by any process holds at once.
+// time, or a role token, looked up by store.LookupToken (whose cache a
+// revocation by any process drops at once).
 type authenticator struct {
-	admin    string // "": auth disabled
-	disabled bool
-	st       *store.Store
+	admin string // "": auth disabled
+	st    *store.Store
 
 	mu      sync.Mutex
 	touched map[string]time.Time // token name → last use written
@@ -111,7 +110,7 @@ type authenticator struct {
 
 // authenticate returns the principal of r, or an error to answer with 401.
 func (a *authenticator) authenticate(r *http.Request) (principal, error) {
-	if a.disabled {
+	if a.admin == "" {
 		return principal{admin: true}, nil
 	}
 	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -200,11 +199,11 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	}
 	secret, t, err := s.h.CreateToken(r.Context(), body.Name, body.Role, expires, "api")
 	if err != nil {
-		status := tokenStatus(err)
+		status, err := tokenError(err)
 		if status == http.StatusNotFound { // the role named in the body: the request is wrong, not its path
 			status = http.StatusBadRequest
 		}
-		writeError(w, status, toolhost.Errorf(toolhost.CodeValidation, "%w", err))
+		writeError(w, status, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, NewToken{Token: t, Secret: secret})
@@ -213,23 +212,28 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 // revokeToken deletes a role token; it opens nothing from then on.
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 	if err := s.h.RevokeToken(r.Context(), r.PathValue("name"), "api"); err != nil {
-		writeError(w, tokenStatus(err), toolhost.Errorf(toolhost.CodeValidation, "%w", err))
+		status, err := tokenError(err)
+		writeError(w, status, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// tokenStatus maps a store error about tokens to an HTTP status.
-func tokenStatus(err error) int {
+// tokenError maps a store error about tokens to an HTTP status and the error
+// to answer: validation for what the request got wrong, internal otherwise.
+func tokenError(err error) (int, error) {
+	var status int
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return http.StatusNotFound
+		status = http.StatusNotFound
 	case errors.Is(err, store.ErrExists):
-		return http.StatusConflict
+		status = http.StatusConflict
 	case errors.Is(err, store.ErrInvalid):
-		return http.StatusBadRequest
+		status = http.StatusBadRequest
+	default:
+		return http.StatusInternalServerError, toolhost.Errorf(toolhost.CodeInternal, "%w", err)
 	}
-	return http.StatusInternalServerError
+	return status, toolhost.Errorf(toolhost.CodeValidation, "%w", err)
 }
 
 // ExpiryOf reads a token's lifetime ("720h"; "" for none) into its expiry

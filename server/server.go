@@ -45,7 +45,7 @@ func New(h *host.Host, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{h: h, mux: http.NewServeMux(), hosts: newHosts(cfg), roleRoutes: map[string]bool{},
-		auth: &authenticator{admin: admin, disabled: cfg.Auth.Disabled, st: h.Store(), touched: map[string]time.Time{}}}
+		auth: &authenticator{admin: admin, st: h.Store(), touched: map[string]time.Time{}}}
 	if opts != nil {
 		s.rt = opts.Runtime
 	}

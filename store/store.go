@@ -32,7 +32,8 @@ var ErrNotFound = errors.New("not found")
 // malformed token name.
 var ErrInvalid = errors.New("invalid")
 
-// ErrExists is wrapped by the error of creating a role whose name is taken.
+// ErrExists is wrapped by the error of creating a role or a token whose name
+// is taken.
 var ErrExists = errors.New("already exists")
 
 //go:embed migrations/*.sql

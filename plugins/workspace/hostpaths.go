@@ -20,11 +20,6 @@ import (
 // string, .. or symlink leads around the check. A root holding no host path
 // is not checked at all.
 
-// hostPathError is the call's error for a path leading into the host's files.
-func hostPathError(path string) error {
-	return sdk.Errorf(sdk.CodePolicy, "path %q is in the host's data directory: refused", path)
-}
-
 // guardRoots records in each root the host paths inside it. A root at or
 // below a host path is refused, and so is a root holding one where
 // /proc/self/fd is missing and files could not be placed.

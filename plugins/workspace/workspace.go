@@ -195,7 +195,7 @@ func fsError(path string, err error) error {
 	case errors.Is(err, errEscapes):
 		return outside(path)
 	case errors.Is(err, sdk.ErrHostPath):
-		return hostPathError(path)
+		return sdk.HostPathRefused(path)
 	case errors.Is(err, fs.ErrNotExist):
 		return sdk.Errorf(sdk.CodeToolExec, "%s: no such file or directory", path)
 	}
