@@ -34,6 +34,12 @@ builtin "command" {
   limits {
     timeout = "60s"          # this group's calls may run longer than the global 30s
   }
+  # Every command runs in a sandbox: the system read-only, the workspace
+  # read-write, the data directory hidden, no network. Loosen it here, e.g.:
+  # sandbox {
+  #   network     = "allowed"                  # through the network policy's proxy
+  #   allow_hosts = ["proxy.golang.org", "registry.npmjs.org"]
+  # }
   # tool "run_command" { requires_approval = true }   # ask a person first
 }
 
@@ -45,10 +51,18 @@ builtin "network" {
 }
 
 # Chromium starts on the first call; without it the tools say what to install.
-# Every request of the browser goes through the same network policy.
+# Every request of the browser goes through the same network policy: the
+# plugin's own proxy (this block's config), then the sandbox's.
 plugin "chrome" {
   path    = "chrome"
   restart = "on-failure"
+  sandbox {
+    network = "allowed"      # the sandbox's proxy is the only way out
+    limits {
+      memory_mb = -1         # Chromium reserves far more address space than it uses
+      processes = 2048       # and runs many threads
+    }
+  }
 }
 
 # Every HTTP route but /healthz needs a token, loopback included: the admin

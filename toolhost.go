@@ -9,12 +9,14 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // ProtocolMinor is the minor version of the plugin protocol. It grows when
 // fields are added; a breaking change bumps the major version instead.
-// Minor 1 added ConfigureRequest.HostPaths.
-const ProtocolMinor = 1
+// Minor 1 added ConfigureRequest.HostPaths, minor 2 ConfigureRequest.Sandbox.
+const ProtocolMinor = 2
 
 // GroupSpec is a tool group as its provider reports it.
 type GroupSpec struct {
@@ -87,6 +89,11 @@ type ConfigureRequest struct {
 	// list, search nor write at or below any of them, whatever path or symlink
 	// leads there. Empty from hosts older than protocol minor 1.
 	HostPaths []string
+	// Sandbox is the sandbox the module applies to the processes it starts;
+	// set for the builtin command module: its block's sandbox { } (Off for
+	// sandbox = "off"), or nil when the block has none (the module then uses
+	// its confined default). Nil from hosts older than protocol minor 2.
+	Sandbox *sandbox.Policy
 }
 
 // CallRequest is one tool call.

@@ -6,7 +6,8 @@
 // shared 2-core machine only ratios taken in one run hold: a no-op tool call
 // through each path (raw gRPC, Host.Call, POST /api/call, our MCP front, a
 // go-sdk MCP stdio server), `toolhost serve` cold start, plugin kill and
-// restart, ToolsFor, and the RSS of the host and its plugins.
+// restart, ToolsFor, the RSS of the host and its plugins, and what the
+// sandbox adds to a command.
 package main
 
 import (
@@ -133,6 +134,10 @@ func run(ctx context.Context, o options) error {
 	}
 	logf("RSS")
 	if rep.RSS, err = measureRSS(ctx, root, tmp); err != nil {
+		return err
+	}
+	logf("run_command true, sandboxed and not (%d each)", o.reps*10)
+	if rep.Sandbox, err = measureSandbox(ctx, root, tmp, o.reps*10); err != nil {
 		return err
 	}
 

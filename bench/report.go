@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,6 +23,7 @@ type report struct {
 	Restart    *restartResult
 	ToolsFor   *toolsForResult
 	RSS        []rssRow
+	Sandbox    *sandboxResult
 	Wall       time.Duration // the bench program's run
 	ScriptWall time.Duration // scripts/bench from its start (build included); 0 when not run by it
 	Plot       string        // the plot's path relative to the report
@@ -109,6 +111,9 @@ func (r *report) checks() []checked {
 	if t := r.ToolsFor; t != nil {
 		add("ToolsFor cached, 100×20 tools, 5-group role / 5 µs target", fmt.Sprintf("%.0f ns", t.Cached), "5000 ns", t.Cached/5000, 1, 0)
 		add("ToolsFor cached / one map lookup", fmt.Sprintf("%.0f ns", t.Cached), fmt.Sprintf("%.1f ns", t.MapLookup), t.Cached/t.MapLookup, 0, 0)
+	}
+	if sb := r.Sandbox; sb != nil {
+		add("run_command true: sandboxed p50 − unsandboxed p50 / 15 ms target", fmtDur(sb.overhead()), "15 ms", durRatio(sb.overhead(), 15*time.Millisecond), 1, 0)
 	}
 	if api1 := r.series(pathAPI, 1); api1 != nil && raw1 != nil {
 		add("POST /api/call p50 / raw gRPC Call p50 (1 caller)", fmtDur(api1.P(.5)), fmtDur(raw1.P(.5)), durRatio(api1.P(.5), raw1.P(.5)), 0, 0)
@@ -252,6 +257,19 @@ func (r *report) writeRest(p func(string, ...any)) {
 			}
 			p("| %s | %d | %s | %s |", row.Name, row.Pid, rss, note)
 		}
+	}
+	if sb := r.Sandbox; sb != nil {
+		p("\n## 6. Sandboxed commands\n")
+		p("`run_command {\"command\":\"true\"}` through `proto.Client.Call` to two `bin/plugins/command` processes, one confining its "+
+			"commands as it does by default and one configured with `sandbox = \"off\"`, the calls alternating. The sandbox here: %s.\n", sb.Status)
+		p("| | p50 | p99 | calls |\n|---|---:|---:|---:|")
+		for _, x := range []struct {
+			name string
+			ds   []time.Duration
+		}{{"sandboxed (bubblewrap, Landlock, limits)", sb.Sandboxed}, {"baseline: sandbox = \"off\"", sb.Plain}} {
+			p("| %s | %s | %s | %d |", x.name, fmtDur(median(x.ds)), fmtDur(percentile(slices.Sorted(slices.Values(x.ds)), .99)), len(x.ds))
+		}
+		p("| overhead at p50 | %s | | |", fmtDur(sb.overhead()))
 	}
 }
 

@@ -2,7 +2,8 @@
 //
 // A file names the address the host listens on, its data and plugin directories, output limits,
 // and the modules to run: `plugin "NAME" {}` blocks for third-party modules and
-// `builtin "workspace"|"command"|"network" {}` blocks for first-party ones. Expressions may call
+// `builtin "workspace"|"command"|"network" {}` blocks for first-party ones, each optionally
+// confined by a `sandbox {}` block (or explicitly not, with sandbox = "off"). Expressions may call
 // env("NAME"). The TOOLHOST_LISTEN, TOOLHOST_DATA_DIR and TOOLHOST_PLUGIN_DIR environment variables
 // override the file. Every problem found is reported at once as [Diagnostics], each with the
 // file, line and column it concerns.
@@ -15,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // Config is a parsed config.hcl with defaults filled in, paths absolute and overrides applied.
@@ -155,6 +158,15 @@ type Plugin struct {
 	RequiresApproval bool
 	// Tools configures single tools: `tool "NAME" { timeout, requires_approval }`.
 	Tools map[string]ToolSettings
+	// Sandbox is the block's `sandbox { ... }` (read_write, read_only,
+	// network, allow_hosts, deny_hosts, allow_private, limits { ... }), with
+	// relative paths resolved against the file's directory; a Policy with Off
+	// set for `sandbox = "off"`; nil when the block says neither. A plugin
+	// block's sandbox confines the plugin's process. The command builtin's
+	// is not applied to its process: it is sent to the module
+	// (toolhost.ConfigureRequest.Sandbox), which confines the commands it
+	// runs with it, or with its own confined default when nil.
+	Sandbox *sandbox.Policy
 	// Pos is where the block is declared, "file:line,col".
 	Pos string
 }

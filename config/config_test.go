@@ -96,6 +96,13 @@ func render(t *testing.T, dir string, src []byte, filename string) string {
 	}
 	for _, p := range cfg.Plugins {
 		p.Path = rel(p.Path)
+		if p.Sandbox != nil {
+			for _, list := range [][]string{p.Sandbox.ReadWrite, p.Sandbox.ReadOnly} {
+				for i := range list {
+					list[i] = rel(list[i])
+				}
+			}
+		}
 		view.Plugins = append(view.Plugins, plugin{p, p.StartTimeout.String()})
 	}
 	out, err := json.MarshalIndent(view, "", "  ")

@@ -50,8 +50,9 @@ func moduleSchema(pathRequired bool) *hcl.BodySchema {
 			{Name: "max_restarts"},
 			{Name: "start_timeout"},
 			{Name: "requires_approval"},
+			{Name: "sandbox"}, // sandbox = "off"; the sandbox block is the other form
 		},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}, {Type: "limits"}, {Type: "tool", LabelNames: []string{"name"}}},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}, {Type: "limits"}, {Type: "sandbox"}, {Type: "tool", LabelNames: []string{"name"}}},
 	}
 }
 
@@ -180,6 +181,7 @@ func (d *decoder) plugin(blk *hcl.Block, declared map[string]hcl.Range) Plugin {
 	for _, blk := range content.Blocks.OfType("tool") {
 		d.tool(&p, blk)
 	}
+	p.Sandbox = d.sandbox(content)
 	return p
 }
 

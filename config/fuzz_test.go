@@ -38,6 +38,11 @@ func FuzzParse(f *testing.F) {
 			if err := json.Unmarshal(p.Config, &obj); err != nil || obj == nil {
 				t.Fatalf("plugin %q config %s is not a JSON object: %v", p.Name, p.Config, err)
 			}
+			if p.Sandbox != nil && !p.Sandbox.Off {
+				if err := p.Sandbox.Validate(); err != nil {
+					t.Fatalf("plugin %q: a sandbox block that parsed is invalid: %v", p.Name, err)
+				}
+			}
 		}
 	})
 }

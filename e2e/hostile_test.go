@@ -71,6 +71,14 @@ plugin "chrome" {
   config {
     allow_hosts = ["127.0.0.2", "127.0.0.3"]
   }
+  sandbox {
+    network     = "allowed"
+    allow_hosts = ["127.0.0.2", "127.0.0.3"]
+    limits {
+      memory_mb = -1
+      processes = 2048
+    }
+  }
 }
 role "developer" {
   tool_groups = ["workspace", "command"]
@@ -381,6 +389,19 @@ func TestHostileAgent(t *testing.T) {
 		if out, _ := mcptest.CallText(t, dev, "search_files", map[string]any{"pattern": "thk_", "literal": true}); strings.Contains(out, h.admin) {
 			t.Errorf("search_files found the admin token: %s", out)
 		}
+		// run_command is a shell in a sandbox: the attack of the sandboxing
+		// issue (the shadow file, the admin token, the host's own API, a
+		// file planted outside the workspace) finds and leaves nothing.
+		planted := filepath.Join(os.TempDir(), "toolhost-e2e-planted-"+h.port)
+		defer os.Remove(planted)
+		out, _ := mcptest.CallText(t, dev, "run_command", map[string]any{"command": "head -3 /etc/shadow; cat data/admin.token; ls /root; " +
+			"curl -s -m 3 " + h.base + "/healthz; touch " + planted + "; echo END"})
+		if strings.Contains(out, "root:") || strings.Contains(out, h.admin) || strings.Contains(out, `"status"`) || !strings.Contains(out, "END") {
+			t.Errorf("run_command reached the host: %s", out)
+		}
+		if _, err := os.Stat(planted); err == nil {
+			t.Errorf("run_command planted %s", planted)
+		}
 		unchanged("role token")
 	})
 
@@ -433,10 +454,18 @@ func TestHostileAgent(t *testing.T) {
 		}
 	})
 
-	// The events show what was refused by the tools, and no command ran.
+	// The events show that one command ran: the developer's, in its
+	// sandbox; none of the requests above ran one.
 	var events []map[string]any
 	_, body := h.send(request{method: "GET", path: "/api/events?tool=run_command", token: h.admin})
-	if err := json.Unmarshal([]byte(body), &events); err != nil || len(events) != 0 {
+	err = json.Unmarshal([]byte(body), &events)
+	completed := 0
+	for _, e := range events {
+		if e["type"] == "tool_call.completed" {
+			completed++
+		}
+	}
+	if err != nil || completed != 1 || slices.ContainsFunc(events, func(e map[string]any) bool { return e["role"] != "developer" }) {
 		t.Errorf("run_command events = %s", body)
 	}
 }

@@ -197,7 +197,9 @@ func (h *Host) workDir() string {
 // Start launches every configured plugin in parallel and returns once each
 // has registered its group or failed its first attempt; a plugin that fails
 // is logged and shown by Plugins, and the host serves the others. Restarts
-// go on in the background until Close.
+// go on in the background until Close. A block's sandbox (see
+// config.Plugin.Sandbox) confines its plugin; a plugin that cannot be
+// confined is refused with policy, never run unconfined.
 func (h *Host) Start(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed || h.plugins != nil {
@@ -219,6 +221,7 @@ func (h *Host) Start(ctx context.Context) error {
 	}
 	h.pruneCallResults(ctx)
 	h.watching.Go(func() { h.watchStore(watchCtx, h.opts.StoreWatch) })
+	h.logSandboxes()
 	for _, s := range sups {
 		go s.run()
 	}

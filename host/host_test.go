@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )
@@ -30,11 +31,16 @@ import (
 func startHost(t testing.TB, plugins ...config.Plugin) *Host {
 	t.Helper()
 	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: plugins}
-	return runHost(t, cfg, &Options{
+	return runHost(t, cfg, testOptions(t))
+}
+
+// testOptions log to the test and restart plugins quickly.
+func testOptions(t testing.TB) *Options {
+	return &Options{
 		Logger:         hclog.New(&hclog.LoggerOptions{Output: testLog{t}, Level: hclog.Info}),
 		RestartBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
 		DescribeTimeout: 2 * time.Second,
-	})
+	}
 }
 
 // runHost starts a host and closes it when the test ends.
@@ -404,6 +410,9 @@ func TestHostKilledLeavesNoPlugin(t *testing.T) {
 	eventually(t, "the orphaned plugin is gone", func() bool { return !proctest.Alive(pluginPid) })
 }
 
+// TestSHA256Pinning: a pinned plugin runs when its executable matches and
+// is refused with policy when it does not, sandboxed or not (in a sandbox,
+// the plugin's executable is checked, not bubblewrap).
 func TestSHA256Pinning(t *testing.T) {
 	exe, _ := os.Executable()
 	b, err := os.ReadFile(exe)
@@ -411,17 +420,24 @@ func TestSHA256Pinning(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(b)
-	pinned := testPlugin("pinned", "good", nil)
-	pinned.SHA256 = hex.EncodeToString(sum[:])
-	wrong := testPlugin("wrong", "good", map[string]string{groupIDEnv: "other"})
-	wrong.SHA256 = strings.Repeat("ab", 32)
-	h := startHost(t, pinned, wrong)
-	if st := plugin(h, "pinned"); st.State != StateRunning {
-		t.Fatalf("pinned plugin with the right checksum: %+v", st)
-	}
-	st := plugin(h, "wrong")
-	if st.State != StateFailed || st.ErrorCode != toolhost.CodePolicy || !strings.Contains(st.LastError, "does not match its pinned sha256") || st.Restarts != 0 {
-		t.Fatalf("plugin with the wrong checksum: %+v", st)
+	for _, tt := range []struct {
+		name string
+		pol  *sandbox.Policy
+	}{{"unconfined", nil}, {"sandboxed", &sandbox.Policy{}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			pinned := testPlugin("pinned", "good", nil)
+			pinned.SHA256, pinned.Sandbox = hex.EncodeToString(sum[:]), tt.pol
+			wrong := testPlugin("wrong", "good", map[string]string{groupIDEnv: "other"})
+			wrong.SHA256, wrong.Sandbox = strings.Repeat("ab", 32), tt.pol
+			h := startHost(t, pinned, wrong)
+			if st := plugin(h, "pinned"); st.State != StateRunning {
+				t.Fatalf("pinned plugin with the right checksum: %+v", st)
+			}
+			st := plugin(h, "wrong")
+			if st.State != StateFailed || st.ErrorCode != toolhost.CodePolicy || !strings.Contains(st.LastError, "does not match its pinned sha256") || st.Restarts != 0 {
+				t.Fatalf("plugin with the wrong checksum: %+v", st)
+			}
+		})
 	}
 }
 

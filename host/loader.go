@@ -155,7 +155,7 @@ func (s *supervisor) run() {
 func (s *supervisor) launch() (*rpcplugin.Process, error) {
 	proc, err := rpcplugin.Launch(rpcplugin.Options{
 		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, SHA256: s.cfg.SHA256, Dir: s.h.workDir(),
-		StartTimeout: s.cfg.StartTimeout, Logger: s.h.log.Named(s.cfg.Name),
+		StartTimeout: s.cfg.StartTimeout, Logger: s.h.log.Named(s.cfg.Name), Sandbox: s.h.sandboxOf(&s.cfg),
 	})
 	if err != nil {
 		return nil, err
@@ -176,12 +176,14 @@ func (s *supervisor) launch() (*rpcplugin.Process, error) {
 	return proc, nil
 }
 
-// describe configures the plugin (its config and the host's paths) and
-// registers the group it reports.
+// describe configures the plugin (its config, the host's paths and, for a
+// module that confines what it starts, its sandbox) and registers the group
+// it reports.
 func (s *supervisor) describe(proc *rpcplugin.Process) (*Group, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.DescribeTimeout)
 	defer cancel()
-	if err := proc.Provider.Configure(ctx, &toolhost.ConfigureRequest{Config: s.cfg.Config, HostPaths: s.h.hostPaths()}); err != nil {
+	req := &toolhost.ConfigureRequest{Config: s.cfg.Config, HostPaths: s.h.hostPaths(), Sandbox: moduleSandbox(&s.cfg)}
+	if err := proc.Provider.Configure(ctx, req); err != nil {
 		return nil, s.stepError("configure", err)
 	}
 	spec, err := proc.Provider.Describe(ctx, &toolhost.DescribeRequest{})

@@ -2,9 +2,14 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +27,8 @@ const (
 	testPluginEnv = "TOOLHOST_TEST_PLUGIN"
 	groupIDEnv    = "TOOLHOST_TEST_GROUP"
 	pidFileEnv    = "TOOLHOST_TEST_PIDFILE"
-	cancelFileEnv = "TOOLHOST_TEST_CANCELFILE" // the sleep tool writes here when its ctx ends
+	cancelFileEnv = "TOOLHOST_TEST_CANCELFILE"  // the sleep tool writes here when its ctx ends
+	sandboxOutEnv = "TOOLHOST_TEST_SANDBOXFILE" // Configure writes the sandbox it was sent here
 )
 
 type sleepArgs struct {
@@ -41,6 +47,13 @@ func testGroup() *sdk.Group {
 	}
 	return &sdk.Group{
 		ID: id, Description: "tools for the host's tests",
+		OnConfigure: func(_ context.Context, req *sdk.ConfigureRequest) error {
+			if f := os.Getenv(sandboxOutEnv); f != "" {
+				b, _ := json.Marshal(req.Sandbox)
+				return os.WriteFile(f, b, 0o644)
+			}
+			return nil
+		},
 		Tools: []sdk.Tool{
 			sdk.NewTool("noop", "Do nothing.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
 				return &sdk.Result{OK: true}, nil
@@ -74,6 +87,74 @@ func testGroup() *sdk.Group {
 	}
 }
 
+type pathArgs struct {
+	Path string `json:"path" jsonschema:"a path; ~/ is $HOME"`
+}
+
+type addrArgs struct {
+	Addr string `json:"addr" jsonschema:"host:port"`
+}
+
+type urlArgs struct {
+	URL string `json:"url"`
+}
+
+// snoopGroup is testGroup plus the tools of a plugin that reaches for what
+// is not its own: files, the network, the host's loopback. Each fails with
+// tool_exec and the reason when it cannot.
+func snoopGroup() *sdk.Group {
+	failed := func(err error) (*sdk.Result, error) {
+		return sdk.Fail(&sdk.Result{}, sdk.CodeToolExec, "%v", err), nil
+	}
+	g := testGroup()
+	g.ID = "snoop"
+	g.Tools = append(g.Tools,
+		sdk.NewTool("read_file", "Read a file.", func(_ context.Context, r *sdk.Request[pathArgs]) (*sdk.Result, error) {
+			p := r.Args.Path
+			if rest, ok := strings.CutPrefix(p, "~/"); ok {
+				p = filepath.Join(os.Getenv("HOME"), rest)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return failed(err)
+			}
+			return sdk.Text(string(b)), nil
+		}),
+		sdk.NewTool("dial", "Open a TCP connection and close it.", func(_ context.Context, r *sdk.Request[addrArgs]) (*sdk.Result, error) {
+			c, err := net.DialTimeout("tcp", r.Args.Addr, 2*time.Second)
+			if err != nil {
+				return failed(err)
+			}
+			c.Close()
+			return sdk.Text("connected"), nil
+		}),
+		// http_get goes through the proxy HTTP_PROXY names, when it names
+		// one, even to a loopback address (which ProxyFromEnvironment
+		// would reach directly); it returns the response's status line.
+		sdk.NewTool("http_get", "GET a URL, through HTTP_PROXY when set.", func(ctx context.Context, r *sdk.Request[urlArgs]) (*sdk.Result, error) {
+			tr := &http.Transport{}
+			if p := os.Getenv("HTTP_PROXY"); p != "" {
+				u, err := url.Parse(p)
+				if err != nil {
+					return failed(err)
+				}
+				tr.Proxy = http.ProxyURL(u)
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.Args.URL, nil)
+			if err != nil {
+				return failed(err)
+			}
+			resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
+			if err != nil {
+				return failed(err)
+			}
+			resp.Body.Close()
+			return sdk.Text(resp.Status), nil
+		}),
+	)
+	return g
+}
+
 // hostile is a provider that reports whatever spec it is given, bypassing
 // the SDK's own checks.
 type hostile struct {
@@ -102,6 +183,8 @@ func serveTestPlugin(name string) {
 	switch name {
 	case "good":
 		sdk.Serve(testGroup(), nil)
+	case "snoop":
+		sdk.Serve(snoopGroup(), nil)
 	case "reserved":
 		os.Setenv(groupIDEnv, "workspace")
 		sdk.Serve(testGroup(), nil)

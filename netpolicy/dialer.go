@@ -28,16 +28,19 @@ type Dialer struct {
 	// net.Dialer with a 30 s timeout. Tests replace it to decide without
 	// opening a connection.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Upstream, when set, is an HTTP proxy ("host:port") that every
+	// connection goes through with CONNECT: the proxy of a sandbox whose
+	// network is "allowed", the only way out of it. The host is checked by
+	// name here, then resolved and checked again by that proxy under the
+	// sandbox's own policy; its refusal is a *Refusal here too.
+	Upstream string
 }
 
 // Check resolves host (an IP literal stands for itself) and checks it as a
 // dial would: CheckName, then Permit on every address. It returns the
 // addresses, or a *Refusal, or the resolver's error.
 func (d *Dialer) Check(ctx context.Context, host string) ([]netip.Addr, error) {
-	p := d.Policy
-	if p == nil {
-		p = &Policy{}
-	}
+	p := d.policy()
 	if err := p.CheckName(host); err != nil {
 		return nil, err
 	}
@@ -75,6 +78,9 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	if err != nil {
 		return nil, err
 	}
+	if d.Upstream != "" {
+		return d.dialUpstream(ctx, host, port)
+	}
 	ips, err := d.Check(ctx, host)
 	if err != nil {
 		return nil, err
@@ -104,4 +110,12 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 		firstErr = fmt.Errorf("%s: no %s address", host, network)
 	}
 	return nil, firstErr
+}
+
+// policy is d.Policy, or the default one.
+func (d *Dialer) policy() *Policy {
+	if d.Policy == nil {
+		return &Policy{}
+	}
+	return d.Policy
 }

@@ -55,12 +55,18 @@ type Refusal struct {
 	// Rule is what refused it: RuleDenyHosts, RuleAllowHosts, or the kind of
 	// special address ("a loopback address", "a link-local address" ...).
 	Rule string
+	// Upstream is the refusal in the words of an upstream proxy that
+	// refused (Dialer.Upstream); empty for a refusal made here.
+	Upstream string
 }
 
 // Error reads like "127.0.0.1 resolves to 127.0.0.1, a loopback address:
-// refused" or "host evil.example is in deny_hosts: refused".
+// refused" or "host evil.example is in deny_hosts: refused"; a refusal by
+// an upstream proxy reads as that proxy put it.
 func (r *Refusal) Error() string {
 	switch {
+	case r.Upstream != "":
+		return r.Upstream
 	case !r.Addr.IsValid() && r.Rule == RuleDenyHosts:
 		return fmt.Sprintf("host %s is in deny_hosts: refused", r.Host)
 	case !r.Addr.IsValid():

@@ -46,6 +46,10 @@ type ProxyOptions struct {
 	// page it shows or a response a no-cors fetch resolves with. The
 	// refusal is recorded either way.
 	CloseOnRefusal bool
+	// Socket, when set, is the path of a unix socket to listen on instead of
+	// a port on 127.0.0.1 (a sandbox reaches its proxy through one); Close
+	// removes it.
+	Socket string
 }
 
 // Proxy is a forward HTTP proxy on 127.0.0.1 that connects upstream only
@@ -74,7 +78,8 @@ type Proxy struct {
 	refusals refusalLog
 }
 
-// NewProxy starts a proxy on 127.0.0.1 (a free port) that dials through d
+// NewProxy starts a proxy on 127.0.0.1 (a free port), or on
+// ProxyOptions.Socket, that dials through d
 // (nil: the zero Dialer, the default policy); Close stops it.
 func NewProxy(d *Dialer, opts *ProxyOptions) (*Proxy, error) {
 	if d == nil {
@@ -91,7 +96,11 @@ func NewProxy(d *Dialer, opts *ProxyOptions) (*Proxy, error) {
 		hangUp:      o.CloseOnRefusal,
 		refusals:    refusalLog{ring: make([]Refusal, orDefault(o.MaxRefusals, defaultMaxRefusals))},
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	network, addr := "tcp", "127.0.0.1:0"
+	if o.Socket != "" {
+		network, addr = "unix", o.Socket
+	}
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		return nil, err
 	}

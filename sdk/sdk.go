@@ -47,8 +47,9 @@ type (
 	CallContext = toolhost.CallContext
 	// CallRequest is one tool call as the host sends it.
 	CallRequest = toolhost.CallRequest
-	// ConfigureRequest carries the plugin block's config {} and the paths
-	// the host keeps to itself.
+	// ConfigureRequest carries the plugin block's config {}, the paths the
+	// host keeps to itself and, for the command module, the sandbox of the
+	// processes it starts.
 	ConfigureRequest = toolhost.ConfigureRequest
 	// Code is a stable error code.
 	Code = toolhost.Code

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/netpolicy"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/sdk/sdktest"
 )
@@ -335,6 +338,33 @@ func TestConfigureCarriesHostPaths(t *testing.T) {
 	sdktest.New(t, g, &sdktest.Options{HostPaths: want})
 	if !slices.Equal(got, want) {
 		t.Fatalf("OnConfigure saw host paths %q, want %q", got, want)
+	}
+}
+
+// TestConfigureCarriesSandbox: the sandbox a host sends reaches the module
+// whole over gRPC, and none stays none.
+func TestConfigureCarriesSandbox(t *testing.T) {
+	want := &sandbox.Policy{
+		ReadWrite: []string{"/srv/work"}, ReadOnly: []string{"/opt/refs"}, Network: sandbox.NetworkAllowed,
+		Config: netpolicy.Config{AllowHosts: []string{"example.com"}, DenyHosts: []string{"bad.example.com"}},
+		Limits: sandbox.Limits{Processes: 8, MemoryMB: -1},
+	}
+	for _, tt := range []struct {
+		name string
+		send *sandbox.Policy
+	}{{"a sandbox block", want}, {"sandbox off", &sandbox.Policy{Off: true}}, {"no sandbox block", nil}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *sandbox.Policy
+			g := testGroup()
+			g.OnConfigure = func(_ context.Context, req *sdk.ConfigureRequest) error {
+				got = req.Sandbox
+				return nil
+			}
+			sdktest.New(t, g, &sdktest.Options{Sandbox: tt.send})
+			if !reflect.DeepEqual(got, tt.send) {
+				t.Fatalf("OnConfigure saw sandbox %+v, want %+v", got, tt.send)
+			}
+		})
 	}
 }
 

@@ -2,9 +2,12 @@
 package proctest
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Alive reports whether pid is a live process. A zombie counts as dead: it
@@ -18,4 +21,27 @@ func Alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// Running counts the live processes whose command line is exactly argv:
+// the way to find a process started in a sandbox, whose pid there means
+// nothing outside.
+func Running(argv ...string) int {
+	want := strings.Join(argv, "\x00") + "\x00"
+	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	n := 0
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && string(b) == want {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil && Alive(pid) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Marker is a number of seconds that no other test's sleep uses, for a
+// `sleep MARKER` that Running can find.
+func Marker() string {
+	return fmt.Sprintf("%d.%09d", 1000+os.Getpid()%1000, time.Now().UnixNano()%1e9)
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // These converters keep protobuf types inside internal/: the rest of the code
@@ -49,6 +50,27 @@ func groupFromProto(g *GroupSpec) *toolhost.GroupSpec {
 		}
 	}
 	return out
+}
+
+// sandboxToProto encodes a sandbox policy as JSON; nil stays empty.
+func sandboxToProto(p *sandbox.Policy) []byte {
+	if p == nil {
+		return nil
+	}
+	raw, _ := json.Marshal(p) // cannot fail: strings, numbers and booleans only
+	return raw
+}
+
+// sandboxFromProto decodes a sandbox policy; empty is nil.
+func sandboxFromProto(raw []byte) (*sandbox.Policy, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var p sandbox.Policy
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, toolhost.Errorf(toolhost.CodeInternal, "configure: the host sent a sandbox that is not a sandbox policy: %v", err)
+	}
+	return &p, nil
 }
 
 // validUTF8 makes s encodable as a protobuf string, replacing invalid bytes

@@ -30,7 +30,11 @@ func (s *server) Describe(ctx context.Context, req *DescribeRequest) (*DescribeR
 }
 
 func (s *server) Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error) {
-	if err := s.impl.Configure(ctx, &toolhost.ConfigureRequest{Config: req.GetConfig(), HostPaths: req.GetHostPaths()}); err != nil {
+	box, err := sandboxFromProto(req.GetSandbox())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.impl.Configure(ctx, &toolhost.ConfigureRequest{Config: req.GetConfig(), HostPaths: req.GetHostPaths(), Sandbox: box}); err != nil {
 		return nil, toStatus(err)
 	}
 	return &ConfigureResponse{}, nil
@@ -84,7 +88,8 @@ func (c *Client) Describe(ctx context.Context, req *toolhost.DescribeRequest) (*
 
 // Configure passes the configuration to the plugin.
 func (c *Client) Configure(ctx context.Context, req *toolhost.ConfigureRequest) error {
-	_, err := c.rpc.Configure(ctx, &ConfigureRequest{ProtocolMinor: toolhost.ProtocolMinor, Config: req.Config, HostPaths: req.HostPaths})
+	_, err := c.rpc.Configure(ctx, &ConfigureRequest{ProtocolMinor: toolhost.ProtocolMinor, Config: req.Config, HostPaths: req.HostPaths,
+		Sandbox: sandboxToProto(req.Sandbox)})
 	return fromStatus(ctx, err)
 }
 

@@ -407,7 +407,12 @@ type ConfigureRequest struct {
 	// Absolute paths the host keeps to itself, such as its data directory: the
 	// plugin must not read, list, search or write at or below any of them.
 	// Added in protocol minor 1.
-	HostPaths     []string `protobuf:"bytes,3,rep,name=host_paths,json=hostPaths,proto3" json:"host_paths,omitempty"`
+	HostPaths []string `protobuf:"bytes,3,rep,name=host_paths,json=hostPaths,proto3" json:"host_paths,omitempty"`
+	// The sandbox the module applies to the processes it starts, as the JSON
+	// of a sandbox.Policy (the block's sandbox { } or sandbox = "off"); set
+	// for the builtin command module, empty when its block has no sandbox
+	// block. Added in protocol minor 2.
+	Sandbox       []byte `protobuf:"bytes,4,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -459,6 +464,13 @@ func (x *ConfigureRequest) GetConfig() []byte {
 func (x *ConfigureRequest) GetHostPaths() []string {
 	if x != nil {
 		return x.HostPaths
+	}
+	return nil
+}
+
+func (x *ConfigureRequest) GetSandbox() []byte {
+	if x != nil {
+		return x.Sandbox
 	}
 	return nil
 }
@@ -880,12 +892,13 @@ const file_toolgroup_proto_rawDesc = "" +
 	"needsAgent\x12#\n" +
 	"\rneeds_runtime\x18\b \x01(\bR\fneedsRuntime\x12\x1f\n" +
 	"\voutput_tail\x18\t \x01(\bR\n" +
-	"outputTail\"p\n" +
+	"outputTail\"\x8a\x01\n" +
 	"\x10ConfigureRequest\x12%\n" +
 	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\x12\x1d\n" +
 	"\n" +
-	"host_paths\x18\x03 \x03(\tR\thostPaths\"\x13\n" +
+	"host_paths\x18\x03 \x03(\tR\thostPaths\x12\x18\n" +
+	"\asandbox\x18\x04 \x01(\fR\asandbox\"\x13\n" +
 	"\x11ConfigureResponse\"\x9a\x01\n" +
 	"\vCallRequest\x12%\n" +
 	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\x12\x12\n" +

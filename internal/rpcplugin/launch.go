@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +18,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/proto"
+	"github.com/toolhost/toolhost/sandbox"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
@@ -29,20 +32,28 @@ type Options struct {
 	SHA256       string            // when set, the executable's checksum must match (hex)
 	StartTimeout time.Duration     // for the handshake; 0 means 10s
 	Logger       hclog.Logger      // receives the plugin's log lines at their levels
+	// Sandbox, when set, confines the plugin through sandbox.Command: a copy
+	// of the policy with the executable added read-only and a private socket
+	// directory read-write, and Dir only when the policy makes it visible
+	// (else the sandbox's HOME). Nil runs the plugin unconfined; Off is refused.
+	Sandbox *sandbox.Policy
 }
 
 // Process is a running plugin.
 type Process struct {
 	// Provider calls the plugin's ToolGroup service.
 	Provider *proto.Client
-	// Pid is the plugin's process id, also its process group id.
+	// Pid is the plugin's process id, also its process group id; for a
+	// sandboxed plugin, bubblewrap's, whose death ends the sandbox.
 	Pid int
 
-	client *plugin.Client
-	cmd    *exec.Cmd
-	conn   *grpc.ClientConn
-	done   context.Context
-	socket string // the plugin's unix socket, which a killed plugin leaves behind
+	client    *plugin.Client
+	cmd       *exec.Cmd
+	conn      *grpc.ClientConn
+	done      context.Context
+	socket    string       // the plugin's unix socket, which a killed plugin leaves behind
+	box       *sandbox.Cmd // the sandbox, when confined
+	socketDir string       // the sandboxed plugin's private socket directory
 }
 
 // HostPidEnv passes the host's pid to a plugin, which exits when its parent
@@ -65,48 +76,68 @@ func Launch(opts Options) (*Process, error) {
 	if fi, err := os.Stat(opts.Path); err != nil || fi.IsDir() {
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "plugin executable %s not found (build it with scripts/build, or fix the block's path)", opts.Path)
 	}
-	cmd := exec.Command(opts.Path, opts.Args...)
-	cmd.Dir = opts.Dir
-	for _, k := range inheritedEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
-	for k, v := range opts.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Env = append(cmd.Env, HostPidEnv+"="+strconv.Itoa(os.Getpid()))
-	// Its own process group, so stopping it reaches its children too; and
-	// SIGKILL when the host dies, so nothing is orphaned.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-
-	cfg := &plugin.ClientConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: versionedPlugins(nil),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		StartTimeout:     opts.StartTimeout,
-		Logger:           opts.Logger,
-		SkipHostEnv:      true,
-		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes))},
-	}
+	var secure *plugin.SecureConfig
 	if opts.SHA256 != "" {
 		sum, err := hex.DecodeString(opts.SHA256)
 		if err != nil {
 			return nil, toolhost.Errorf(toolhost.CodePolicy, "plugin %s: sha256 %q is not hex", opts.Path, opts.SHA256)
 		}
-		cfg.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+		secure = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}
-	client := plugin.NewClient(cfg)
-	p := &Process{client: client, cmd: cmd}
-	rpc, err := client.Client()
+	var env []string
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range opts.Env {
+		env = append(env, k+"="+v)
+	}
+	p := &Process{}
+	if opts.Sandbox == nil {
+		p.cmd = exec.Command(opts.Path, opts.Args...)
+		p.cmd.Dir = opts.Dir
+		p.cmd.Env = append(env, HostPidEnv+"="+strconv.Itoa(os.Getpid()))
+		// Its own process group, so stopping it reaches its children too; and
+		// SIGKILL when the host dies, so nothing is orphaned.
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	} else {
+		// go-plugin would check the checksum of its command, bubblewrap:
+		// the plugin's own executable is checked here instead.
+		if secure != nil {
+			switch ok, err := secure.Check(opts.Path); {
+			case err != nil:
+				return nil, toolhost.Errorf(toolhost.CodeInternal, "plugin %s: checking its sha256: %w", opts.Path, err)
+			case !ok:
+				return nil, checksumError(opts.Path)
+			}
+			secure = nil
+		}
+		if err := p.confine(opts, env); err != nil {
+			return nil, err
+		}
+	}
+
+	cfg := &plugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: versionedPlugins(nil),
+		Cmd:              p.cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		StartTimeout:     opts.StartTimeout,
+		Logger:           opts.Logger,
+		SkipHostEnv:      true,
+		SecureConfig:     secure,
+		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes))},
+	}
+	p.client = plugin.NewClient(cfg)
+	rpc, err := p.client.Client()
 	if err == nil {
 		var raw any
 		if raw, err = rpc.Dispense(pluginName); err == nil {
 			d := raw.(*dispensed)
 			p.Provider, p.conn, p.done = d.client, d.conn, d.done
-			p.Pid = cmd.Process.Pid
-			if rc := client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
+			p.Pid = p.cmd.Process.Pid
+			if rc := p.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
 				p.socket = rc.Addr.String()
 			}
 			return p, nil
@@ -114,6 +145,57 @@ func Launch(opts Options) (*Process, error) {
 	}
 	p.Stop()
 	return nil, p.startError(err, opts)
+}
+
+// confine makes p's command run the plugin in a sandbox of opts.Sandbox
+// plus the executable, read-only, and a private directory for the plugin's
+// socket, read-write: the plugin finds it in PLUGIN_UNIX_SOCKET_DIR, and the
+// host dials the socket at the same path. The plugin starts in opts.Dir when
+// the policy makes it visible, else in the sandbox's HOME. It gets no
+// HostPidEnv: in its PID namespace its parent is the sandbox's init, which
+// os.Getppid keeps reporting until the sandbox dies with bubblewrap. When
+// the sandbox cannot be made, the error has code policy and says why (what
+// to install, or sandbox = "off"); the plugin never runs unconfined instead.
+func (p *Process) confine(opts Options, env []string) error {
+	dir, err := os.MkdirTemp("", "toolhost-plugin-")
+	if err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "plugin %s: socket directory: %w", opts.Path, err)
+	}
+	p.socketDir = dir
+	pol := *opts.Sandbox
+	pol.ReadOnly = append(slices.Clone(pol.ReadOnly), opts.Path)
+	pol.ReadWrite = append(slices.Clone(pol.ReadWrite), dir)
+	p.box, err = sandbox.Command(context.Background(), &pol, append([]string{opts.Path}, opts.Args...))
+	if err == nil {
+		if inside(opts.Dir, opts.Sandbox.ReadWrite, opts.Sandbox.ReadOnly) {
+			p.box.Dir = opts.Dir
+		}
+		p.box.Env = append(env, plugin.EnvUnixSocketDir+"="+dir)
+		err = p.box.Prepare() // go-plugin starts the exec.Cmd itself
+	}
+	if err != nil {
+		p.release()
+		return toolhost.Errorf(toolhost.CodePolicy, "plugin %s: %v", opts.Path, err)
+	}
+	p.cmd = p.box.Cmd
+	return nil
+}
+
+// inside reports whether dir is one of the paths in lists or below one.
+func inside(dir string, lists ...[]string) bool {
+	for _, list := range lists {
+		for _, p := range list {
+			if rel, err := filepath.Rel(p, dir); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checksumError is the refusal of an executable that is not the pinned one.
+func checksumError(path string) error {
+	return toolhost.Errorf(toolhost.CodePolicy, "plugin %s: the executable does not match its pinned sha256", path)
 }
 
 // startError explains why a plugin did not start, in place of go-plugin's
@@ -124,7 +206,7 @@ func (p *Process) startError(err error, opts Options) error {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
-		return toolhost.Errorf(toolhost.CodePolicy, "plugin %s: the executable does not match its pinned sha256", opts.Path)
+		return checksumError(opts.Path)
 	case strings.Contains(msg, "timeout while waiting for plugin to start"):
 		return toolhost.Errorf(toolhost.CodeTimeout, "plugin %s: no handshake within the start timeout of %s", opts.Path, opts.StartTimeout)
 	case strings.Contains(msg, "exited before we could connect"), strings.Contains(msg, "Failed to read any lines"):
@@ -180,6 +262,18 @@ func (p *Process) Stop() {
 	p.KillGroup()
 	if p.socket != "" {
 		_ = os.Remove(p.socket)
+	}
+	p.release()
+}
+
+// release frees what a sandboxed plugin holds besides its process: the
+// sandbox's proxy and cgroup, and the socket directory.
+func (p *Process) release() {
+	if p.box != nil {
+		p.box.Close()
+	}
+	if p.socketDir != "" {
+		_ = os.RemoveAll(p.socketDir)
 	}
 }
 

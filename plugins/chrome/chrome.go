@@ -115,7 +115,7 @@ func (b *browser) configure(_ context.Context, req *sdk.ConfigureRequest) error 
 	if err != nil {
 		return sdk.Errorf(sdk.CodeValidation, "config: %v", err)
 	}
-	b.dialer = &netpolicy.Dialer{Policy: policy}
+	b.dialer = &netpolicy.Dialer{Policy: policy, Upstream: netpolicy.EnvUpstream()} // a sandbox's proxy, when it runs in one
 	b.headless = s.Headless == nil || *s.Headless
 	b.view = viewport{Width: 1280, Height: 800}
 	if s.Viewport != nil {

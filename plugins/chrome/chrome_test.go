@@ -19,9 +19,15 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/toolhost/toolhost/internal/sandboxtest"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/sdk/sdktest"
 )
+
+// chromeLimits are the limits of config.hcl's chrome sandbox: Chromium
+// reserves far more address space than it uses, and runs many threads.
+var chromeLimits = sandbox.Limits{MemoryMB: -1, Processes: 2048}
 
 // newPlugin serves a fresh browser's group in-process; the browser is
 // stopped when the test ends.
@@ -308,6 +314,7 @@ func TestChromium(t *testing.T) {
 				const pc = new RTCPeerConnection({iceServers: [{urls: 'stun:%s'}]});
 				const cands = [];
 				pc.onicecandidate = e => e.candidate ? cands.push(e.candidate.candidate) : res(cands);
+				setTimeout(() => res(cands), 3000); // a network namespace with only loopback never ends the gathering
 				pc.createDataChannel('x');
 				await pc.setLocalDescription(await pc.createOffer());
 			})`, udpVictim.LocalAddr()), `[]`, ""},
@@ -418,4 +425,14 @@ func TestDefaultPolicy(t *testing.T) {
 	if b.tab != nil || b.proxy != nil {
 		t.Error("Chromium started for refused URLs")
 	}
+}
+
+// TestInsideSandbox runs the tests above again with the plugin, Chromium
+// and the test servers inside a sandbox like the one config.hcl's chrome
+// block gives (no network but its own loopback, where the servers are).
+func TestInsideSandbox(t *testing.T) {
+	if sandboxtest.Inside() {
+		return
+	}
+	sandboxtest.RerunInside(t, sandbox.Policy{Limits: chromeLimits})
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
 )
 
@@ -70,7 +71,8 @@ type runner struct {
 	roots      []string // resolved (symlinks followed)
 	maxTimeout int      // seconds
 	deny       denylist
-	passed     []string // variables passed from the plugin's environment
+	passed     []string        // variables passed from the plugin's environment
+	sandbox    *sandbox.Policy // what confines each command; nil: sandbox = "off"
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -141,6 +143,28 @@ func (r *runner) configure(_ context.Context, req *sdk.ConfigureRequest) error {
 	if !r.inRoots(r.workdir) {
 		return sdk.Errorf(sdk.CodeValidation, "command: config: workdir %q is outside the roots", s.Workdir)
 	}
+	return r.configureSandbox(req)
+}
+
+// configureSandbox sets the policy every command runs under: the block's
+// sandbox (the confined default without one) with the roots read-write and
+// the host's own paths hidden inside them.
+func (r *runner) configureSandbox(req *sdk.ConfigureRequest) error {
+	var p sandbox.Policy
+	if req.Sandbox != nil {
+		p = *req.Sandbox
+	}
+	if p.Off {
+		r.sandbox = nil
+		sdk.Logger().Warn("commands run unconfined (sandbox = \"off\")")
+		return nil
+	}
+	p.ReadWrite = append(slices.Clone(r.roots), p.ReadWrite...)
+	p.Hidden = append(slices.Clone(p.Hidden), req.HostPaths...)
+	if err := p.Validate(); err != nil {
+		return sdk.Errorf(sdk.CodeValidation, "command: %v", err)
+	}
+	r.sandbox = &p
 	return nil
 }
 
@@ -221,9 +245,10 @@ type execSpec struct {
 	timeout int // seconds; 0: the default
 }
 
-// exec runs a process in its own process group, bounded by its timeout and
-// ctx: on either, the whole group is killed (grandchildren too) and the
-// output so far returned with timeout or cancelled.
+// exec runs a process confined by the sandbox (or, with sandbox = "off",
+// in its own process group), bounded by its timeout and ctx: on either, the
+// whole sandbox or group is killed (grandchildren too) and the output so far
+// returned with timeout or cancelled.
 func (r *runner) exec(ctx context.Context, spec execSpec) (*sdk.Result, error) {
 	timeout, err := r.timeout(spec.timeout)
 	if err != nil {
@@ -231,13 +256,15 @@ func (r *runner) exec(ctx context.Context, spec execSpec) (*sdk.Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, spec.prog, spec.args...)
+	proc, cmd, err := r.command(ctx, append([]string{spec.prog}, spec.args...))
+	if err != nil {
+		return nil, err
+	}
 	cmd.Dir = spec.dir
 	cmd.Env = r.commandEnv(spec.env)
 	if spec.stdin != "" {
 		cmd.Stdin = strings.NewReader(spec.stdin)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var killed atomic.Bool
 	cmd.Cancel = func() error { // on timeout or cancellation: the whole group, grandchildren too
 		killed.Store(true)
@@ -246,10 +273,10 @@ func (r *runner) exec(ctx context.Context, spec execSpec) (*sdk.Result, error) {
 	cmd.WaitDelay = waitDelay
 	stdout, stderr := &capped{}, &capped{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(); err != nil {
 		return nil, sdk.Errorf(sdk.CodeToolExec, "%s: %v", spec.prog, err)
 	}
-	_ = cmd.Wait() // the outcome is read from cmd.ProcessState and killed
+	_ = proc.Wait() // the outcome is read from cmd.ProcessState and killed
 	res := &sdk.Result{
 		OK:       true,
 		ExitCode: exitCode(cmd.ProcessState),
@@ -262,9 +289,48 @@ func (r *runner) exec(ctx context.Context, spec execSpec) (*sdk.Result, error) {
 	case killed.Load():
 		sdk.Fail(res, sdk.CodeCancelled, "the call was cancelled and the command killed")
 	case res.ExitCode != 0:
-		sdk.Fail(res, sdk.CodeToolExec, "exit status %d", res.ExitCode)
+		sdk.Fail(res, sdk.CodeToolExec, "exit status %d%s", res.ExitCode, refused(proc))
 	}
 	return res, nil
+}
+
+// process is a command to start and wait for: an *exec.Cmd, or a
+// *sandbox.Cmd, whose Start and Wait also set up and release its sandbox.
+type process interface {
+	Start() error
+	Wait() error
+}
+
+// command returns argv as a process confined by the runner's sandbox, with
+// the exec.Cmd to set up; a sandbox that cannot run refuses the command.
+func (r *runner) command(ctx context.Context, argv []string) (process, *exec.Cmd, error) {
+	if r.sandbox == nil {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd, cmd, nil
+	}
+	sb, err := sandbox.Command(ctx, r.sandbox, argv)
+	if err != nil {
+		return nil, nil, sdk.Errorf(sdk.CodePolicy, "command refused: %v", err)
+	}
+	return sb, sb.Cmd, nil
+}
+
+// refused says which connections the sandbox's network policy refused,
+// for the message of a command that failed, perhaps because of them.
+func refused(proc process) string {
+	sb, ok := proc.(*sandbox.Cmd)
+	if !ok {
+		return ""
+	}
+	var hosts []string
+	for _, r := range sb.Refusals() {
+		hosts = append(hosts, r.Error())
+	}
+	if len(hosts) == 0 {
+		return ""
+	}
+	return "; the network policy refused: " + strings.Join(hosts, "; ")
 }
 
 // commandEnv is the environment of a command: the passed variables that the

@@ -7,7 +7,6 @@ import (
 	"github.com/toolhost/toolhost/internal/proctest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,13 +152,15 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
-// grandchild is a command that starts a grandchild, prints its pid and waits.
-const grandchild = "echo started; sleep 30 & echo $!; wait"
+// grandchild is a command that starts a grandchild, sleep MARKER, says so
+// and waits.
+func grandchild(marker string) string { return "echo started; sleep " + marker + " & wait" }
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {
 	p := newPlugin(t, map[string]any{"timeout_seconds": 1})
+	marker := proctest.Marker()
 	start := time.Now()
-	res := p.Call("run_command", RunArgs{Command: grandchild, TimeoutSeconds: 20}) // capped to 1s
+	res := p.Call("run_command", RunArgs{Command: grandchild(marker), TimeoutSeconds: 20}) // capped to 1s
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("the call took %s", elapsed)
 	}
@@ -167,22 +168,24 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	if res.ExitCode != 137 {
 		t.Errorf("exit code %d, want 137 (SIGKILL)", res.ExitCode)
 	}
-	lines := strings.Fields(res.Stdout)
-	if len(lines) != 2 || lines[0] != "started" {
-		t.Fatalf("stdout %q, want the output so far: started and a pid", res.Stdout)
+	if res.Stdout != "started\n" {
+		t.Fatalf("stdout %q, want the output so far", res.Stdout)
 	}
-	waitGone(t, lines[1])
+	waitGone(t, marker)
 }
 
 func TestCancelKillsProcessGroup(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	command := "sleep 30 & echo $! > " + pidFile + "; echo started; wait"
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	marker := proctest.Marker()
+	command := "sleep " + marker + " & echo started; echo yes > started; wait"
+	cfg := map[string]any{"workdir": dir}
 
 	t.Run("through the plugin", func(t *testing.T) {
-		p := newPlugin(t, nil)
+		p := newPlugin(t, cfg)
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
-			waitFor(t, pidFile)
+			waitFor(t, started)
 			cancel()
 		}()
 		start := time.Now()
@@ -190,17 +193,17 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 		if err == nil || time.Since(start) > 10*time.Second {
 			t.Errorf("a cancelled call returned %v after %s", err, time.Since(start))
 		}
-		waitGone(t, readPid(t, pidFile))
+		waitGone(t, marker)
 	})
 	t.Run("the result", func(t *testing.T) {
-		os.Remove(pidFile)
+		os.Remove(started)
 		r := &runner{}
-		if err := r.configure(context.Background(), &sdk.ConfigureRequest{Config: []byte("{}")}); err != nil {
+		if err := r.configure(context.Background(), &sdk.ConfigureRequest{Config: fmt.Appendf(nil, `{"workdir": %q}`, dir)}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
-			waitFor(t, pidFile)
+			waitFor(t, started)
 			cancel()
 		}()
 		res, err := r.run(ctx, &sdk.Request[RunArgs]{Args: RunArgs{Command: command}})
@@ -211,7 +214,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 		if res.Stdout != "started\n" {
 			t.Errorf("stdout %q, want the output so far", res.Stdout)
 		}
-		waitGone(t, readPid(t, pidFile))
+		waitGone(t, marker)
 	})
 }
 
@@ -223,7 +226,7 @@ func TestSubprocess(t *testing.T) {
 	if got := sdktest.OK(t, p.Call("run_command", RunArgs{Command: "echo hi"})); got != "hi\n" {
 		t.Errorf("echo hi = %q", got)
 	}
-	sdktest.Fails(t, p.Call("run_command", RunArgs{Command: grandchild}), sdk.CodeTimeout)
+	sdktest.Fails(t, p.Call("run_command", RunArgs{Command: grandchild(proctest.Marker())}), sdk.CodeTimeout)
 	sdktest.OK(t, p.Call("run_command", RunArgs{Command: "true"}))
 }
 
@@ -246,27 +249,14 @@ func waitFor(t *testing.T, name string) {
 	t.Errorf("%s never appeared", name)
 }
 
-func readPid(t *testing.T, name string) string {
+// waitGone fails the test unless every sleep MARKER is gone (or a zombie)
+// within a few seconds.
+func waitGone(t *testing.T, marker string) {
 	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// waitGone fails the test unless the process pid is gone, or a zombie, within
-// a few seconds.
-func waitGone(t *testing.T, pid string) {
-	t.Helper()
-	n, err := strconv.Atoi(pid)
-	if err != nil {
-		t.Fatalf("not a pid: %q", pid)
-	}
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !proctest.Alive(n) {
+		if proctest.Running("sleep", marker) == 0 {
 			return
 		}
 	}
-	t.Errorf("process %s outlived the command", pid)
+	t.Errorf("sleep %s outlived the command", marker)
 }

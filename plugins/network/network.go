@@ -132,7 +132,7 @@ func (c *client) configure(_ context.Context, req *sdk.ConfigureRequest) error {
 		}
 		maxRedirects = *s.MaxRedirects
 	}
-	c.dialer.Policy = policy
+	c.dialer.Policy, c.dialer.Upstream = policy, netpolicy.EnvUpstream() // a sandbox's proxy, when it runs in one
 	c.maxBytes, c.maxTimeout, c.maxRedirects = s.MaxResponseBytes, s.MaxTimeoutSeconds, maxRedirects
 	return nil
 }

@@ -66,10 +66,11 @@ type workspace struct {
 	rg, fd string // the programs search_files and find_files run; empty when missing
 }
 
-// errEscapes is the error an *os.Root gives for a name that leads out of it.
-// Package os does not export it, so it is learnt once by asking a root for "..".
+// errEscapes is the error an *os.Root gives for a name that leads out of it,
+// asked of a root of the temporary directory: inside a sandbox, whose
+// Landlock ruleset does not cover "/", opening "/" would fail instead.
 var errEscapes = func() error {
-	r, err := os.OpenRoot("/")
+	r, err := os.OpenRoot(os.TempDir())
 	if err == nil {
 		defer r.Close()
 		_, err = r.Stat("..")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/internal/sandboxtest"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/sdk/sdktest"
 )
@@ -660,4 +662,14 @@ func TestProgramsMissing(t *testing.T) {
 	p = newFixture(t).plugin(t)
 	sdktest.OK(t, p.Call("find_files", FindArgs{}))
 	sdktest.Fails(t, p.Call("search_files", SearchArgs{Pattern: "x"}), sdk.CodeToolExec)
+}
+
+// TestInsideSandbox runs the tests above again inside a sandbox with the
+// defaults a block's sandbox {} gives: ripgrep and fd from /usr, the
+// workspaces in the sandbox's own /tmp.
+func TestInsideSandbox(t *testing.T) {
+	if sandboxtest.Inside() {
+		return
+	}
+	sandboxtest.RerunInside(t, sandbox.Policy{})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/proto"
 	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -39,6 +40,10 @@ type Options struct {
 	// HostPaths are passed to Configure as the paths the host keeps to
 	// itself (ConfigureRequest.HostPaths), as a host passes its data directory.
 	HostPaths []string
+	// Sandbox is passed to Configure as the sandbox of the processes the
+	// module starts (ConfigureRequest.Sandbox), as a host passes the command
+	// module's.
+	Sandbox *sandbox.Policy
 	// Env is added to a subprocess's environment (Exec only).
 	Env map[string]string
 	// Args are a subprocess's arguments (Exec only).
@@ -127,7 +132,7 @@ func setup(t testing.TB, p toolhost.Provider, proc *rpcplugin.Process, opts *Opt
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := p.Configure(ctx, &toolhost.ConfigureRequest{Config: cfg, HostPaths: opts.HostPaths}); err != nil {
+	if err := p.Configure(ctx, &toolhost.ConfigureRequest{Config: cfg, HostPaths: opts.HostPaths, Sandbox: opts.Sandbox}); err != nil {
 		t.Fatalf("sdktest: configure: %v", err)
 	}
 	pl := &Plugin{t: t, provider: p, proc: proc, timeout: opts.Timeout}

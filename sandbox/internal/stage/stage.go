@@ -1,0 +1,323 @@
+// Package stage is the part of a sandbox that runs inside bubblewrap: it
+// joins the process limit's cgroup, opens the bridge to the proxy, applies
+// Landlock and the limits, then becomes the command. Package sandbox binds
+// the binary that uses it into the sandbox and starts it as InitPath; the
+// init function here takes over then. The package has few imports, so that
+// it is initialized, and takes over, early in the binary's start.
+package stage
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
+)
+
+// Paths inside every sandbox.
+const (
+	// RunDir holds the stage's binary and the proxy's socket, read-only.
+	RunDir    = "/run/sandbox"
+	InitPath  = RunDir + "/init"
+	ProxyPath = RunDir + "/proxy.sock"
+	// BridgePort is the port on the sandbox's own 127.0.0.1 that leads to
+	// the proxy, with network "allowed".
+	BridgePort = 3128
+)
+
+// Limits are sandbox.Limits, with the defaults filled in: 0 or less is no
+// limit.
+type Limits struct {
+	Processes  int `json:"processes,omitempty"`
+	MemoryMB   int `json:"memory_mb,omitempty"`
+	CPUSeconds int `json:"cpu_seconds,omitempty"`
+	FileSizeMB int `json:"file_size_mb,omitempty"`
+	OpenFiles  int `json:"open_files,omitempty"`
+}
+
+// Spec is what the stage does before it runs the command: join the cgroup,
+// open the bridge to the proxy, apply Landlock, set the limits. It travels
+// as JSON in the stage's argument.
+type Spec struct {
+	ReadOnly  []string `json:"ro"`
+	ReadWrite []string `json:"rw"`
+	Limits    Limits   `json:"limits"`
+	CgroupFD  int      `json:"cgroup_fd,omitempty"` // the cgroup's cgroup.procs, or 0
+	Cgroup    string   `json:"cgroup,omitempty"`    // the cgroup's name, to see whether this process is in it
+	Bridge    bool     `json:"bridge,omitempty"`    // forward 127.0.0.1:BridgePort to the proxy
+	Confined  bool     `json:"confined,omitempty"`  // all but the limits done by the stage that started this one
+	Argv      []string `json:"argv"`
+}
+
+// The stage takes over a binary started as InitPath, before main.
+func init() {
+	if len(os.Args) == 2 && os.Args[0] == InitPath {
+		if err := runStage(os.Args[1]); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+			os.Exit(126)
+		}
+	}
+}
+
+// runStage confines this process and becomes the command. With a bridge,
+// which must outlive the command, it stays, and starts a second stage that
+// sets the limits and becomes the command. It returns only on error.
+func runStage(spec string) error {
+	var st Spec
+	if err := json.Unmarshal([]byte(spec), &st); err != nil || len(st.Argv) == 0 {
+		return fmt.Errorf("bad stage specification: %v", err)
+	}
+	listener := -1
+	if !st.Confined {
+		if err := joinCgroup(st); err != nil {
+			return err
+		}
+		if st.Bridge {
+			var err error
+			if listener, err = listen(); err != nil {
+				return fmt.Errorf("proxy bridge: %w", err)
+			}
+		}
+		if err := restrict(st); err != nil {
+			return err
+		}
+	}
+	if listener >= 0 {
+		go bridge(listener)
+		next, err := json.Marshal(Spec{Limits: st.Limits, Confined: true, Argv: st.Argv})
+		if err != nil {
+			return err
+		}
+		return runChild(InitPath, []string{InitPath, string(next)})
+	}
+	path, err := lookPath(st.Argv[0])
+	if err != nil {
+		return err
+	}
+	return execLimited(path, st.Argv, st.Limits)
+}
+
+// joinCgroup makes sure this process is in the sandbox's cgroup (the host
+// usually moved it there already) and closes the cgroup's descriptor.
+func joinCgroup(st Spec) error {
+	if st.CgroupFD == 0 {
+		return nil
+	}
+	f := os.NewFile(uintptr(st.CgroupFD), "cgroup.procs")
+	defer f.Close()
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err == nil && strings.Contains(string(own), "/"+st.Cgroup+"\n") {
+		return nil
+	}
+	if _, err := f.WriteString("0\n"); err != nil { // 0: the writer itself
+		return fmt.Errorf("joining the process limit's cgroup: %w", err)
+	}
+	return nil
+}
+
+// execLimited sets the limits and executes path. The limits come last, as
+// this process (a Go program whose address space may already be past
+// memory_mb) must not allocate under them: everything execve needs is made
+// first.
+func execLimited(path string, argv []string, l Limits) error {
+	pathp, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return err
+	}
+	envp, err := syscall.SlicePtrFromStrings(os.Environ())
+	if err != nil {
+		return err
+	}
+	if err := setLimits(l); err != nil {
+		return err
+	}
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	return fmt.Errorf("exec %s: %w", path, errno)
+}
+
+// setLimits applies l to this process, inherited by what it executes.
+func setLimits(l Limits) error {
+	const mib = 1 << 20
+	for _, r := range []struct {
+		res  int
+		v    int
+		unit uint64
+		name string
+	}{
+		{unix.RLIMIT_NPROC, l.Processes, 1, "processes"},
+		{unix.RLIMIT_AS, l.MemoryMB, mib, "memory_mb"},
+		{unix.RLIMIT_CPU, l.CPUSeconds, 1, "cpu_seconds"},
+		{unix.RLIMIT_FSIZE, l.FileSizeMB, mib, "file_size_mb"},
+		{unix.RLIMIT_NOFILE, l.OpenFiles, 1, "open_files"},
+	} {
+		if r.v <= 0 {
+			continue
+		}
+		v := uint64(r.v) * r.unit
+		if err := unix.Setrlimit(r.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("limit %s = %d: %w", r.name, r.v, err)
+		}
+	}
+	return nil
+}
+
+// LandlockABI is the newest Landlock ABI the ruleset uses; on a kernel with
+// an older one (or none), the ruleset is what that kernel can enforce.
+const LandlockABI = 7
+
+// landlockConfig is the ruleset's configuration at LandlockABI.
+var landlockConfig = landlock.V7
+
+// restrict applies the Landlock ruleset: read and execute under ReadOnly,
+// everything under ReadWrite, nothing elsewhere; and no abstract unix
+// socket or signal beyond the sandbox.
+func restrict(st Spec) error {
+	var rules []landlock.Rule
+	for _, set := range []struct {
+		paths       []string
+		dirs, files func(...string) landlock.FSRule
+	}{
+		{st.ReadOnly, landlock.RODirs, landlock.ROFiles},
+		{st.ReadWrite, landlock.RWDirs, landlock.RWFiles},
+	} {
+		for _, p := range set.paths {
+			switch fi, err := os.Stat(p); {
+			case err != nil:
+			case fi.IsDir():
+				rules = append(rules, set.dirs(p))
+			default:
+				rules = append(rules, set.files(p))
+			}
+		}
+	}
+	if err := landlockConfig.BestEffort().RestrictPaths(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if err := landlockConfig.BestEffort().RestrictScoped(); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}
+
+// runChild runs argv as a child with this process's descriptors and exits
+// as the child exits. (Nothing outside signals it: the sandbox ends with
+// bubblewrap's PID namespace.)
+func runChild(path string, argv []string) error {
+	proc, err := os.StartProcess(path, argv, &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
+	if err != nil {
+		return err
+	}
+	st, err := proc.Wait()
+	if err != nil {
+		return err
+	}
+	if ws := st.Sys().(syscall.WaitStatus); ws.Signaled() {
+		os.Exit(128 + int(ws.Signal()))
+	}
+	os.Exit(st.ExitCode())
+	return nil
+}
+
+// lookPath finds an executable as a shell would: a name with a slash as it
+// is, any other in PATH. (Not os/exec's, which would make this package
+// initialize late in a large binary's start.)
+func lookPath(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	for _, dir := range strings.Split(os.Getenv("PATH"), ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + name
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found in PATH", name)
+}
+
+// listen opens the bridge's socket on 127.0.0.1:BridgePort, with raw
+// system calls: package net would make this package initialize late.
+func listen() (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err = unix.Bind(fd, &unix.SockaddrInet4{Port: BridgePort, Addr: [4]byte{127, 0, 0, 1}}); err == nil {
+		err = unix.Listen(fd, 128)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// bridge forwards each connection to 127.0.0.1:BridgePort inside the
+// sandbox to the proxy's socket, the only way out of its network.
+func bridge(listener int) {
+	for {
+		conn, _, err := unix.Accept4(listener, unix.SOCK_CLOEXEC)
+		if err != nil {
+			if err == unix.EINTR || err == unix.ECONNABORTED {
+				continue
+			}
+			return
+		}
+		go func() {
+			defer unix.Close(conn)
+			up, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return
+			}
+			defer unix.Close(up)
+			if unix.Connect(up, &unix.SockaddrUnix{Name: ProxyPath}) != nil {
+				return
+			}
+			done := make(chan struct{})
+			go func() {
+				pipe(conn, up)
+				close(done)
+			}()
+			pipe(up, conn)
+			<-done
+		}()
+	}
+}
+
+// pipe copies from one socket to the other until the end of the input,
+// then ends the output.
+func pipe(from, to int) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Read(from, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil {
+			break
+		}
+		for b := buf[:n]; len(b) > 0; {
+			m, err := unix.Write(to, b)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				unix.Shutdown(from, unix.SHUT_RD)
+				return
+			}
+			b = b[m:]
+		}
+	}
+	unix.Shutdown(to, unix.SHUT_WR)
+}
