@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -163,12 +164,7 @@ func (c *Cmd) prepare() error {
 		b.add("--tmpfs", d)
 	}
 	b.add("--ro-bind", exe, stage.InitPath)
-	for _, p := range c.policy.ReadOnly {
-		b.add("--ro-bind", p, p)
-	}
-	for _, p := range c.policy.ReadWrite {
-		b.add("--bind", p, p)
-	}
+	b.bindPaths(c.policy.ReadWrite, c.policy.ReadOnly)
 	for _, p := range c.policy.Hidden {
 		if c.policy.Visible(p) { // elsewhere it is not there to hide
 			b.hide(p)
@@ -292,6 +288,30 @@ type args struct {
 }
 
 func (b *args) add(a ...string) { b.list = append(b.list, a...) }
+
+// bindPaths binds each path at its own path, read-write or read-only,
+// parents before what they hold, so that the most specific path decides (a
+// read-only directory inside a read-write one stays read-only, and the
+// other way round); a path in both lists is read-only.
+func (b *args) bindPaths(rw, ro []string) {
+	type bind struct {
+		path string
+		op   string
+	}
+	var all []bind
+	for _, p := range rw {
+		all = append(all, bind{filepath.Clean(p), "--bind"})
+	}
+	for _, p := range ro {
+		all = append(all, bind{filepath.Clean(p), "--ro-bind"})
+	}
+	slices.SortStableFunc(all, func(x, y bind) int {
+		return cmp.Compare(strings.Count(x.path, "/"), strings.Count(y.path, "/"))
+	})
+	for _, m := range all {
+		b.add(m.op, m.path, m.path)
+	}
+}
 
 // mirror binds the host path p at the same path with op, recreating a
 // symlink as a symlink; a path the host lacks is skipped.

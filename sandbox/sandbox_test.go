@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/netpolicy"
+	"github.com/toolhost/toolhost/sandbox/internal/stage"
+	"pgregory.net/rapid"
 )
 
 // run runs a bash command line under p in dir and returns its combined
@@ -351,4 +354,108 @@ func TestWithoutBubblewrap(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") || !strings.Contains(err.Error(), `sandbox = "off"`) {
 		t.Fatalf("Command = %v", err)
 	}
+}
+
+// TestArgsProperty: whatever the policy, bubblewrap's command line makes
+// every namespace but the network's (and that one unless the network is the
+// host's), binds read-write only the policy's ReadWrite paths, binds
+// nothing else of the host but the system directories, the policy's
+// ReadOnly paths and the sandbox's own files, and covers every hidden path
+// inside a bound one after the binds.
+func TestArgsProperty(t *testing.T) {
+	base := t.TempDir()
+	pool := []string{"/a", "/a/b", "/a/b/c", "/d", "/d/file", "/e"}
+	for _, p := range pool {
+		if strings.HasSuffix(p, "file") {
+			os.WriteFile(base+p, nil, 0o600)
+		} else {
+			os.MkdirAll(base+p, 0o755)
+		}
+	}
+	subset := func(rt *rapid.T, label string) []string {
+		var out []string
+		for _, p := range rapid.SliceOfDistinct(rapid.SampledFrom(pool), rapid.ID).Draw(rt, label) {
+			out = append(out, base+p)
+		}
+		return out
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		p := &Policy{
+			ReadWrite: subset(rt, "rw"),
+			ReadOnly:  subset(rt, "ro"),
+			Hidden:    subset(rt, "hidden"),
+			Network:   rapid.SampledFrom([]Network{"", NetworkNone, NetworkAllowed, NetworkHost}).Draw(rt, "network"),
+			Limits:    Limits{Processes: -1},
+		}
+		cmd, err := Command(context.Background(), p, []string{"true"})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if err := cmd.Prepare(); err != nil {
+			rt.Fatal(err)
+		}
+		defer cmd.Close()
+		args := cmd.Args[1:slices.Index(cmd.Args, "--")]
+		for _, flag := range []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns", "--die-with-parent", "--new-session"} {
+			if !slices.Contains(args, flag) {
+				rt.Fatalf("no %s in %q", flag, args)
+			}
+		}
+		if slices.Contains(args, "--unshare-net") == (p.Network == NetworkHost) {
+			rt.Fatalf("network %q, --unshare-net %v", p.Network, slices.Contains(args, "--unshare-net"))
+		}
+		if i := slices.Index(args, "--cap-drop"); i < 0 || args[i+1] != "ALL" {
+			rt.Fatalf("capabilities kept: %q", args)
+		}
+		lastBind := map[string]int{} // target → position of its last bind
+		for i := 0; i < len(args); i++ {
+			switch args[i] {
+			case "--bind":
+				if src, dst := args[i+1], args[i+2]; src != dst || !slices.Contains(p.ReadWrite, dst) {
+					rt.Fatalf("--bind %s %s: not a read_write path", src, dst)
+				}
+				lastBind[args[i+2]] = i
+				i += 2
+			case "--ro-bind":
+				src, dst := args[i+1], args[i+2]
+				switch {
+				case src == dst && (slices.Contains(p.ReadOnly, dst) || slices.Contains(systemDirs, dst)):
+				case dst == "/etc" || dst == stage.InitPath || dst == stage.ProxyPath:
+				case src == "/dev/null" && slices.Contains(p.Hidden, dst):
+				default:
+					rt.Fatalf("--ro-bind %s %s: not the policy's", src, dst)
+				}
+				lastBind[dst] = i
+				i += 2
+			}
+		}
+		// The most specific path decides: nothing binds over a listed path
+		// after the path's own bind.
+		for _, x := range slices.Concat(p.ReadWrite, p.ReadOnly) {
+			for target, at := range lastBind {
+				if rel, err := filepath.Rel(target, x); err == nil && filepath.IsLocal(rel) && at > lastBind[x] {
+					rt.Fatalf("%s is bound by %s after its own bind: %q", x, target, args)
+				}
+			}
+		}
+		for _, h := range p.Hidden {
+			if !p.Visible(h) {
+				continue
+			}
+			covered := -1
+			for i := range args {
+				if args[i] == h && i > 0 && (args[i-1] == "--tmpfs" || args[i-2] == "--ro-bind" && args[i-1] == "/dev/null") {
+					covered = i
+				}
+			}
+			for target, at := range lastBind {
+				if rel, err := filepath.Rel(target, h); err == nil && filepath.IsLocal(rel) && at > covered {
+					rt.Fatalf("hidden %s is bound again by %s after it is covered: %q", h, target, args)
+				}
+			}
+			if covered < 0 {
+				rt.Fatalf("hidden %s is visible: %q", h, args)
+			}
+		}
+	})
 }

@@ -501,7 +501,9 @@ func TestUIAgents(t *testing.T) {
 	b.wait("the answer to a message sent elsewhere", fmt.Sprintf(`(r => r.querySelector('.state').textContent === 'waiting' && r.textContent.includes('reply: from elsewhere'))(%s)`, row))
 
 	// Its page: the event tree with the console_print call, the conversation.
-	b.click(fmt.Sprintf(`tr[data-agent=%q] a.agent-link`, id))
+	// Clicked in the page, in one step: the live list may redraw the row
+	// between chromedp finding the link and clicking it.
+	eval[bool](b, fmt.Sprintf(`(document.querySelector('tr[data-agent=%q] a.agent-link').click(), true)`, id))
 	b.ready("agent")
 	b.wait("the console_print call", `[...document.querySelectorAll('#tree li.node[data-kind="call"]')].some(n => n.dataset.status === 'ok' && n.querySelector('.node-title').textContent.startsWith('console_print'))`)
 	if c := b.text("#conversation"); !strings.Contains(c, "console_print(") || !strings.Contains(c, "done: sum") {

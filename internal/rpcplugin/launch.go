@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -167,7 +166,7 @@ func (p *Process) confine(opts Options, env []string) error {
 	pol.ReadWrite = append(slices.Clone(pol.ReadWrite), dir)
 	p.box, err = sandbox.Command(context.Background(), &pol, append([]string{opts.Path}, opts.Args...))
 	if err == nil {
-		if inside(opts.Dir, opts.Sandbox.ReadWrite, opts.Sandbox.ReadOnly) {
+		if opts.Dir != "" && opts.Sandbox.Visible(opts.Dir) {
 			p.box.Dir = opts.Dir
 		}
 		p.box.Env = append(env, plugin.EnvUnixSocketDir+"="+dir)
@@ -179,18 +178,6 @@ func (p *Process) confine(opts Options, env []string) error {
 	}
 	p.cmd = p.box.Cmd
 	return nil
-}
-
-// inside reports whether dir is one of the paths in lists or below one.
-func inside(dir string, lists ...[]string) bool {
-	for _, list := range lists {
-		for _, p := range list {
-			if rel, err := filepath.Rel(p, dir); err == nil && (rel == "." || filepath.IsLocal(rel)) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // checksumError is the refusal of an executable that is not the pinned one.
