@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -214,7 +215,7 @@ func rss(t testing.TB) int64 {
 // hostGroups are the groups of the host runHost runs.
 var hostGroups = []string{"alpha", "beta", "gamma"}
 
-// runHost runs a host with three plugins, writes their pids, one a line, to
+// runHost runs a host with three plugins (the last sandboxed), writes their pids, one a line, to
 // pidFile (whole, by a rename) and blocks until the process is killed. Its
 // data goes beside pidFile.
 func runHost(pidFile string) {
@@ -226,6 +227,7 @@ func runHost(pidFile string) {
 	for _, g := range hostGroups {
 		cfg.Plugins = append(cfg.Plugins, pluginBlock(g, behaveGood, nil))
 	}
+	cfg.Plugins[len(cfg.Plugins)-1].Sandbox = &sandbox.Policy{} // one of them confined: it must die with the host too
 	h, err := host.New(cfg, nil)
 	if err != nil {
 		fail(err)

@@ -148,7 +148,7 @@ func (c *Cmd) prepare() error {
 		b.add("--unshare-net")
 	}
 	for _, d := range systemDirs {
-		b.mirror(d, "--ro-bind")
+		b.mirror(d)
 	}
 	etc, err := etcDir()
 	if err != nil {
@@ -170,7 +170,7 @@ func (c *Cmd) prepare() error {
 			b.hide(p)
 		}
 	}
-	st.ReadOnly = append(append([]string{"/usr", "/etc", "/dev", "/proc", stage.RunDir}, b.symlinked...), c.policy.ReadOnly...)
+	st.ReadOnly = slices.Concat(b.system, []string{"/etc", "/dev", "/proc", stage.RunDir}, c.policy.ReadOnly)
 	st.ReadWrite = append([]string{"/tmp", Home, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}, c.policy.ReadWrite...)
 
 	dir := c.Dir
@@ -283,8 +283,8 @@ func (c *Cmd) Close() {
 
 // args builds bwrap's command line.
 type args struct {
-	list      []string
-	symlinked []string // system paths recreated as symlinks
+	list   []string
+	system []string // the system directories there, bound or recreated as symlinks
 }
 
 func (b *args) add(a ...string) { b.list = append(b.list, a...) }
@@ -313,21 +313,23 @@ func (b *args) bindPaths(rw, ro []string) {
 	}
 }
 
-// mirror binds the host path p at the same path with op, recreating a
-// symlink as a symlink; a path the host lacks is skipped.
-func (b *args) mirror(p, op string) {
+// mirror binds the host's system directory p read-only at the same path,
+// recreating a symlink as a symlink; a path the host lacks is skipped.
+func (b *args) mirror(p string) {
 	fi, err := os.Lstat(p)
-	switch {
-	case err != nil:
-	case fi.Mode()&os.ModeSymlink != 0:
-		target, err := os.Readlink(p)
-		if err == nil {
-			b.add("--symlink", target, p)
-			b.symlinked = append(b.symlinked, p)
-		}
-	default:
-		b.add(op, p, p)
+	if err != nil {
+		return
 	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, err := os.Readlink(p)
+		if err != nil {
+			return
+		}
+		b.add("--symlink", target, p)
+	} else {
+		b.add("--ro-bind", p, p)
+	}
+	b.system = append(b.system, p)
 }
 
 // hide covers p, when it exists, with an empty read-only directory or file.
