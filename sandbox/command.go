@@ -140,7 +140,7 @@ func (c *Cmd) prepare() error {
 	if err != nil {
 		return err
 	}
-	st := stage.Spec{Limits: stage.Limits(c.policy.Limits), Argv: c.argv}
+	st := stage.Spec{Rlimits: c.policy.Limits.rlimits(), Argv: c.argv}
 	b := &args{}
 	b.add("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns",
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox")

@@ -27,6 +27,8 @@ import (
 	"slices"
 
 	"github.com/toolhost/toolhost/netpolicy"
+	"github.com/toolhost/toolhost/sandbox/internal/stage"
+	"golang.org/x/sys/unix"
 )
 
 // Network is what a sandboxed process may reach.
@@ -83,6 +85,30 @@ func (l Limits) withDefaults() Limits {
 		FileSizeMB: pick(l.FileSizeMB, d.FileSizeMB),
 		OpenFiles:  pick(l.OpenFiles, d.OpenFiles),
 	}
+}
+
+// rlimits are the resource limits that carry l's positive fields, in their
+// units. (RLIMIT_NPROC does not hold root; for root a cgroup does.)
+func (l Limits) rlimits() []stage.Rlimit {
+	const mib = 1 << 20
+	var out []stage.Rlimit
+	for _, r := range []struct {
+		res  int
+		v    int
+		unit uint64
+		name string
+	}{
+		{unix.RLIMIT_NPROC, l.Processes, 1, "processes"},
+		{unix.RLIMIT_AS, l.MemoryMB, mib, "memory_mb"},
+		{unix.RLIMIT_CPU, l.CPUSeconds, 1, "cpu_seconds"},
+		{unix.RLIMIT_FSIZE, l.FileSizeMB, mib, "file_size_mb"},
+		{unix.RLIMIT_NOFILE, l.OpenFiles, 1, "open_files"},
+	} {
+		if r.v > 0 {
+			out = append(out, stage.Rlimit{Resource: r.res, Value: uint64(r.v) * r.unit, Name: fmt.Sprintf("%s = %d", r.name, r.v)})
+		}
+	}
+	return out
 }
 
 // Policy says what a sandboxed process may touch. The zero Policy is the

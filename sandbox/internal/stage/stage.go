@@ -29,14 +29,11 @@ const (
 	BridgePort = 3128
 )
 
-// Limits are sandbox.Limits, with the defaults filled in: 0 or less is no
-// limit.
-type Limits struct {
-	Processes  int `json:"processes,omitempty"`
-	MemoryMB   int `json:"memory_mb,omitempty"`
-	CPUSeconds int `json:"cpu_seconds,omitempty"`
-	FileSizeMB int `json:"file_size_mb,omitempty"`
-	OpenFiles  int `json:"open_files,omitempty"`
+// Rlimit is one resource limit the stage sets, soft and hard alike.
+type Rlimit struct {
+	Resource int    `json:"resource"` // unix.RLIMIT_*
+	Value    uint64 `json:"value"`
+	Name     string `json:"name"` // the setting it comes from, for an error
 }
 
 // Spec is what the stage does before it runs the command: join the cgroup,
@@ -45,7 +42,7 @@ type Limits struct {
 type Spec struct {
 	ReadOnly  []string `json:"ro"`
 	ReadWrite []string `json:"rw"`
-	Limits    Limits   `json:"limits"`
+	Rlimits   []Rlimit `json:"rlimits"`
 	CgroupFD  int      `json:"cgroup_fd,omitempty"` // the cgroup's cgroup.procs, or 0
 	Cgroup    string   `json:"cgroup,omitempty"`    // the cgroup's name, to see whether this process is in it
 	Bridge    bool     `json:"bridge,omitempty"`    // forward 127.0.0.1:BridgePort to the proxy
@@ -88,7 +85,7 @@ func runStage(spec string) error {
 	}
 	if listener >= 0 {
 		go bridge(listener)
-		next, err := json.Marshal(Spec{Limits: st.Limits, Confined: true, Argv: st.Argv})
+		next, err := json.Marshal(Spec{Rlimits: st.Rlimits, Confined: true, Argv: st.Argv})
 		if err != nil {
 			return err
 		}
@@ -98,7 +95,7 @@ func runStage(spec string) error {
 	if err != nil {
 		return err
 	}
-	return execLimited(path, st.Argv, st.Limits)
+	return execLimited(path, st.Argv, st.Rlimits)
 }
 
 // joinCgroup makes sure this process is in the sandbox's cgroup (the host
@@ -123,7 +120,7 @@ func joinCgroup(st Spec) error {
 // this process (a Go program whose address space may already be past
 // memory_mb) must not allocate under them: everything execve needs is made
 // first.
-func execLimited(path string, argv []string, l Limits) error {
+func execLimited(path string, argv []string, limits []Rlimit) error {
 	pathp, err := syscall.BytePtrFromString(path)
 	if err != nil {
 		return err
@@ -136,7 +133,7 @@ func execLimited(path string, argv []string, l Limits) error {
 	if err != nil {
 		return err
 	}
-	if err := setLimits(l); err != nil {
+	if err := setLimits(limits); err != nil {
 		return err
 	}
 	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
@@ -144,27 +141,12 @@ func execLimited(path string, argv []string, l Limits) error {
 	return fmt.Errorf("exec %s: %w", path, errno)
 }
 
-// setLimits applies l to this process, inherited by what it executes.
-func setLimits(l Limits) error {
-	const mib = 1 << 20
-	for _, r := range []struct {
-		res  int
-		v    int
-		unit uint64
-		name string
-	}{
-		{unix.RLIMIT_NPROC, l.Processes, 1, "processes"},
-		{unix.RLIMIT_AS, l.MemoryMB, mib, "memory_mb"},
-		{unix.RLIMIT_CPU, l.CPUSeconds, 1, "cpu_seconds"},
-		{unix.RLIMIT_FSIZE, l.FileSizeMB, mib, "file_size_mb"},
-		{unix.RLIMIT_NOFILE, l.OpenFiles, 1, "open_files"},
-	} {
-		if r.v <= 0 {
-			continue
-		}
-		v := uint64(r.v) * r.unit
-		if err := unix.Setrlimit(r.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("limit %s = %d: %w", r.name, r.v, err)
+// setLimits applies the limits to this process, inherited by what it
+// executes.
+func setLimits(limits []Rlimit) error {
+	for _, l := range limits {
+		if err := unix.Setrlimit(l.Resource, &unix.Rlimit{Cur: l.Value, Max: l.Value}); err != nil {
+			return fmt.Errorf("limit %s: %w", l.Name, err)
 		}
 	}
 	return nil
