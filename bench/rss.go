@@ -73,6 +73,29 @@ func descendants(pid int) []int {
 	return out
 }
 
+// pluginProcess is the plugin's own process for the pid the host reports:
+// that pid itself, or for a sandboxed plugin (the pid is bubblewrap's) the
+// deepest process below it that runs the same executable as the first one
+// that is not bubblewrap (the sandbox's stage, which becomes or starts the
+// plugin).
+func pluginProcess(pid int) (int, bool) {
+	exe := func(p int) string { e, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p)); return e }
+	if filepath.Base(exe(pid)) != "bwrap" {
+		return pid, false
+	}
+	plugin, want := pid, ""
+	for _, p := range descendants(pid) { // breadth first: deeper ones last
+		switch e := exe(p); {
+		case e == "" || filepath.Base(e) == "bwrap":
+		case want == "":
+			plugin, want = p, e
+		case e == want:
+			plugin = p
+		}
+	}
+	return plugin, true
+}
+
 // treeMem sums the VmRSS and the Pss of pid's descendants.
 func treeMem(pid int) (rss, pssSum int64) {
 	for _, p := range descendants(pid) {
@@ -122,11 +145,15 @@ func measureRSS(ctx context.Context, root, tmp string) ([]rssRow, error) {
 	rows := []rssRow{{Name: "toolhost serve (host)", Pid: s.cmd.Process.Pid, Note: "default config, after 200 calls"}}
 	chromePid := 0
 	for _, p := range plugins {
-		rows = append(rows, rssRow{Name: "plugin " + p.Name, Pid: p.Pid})
-		if p.Name == "chrome" {
-			chromePid = p.Pid
-			rows[len(rows)-1].Note = "no browser started"
+		row := rssRow{Name: "plugin " + p.Name, Pid: p.Pid}
+		if pid, confined := pluginProcess(p.Pid); confined {
+			row.Pid, row.Note = pid, "sandboxed; "
 		}
+		if p.Name == "chrome" {
+			chromePid = row.Pid
+			row.Note += "no browser started"
+		}
+		rows = append(rows, row)
 	}
 	for i := range rows {
 		if rows[i].KiB, err = vmRSS(rows[i].Pid); err != nil {
