@@ -38,7 +38,7 @@ builtin "command" {
   # read-write, the data directory hidden, no network. Loosen it here, e.g.:
   # sandbox {
   #   network     = "allowed"                  # through the network policy's proxy
-  #   allow_hosts = ["proxy.golang.org", "registry.npmjs.org"]
+  #   allow_hosts = ["mirror.example.com", "*.pkg.example.com"]
   # }
   # tool "run_command" { requires_approval = true }   # ask a person first
 }

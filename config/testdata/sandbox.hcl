@@ -4,7 +4,7 @@ builtin "command" {
     read_write = ["work", "/srv/shared"]
     read_only  = ["lib/../refs"]
     network    = "allowed"
-    allow_hosts = ["example.com", "*.golang.org"]
+    allow_hosts = ["example.com", "*.pkg.example.com"]
     deny_hosts  = ["bad.example.com"]
     limits {
       processes    = 64
