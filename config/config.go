@@ -114,6 +114,9 @@ const (
 	KindPlugin Kind = "plugin"
 	// KindBuiltin is a first-party module with a reserved id: `builtin "workspace"|"command"|"network" {}`.
 	KindBuiltin Kind = "builtin"
+	// KindMCP is an MCP server loaded as a module: `mcp_server "NAME" {}`,
+	// over stdio (`command`) or streamable HTTP (`url`).
+	KindMCP Kind = "mcp_server"
 )
 
 // RestartPolicy says what the host does when a plugin's process exits.
@@ -132,10 +135,13 @@ const (
 type Plugin struct {
 	// Name is the block label.
 	Name string
-	// Kind is KindPlugin or KindBuiltin, after the block type.
+	// Kind is KindPlugin, KindBuiltin or KindMCP, after the block type.
 	Kind Kind
 	// Path is the absolute path of the executable. A relative `path` resolves against
-	// Config.PluginDir; builtin blocks default to PluginDir/<name>.
+	// Config.PluginDir; builtin blocks default to PluginDir/<name>. For an
+	// mcp_server it is its `command`: a name without a slash is looked up in
+	// PATH when the server starts, a relative path resolves against the
+	// file's directory; "" for an HTTP server.
 	Path string
 	// Args are the command-line arguments passed to the executable.
 	Args []string
@@ -167,6 +173,16 @@ type Plugin struct {
 	// (toolhost.ConfigureRequest.Sandbox), which confines the commands it
 	// runs with it, or with its own confined default when nil.
 	Sandbox *sandbox.Policy
+	// URL is an mcp_server's streamable HTTP endpoint ("" for stdio).
+	URL string
+	// Headers are sent with every request to URL.
+	Headers map[string]string
+	// Description is the group's description for an mcp_server; "" means
+	// the server's own instructions or title.
+	Description string
+	// ToolPrefix is put before each of an mcp_server's tool names, as the
+	// agent sees them: the operator's way out of a name clash.
+	ToolPrefix string
 	// Pos is where the block is declared, "file:line,col".
 	Pos string
 }
@@ -219,7 +235,9 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 		return nil, diags
 	}
 	for i := range cfg.Plugins {
-		cfg.Plugins[i].Path = resolve(cfg.PluginDir, cfg.Plugins[i].Path)
+		if cfg.Plugins[i].Kind != KindMCP {
+			cfg.Plugins[i].Path = resolve(cfg.PluginDir, cfg.Plugins[i].Path)
+		}
 	}
 	return cfg, nil
 }

@@ -26,6 +26,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
 		{Type: string(KindBuiltin), LabelNames: []string{"name"}},
+		{Type: string(KindMCP), LabelNames: []string{"name"}},
 	},
 }
 
@@ -33,27 +34,32 @@ var limitsSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "timeout"}, {Name: "max_output_lines"}, {Name: "max_output_bytes"}},
 }
 
-// moduleSchemas are the bodies of plugin and builtin blocks, which differ only in whether path is required.
+// moduleSchemas are the bodies of plugin, builtin and mcp_server blocks:
+// what they share, and their own attributes and blocks.
 var moduleSchemas = map[Kind]*hcl.BodySchema{
-	KindPlugin:  moduleSchema(true),
-	KindBuiltin: moduleSchema(false),
+	KindPlugin:  moduleSchema([]hcl.AttributeSchema{{Name: "path", Required: true}, {Name: "sha256"}}, "config"),
+	KindBuiltin: moduleSchema([]hcl.AttributeSchema{{Name: "path"}, {Name: "sha256"}}, "config"),
+	KindMCP: moduleSchema([]hcl.AttributeSchema{{Name: "command"}, {Name: "url"}, {Name: "headers"},
+		{Name: "description"}, {Name: "tool_prefix"}}),
 }
 
-func moduleSchema(pathRequired bool) *hcl.BodySchema {
-	return &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{
-			{Name: "path", Required: pathRequired},
+func moduleSchema(own []hcl.AttributeSchema, blocks ...string) *hcl.BodySchema {
+	s := &hcl.BodySchema{
+		Attributes: append([]hcl.AttributeSchema{
 			{Name: "args"},
 			{Name: "env"},
-			{Name: "sha256"},
 			{Name: "restart"},
 			{Name: "max_restarts"},
 			{Name: "start_timeout"},
 			{Name: "requires_approval"},
 			{Name: "sandbox"}, // sandbox = "off"; the sandbox block is the other form
-		},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}, {Type: "limits"}, {Type: "sandbox"}, {Type: "tool", LabelNames: []string{"name"}}},
+		}, own...),
+		Blocks: []hcl.BlockHeaderSchema{{Type: "limits"}, {Type: "sandbox"}, {Type: "tool", LabelNames: []string{"name"}}},
 	}
+	for _, b := range blocks {
+		s.Blocks = append(s.Blocks, hcl.BlockHeaderSchema{Type: b})
+	}
+	return s
 }
 
 // evalContext offers expressions a single function, env("NAME"), and no variables.
@@ -125,6 +131,8 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 			cfg.Roles = append(cfg.Roles, d.role(blk, roles))
 		case string(KindPlugin), string(KindBuiltin):
 			cfg.Plugins = append(cfg.Plugins, d.plugin(blk, declared))
+		case string(KindMCP):
+			cfg.Plugins = append(cfg.Plugins, d.mcpServer(blk, declared))
 		}
 	}
 	d.checkProvider(cfg, provider)
@@ -141,11 +149,25 @@ func (d *decoder) limits(l *Limits, body hcl.Body) {
 
 // plugin decodes a plugin or builtin block; declared maps the names seen so far to their blocks.
 func (d *decoder) plugin(blk *hcl.Block, declared map[string]hcl.Range) Plugin {
+	p, content := d.module(blk, declared)
+	attrs := content.Attributes
+	p.Path = p.Name
+	attr(d, attrs, "path", &p.Path, nonEmpty)
+	attr(d, attrs, "sha256", &p.SHA256, sha256Hex)
+	if cfg := d.onlyBlock(content.Blocks.OfType("config")); cfg != nil {
+		p.Config = d.configJSON(cfg.Body)
+	}
+	return p
+}
+
+// module decodes what plugin, builtin and mcp_server blocks share: the
+// name, args, env, restart policy, approvals, limits, tool blocks and
+// sandbox. It returns the rest of the block's content.
+func (d *decoder) module(blk *hcl.Block, declared map[string]hcl.Range) (Plugin, *hcl.BodyContent) {
 	kind, name, nameRange := Kind(blk.Type), blk.Labels[0], blk.LabelRanges[0]
 	p := Plugin{
 		Name:         name,
 		Kind:         kind,
-		Path:         name,
 		Restart:      RestartOnFailure,
 		MaxRestarts:  5,
 		StartTimeout: 10 * time.Second,
@@ -155,8 +177,8 @@ func (d *decoder) plugin(blk *hcl.Block, declared map[string]hcl.Range) Plugin {
 	if err := checkName(kind, name); err != nil {
 		d.fail(nameRange, fmt.Sprintf("Invalid %s name", kind), err.Error()+".")
 	} else if first, dup := declared[name]; dup {
-		d.fail(nameRange, "Duplicate plugin name",
-			fmt.Sprintf("A plugin or builtin named %q was already declared at %s.", name, position(first)))
+		d.fail(nameRange, "Duplicate module name",
+			fmt.Sprintf("A plugin, builtin or mcp_server named %q was already declared at %s.", name, position(first)))
 	} else {
 		declared[name] = blk.DefRange
 	}
@@ -164,17 +186,12 @@ func (d *decoder) plugin(blk *hcl.Block, declared map[string]hcl.Range) Plugin {
 	content, diags := blk.Body.Content(moduleSchemas[kind])
 	d.add(diags)
 	attrs := content.Attributes
-	attr(d, attrs, "path", &p.Path, nonEmpty)
 	attr(d, attrs, "args", &p.Args, asIs)
 	attr(d, attrs, "env", &p.Env, envMap)
-	attr(d, attrs, "sha256", &p.SHA256, sha256Hex)
 	attr(d, attrs, "restart", &p.Restart, restartPolicy)
 	attr(d, attrs, "max_restarts", &p.MaxRestarts, nonNegative)
 	attr(d, attrs, "start_timeout", &p.StartTimeout, duration)
 	attr(d, attrs, "requires_approval", &p.RequiresApproval, asIs)
-	if cfg := d.onlyBlock(content.Blocks.OfType("config")); cfg != nil {
-		p.Config = d.configJSON(cfg.Body)
-	}
 	if blk := d.onlyBlock(content.Blocks.OfType("limits")); blk != nil {
 		d.limits(&p.Limits, blk.Body)
 	}
@@ -182,7 +199,7 @@ func (d *decoder) plugin(blk *hcl.Block, declared map[string]hcl.Range) Plugin {
 		d.tool(&p, blk)
 	}
 	p.Sandbox = d.sandbox(content)
-	return p
+	return p, content
 }
 
 var toolSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "timeout"}, {Name: "requires_approval"}}}

@@ -23,7 +23,7 @@ import (
 //   - callers=32: throughput with 32 concurrent callers, in calls/s.
 func BenchmarkCall(b *testing.B) {
 	h := startHost(b, testPlugin("bench", "good", nil))
-	proc := h.supervisor("bench").proc
+	proc := h.supervisor("bench").mod.(pluginModule)
 	ctx := context.Background()
 	req := &toolhost.CallRequest{Tool: "noop", Arguments: []byte("{}")}
 	raw := func() error { return proc.Ping(ctx) }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/internal/rpcplugin"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -58,14 +58,11 @@ type supervisor struct {
 	restarts int
 	lastErr  error
 	group    *Group
-	proc     *rpcplugin.Process // while running
+	mod      module // while running
 }
 
 func newSupervisor(h *Host, cfg config.Plugin) *supervisor {
-	kind := SourcePlugin
-	if cfg.Kind == config.KindBuiltin {
-		kind = SourceBuiltin
-	}
+	kind := map[config.Kind]SourceKind{config.KindPlugin: SourcePlugin, config.KindBuiltin: SourceBuiltin, config.KindMCP: SourceMCP}[cfg.Kind]
 	return &supervisor{
 		h: h, cfg: cfg, kind: kind, state: StateStarting,
 		stop: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{}),
@@ -75,7 +72,7 @@ func newSupervisor(h *Host, cfg config.Plugin) *supervisor {
 func (s *supervisor) status() PluginStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := PluginStatus{Name: s.cfg.Name, Kind: s.kind, Path: s.cfg.Path, State: s.state, Pid: s.pid, Restarts: s.restarts}
+	st := PluginStatus{Name: s.cfg.Name, Kind: s.kind, Path: cmp.Or(s.cfg.Path, s.cfg.URL), State: s.state, Pid: s.pid, Restarts: s.restarts}
 	if s.group != nil {
 		st.Group = s.group.Spec.ID
 	}
@@ -150,54 +147,115 @@ func (s *supervisor) run() {
 	}
 }
 
-// launch starts the process, configures it, describes its group and
-// registers it. On error the process is stopped.
-func (s *supervisor) launch() (*rpcplugin.Process, error) {
-	proc, err := rpcplugin.Launch(rpcplugin.Options{
-		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, SHA256: s.cfg.SHA256, Dir: s.h.workDir(),
-		StartTimeout: s.cfg.StartTimeout, Logger: s.h.log.Named(s.cfg.Name), Sandbox: s.h.sandboxOf(&s.cfg),
-	})
+// module is a running module: a plugin process (plugin.go) or an MCP
+// server (mcp.go), each started by its source's start function.
+type module interface {
+	// Provider serves the group.
+	Provider() toolhost.Provider
+	// Pid is the process's pid (0 for none).
+	Pid() int
+	// Exited is cancelled once the module has ended.
+	Exited() context.Context
+	// ExitError describes how it ended: nil for a clean exit.
+	ExitError() error
+	// Stop ends it and whatever it started, and releases its resources;
+	// also for a module that has ended by itself.
+	Stop()
+	// Refused lists the tools it could not offer, and why.
+	Refused() []string
+}
+
+// starters start a block's module, by the block's kind.
+var starters = map[SourceKind]func(*supervisor) (module, error){
+	SourcePlugin:  (*supervisor).startPlugin,
+	SourceBuiltin: (*supervisor).startPlugin,
+	SourceMCP:     (*supervisor).startMCP,
+}
+
+// launch starts the module, configures it, describes its group and
+// registers it. On error the module is stopped.
+func (s *supervisor) launch() (module, error) {
+	m, err := starters[s.kind](s)
 	if err != nil {
 		return nil, err
 	}
-	g, err := s.describe(proc)
+	g, err := s.describe(m)
 	if err != nil {
-		proc.Stop()
+		m.Stop()
 		return nil, err
 	}
 	var restarts int
 	s.set(func() {
-		s.group, s.proc, s.pid, s.state, s.lastErr, restarts = g, proc, proc.Pid, StateRunning, nil, s.restarts
+		s.group, s.mod, s.pid, s.state, s.lastErr, restarts = g, m, m.Pid(), StateRunning, nil, s.restarts
 	})
 	if restarts > 0 {
 		s.h.events.Emit(store.Event{Type: store.EventPluginRestarted, Group: g.Spec.ID,
-			Payload: map[string]any{"plugin": s.cfg.Name, "pid": proc.Pid, "restarts": restarts}})
+			Payload: map[string]any{"plugin": s.cfg.Name, "pid": m.Pid(), "restarts": restarts}})
 	}
-	return proc, nil
+	return m, nil
 }
 
-// describe configures the plugin (its config, the host's paths and, for a
+// describe configures the module (its config, the host's paths and, for a
 // module that confines what it starts, its sandbox) and registers the group
 // it reports.
-func (s *supervisor) describe(proc *rpcplugin.Process) (*Group, error) {
+func (s *supervisor) describe(m module) (*Group, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.DescribeTimeout)
 	defer cancel()
 	req := &toolhost.ConfigureRequest{Config: s.cfg.Config, HostPaths: s.h.hostPaths(), Sandbox: moduleSandbox(&s.cfg)}
-	if err := proc.Provider.Configure(ctx, req); err != nil {
+	if err := m.Provider().Configure(ctx, req); err != nil {
 		return nil, s.stepError("configure", err)
 	}
-	spec, err := proc.Provider.Describe(ctx, &toolhost.DescribeRequest{})
+	g, err := s.describeGroup(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.h.register(g); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// describeGroup describes the module's group.
+func (s *supervisor) describeGroup(ctx context.Context, m module) (*Group, error) {
+	spec, err := m.Provider().Describe(ctx, &toolhost.DescribeRequest{})
 	if err != nil {
 		return nil, s.stepError("describe", err)
 	}
 	if s.kind == SourceBuiltin && spec.ID != s.cfg.Name {
 		return nil, toolhost.Errorf(toolhost.CodeInvalidGroupDef, "builtin %q reported group id %q", s.cfg.Name, spec.ID)
 	}
-	g := &Group{Spec: *spec, Kind: s.kind, SourceName: s.cfg.Name, Provider: &procProvider{Provider: proc.Provider, exited: proc.Exited()}, conf: &s.cfg}
-	if err := s.h.register(g); err != nil {
-		return nil, err
+	return &Group{Spec: *spec, Kind: s.kind, SourceName: s.cfg.Name, Provider: &procProvider{Provider: m.Provider(), exited: m.Exited()},
+		conf: &s.cfg, refused: m.Refused()}, nil
+}
+
+// refresh describes a running module's group again and registers it in
+// place of the old one: an MCP server's tools changed.
+func (s *supervisor) refresh() {
+	s.mu.Lock()
+	m, old := s.mod, s.group
+	s.mu.Unlock()
+	if m == nil || old == nil {
+		return
 	}
-	return g, nil
+	ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.DescribeTimeout)
+	defer cancel()
+	g, err := s.describeGroup(ctx, m)
+	if err == nil {
+		s.mu.Lock()
+		current := s.group == old
+		if current {
+			s.group = g
+		}
+		s.mu.Unlock()
+		if !current {
+			return
+		}
+		s.h.unregister(old)
+		err = s.h.register(g)
+	}
+	if err != nil {
+		s.h.log.Error("group not updated", "plugin", s.cfg.Name, "error", err)
+	}
 }
 
 // hostPaths are the paths every module is told to keep out of
@@ -210,12 +268,12 @@ func (h *Host) hostPaths() []string {
 	return []string{dir}
 }
 
-// release forgets the running process and returns its group.
+// release forgets the running module and returns its group.
 func (s *supervisor) release() *Group {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.group
-	s.group, s.proc, s.pid = nil, nil, 0
+	s.group, s.mod, s.pid = nil, nil, 0
 	return g
 }
 
@@ -227,16 +285,16 @@ func (s *supervisor) stepError(step string, err error) error {
 	return fmt.Errorf("%s: %w", step, err)
 }
 
-// exited unregisters the group of a process that has exited and reaps what
+// exited unregisters the group of a module that has ended and reaps what
 // is left of its process group.
-func (s *supervisor) exited(proc *rpcplugin.Process) error {
+func (s *supervisor) exited(m module) error {
 	g := s.release()
 	if g != nil {
 		s.h.unregister(g)
 	}
-	proc.Stop() // the process is gone: this releases its connection and socket
-	err := proc.ExitError()
-	payload := map[string]any{"plugin": s.cfg.Name, "pid": proc.Pid, "status": "exit status 0"}
+	m.Stop() // the process is gone: this releases its connection and socket
+	err := m.ExitError()
+	payload := map[string]any{"plugin": s.cfg.Name, "pid": m.Pid(), "status": "exit status 0"}
 	if err != nil {
 		s.set(func() { s.lastErr = toolhost.Errorf(toolhost.CodePluginExited, "plugin exited: %v", err) })
 		payload["status"] = err.Error()
@@ -249,12 +307,12 @@ func (s *supervisor) exited(proc *rpcplugin.Process) error {
 	return err
 }
 
-// shutdown unregisters the group and stops the process gracefully.
-func (s *supervisor) shutdown(proc *rpcplugin.Process) {
+// shutdown unregisters the group and stops the module gracefully.
+func (s *supervisor) shutdown(m module) {
 	if g := s.release(); g != nil {
 		s.h.unregister(g)
 	}
-	proc.Stop()
+	m.Stop()
 	s.set(func() { s.state = StateStopped })
 }
 

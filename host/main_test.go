@@ -17,6 +17,10 @@ func TestMain(m *testing.M) {
 		serveTestPlugin(name)
 		os.Exit(0)
 	}
+	if behaviour := os.Getenv(testMCPEnv); behaviour != "" {
+		serveTestMCP(behaviour)
+		os.Exit(0)
+	}
 	if pidFile := os.Getenv(testHostEnv); pidFile != "" {
 		runTestHost(pidFile)
 	}

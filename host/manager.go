@@ -19,6 +19,7 @@ const (
 	SourcePlugin  SourceKind = "plugin"  // a third-party plugin block
 	SourceBuiltin SourceKind = "builtin" // a first-party module's builtin block
 	SourceRuntime SourceKind = "runtime" // registered in-process through RegisterGroup
+	SourceMCP     SourceKind = "mcp"     // an MCP server's mcp_server block
 )
 
 // core reports whether the kind provides core tools: builtin and runtime
@@ -36,10 +37,12 @@ type Group struct {
 	// Provider serves the group's calls.
 	Provider toolhost.Provider
 
-	seq    uint64               // registration order; the earliest group owning a tool name keeps it
-	tools  map[string]int       // tool name → index in Spec.Tools
-	checks map[string]*argCheck // tool name → its argument validation
-	conf   *config.Plugin       // the group's config block; nil for runtime groups
+	seq     uint64               // registration order; the earliest group owning a tool name keeps it
+	tools   map[string]int       // tool name → index in Spec.Tools
+	checks  map[string]*argCheck // tool name → its argument validation
+	conf    *config.Plugin       // the group's config block; nil for runtime groups
+	refused []string             // tools its source could not offer, and why: diagnostics
+	mcpOut  map[string]string    // tool name → why MCP clients cannot be offered it
 }
 
 // Tool returns the spec of one of the group's tools.
@@ -107,6 +110,7 @@ func (m *Manager) Register(g *Group) (replaced *Group, err error) {
 		return nil, err
 	}
 	g.checks = checks
+	g.mcpOut = mcpRefusals(&g.Spec)
 	g.tools = make(map[string]int, len(g.Spec.Tools))
 	for i, t := range g.Spec.Tools {
 		g.tools[t.Name] = i
@@ -180,6 +184,9 @@ func newSnapshot(groups map[string]*Group) *snapshot {
 		return cmp.Compare(a.seq, b.seq)
 	})
 	for _, g := range ordered {
+		for _, why := range g.refused {
+			s.diags = append(s.diags, Diagnostic{Level: "error", Plugin: g.SourceName, Group: g.Spec.ID, Message: why})
+		}
 		if !g.Kind.core() && coreTools[g.Spec.ID] {
 			s.blocked[g.Spec.ID] = true
 			s.diags = append(s.diags, Diagnostic{Level: "error", Plugin: g.SourceName, Group: g.Spec.ID,
@@ -193,6 +200,9 @@ func newSnapshot(groups map[string]*Group) *snapshot {
 				continue
 			}
 			s.owner[t.Name] = g
+			if why, ok := g.mcpOut[t.Name]; ok {
+				s.diags = append(s.diags, mcpDiagnostic(g, t.Name, why))
+			}
 		}
 	}
 	return s
@@ -273,7 +283,8 @@ func (m *Manager) List() []GroupInfo {
 	return out
 }
 
-// Diagnostics returns the conflicts between the registered groups.
+// Diagnostics returns the conflicts between the registered groups and the
+// served tools MCP clients cannot be offered.
 func (m *Manager) Diagnostics() []Diagnostic {
 	return slices.Clone(m.snap.Load().diags)
 }

@@ -124,12 +124,31 @@ func (r *mcpRole) sync() {
 	r.tools = want
 }
 
-// addTool registers a tool with its raw schema. The SDK panics on a schema
-// whose "type" is not the string "object" (the host also accepts a list
-// holding "object"); such a tool is left out rather than crash the host.
+// addTool offers fn to the role's clients, its input schema normalised by
+// host.MCPInputSchema. A tool that still cannot be offered is withdrawn (an
+// earlier version of it included) and logged; the host lists it among its
+// diagnostics, which follow its group's registrations.
 func (r *mcpRole) addTool(fn host.Function) {
-	defer func() { _ = recover() }()
-	r.srv.AddTool(&mcp.Tool{Name: fn.Name, Description: fn.Description, InputSchema: fn.Parameters}, r.call)
+	schema, err := host.MCPInputSchema(fn.Parameters)
+	if err == nil {
+		err = addMCPTool(r.srv, &mcp.Tool{Name: fn.Name, Description: fn.Description, InputSchema: schema}, r.call)
+	}
+	if err != nil {
+		r.srv.RemoveTools(fn.Name)
+		r.h.Logger().Warn("mcp: tool not offered to the role's clients", "role", r.role, "tool", fn.Name, "reason", err)
+	}
+}
+
+// addMCPTool is srv.AddTool with the SDK's panic on a tool it refuses turned
+// into an error, so that one tool cannot crash the host.
+func addMCPTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	srv.AddTool(t, h)
+	return nil
 }
 
 // agent returns the id of the session's agent, creating the agent on first use.

@@ -9,6 +9,7 @@
 //	toolhost plugin inspect [-config JSON] PATH        describe a plugin without registering it
 //	toolhost serve    [-config F]                      run the host and its HTTP server
 //	toolhost mcp      -role R [-config F]              serve a role's MCP over stdio
+//	toolhost mcp import FILE                           print mcp_server blocks for a client's MCP servers
 //	toolhost run      -role R [-provider P] [-tree] "TASK"   run an agent until it and its agents are idle
 //	toolhost agents   list|show|send|terminate          the agents and their conversations
 //	toolhost token    [-config F] [-url]                the admin token (-url: the page's address with it)
@@ -59,6 +60,8 @@ commands:
   plugin inspect [-config JSON] PATH   describe a plugin without registering it
   serve    [-config F]                 run the host and its HTTP server
   mcp      -role R [-config F]         serve a role's tools over MCP on stdin/stdout
+  mcp import FILE                      print mcp_server blocks for the MCP servers of a Claude Desktop,
+                                       Cursor or VS Code config (FILE -: stdin); secrets become env("…")
   run      -role R [-provider P] [-tree] [-terminate] "TASK"   run an agent until it and the agents it spawned are idle
   agents   list|show|send|terminate    the agents, their conversations and mailboxes
   token    [-config F] [-url]          print the admin token (-url: the page's address carrying it)

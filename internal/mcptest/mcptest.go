@@ -4,6 +4,8 @@ package mcptest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -41,4 +43,22 @@ func CallText(t testing.TB, cs *mcp.ClientSession, tool string, args any) (strin
 		}
 	}
 	return strings.Join(texts, "\n"), res.IsError
+}
+
+// NPMServer is the path of an MCP server's executable installed from npm
+// (mcp-server-memory, say) in the test cache directory: TOOLHOST_NPM_DIR,
+// default ~/.cache/toolhost-npm, where scripts/test installs them. A
+// missing one fails the test, saying so.
+func NPMServer(t testing.TB, name string) string {
+	t.Helper()
+	dir := os.Getenv("TOOLHOST_NPM_DIR")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".cache", "toolhost-npm")
+	}
+	path := filepath.Join(dir, "node_modules", ".bin", name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is not installed in %s: scripts/test installs it (%v)", name, dir, err)
+	}
+	return path
 }

@@ -83,15 +83,7 @@ func Launch(opts Options) (*Process, error) {
 		}
 		secure = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}
-	var env []string
-	for _, k := range inheritedEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	for k, v := range opts.Env {
-		env = append(env, k+"="+v)
-	}
+	env := Environ(opts.Env)
 	p := &Process{}
 	if opts.Sandbox == nil {
 		p.cmd = exec.Command(opts.Path, opts.Args...)
@@ -178,6 +170,21 @@ func (p *Process) confine(opts Options, env []string) error {
 	}
 	p.cmd = p.box.Cmd
 	return nil
+}
+
+// Environ is the environment of a module's process: the host variables it
+// inherits (see inheritedEnv) and extra, its block's env.
+func Environ(extra map[string]string) []string {
+	var env []string
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	return env
 }
 
 // checksumError is the refusal of an executable that is not the pinned one.

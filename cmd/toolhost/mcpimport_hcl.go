@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// The output is written here rather than with hclwrite, which would add a
+// module (go-cmp) to go.mod. Every string goes through quote, and the tests
+// parse the output and evaluate each value back.
+
+// write renders the servers as mcp_server blocks, then the variables the
+// operator exports, as comments.
+func (im *importer) write(servers []*mcpServer) []byte {
+	var b strings.Builder
+	for i, s := range servers {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		for _, c := range s.comments {
+			writeComment(&b, c)
+		}
+		var attrs [][2]string
+		if s.entry.URL != "" {
+			attrs = append(attrs, [2]string{"url", s.url.expr()})
+			if len(s.headers) > 0 {
+				attrs = append(attrs, [2]string{"headers", object(s.headers, "  ")})
+			}
+		} else {
+			attrs = append(attrs, [2]string{"command", s.command.expr()})
+			if len(s.args) > 0 {
+				elems := make([]string, len(s.args))
+				for i, a := range s.args {
+					elems[i] = a.expr()
+				}
+				attrs = append(attrs, [2]string{"args", "[" + strings.Join(elems, ", ") + "]"})
+			}
+			if len(s.env) > 0 {
+				attrs = append(attrs, [2]string{"env", object(s.env, "  ")})
+			}
+		}
+		fmt.Fprintf(&b, "mcp_server %s {\n", quote(s.label))
+		writeAttrs(&b, attrs, "  ")
+		b.WriteString("}\n")
+	}
+	if len(im.secrets) > 0 {
+		b.WriteByte('\n')
+		writeComment(&b, "# Secrets stay out of this file: set these in toolhost's environment (values not printed here).")
+		for _, e := range im.secrets {
+			writeComment(&b, "# export "+e.name+"=<"+e.from+">")
+		}
+	}
+	if len(im.refs) > 0 {
+		b.WriteByte('\n')
+		writeComment(&b, "# These come from the client's environment (${…} in "+im.file+"): set them in toolhost's too.")
+		for _, name := range im.refs {
+			writeComment(&b, "# export "+name+"=<as the client has it>")
+		}
+	}
+	return []byte(b.String())
+}
+
+// writeComment writes a line comment; text starts with "#", and a control
+// character in it (a newline in a file name) becomes "?".
+func writeComment(b *strings.Builder, text string) {
+	b.WriteString(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, text))
+	b.WriteByte('\n')
+}
+
+// writeAttrs writes name = expr lines at indent, the = signs aligned as
+// hclfmt aligns them.
+func writeAttrs(b *strings.Builder, attrs [][2]string, indent string) {
+	width := 0
+	for _, a := range attrs {
+		width = max(width, len(a[0]))
+	}
+	for _, a := range attrs {
+		fmt.Fprintf(b, "%s%-*s = %s\n", indent, width, a[0], a[1])
+	}
+}
+
+// maxLine is the longest object written on one line.
+const maxLine = 100
+
+// object is an object expression, keys in the order given: on one line
+// when short, else one key a line at indent's next level.
+func object(kvs []keyValue, indent string) string {
+	attrs := make([][2]string, len(kvs))
+	oneLine := make([]string, len(kvs))
+	for i, kv := range kvs {
+		key := quote(kv.key)
+		// A keyword would start another expression: { for = … } is a for.
+		if bareKeyRE.MatchString(kv.key) && !slices.Contains([]string{"for", "if", "in", "true", "false", "null"}, kv.key) {
+			key = kv.key
+		}
+		attrs[i] = [2]string{key, kv.val.expr()}
+		oneLine[i] = key + " = " + attrs[i][1]
+	}
+	if line := "{ " + strings.Join(oneLine, ", ") + " }"; len(indent)+len("headers = ")+len(line) <= maxLine {
+		return line
+	}
+	var b strings.Builder
+	b.WriteString("{\n")
+	writeAttrs(&b, attrs, indent+"  ")
+	b.WriteString(indent + "}")
+	return b.String()
+}
+
+// bareKeyRE matches the object keys written without quotes.
+var bareKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// expr writes v: a quoted string when it is all text, env("NAME") when it
+// is one reference, else a template such as "Bearer ${env("NAME")}".
+func (v value) expr() string {
+	switch {
+	case len(v) == 1 && v[0].env == "":
+		return quote(v[0].text)
+	case len(v) == 1:
+		return envCall(v[0].env)
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i, p := range v {
+		if p.env != "" {
+			b.WriteString("${" + envCall(p.env) + "}")
+			continue
+		}
+		text := p.text
+		// "$" or "%" just before an interpolation would escape it ($${):
+		// write that one as an interpolation of itself.
+		last := ""
+		if i+1 < len(v) && (strings.HasSuffix(text, "$") || strings.HasSuffix(text, "%")) {
+			text, last = text[:len(text)-1], text[len(text)-1:]
+		}
+		b.WriteString(quoted(text))
+		if last != "" {
+			b.WriteString(`${"` + last + `"}`)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// envCall is the expression env("NAME").
+func envCall(name string) string { return "env(" + quote(name) + ")" }
+
+// quote is s as an HCL quoted string, whose value is s itself: no template
+// sequence in s is interpreted.
+func quote(s string) string { return `"` + quoted(s) + `"` }
+
+// quoted escapes s for the inside of an HCL quoted string, as hclwrite
+// does: \n \r \t \" \\, ${ and %{ doubled to $${ and %%{, other
+// unprintable characters as \uNNNN or \UNNNNNNNN.
+func quoted(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch r {
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '$', '%':
+			b.WriteRune(r)
+			if strings.HasPrefix(s[i+1:], "{") {
+				b.WriteRune(r)
+			}
+		default:
+			switch {
+			case unicode.IsPrint(r):
+				b.WriteRune(r)
+			case r < 0x10000:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				fmt.Fprintf(&b, `\U%08x`, r)
+			}
+		}
+	}
+	return b.String()
+}

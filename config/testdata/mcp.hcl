@@ -1,0 +1,26 @@
+mcp_server "fs" {
+  command     = "node_modules/.bin/mcp-server-filesystem"
+  args        = ["/srv/ws"]
+  env         = { LOG = "debug", TOKEN = env("TOKEN") }
+  restart     = "always"
+  description = "Files of the shared workspace."
+  tool_prefix = "fs_"
+  sandbox {
+    read_write = ["/srv/ws"]
+  }
+  tool "fs_write_file" {
+    requires_approval = true
+  }
+  limits {
+    timeout = "20s"
+  }
+}
+
+mcp_server "memory" {
+  command = "npx"
+}
+
+mcp_server "remote" {
+  url     = "https://mcp.example.com/mcp"
+  headers = { Authorization = "Bearer ${env("TOKEN")}" }
+}

@@ -1,0 +1,44 @@
+package host
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/mcpsource"
+)
+
+// startMCP starts an mcp_server block's server: its stdio process
+// (sandboxed when the block says so) or a session with its HTTP endpoint.
+// The server's notifications/tools/list_changed updates the group.
+func (s *supervisor) startMCP() (module, error) {
+	var started atomic.Pointer[mcpsource.Server] // the announcement may come before Start returns
+	changed := func() {
+		srv := started.Load()
+		if srv == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.DescribeTimeout)
+		defer cancel()
+		if err := srv.Relist(ctx); err != nil {
+			s.h.log.Error("tools/list after list_changed", "plugin", s.cfg.Name, "error", err)
+			return
+		}
+		s.refresh()
+	}
+	srv, err := mcpsource.Start(context.Background(), mcpsource.Options{
+		ID: s.cfg.Name, Command: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, Dir: s.h.workDir(), Sandbox: s.h.sandboxOf(&s.cfg),
+		URL: s.cfg.URL, Headers: s.cfg.Headers, Description: s.cfg.Description, ToolPrefix: s.cfg.ToolPrefix,
+		StartTimeout: s.cfg.StartTimeout, Logger: s.h.log.Named(s.cfg.Name), ToolsChanged: func() { go changed() },
+	})
+	if err != nil {
+		return nil, err
+	}
+	started.Store(srv)
+	return mcpModule{srv}, nil
+}
+
+// mcpModule is an MCP server as a module.
+type mcpModule struct{ *mcpsource.Server }
+
+func (m mcpModule) Provider() toolhost.Provider { return m.Server }

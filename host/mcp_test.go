@@ -1,0 +1,247 @@
+package host
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/sdk"
+)
+
+// testMCP is an mcp_server block running this binary as an MCP server of
+// the behaviour (see serveTestMCP).
+func testMCP(name, behaviour string) config.Plugin {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return config.Plugin{Name: name, Kind: config.KindMCP, Path: exe, Env: map[string]string{testMCPEnv: behaviour},
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 5 * time.Second}
+}
+
+// toolNames lists a group's tool names, sorted.
+func toolNames(h *Host, id string) []string {
+	g, ok := h.Manager().Get(id)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, t := range g.Spec.Tools {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestMCPServerModule: a go-sdk MCP server over stdio is a group of kind
+// mcp; its tools, names mapped, are called through the host's pipeline; a
+// new tool it announces joins the group; SIGKILL unregisters the group at
+// once and it comes back.
+func TestMCPServerModule(t *testing.T) {
+	h := startHost(t, testMCP("gomcp", "good"))
+	g, ok := h.Manager().Get("gomcp")
+	if !ok {
+		t.Fatalf("no group gomcp: %+v", h.Plugins())
+	}
+	if g.Kind != SourceMCP || g.Spec.Description != "MCP server A good test server" || g.Spec.Version != "1.2.3" {
+		t.Errorf("kind %s, description %q, version %q", g.Kind, g.Spec.Description, g.Spec.Version)
+	}
+	if got, want := toolNames(h, "gomcp"), []string{"add_tool", "echo", "fail", "get_thing_v2", "slow"}; !slices.Equal(got, want) {
+		t.Fatalf("tools %v, want %v", got, want)
+	}
+	ctx := context.Background()
+	call := func(tool, args string) (*toolhost.Result, error) {
+		return h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: []byte(args)})
+	}
+	res, err := call("echo", `{"text":"hi"}`)
+	if err != nil || !res.OK || res.Stdout != "hi" || len(res.Attachments) != 1 || res.Attachments[0].MimeType != "image/png" {
+		t.Errorf("echo: %+v, %v", res, err)
+	}
+	if res, err := call("get_thing_v2", `{}`); err != nil || res.Stdout != "thing" {
+		t.Errorf("get_thing_v2 (get-thing.v2 on the server): %+v, %v", res, err)
+	}
+	if res, err := call("fail", `{}`); err != nil || res.OK || res.Error.Code != toolhost.CodeToolExec || res.Error.Message != "it went wrong" {
+		t.Errorf("fail: %+v, %v", res, err)
+	}
+	if _, err := call("echo", `{"text":3}`); toolhost.CodeOf(err) != toolhost.CodeValidation {
+		t.Errorf("echo with a number: %v, want validation by the host against the server's schema", err)
+	}
+	// Cancellation reaches the server.
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := h.Call(cctx, &toolhost.CallRequest{Tool: "slow", Arguments: []byte(`{}`)}); err == nil {
+		t.Error("slow returned without error after its deadline")
+	}
+
+	// tools/list_changed: the group gets the new tool.
+	if res, err := call("add_tool", `{}`); err != nil || !res.OK {
+		t.Fatalf("add_tool: %+v, %v", res, err)
+	}
+	eventually(t, "the added tool in the group", func() bool { return slices.Contains(toolNames(h, "gomcp"), "added") })
+	if res, err := call("added", `{}`); err != nil || res.Stdout != "here" {
+		t.Errorf("added: %+v, %v", res, err)
+	}
+
+	// SIGKILL: unregistered at once, then restarted.
+	pid := h.supervisor("gomcp").status().Pid
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the group unregistered", func() bool {
+		_, ok := h.Manager().Get("gomcp")
+		return !ok || h.supervisor("gomcp").status().Pid != pid
+	})
+	eventually(t, "the group back", func() bool {
+		st := h.supervisor("gomcp").status()
+		return st.State == StateRunning && st.Pid != pid && st.Restarts == 1
+	})
+	if res, err := call("echo", `{"text":"again"}`); err != nil || res.Stdout != "again" {
+		t.Errorf("echo after the restart: %+v, %v", res, err)
+	}
+}
+
+// TestMCPBrokenServers: a server that prints junk, one that never answers
+// initialize and one that dies during tools/list are each refused with a
+// named code; the good one beside them serves.
+func TestMCPBrokenServers(t *testing.T) {
+	silent := testMCP("silent", "silent")
+	silent.StartTimeout = time.Second
+	blocks := []config.Plugin{testMCP("junk", "junk"), silent, testMCP("crash", "crash-on-list"), testMCP("gomcp", "good")}
+	for i := range blocks[:3] {
+		blocks[i].Restart = config.RestartNever
+	}
+	h := startHost(t, blocks...)
+	want := map[string]toolhost.Code{"junk": toolhost.CodeInvalidGroupDef, "silent": toolhost.CodeTimeout, "crash": toolhost.CodePluginExited}
+	for _, p := range h.Plugins() {
+		if code, ok := want[p.Name]; ok && (p.State != StateFailed || p.ErrorCode != code) {
+			t.Errorf("%s: state %s, code %s (%s), want failed with %s", p.Name, p.State, p.ErrorCode, p.LastError, code)
+		}
+	}
+	if res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "echo", Arguments: []byte(`{"text":"ok"}`)}); err != nil || res.Stdout != "ok" {
+		t.Errorf("the good server: %+v, %v", res, err)
+	}
+}
+
+// TestMCPHTTPServer: a streamable HTTP MCP server (the go-sdk's, on
+// loopback) with a header the block sets.
+func TestMCPHTTPServer(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "http", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Description: "Say who called."}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Extra.Header.Get("X-Caller")}}}, nil, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close) // after the host's Close, which ends the session's open stream
+	h := startHost(t, config.Plugin{Name: "remote", Kind: config.KindMCP, URL: ts.URL, Headers: map[string]string{"X-Caller": "toolhost"},
+		Restart: config.RestartNever, StartTimeout: 5 * time.Second})
+	if got := toolNames(h, "remote"); !slices.Equal(got, []string{"whoami"}) {
+		t.Fatalf("tools %v (%+v)", got, h.Plugins())
+	}
+	res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "whoami", Arguments: []byte(`{}`)})
+	if err != nil || res.Stdout != "toolhost" {
+		t.Errorf("whoami: %+v, %v", res, err)
+	}
+}
+
+// TestMCPReferenceServers loads npm's reference MCP servers beside a core
+// group with read_file and write_file: the groups register, filesystem's
+// clashing tools are diagnosed until its tool_prefix, a role with only
+// memory sees exactly memory's tools, and calls work.
+func TestMCPReferenceServers(t *testing.T) {
+	dir := t.TempDir()
+	memory := config.Plugin{Name: "memory", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-memory"),
+		Env: map[string]string{"MEMORY_FILE_PATH": dir + "/memory.jsonl"}, Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second}
+	fs := config.Plugin{Name: "fs", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-filesystem"), Args: []string{dir},
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second}
+	everything := config.Plugin{Name: "everything", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-everything"),
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second}
+	prefixed := fs
+	prefixed.Name, prefixed.ToolPrefix = "fs2", "fs_"
+	cfg := &config.Config{Limits: config.Limits{Timeout: 20 * time.Second}, Plugins: []config.Plugin{memory, fs, everything, prefixed},
+		Roles: []config.Role{{Name: "rememberer", ToolGroups: []string{"memory"}}}}
+	opts := testOptions(t)
+	opts.DescribeTimeout = 20 * time.Second
+	h, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	core := &sdk.Group{ID: "files", Description: "Core files.", Tools: []sdk.Tool{
+		sdk.NewTool("read_file", "Read.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return &sdk.Result{OK: true}, nil }),
+		sdk.NewTool("write_file", "Write.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return &sdk.Result{OK: true}, nil }),
+	}}
+	if err := h.RegisterGroup(context.Background(), core); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"memory", "fs", "everything", "fs2"} {
+		if g, ok := h.Manager().Get(id); !ok || g.Kind != SourceMCP || len(g.Spec.Tools) == 0 {
+			t.Fatalf("group %s: %v %+v", id, ok, h.Plugins())
+		}
+	}
+	// The clash: fs's read_file and write_file lose to the core group, with
+	// a diagnostic each; fs2's are fs_read_file and fs_write_file.
+	var clashes []string
+	for _, d := range h.Diagnostics() {
+		if d.Group == "fs" && strings.Contains(d.Message, "already provided by group files") {
+			clashes = append(clashes, d.Message)
+		}
+	}
+	if len(clashes) != 2 {
+		t.Errorf("diagnostics of fs: %v", h.Diagnostics())
+	}
+	if names := toolNames(h, "fs2"); !slices.Contains(names, "fs_read_file") || !slices.Contains(names, "fs_write_file") {
+		t.Errorf("fs2's tools: %v", names)
+	}
+
+	// A role with only memory sees memory's tools, all of them.
+	defs, err := h.RoleToolDefinitions("rememberer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, d := range defs {
+		seen = append(seen, d.Function.Name)
+	}
+	slices.Sort(seen)
+	if want := toolNames(h, "memory"); !slices.Equal(seen, want) {
+		t.Errorf("the role sees %v, want memory's %v", seen, want)
+	}
+
+	ctx := context.Background()
+	call := func(tool, args string) *toolhost.Result {
+		t.Helper()
+		res, err := h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: []byte(args)})
+		if err != nil || !res.OK {
+			t.Fatalf("%s: %+v, %v", tool, res, err)
+		}
+		return res
+	}
+	call("create_entities", `{"entities":[{"name":"toolhost","entityType":"project","observations":["hosts tools"]}]}`)
+	if out := call("read_graph", `{}`).Stdout; !strings.Contains(out, "hosts tools") {
+		t.Errorf("read_graph: %s", out)
+	}
+	call("fs_write_file", `{"path":"`+dir+`/note.txt","content":"written by fs2"}`)
+	if b, err := os.ReadFile(dir + "/note.txt"); err != nil || string(b) != "written by fs2" {
+		t.Errorf("note.txt: %q, %v", b, err)
+	}
+	if out := call("echo", `{"message":"from everything"}`).Stdout; !strings.Contains(out, "from everything") {
+		t.Errorf("everything's echo: %s", out)
+	}
+	// An error of the server's is a failed result, not an error.
+	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "fs_read_text_file", Arguments: []byte(`{"path":"/etc/passwd"}`)})
+	if err != nil || res.OK || res.Error.Code != toolhost.CodeToolExec {
+		t.Errorf("reading outside the server's directory: %+v, %v", res, err)
+	}
+}

@@ -1,0 +1,83 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// testMCPEnv makes this test binary serve an MCP server over stdio, of the
+// behaviour it names (see serveTestMCP), instead of running tests.
+const testMCPEnv = "TOOLHOST_TEST_MCP"
+
+// serveTestMCP serves, on stdin and stdout:
+//   - "good": a go-sdk server with echo, fail, slow, add_tool (which adds a
+//     tool, and so announces tools/list_changed) and a tool whose MCP name
+//     has '-' and '.';
+//   - "junk": a line that is not JSON-RPC on stdout, then silence;
+//   - "silent": never answers initialize;
+//   - "crash-on-list": answers initialize, then exits on tools/list.
+func serveTestMCP(behaviour string) {
+	switch behaviour {
+	case "junk":
+		fmt.Println("hello, I am not an MCP server")
+		time.Sleep(time.Minute)
+	case "silent":
+		time.Sleep(time.Minute)
+	case "crash-on-list":
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			_ = json.Unmarshal(sc.Bytes(), &msg)
+			switch msg.Method {
+			case "initialize":
+				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"crash","version":"1"}}}`+"\n", msg.ID)
+			case "tools/list":
+				os.Exit(3)
+			default: // a request of a newer protocol (server/discover): not found, so the client falls back
+				if len(msg.ID) > 0 {
+					fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
+				}
+			}
+		}
+	default:
+		serveGoodMCP()
+	}
+}
+
+type mcpEchoArgs struct {
+	Text string `json:"text" jsonschema:"what to echo"`
+}
+
+func serveGoodMCP() {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "good", Title: "A good test server", Version: "1.2.3"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *mcp.CallToolRequest, a mcpEchoArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}, &mcp.ImageContent{MIMEType: "image/png", Data: []byte("PNG")}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "get-thing.v2", Description: "A name with - and ."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "thing"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "Report an error."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it went wrong"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Wait until cancelled."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		fmt.Fprintln(os.Stderr, "slow: cancelled")
+		return nil, nil, ctx.Err()
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "add_tool", Description: "Add a tool named added."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		mcp.AddTool(srv, &mcp.Tool{Name: "added", Description: "Added at run time."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here"}}}, nil, nil
+		})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+}

@@ -1,0 +1,440 @@
+// Package mcpsource runs an MCP server as a tool-group module: it starts the
+// server (a stdio process, sandboxed when the block says so, or a session
+// with a streamable HTTP endpoint), lists its tools page by page, maps their
+// names onto the host's tool-name rule, and calls them. The host supervises
+// it as it supervises a plugin process.
+package mcpsource
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// Options say how to reach one MCP server.
+type Options struct {
+	ID           string            // the group id
+	Command      string            // a stdio server's program
+	Args         []string          // its arguments
+	Env          map[string]string // added to the inherited allowlist (rpcplugin.Environ)
+	Dir          string            // its working directory
+	Sandbox      *sandbox.Policy   // confines the process when set
+	URL          string            // a streamable HTTP server's endpoint, instead of Command
+	Headers      map[string]string // sent with every HTTP request
+	Description  string            // the group's; "" for the server's instructions or name
+	ToolPrefix   string            // put before each tool name
+	StartTimeout time.Duration     // for initialize and the first tools/list; 0 means 10s
+	Logger       hclog.Logger      // the server's stderr lines go here
+	// ToolsChanged is called, from a goroutine of the session, when the
+	// server announces notifications/tools/list_changed.
+	ToolsChanged func()
+}
+
+// Server is a running MCP server, a toolhost.Provider of its group.
+type Server struct {
+	opts    Options
+	session *mcp.ClientSession
+	cmd     *exec.Cmd    // the stdio process
+	box     *sandbox.Cmd // its sandbox, when confined
+	done    context.Context
+	end     context.CancelCauseFunc
+
+	mu      sync.Mutex
+	spec    *toolhost.GroupSpec
+	names   map[string]string // the agent's name → the server's
+	refused []string          // tools that could not be offered, and why
+}
+
+// Start connects to the server (starting its process), initializes the
+// session and lists its tools. On error nothing is left running.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	s := &Server{opts: opts}
+	s.done, s.end = context.WithCancelCause(context.Background())
+	transport, err := s.transport()
+	if err != nil {
+		return nil, err
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolhost", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			if opts.ToolsChanged != nil {
+				opts.ToolsChanged()
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	defer context.AfterFunc(s.done, cancel)() // a server that dies while starting ends the wait
+	s.session, err = client.Connect(ctx, transport, nil)
+	if err == nil {
+		go s.watch()
+		err = s.Relist(ctx)
+	}
+	if err != nil {
+		s.Stop()
+		return nil, s.startError(ctx, err)
+	}
+	return s, nil
+}
+
+// transport is the stdio command or the HTTP endpoint.
+func (s *Server) transport() (mcp.Transport, error) {
+	o := s.opts
+	if o.URL != "" {
+		client := &http.Client{Transport: headers{h: o.Headers, next: http.DefaultTransport}}
+		return &mcp.StreamableClientTransport{Endpoint: o.URL, HTTPClient: client, MaxRetries: -1}, nil
+	}
+	argv := append([]string{o.Command}, o.Args...)
+	if o.Sandbox != nil {
+		box, err := sandbox.Command(context.Background(), o.Sandbox, argv)
+		if err != nil {
+			return nil, toolhost.Errorf(toolhost.CodePolicy, "mcp_server %s: %v", o.ID, err)
+		}
+		box.Dir, box.Env = "", rpcplugin.Environ(o.Env)
+		if o.Sandbox.Visible(o.Dir) {
+			box.Dir = o.Dir
+		}
+		if err := box.Prepare(); err != nil { // the SDK starts the exec.Cmd itself
+			return nil, toolhost.Errorf(toolhost.CodePolicy, "mcp_server %s: %v", o.ID, err)
+		}
+		s.box, s.cmd = box, box.Cmd
+	} else {
+		path, err := exec.LookPath(o.Command)
+		if err != nil {
+			return nil, toolhost.Errorf(toolhost.CodeValidation, "mcp_server %s: command %q not found: %v", o.ID, o.Command, err)
+		}
+		s.cmd = exec.Command(path, o.Args...)
+		s.cmd.Dir, s.cmd.Env = o.Dir, rpcplugin.Environ(o.Env)
+		// Its own process group, so stopping it reaches its children too;
+		// SIGKILL when the host dies.
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
+	s.cmd.Stderr = hclogWriter{s.opts.Logger}
+	return watched{CommandTransport: &mcp.CommandTransport{Command: s.cmd, TerminateDuration: 2 * time.Second}, s: s}, nil
+}
+
+// watched is the stdio transport, which also watches the process it starts:
+// its exit ends the session at once (the SDK would notice only when its
+// next write failed).
+type watched struct {
+	*mcp.CommandTransport
+	s *Server
+}
+
+func (w watched) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := w.CommandTransport.Connect(ctx)
+	if err == nil {
+		go w.s.watchProcess(w.Command.Process.Pid)
+	}
+	return conn, err
+}
+
+// watchProcess waits for the process to exit, leaving it for the SDK to
+// reap (so its exit status stays in the exec.Cmd), and ends the session.
+func (s *Server) watchProcess(pid int) {
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	}
+	s.end(errors.New("the server's process exited"))
+}
+
+// watch ends Exited when the session ends: the process exited, or the
+// connection failed.
+func (s *Server) watch() {
+	err := s.session.Wait()
+	if err == nil {
+		err = errors.New("the session ended")
+	}
+	s.end(err)
+}
+
+// startError names why the server did not start, once it is stopped, with a
+// code: timeout when it never answered, plugin_exited when its process
+// exited by itself (not killed by the stop), invalid_group_def when it
+// spoke something other than MCP.
+func (s *Server) startError(ctx context.Context, err error) error {
+	var coded *toolhost.Error
+	st := (*os.ProcessState)(nil)
+	if s.cmd != nil {
+		st = s.cmd.ProcessState
+	}
+	switch {
+	case errors.As(err, &coded):
+		return err
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return toolhost.Errorf(toolhost.CodeTimeout, "mcp_server %s: no answer within the start timeout of %s", s.opts.ID, s.opts.StartTimeout)
+	case st != nil && st.Exited():
+		return toolhost.Errorf(toolhost.CodePluginExited, "mcp_server %s: exited while starting (%s): %v", s.opts.ID, st, err)
+	}
+	return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "mcp_server %s: did not start as an MCP server: %v", s.opts.ID, err)
+}
+
+// Relist lists the server's tools again, every page, and makes them the
+// group's spec.
+func (s *Server) Relist(ctx context.Context) error {
+	var tools []*mcp.Tool
+	for t, err := range s.session.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		tools = append(tools, t)
+	}
+	spec, names, refused := s.group(tools)
+	s.mu.Lock()
+	s.spec, s.names, s.refused = spec, names, refused
+	s.mu.Unlock()
+	for _, r := range refused {
+		s.opts.Logger.Warn("tool not offered", "why", r)
+	}
+	return nil
+}
+
+// group builds the group's spec from the server's tools: names mapped,
+// schemas as the server gives them. A tool whose name clashes after the
+// mapping or whose schema is not a JSON-schema object is left out, and
+// said so in refused.
+func (s *Server) group(tools []*mcp.Tool) (*toolhost.GroupSpec, map[string]string, []string) {
+	spec := &toolhost.GroupSpec{ID: s.opts.ID, Description: s.opts.Description}
+	if init := s.session.InitializeResult(); init != nil {
+		if spec.Description == "" {
+			spec.Description = firstLine(init.Instructions)
+		}
+		if init.ServerInfo != nil {
+			if spec.Description == "" {
+				spec.Description = "MCP server " + cmpOr(init.ServerInfo.Title, init.ServerInfo.Name)
+			}
+			spec.Version = init.ServerInfo.Version
+		}
+	}
+	names := map[string]string{}
+	var refused []string
+	for _, t := range tools {
+		name := ToolName(s.opts.ToolPrefix, t.Name)
+		if other, dup := names[name]; dup {
+			refused = append(refused, fmt.Sprintf("tool %q of mcp_server %s: its name %s is also %q's: not offered", t.Name, s.opts.ID, name, other))
+			continue
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil || t.InputSchema == nil {
+			schema = []byte(`{"type":"object"}`)
+		}
+		ts := toolhost.ToolSpec{Name: name, Description: cmpOr(t.Description, t.Title), InputSchema: schema}
+		one := toolhost.GroupSpec{ID: spec.ID, Tools: []toolhost.ToolSpec{ts}}
+		if err := one.Validate(); err != nil {
+			refused = append(refused, fmt.Sprintf("tool %q of mcp_server %s is not offered: %v", t.Name, s.opts.ID, err))
+			continue
+		}
+		names[name] = t.Name
+		spec.Tools = append(spec.Tools, ts)
+	}
+	return spec, names, refused
+}
+
+// Refused lists the server's tools that could not be offered, and why.
+func (s *Server) Refused() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// Configure does nothing: an MCP server has no config block.
+func (s *Server) Configure(context.Context, *toolhost.ConfigureRequest) error { return nil }
+
+// Describe returns the group as last listed.
+func (s *Server) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost.GroupSpec, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	spec := *s.spec
+	return &spec, nil
+}
+
+// Call calls the tool on the server. Its text content is the result's
+// output, its images and other binary content the attachments; isError is a
+// failed result (tool_exec); an error of the protocol is an error. A call
+// whose context ends is cancelled upstream (notifications/cancelled).
+func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	s.mu.Lock()
+	upstream, ok := s.names[req.Tool]
+	s.mu.Unlock()
+	if !ok {
+		return nil, toolhost.Errorf(toolhost.CodeUnknownTool, "mcp_server %s has no tool %s", s.opts.ID, req.Tool)
+	}
+	var args map[string]any
+	if len(req.Arguments) > 0 {
+		if err := json.Unmarshal(req.Arguments, &args); err != nil {
+			return nil, toolhost.Errorf(toolhost.CodeValidation, "arguments: %v", err)
+		}
+	}
+	res, err := s.session.CallTool(ctx, &mcp.CallToolParams{Name: upstream, Arguments: args})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, toolhost.Errorf(toolhost.CodeToolExec, "mcp_server %s: %s: %v", s.opts.ID, upstream, err)
+	}
+	return result(res), nil
+}
+
+// result maps an MCP tool result onto the envelope.
+func result(res *mcp.CallToolResult) *toolhost.Result {
+	out := &toolhost.Result{OK: !res.IsError}
+	var texts []string
+	for i, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			texts = append(texts, c.Text)
+		case *mcp.ImageContent:
+			out.Attachments = append(out.Attachments, toolhost.Attachment{Name: fmt.Sprintf("content-%d", i), MimeType: c.MIMEType, Data: c.Data})
+		case *mcp.AudioContent:
+			out.Attachments = append(out.Attachments, toolhost.Attachment{Name: fmt.Sprintf("content-%d", i), MimeType: c.MIMEType, Data: c.Data})
+		default:
+			if b, err := json.Marshal(c); err == nil {
+				texts = append(texts, string(b))
+			}
+		}
+	}
+	out.Stdout = strings.Join(texts, "\n")
+	if res.StructuredContent != nil {
+		out.Meta = map[string]any{"structured_content": res.StructuredContent}
+	}
+	if res.IsError {
+		out.ExitCode = 1
+		out.Error = &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: cmpOr(firstLine(out.Stdout), "the tool reported an error")}
+	}
+	return out
+}
+
+// Pid is the stdio process's pid (bubblewrap's when sandboxed); 0 for HTTP.
+func (s *Server) Pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Exited is cancelled once the session has ended: the process exited or
+// the connection failed.
+func (s *Server) Exited() context.Context { return s.done }
+
+// ExitError describes how the server ended: nil for a process that exited
+// with status 0; the session's error for an HTTP server.
+func (s *Server) ExitError() error {
+	if s.cmd != nil {
+		if st := s.cmd.ProcessState; st != nil && !st.Success() {
+			return errors.New(st.String())
+		}
+		return nil
+	}
+	return context.Cause(s.done)
+}
+
+// Stop ends the session and the process, with whatever it started.
+func (s *Server) Stop() {
+	if s.session != nil {
+		_ = s.session.Close() // closes stdin, then SIGTERM after TerminateDuration
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		if s.session == nil {
+			_ = s.cmd.Wait()
+		}
+	}
+	if s.box != nil {
+		s.box.Close()
+	}
+	s.end(errors.New("stopped"))
+}
+
+// toolNameRE is the host's rule for a tool name.
+var toolNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// ToolName is the name an agent sees for the server's tool: the prefix and
+// the name, lower-cased, with every character but letters, digits and '_'
+// (MCP also allows '-' and '.') turned into '_', "t_" before a name that
+// does not start with a letter, and a name longer than 64 cut to 55
+// characters and '_' and 8 hex digits of its SHA-256. The mapping is kept in
+// a table, so a call reaches the server under the server's name; two names
+// that map to one are a clash the host reports.
+func ToolName(prefix, name string) string {
+	if toolNameRE.MatchString(prefix + name) {
+		return prefix + name
+	}
+	var b strings.Builder
+	for _, r := range strings.ToLower(prefix + name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	out := b.String()
+	if out == "" || out[0] < 'a' || out[0] > 'z' {
+		out = "t_" + out
+	}
+	if len(out) > 64 {
+		sum := sha256.Sum256([]byte(prefix + name))
+		out = out[:55] + "_" + hex.EncodeToString(sum[:4])
+	}
+	return out
+}
+
+// headers adds the block's headers to every request.
+type headers struct {
+	h    map[string]string
+	next http.RoundTripper
+}
+
+func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header.Set(k, v)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// hclogWriter logs each line a server writes on stderr.
+type hclogWriter struct{ log hclog.Logger }
+
+func (w hclogWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if line != "" {
+			w.log.Info(line)
+		}
+	}
+	return len(p), nil
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
