@@ -51,6 +51,15 @@ type ToolSpec struct {
 	// OutputTail asks the host, when it cuts the output to its limits, to keep
 	// the end (as for command output) rather than the beginning.
 	OutputTail bool `json:"output_tail,omitempty"`
+	// Title is a human-readable name, as an MCP server gives it.
+	Title string `json:"title,omitempty"`
+	// Annotations are an MCP server's hints about the tool (read-only,
+	// destructive, idempotent, open-world), as JSON; our MCP front passes
+	// them on.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// OutputSchema is a JSON schema of the structured result, as an MCP
+	// server gives it; our MCP front passes it on.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // CallContext says on whose behalf a Describe or a Call happens.

@@ -25,6 +25,11 @@ type Function struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	// Title, Annotations and OutputSchema are an MCP server's, for our MCP
+	// front; a model's function definition has no place for them.
+	Title        string          `json:"-"`
+	Annotations  json.RawMessage `json:"-"`
+	OutputSchema json.RawMessage `json:"-"`
 }
 
 // ToolMeta says where a tool comes from (seed 003's tool metadata).
@@ -108,14 +113,15 @@ func (v *view) add(g *Group, t toolhost.ToolSpec) {
 		v.groups = append(v.groups, g.Spec.ID)
 	}
 	v.tools[t.Name] = viewTool{group: g, spec: t}
-	v.defs = append(v.defs, ToolDefinition{Type: "function", Function: Function{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}})
+	v.defs = append(v.defs, ToolDefinition{Type: "function", Function: Function{Name: t.Name, Description: t.Description, Parameters: t.InputSchema,
+		Title: t.Title, Annotations: t.Annotations, OutputSchema: t.OutputSchema}})
 }
 
 // mentions reports whether a policy list names the tool, its group, its plugin,
 // or (for a plugin's tool) "group:plugins".
 func mentions(list []string, tool string, g *Group) bool {
 	for _, it := range list {
-		if it == tool || it == g.Spec.ID || it == g.SourceName || (it == "group:plugins" && g.Kind == SourcePlugin) {
+		if it == tool || it == g.Spec.ID || it == g.SourceName || (it == "group:plugins" && !g.Kind.core()) {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -117,7 +118,8 @@ func (r *mcpRole) sync() {
 	}
 	for name, fn := range want {
 		old, ok := r.tools[name]
-		if !ok || old.Description != fn.Description || !bytes.Equal(old.Parameters, fn.Parameters) {
+		if !ok || old.Description != fn.Description || !bytes.Equal(old.Parameters, fn.Parameters) || old.Title != fn.Title ||
+			!bytes.Equal(old.Annotations, fn.Annotations) || !bytes.Equal(old.OutputSchema, fn.OutputSchema) {
 			r.addTool(fn)
 		}
 	}
@@ -131,7 +133,7 @@ func (r *mcpRole) sync() {
 func (r *mcpRole) addTool(fn host.Function) {
 	schema, err := host.MCPInputSchema(fn.Parameters)
 	if err == nil {
-		err = addMCPTool(r.srv, &mcp.Tool{Name: fn.Name, Description: fn.Description, InputSchema: schema}, r.call)
+		err = addMCPTool(r.srv, mcpTool(fn, schema), r.call)
 	}
 	if err != nil {
 		r.srv.RemoveTools(fn.Name)
@@ -149,6 +151,23 @@ func addMCPTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
 	}()
 	srv.AddTool(t, h)
 	return nil
+}
+
+// mcpTool is the tool as MCP clients see it: with the title, annotations
+// and output schema an MCP server gave it (annotations that do not decode
+// are left out).
+func mcpTool(fn host.Function, schema json.RawMessage) *mcp.Tool {
+	t := &mcp.Tool{Name: fn.Name, Title: fn.Title, Description: fn.Description, InputSchema: schema}
+	if len(fn.Annotations) > 0 {
+		var a mcp.ToolAnnotations
+		if json.Unmarshal(fn.Annotations, &a) == nil {
+			t.Annotations = &a
+		}
+	}
+	if len(fn.OutputSchema) > 0 {
+		t.OutputSchema = fn.OutputSchema
+	}
+	return t
 }
 
 // agent returns the id of the session's agent, creating the agent on first use.
@@ -181,6 +200,11 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	agentID, err := r.agent(ctx, req.Session)
 	if err != nil {
 		return errorResult(err), nil
+	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		ctx = toolhost.WithProgress(ctx, func(progress, total float64, message string) {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
+		})
 	}
 	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: req.Params.Name, Arguments: req.Params.Arguments,
 		Context: toolhost.CallContext{AgentID: agentID, Session: req.Session.ID(), Channel: "mcp"}})
@@ -217,6 +241,9 @@ func toolResult(res *toolhost.Result) *mcp.CallToolResult {
 		if strings.HasPrefix(a.MimeType, "image/") {
 			out.Content = append(out.Content, &mcp.ImageContent{Data: a.Data, MIMEType: a.MimeType})
 		}
+	}
+	if sc, ok := res.Meta["structured_content"]; ok { // an MCP server's, passed on
+		out.StructuredContent = sc
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,9 @@ type Server struct {
 	done    context.Context
 	end     context.CancelCauseFunc
 
+	progress sync.Map // progress token → toolhost.Progress of a call in flight
+	tokens   atomic.Uint64
+
 	mu      sync.Mutex
 	spec    *toolhost.GroupSpec
 	names   map[string]string // the agent's name → the server's
@@ -82,6 +86,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			if opts.ToolsChanged != nil {
 				opts.ToolsChanged()
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if p, ok := s.progress.Load(fmt.Sprint(req.Params.ProgressToken)); ok {
+				p.(toolhost.Progress)(req.Params.Progress, req.Params.Total, req.Params.Message)
 			}
 		},
 	})
@@ -241,7 +250,13 @@ func (s *Server) group(tools []*mcp.Tool) (*toolhost.GroupSpec, map[string]strin
 		if err != nil || t.InputSchema == nil {
 			schema = []byte(`{"type":"object"}`)
 		}
-		ts := toolhost.ToolSpec{Name: name, Description: cmpOr(t.Description, t.Title), InputSchema: schema}
+		ts := toolhost.ToolSpec{Name: name, Description: cmpOr(t.Description, t.Title), InputSchema: schema, Title: t.Title}
+		if t.Annotations != nil {
+			ts.Annotations, _ = json.Marshal(t.Annotations)
+		}
+		if t.OutputSchema != nil {
+			ts.OutputSchema, _ = json.Marshal(t.OutputSchema)
+		}
 		one := toolhost.GroupSpec{ID: spec.ID, Tools: []toolhost.ToolSpec{ts}}
 		if err := one.Validate(); err != nil {
 			refused = append(refused, fmt.Sprintf("tool %q of mcp_server %s is not offered: %v", t.Name, s.opts.ID, err))
@@ -274,7 +289,8 @@ func (s *Server) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost
 // Call calls the tool on the server. Its text content is the result's
 // output, its images and other binary content the attachments; isError is a
 // failed result (tool_exec); an error of the protocol is an error. A call
-// whose context ends is cancelled upstream (notifications/cancelled).
+// whose context ends is cancelled upstream (notifications/cancelled); the
+// server's progress reaches the context's toolhost.Progress.
 func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
 	s.mu.Lock()
 	upstream, ok := s.names[req.Tool]
@@ -288,7 +304,14 @@ func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 			return nil, toolhost.Errorf(toolhost.CodeValidation, "arguments: %v", err)
 		}
 	}
-	res, err := s.session.CallTool(ctx, &mcp.CallToolParams{Name: upstream, Arguments: args})
+	params := &mcp.CallToolParams{Name: upstream, Arguments: args}
+	if p := toolhost.ProgressFrom(ctx); p != nil {
+		token := fmt.Sprintf("toolhost-%d", s.tokens.Add(1))
+		s.progress.Store(token, p)
+		defer s.progress.Delete(token)
+		params.SetProgressToken(token)
+	}
+	res, err := s.session.CallTool(ctx, params)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
