@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
 )
 
@@ -56,7 +58,7 @@ func TestMCPServerModule(t *testing.T) {
 	if g.Kind != SourceMCP || g.Spec.Description != "MCP server A good test server" || g.Spec.Version != "1.2.3" {
 		t.Errorf("kind %s, description %q, version %q", g.Kind, g.Spec.Description, g.Spec.Version)
 	}
-	if got, want := toolNames(h, "gomcp"), []string{"add_tool", "echo", "fail", "get_thing_v2", "slow"}; !slices.Equal(got, want) {
+	if got, want := toolNames(h, "gomcp"), []string{"add_tool", "cat", "echo", "fail", "get_thing_v2", "slow"}; !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}
 	ctx := context.Background()
@@ -243,5 +245,43 @@ func TestMCPReferenceServers(t *testing.T) {
 	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "fs_read_text_file", Arguments: []byte(`{"path":"/etc/passwd"}`)})
 	if err != nil || res.OK || res.Error.Code != toolhost.CodeToolExec {
 		t.Errorf("reading outside the server's directory: %+v, %v", res, err)
+	}
+}
+
+// TestMCPServerConfined: an mcp_server with a sandbox block cannot read a
+// secret the same server reads unconfined; an mcp_server may not take a
+// reserved id.
+func TestMCPServerConfined(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "id_rsa")
+	if err := os.WriteFile(secret, []byte("SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	confined := testMCP("confined", "good")
+	confined.Sandbox = &sandbox.Policy{}
+	reserved := testMCP("workspace", "good")
+	reserved.Restart = config.RestartNever
+	h := startHost(t, testMCP("open", "good"), confined, reserved)
+	read := func(group string) *toolhost.Result {
+		t.Helper()
+		g, ok := h.Manager().Get(group)
+		if !ok {
+			t.Fatalf("no group %s: %+v", group, h.Plugins())
+		}
+		res, err := g.Provider.Call(context.Background(), &toolhost.CallRequest{Tool: "cat", Arguments: []byte(`{"path":"` + secret + `"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := read("open"); !res.OK || res.Stdout != "SECRET" {
+		t.Fatalf("unconfined: %+v: the attack proves nothing", res)
+	}
+	if res := read("confined"); res.OK || strings.Contains(res.Stdout, "SECRET") {
+		t.Errorf("confined: %+v", res)
+	}
+	for _, p := range h.Plugins() {
+		if p.Name == "workspace" && p.ErrorCode != toolhost.CodeReservedGroupID {
+			t.Errorf("mcp_server workspace: %+v, want reserved_group_id", p)
+		}
 	}
 }

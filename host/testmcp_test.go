@@ -16,7 +16,7 @@ import (
 const testMCPEnv = "TOOLHOST_TEST_MCP"
 
 // serveTestMCP serves, on stdin and stdout:
-//   - "good": a go-sdk server with echo, fail, slow, add_tool (which adds a
+//   - "good": a go-sdk server with echo, cat, fail, slow, add_tool (which adds a
 //     tool, and so announces tools/list_changed) and a tool whose MCP name
 //     has '-' and '.';
 //   - "junk": a line that is not JSON-RPC on stdout, then silence;
@@ -64,6 +64,13 @@ func serveGoodMCP() {
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "get-thing.v2", Description: "A name with - and ."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "thing"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "cat", Description: "Read a file."}, func(_ context.Context, _ *mcp.CallToolRequest, a pathArgs) (*mcp.CallToolResult, any, error) {
+		b, err := os.ReadFile(a.Path)
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "Report an error."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it went wrong"}}}, nil, nil

@@ -10,6 +10,7 @@
 //	toolhost serve    [-config F]                      run the host and its HTTP server
 //	toolhost mcp      -role R [-config F]              serve a role's MCP over stdio
 //	toolhost mcp import FILE                           print mcp_server blocks for a client's MCP servers
+//	toolhost mcp inspect [-tool-prefix P] -- CMD ARGS  what an MCP server would give as a group (or -url URL)
 //	toolhost run      -role R [-provider P] [-tree] "TASK"   run an agent until it and its agents are idle
 //	toolhost agents   list|show|send|terminate          the agents and their conversations
 //	toolhost token    [-config F] [-url]                the admin token (-url: the page's address with it)
@@ -60,6 +61,9 @@ commands:
   plugin inspect [-config JSON] PATH   describe a plugin without registering it
   serve    [-config F]                 run the host and its HTTP server
   mcp      -role R [-config F]         serve a role's tools over MCP on stdin/stdout
+  mcp inspect [-tool-prefix P] -- CMD ARGS
+                                       the group an MCP server would give (or -url URL): tools as agents
+                                       would see them, the server's names, what would be refused
   mcp import FILE                      print mcp_server blocks for the MCP servers of a Claude Desktop,
                                        Cursor or VS Code config (FILE -: stdin); secrets become env("…")
   run      -role R [-provider P] [-tree] [-terminate] "TASK"   run an agent until it and the agents it spawned are idle

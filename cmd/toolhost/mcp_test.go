@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,5 +59,29 @@ role "scribe" {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "t"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "tool_not_available") {
 		t.Fatalf("search_notes (denied) = %+v, %v", res, err)
+	}
+}
+
+// TestMCPInspect: `mcp inspect` starts npm's memory server and prints the
+// group an mcp_server block would give, names prefixed and mapped back.
+func TestMCPInspect(t *testing.T) {
+	var stdout, stderr strings.Builder
+	if code := mcpCmd([]string{"inspect", "-tool-prefix", "mem_", "--", mcptest.NPMServer(t, "mcp-server-memory")}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var ins struct {
+		Group struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"group"`
+		Names map[string]string `json:"names"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &ins); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	if len(ins.Group.Tools) == 0 || ins.Names["mem_create_entities"] != "create_entities" {
+		t.Errorf("inspect printed %s", stdout.String())
+	}
+	if code := mcpCmd([]string{"inspect"}, &stdout, &stderr); code != 2 {
+		t.Errorf("no server: exit %d, want 2 (usage)", code)
 	}
 }

@@ -12,10 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,14 +118,21 @@ func (s *Server) transport() (mcp.Transport, error) {
 		client := &http.Client{Transport: headers{h: o.Headers, next: http.DefaultTransport}}
 		return &mcp.StreamableClientTransport{Endpoint: o.URL, HTTPClient: client, MaxRetries: -1}, nil
 	}
-	argv := append([]string{o.Command}, o.Args...)
+	path, err := exec.LookPath(o.Command)
+	if err != nil {
+		return nil, toolhost.Errorf(toolhost.CodeValidation, "mcp_server %s: command %q not found: %v", o.ID, o.Command, err)
+	}
 	if o.Sandbox != nil {
-		box, err := sandbox.Command(context.Background(), o.Sandbox, argv)
+		// The executable is there read-only, at its own path; what else it
+		// needs (a script's packages, its data) the block's paths say.
+		pol := *o.Sandbox
+		pol.ReadOnly = append(slices.Clone(pol.ReadOnly), path)
+		box, err := sandbox.Command(context.Background(), &pol, append([]string{path}, o.Args...))
 		if err != nil {
 			return nil, toolhost.Errorf(toolhost.CodePolicy, "mcp_server %s: %v", o.ID, err)
 		}
 		box.Dir, box.Env = "", rpcplugin.Environ(o.Env)
-		if o.Sandbox.Visible(o.Dir) {
+		if pol.Visible(o.Dir) {
 			box.Dir = o.Dir
 		}
 		if err := box.Prepare(); err != nil { // the SDK starts the exec.Cmd itself
@@ -131,10 +140,6 @@ func (s *Server) transport() (mcp.Transport, error) {
 		}
 		s.box, s.cmd = box, box.Cmd
 	} else {
-		path, err := exec.LookPath(o.Command)
-		if err != nil {
-			return nil, toolhost.Errorf(toolhost.CodeValidation, "mcp_server %s: command %q not found: %v", o.ID, o.Command, err)
-		}
 		s.cmd = exec.Command(path, o.Args...)
 		s.cmd.Dir, s.cmd.Env = o.Dir, rpcplugin.Environ(o.Env)
 		// Its own process group, so stopping it reaches its children too;
@@ -266,6 +271,13 @@ func (s *Server) group(tools []*mcp.Tool) (*toolhost.GroupSpec, map[string]strin
 		spec.Tools = append(spec.Tools, ts)
 	}
 	return spec, names, refused
+}
+
+// Names maps each tool name an agent sees to the server's own name for it.
+func (s *Server) Names() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.names)
 }
 
 // Refused lists the server's tools that could not be offered, and why.
