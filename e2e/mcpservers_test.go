@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/server"
+)
+
+// TestMCPServersBesideModules loads npm's filesystem, memory and everything
+// servers beside the first-party workspace and command modules, from one
+// config file: filesystem's tools take their prefix, a role holding only
+// memory lists exactly memory's tools on our MCP front and calls them there,
+// and SIGKILL of a server's process unregisters its group and brings it
+// back. The processes are gone after Close.
+func TestMCPServersBesideModules(t *testing.T) {
+	dir := t.TempDir()
+	src := fmt.Sprintf(`
+plugin_dir = %q
+data_dir   = "data"
+builtin "workspace" {
+  config {}
+}
+builtin "command" {
+  config {}
+}
+mcp_server "fs" {
+  command     = %q
+  args        = [%q]
+  tool_prefix = "fs_"
+}
+mcp_server "memory" {
+  command = %q
+  env     = { MEMORY_FILE_PATH = %q }
+}
+mcp_server "everything" {
+  command = %q
+}
+role "rememberer" {
+  tool_groups = ["memory"]
+}
+`, pluginDir, mcptest.NPMServer(t, "mcp-server-filesystem"), dir, mcptest.NPMServer(t, "mcp-server-memory"),
+		filepath.Join(dir, "memory.jsonl"), mcptest.NPMServer(t, "mcp-server-everything"))
+	cfg, err := config.Parse([]byte(src), filepath.Join(dir, "config.hcl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Auth.Disabled = true
+	h, err := host.New(cfg, &host.Options{DescribeTimeout: 30 * time.Second, RestartBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = h.Close()
+		}
+	})
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pids := map[string]int{}
+	for _, p := range h.Plugins() {
+		if p.State != host.StateRunning {
+			t.Fatalf("%s: %s %s", p.Name, p.State, p.LastError)
+		}
+		pids[p.Name] = p.Pid
+	}
+	groupTools := func(id string) []string {
+		g, _ := h.Manager().Get(id)
+		var names []string
+		for _, tool := range g.Spec.Tools {
+			names = append(names, tool.Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	if fs := groupTools("fs"); !slices.Contains(fs, "fs_read_text_file") || !slices.Contains(fs, "fs_write_file") {
+		t.Errorf("fs's tools: %v", fs)
+	}
+	if ws := groupTools("workspace"); !slices.Contains(ws, "read_file") {
+		t.Errorf("workspace's tools: %v", ws)
+	}
+
+	handler, err := server.New(h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/rememberer"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got, want := mcptest.ToolNames(t, cs), groupTools("memory"); !slices.Equal(got, want) || len(got) == 0 {
+		t.Errorf("the role's MCP tools %v, want memory's %v", got, want)
+	}
+	if _, isErr := mcptest.CallText(t, cs, "create_entities", map[string]any{"entities": []map[string]any{{"name": "e2e", "entityType": "test", "observations": []string{"seen through the front"}}}}); isErr {
+		t.Error("create_entities failed")
+	}
+	if out, _ := mcptest.CallText(t, cs, "read_graph", map[string]any{}); !strings.Contains(out, "seen through the front") {
+		t.Errorf("read_graph: %s", out)
+	}
+	if out, isErr := mcptest.CallText(t, cs, "run_command", map[string]any{"command": "id"}); !isErr || !strings.Contains(out, "tool_not_available") {
+		t.Errorf("run_command from the memory role: %s", out)
+	}
+
+	// SIGKILL of the memory server: unregistered, then back.
+	killed := time.Now()
+	if err := syscall.Kill(pids["memory"], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var gone time.Duration
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, ok := h.Manager().Get("memory"); !ok {
+			gone = time.Since(killed)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the memory group outlived its process by 5 s")
+		}
+	}
+	t.Logf("memory's group unregistered %s after the SIGKILL", gone)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, ok := h.Manager().Get("memory"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memory did not come back: %+v", h.Plugins())
+		}
+	}
+	res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "read_graph", Arguments: []byte(`{}`)})
+	if err != nil || !res.OK || !strings.Contains(res.Stdout, "seen through the front") {
+		t.Errorf("read_graph after the restart: %+v, %v", res, err)
+	}
+
+	// Close leaves no server process.
+	for _, p := range h.Plugins() {
+		pids[p.Name] = p.Pid
+	}
+	closed = true
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, pid := range pids {
+		if pid != 0 && syscall.Kill(pid, 0) == nil {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); !strings.Contains(string(b), ") Z ") {
+				t.Errorf("%s's process %d outlived Close", name, pid)
+			}
+		}
+	}
+}
