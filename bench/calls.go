@@ -30,6 +30,7 @@ const (
 	pathAPI      = "POST /api/call"
 	pathMCPHTTP  = "MCP HTTP (ours)"
 	pathMCPStdio = "MCP stdio (go-sdk)"
+	pathHostMCP  = "Host.Call → mcp_server"
 )
 
 // callPath is one way of calling the no-op tool.
@@ -40,10 +41,13 @@ type callPath struct {
 
 // callRig holds everything the call paths need: an in-process host running
 // the no-op plugin, its HTTP server on a loopback port, a second no-op
-// plugin process called over raw gRPC, and the go-sdk stdio server.
+// plugin process called over raw gRPC, the go-sdk stdio server, and a second
+// in-process host running another process of that server as an mcp_server
+// block.
 type callRig struct {
 	paths   []callPath
-	h       *host.Host
+	h       *host.Host   // the host of Host.Call and of the HTTP paths
+	hosts   []*host.Host // every host started, whose events are flushed between turns
 	closers []func()
 	// Pids of the processes involved, for the RSS table.
 	noopPid, rawPid int
@@ -89,11 +93,9 @@ func newCallRig(ctx context.Context, tmp, noop, mcpnoop string, hostOnly bool) (
 		return nil, err
 	}
 	r.h = h
+	r.hosts = append(r.hosts, h)
 	r.closers = append(r.closers, func() { _ = h.Close() })
-	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "bench", ToolGroups: []string{"noop"}}); err != nil {
-		return nil, err
-	}
-	agent, err := h.CreateAgent(ctx, "bench", store.Agent{})
+	agent, err := benchAgent(ctx, h, "noop")
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +155,46 @@ func newCallRig(ctx context.Context, tmp, noop, mcpnoop string, hostOnly bool) (
 	}
 	r.closers = append(r.closers, func() { _ = stdioSess.Close() })
 	r.add(pathMCPStdio, mcpCall(stdioSess))
+
+	// Host.Call → mcp_server: a second in-process host, whose only module is
+	// an mcp_server block running the same mcpnoop binary as a process of its
+	// own (unconfined, as the baseline's), called through the whole pipeline.
+	// A host of its own, because in the first one the plugin's "noop" would
+	// shadow the server's. The server's tool keeps its name: "noop" already
+	// matches the host's tool-name rule, and the block sets no tool_prefix.
+	mh, err := startHost(ctx, tmp, fmt.Sprintf("mcp_server \"mcpnoop\" {\n  command = %q\n}\n", mcpnoop), nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp_server host: %w", err)
+	}
+	r.hosts = append(r.hosts, mh)
+	r.closers = append(r.closers, func() { _ = mh.Close() })
+	mcpAgent, err := benchAgent(ctx, mh, "mcpnoop")
+	if err != nil {
+		return nil, fmt.Errorf("mcp_server host: %w", err)
+	}
+	// Say so plainly if the name the agent sees is not "noop" after all.
+	tools, err := mh.ToolsFor(mcpAgent.ID)
+	if err != nil {
+		return nil, fmt.Errorf("mcp_server host: %w", err)
+	}
+	if len(tools) != 1 || tools[0].Function.Name != "noop" {
+		return nil, fmt.Errorf("mcp_server host: the agent sees %+v, want the one tool noop", tools)
+	}
+	r.add(pathHostMCP, func(ctx context.Context) error {
+		res, err := mh.Call(ctx, &toolhost.CallRequest{Tool: "noop", Arguments: []byte("{}"),
+			Context: toolhost.CallContext{AgentID: mcpAgent.ID, Channel: "bench"}})
+		return checkResult(res, err)
+	})
 	return r, nil
+}
+
+// benchAgent creates, on h, the role "bench" holding the group and an agent
+// bound to it.
+func benchAgent(ctx context.Context, h *host.Host, group string) (store.Agent, error) {
+	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "bench", ToolGroups: []string{group}}); err != nil {
+		return store.Agent{}, err
+	}
+	return h.CreateAgent(ctx, "bench", store.Agent{})
 }
 
 // bearer sends a token on every request.
@@ -277,14 +318,16 @@ func runCalls(ctx context.Context, r *callRig, plan callPlan, logf func(string, 
 				}
 				s := row[i]
 				s.Lat, s.Calls, s.Wall = append(s.Lat, lat...), s.Calls+len(lat), s.Wall+wall
-				if err := r.h.FlushEvents(ctx); err != nil {
-					return nil, err
+				for _, h := range r.hosts {
+					if err := h.FlushEvents(ctx); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
 		for _, s := range row {
 			s.Finish()
-			logf("  c=%-2d %-20s p50 %-9s p99 %-9s %8.0f calls/s", conc, s.Path, fmtDur(s.P(0.5)), fmtDur(s.P(0.99)), s.Rate())
+			logf("  c=%-2d %-22s p50 %-9s p99 %-9s %8.0f calls/s", conc, s.Path, fmtDur(s.P(0.5)), fmtDur(s.P(0.99)), s.Rate())
 		}
 		out = append(out, row)
 	}

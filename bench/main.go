@@ -5,9 +5,9 @@
 // Every figure is reported beside its baseline and as a ratio, because on a
 // shared 2-core machine only ratios taken in one run hold: a no-op tool call
 // through each path (raw gRPC, Host.Call, POST /api/call, our MCP front, a
-// go-sdk MCP stdio server), `toolhost serve` cold start, plugin kill and
-// restart, ToolsFor, the RSS of the host and its plugins, and what the
-// sandbox adds to a command.
+// go-sdk MCP stdio server, Host.Call of that server as an mcp_server group),
+// `toolhost serve` cold start, plugin kill and restart, ToolsFor, the RSS of
+// the host and its plugins, and what the sandbox adds to a command.
 package main
 
 import (
@@ -45,7 +45,7 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 20, "repetitions of kill/restart (cold start runs a quarter as many, at least 3)")
 	flag.Int64Var(&o.since, "since", 0, "when scripts/bench started (Unix ns), to report its wall time")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the no-op call phase (this process: host, server and clients) to this file, and a heap profile at its end to FILE.heap")
-	flag.BoolVar(&o.hostOnly, "host-only", false, "call the no-op tool only through raw gRPC and Host.Call (to study the host alone)")
+	flag.BoolVar(&o.hostOnly, "host-only", false, "call the no-op tool only through raw gRPC and Host.Call of the plugin (to study the host alone)")
 	flag.BoolVar(&o.quick, "quick", false, "a smoke run with small counts; the report says so")
 	flag.Parse()
 	if o.quick {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"time"
@@ -32,6 +33,16 @@ func cdfPoints(sorted []time.Duration, max int) plotter.XYs {
 	return pts
 }
 
+// lineColor is the i-th path's colour: plotutil's soft colours, whose sixth
+// is too close to the first for a sixth path, then dark ones.
+func lineColor(i int) color.Color {
+	more := []color.Color{color.RGBA{40, 40, 40, 255}, color.RGBA{0, 140, 72, 255}}
+	if i < 5 {
+		return plotutil.Color(i)
+	}
+	return more[(i-5)%len(more)]
+}
+
 // writePlot draws the latency CDF of every path, one panel per concurrency
 // in rows (log-scale x, µs), side by side, and writes it as a PNG.
 func writePlot(file string, rows [][]*Series) error {
@@ -44,7 +55,7 @@ func writePlot(file string, rows [][]*Series) error {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 		// Room above 1 for the legend, so that it hides no curve.
-		p.Y.Min, p.Y.Max = 0, 1.45
+		p.Y.Min, p.Y.Max = 0, 1.55
 		p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"},
 			{Value: 0.5, Label: "0.5"}, {Value: 0.75, Label: "0.75"}, {Value: 1, Label: "1"}})
 		p.Add(plotter.NewGrid())
@@ -55,7 +66,7 @@ func writePlot(file string, rows [][]*Series) error {
 			if err != nil {
 				return err
 			}
-			line.Color = plotutil.Color(i)
+			line.Color = lineColor(i)
 			line.Width = vg.Points(1.6)
 			line.Dashes = plotutil.Dashes(i)
 			p.Add(line)
