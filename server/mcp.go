@@ -73,18 +73,27 @@ type mcpRole struct {
 
 func newMCPRole(h *host.Host, role string) *mcpRole {
 	r := &mcpRole{h: h, role: role, tools: map[string]host.Function{}, agents: map[*mcp.ServerSession]string{}}
-	r.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role}, &mcp.ServerOptions{
+	r.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role, Version: toolhost.Version()}, &mcp.ServerOptions{
 		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) { _, _ = r.agent(ctx, req.Session) },
 	})
 	// Every call goes to the pipeline, which answers a tool outside the role
 	// with tool_not_available where the SDK would say "unknown tool".
+	// The role's prompt, as it is when a client connects, is the server's
+	// instructions.
 	r.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if call, ok := req.(*mcp.CallToolRequest); ok {
 				return r.call(ctx, call)
 			}
-			return next(ctx, method, req)
+			res, err := next(ctx, method, req)
+			switch res := res.(type) {
+			case *mcp.InitializeResult:
+				res.Instructions = r.instructions()
+			case *mcp.DiscoverResult:
+				res.Instructions = r.instructions()
+			}
+			return res, err
 		}
 	})
 	// The server's guard checks Host and Origin on every request, allowed
@@ -94,6 +103,13 @@ func newMCPRole(h *host.Host, role string) *mcpRole {
 	r.cancel = h.Watch(r.sync)
 	r.sync()
 	return r
+}
+
+// instructions are the role's prompt with its groups (Host.RolePrompt); ""
+// for a role that is gone.
+func (r *mcpRole) instructions() string {
+	p, _ := r.h.RolePrompt(r.role)
+	return p
 }
 
 // sync makes the server's tools the role's: it adds new and changed tools and

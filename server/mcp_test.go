@@ -234,3 +234,34 @@ func TestToolResult(t *testing.T) {
 		t.Errorf("image = %+v", res.Content[3])
 	}
 }
+
+// TestMCPInstructions: a client gets the role's prompt, as the role is when
+// it connects, as the server's instructions, and this build's version.
+func TestMCPInstructions(t *testing.T) {
+	srv, h := serve(t, &config.Config{}, group("console", "console_print"))
+	ctx := context.Background()
+	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "writer", Prompt: "You write reports.", ToolGroups: []string{"console"}}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(prompt string) {
+		t.Helper()
+		cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/writer"})
+		init := cs.InitializeResult()
+		want, err := h.RolePrompt("writer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if init.Instructions != want || !strings.HasPrefix(init.Instructions, prompt+"\n") || !strings.Contains(init.Instructions, "- console: ") {
+			t.Errorf("instructions %q, want the role's prompt %q", init.Instructions, want)
+		}
+		if v := init.ServerInfo.Version; v == "" || v != toolhost.Version() {
+			t.Errorf("serverInfo.version %q, want %q", v, toolhost.Version())
+		}
+	}
+	check("You write reports.")
+	p := "You write short reports."
+	if _, err := h.UpdateRole(ctx, "writer", host.RoleUpdate{Prompt: &p}); err != nil {
+		t.Fatal(err)
+	}
+	check(p)
+}
