@@ -15,8 +15,9 @@ import (
 
 // ProtocolMinor is the minor version of the plugin protocol. It grows when
 // fields are added; a breaking change bumps the major version instead.
-// Minor 1 added ConfigureRequest.HostPaths, minor 2 ConfigureRequest.Sandbox.
-const ProtocolMinor = 2
+// Minor 1 added ConfigureRequest.HostPaths, minor 2 ConfigureRequest.Sandbox,
+// minor 3 ToolSpec.Title, Annotations and OutputSchema.
+const ProtocolMinor = 3
 
 // GroupSpec is a tool group as its provider reports it.
 type GroupSpec struct {
@@ -51,11 +52,12 @@ type ToolSpec struct {
 	// OutputTail asks the host, when it cuts the output to its limits, to keep
 	// the end (as for command output) rather than the beginning.
 	OutputTail bool `json:"output_tail,omitempty"`
-	// Title is a human-readable name, as an MCP server gives it.
+	// Title is a human-readable name (sdk.Title, or an MCP server's).
 	Title string `json:"title,omitempty"`
-	// Annotations are an MCP server's hints about the tool (read-only,
-	// destructive, idempotent, open-world), as JSON; our MCP front passes
-	// them on.
+	// Annotations are hints about the tool as MCP has them (readOnlyHint,
+	// destructiveHint, idempotentHint, openWorldHint), a JSON object: from
+	// an MCP server, or the sdk's ReadOnly, Destructive, Idempotent and
+	// OpenWorld. Our MCP front passes them on.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
 	// OutputSchema is a JSON schema of the structured result, as an MCP
 	// server gives it; our MCP front passes it on.

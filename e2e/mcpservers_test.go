@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -163,5 +164,38 @@ role "rememberer" {
 				t.Errorf("%s's process %d outlived Close", name, pid)
 			}
 		}
+	}
+}
+
+// TestFirstPartyAnnotations: every first-party module's tool states MCP's
+// hints, truthfully for the ones that matter most to a client deciding what
+// to approve.
+func TestFirstPartyAnnotations(t *testing.T) {
+	h := startHost(t, t.TempDir())
+	hints := map[string]map[string]bool{}
+	for _, id := range []string{"workspace", "command", "network", "chrome"} {
+		g, ok := h.Manager().Get(id)
+		if !ok {
+			t.Fatalf("no group %s", id)
+		}
+		for _, tool := range g.Spec.Tools {
+			var a map[string]bool
+			if err := json.Unmarshal(tool.Annotations, &a); err != nil || len(a) != 4 {
+				t.Errorf("%s: annotations %s", tool.Name, tool.Annotations)
+			}
+			hints[tool.Name] = a
+		}
+	}
+	for tool, want := range map[string]string{
+		"read_file": "readOnlyHint", "search_files": "readOnlyHint", "get_text": "readOnlyHint",
+		"write_file": "destructiveHint", "edit_file": "destructiveHint", "run_command": "destructiveHint",
+		"http_request": "openWorldHint", "navigate": "openWorldHint",
+	} {
+		if !hints[tool][want] {
+			t.Errorf("%s: %v, want %s", tool, hints[tool], want)
+		}
+	}
+	if hints["read_file"]["openWorldHint"] || hints["write_file"]["readOnlyHint"] {
+		t.Errorf("read_file %v, write_file %v", hints["read_file"], hints["write_file"])
 	}
 }

@@ -38,6 +38,19 @@ type ToolMeta struct {
 	Plugin   string     `json:"plugin"` // the config block's name, or the runtime group's id
 	Kind     SourceKind `json:"kind"`
 	Optional bool       `json:"optional"`
+	// Title and Annotations (MCP's hints, a JSON object) are the tool's, when
+	// it has them.
+	Title       string           `json:"title,omitempty"`
+	Annotations *json.RawMessage `json:"annotations,omitempty"`
+}
+
+// toolMeta is the ToolMeta of g's tool.
+func toolMeta(g *Group, spec toolhost.ToolSpec) ToolMeta {
+	m := ToolMeta{Group: g.Spec.ID, Plugin: g.SourceName, Kind: g.Kind, Optional: spec.Optional, Title: spec.Title}
+	if len(spec.Annotations) > 0 {
+		m.Annotations = &spec.Annotations
+	}
+	return m
 }
 
 // view is the compiled policy of one role: exactly the tools its agents may
@@ -212,7 +225,7 @@ func (h *Host) ToolsForRole(role string) (RoleTools, error) {
 	}
 	out := RoleTools{Role: role, Groups: v.groups, Tools: v.defs, Meta: map[string]ToolMeta{}, Tokens: v.tokenCount()}
 	for name, t := range v.tools {
-		out.Meta[name] = ToolMeta{Group: t.group.Spec.ID, Plugin: t.group.SourceName, Kind: t.group.Kind, Optional: t.spec.Optional}
+		out.Meta[name] = toolMeta(t.group, t.spec)
 	}
 	all, ok := h.views.Load(allToolsKey)
 	if !ok || all.(*view).snap != v.snap {
@@ -248,7 +261,7 @@ func (h *Host) ToolMeta(tool string) (ToolMeta, bool) {
 	if !ok {
 		return ToolMeta{}, false
 	}
-	return ToolMeta{Group: g.Spec.ID, Plugin: g.SourceName, Kind: g.Kind, Optional: spec.Optional}, true
+	return toolMeta(g, spec), true
 }
 
 var (

@@ -44,11 +44,11 @@ func (rt *Runtime) artifactGroup() *sdk.Group {
 					return nil, err
 				}
 				return sdk.JSON(a)
-			}),
+			}, sdk.Additive()),
 		sdk.NewTool("get_artifact", "Read an artifact by id: text is returned as is, other bytes as an attachment.",
 			func(ctx context.Context, r *sdk.Request[getArtifactArgs]) (*sdk.Result, error) {
 				return rt.getArtifact(ctx, r.Args.ID)
-			}),
+			}, sdk.ReadOnly()),
 	}}
 }
 

@@ -45,7 +45,7 @@ func (rt *Runtime) contextGroup() *sdk.Group {
 					return nil, err
 				}
 				return sdk.JSON(st)
-			}, sdk.NeedsAgent()),
+			}, sdk.NeedsAgent(), sdk.ReadOnly()),
 		sdk.NewTool("compress_context", "Summarise your older messages through the model, keeping your task and the most recent messages verbatim.",
 			func(ctx context.Context, r *sdk.Request[compressArgs]) (*sdk.Result, error) {
 				a, err := rt.caller(r.Call)
@@ -53,7 +53,7 @@ func (rt *Runtime) contextGroup() *sdk.Group {
 					return nil, err
 				}
 				return rt.compress(ctx, a, r.Args.Keep)
-			}, sdk.NeedsAgent()),
+			}, sdk.NeedsAgent(), sdk.Destructive()),
 	}}
 }
 

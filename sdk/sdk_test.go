@@ -431,3 +431,32 @@ func TestHostPathsCheck(t *testing.T) {
 		t.Errorf("a relative host path: %v, want a validation error", err)
 	}
 }
+
+// TestAnnotations: the annotation options state MCP's four hints, the ones
+// not given false, and a title; they reach the host over gRPC.
+func TestAnnotations(t *testing.T) {
+	noop := func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return &sdk.Result{OK: true}, nil }
+	g := &sdk.Group{ID: "hints", Description: "Hints.", Tools: []sdk.Tool{
+		sdk.NewTool("look", "Look.", noop, sdk.ReadOnly(), sdk.Title("Look around")),
+		sdk.NewTool("fetch", "Fetch.", noop, sdk.ReadOnly(), sdk.Idempotent(), sdk.OpenWorld()),
+		sdk.NewTool("wipe", "Wipe.", noop, sdk.Destructive()),
+		sdk.NewTool("note", "Note.", noop, sdk.Additive()),
+		sdk.NewTool("plain", "Plain.", noop),
+	}}
+	p := sdktest.New(t, g, nil) // Describe over a real gRPC connection
+	want := map[string]string{
+		"look":  `{"destructiveHint":false,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":true}`,
+		"fetch": `{"destructiveHint":false,"idempotentHint":true,"openWorldHint":true,"readOnlyHint":true}`,
+		"wipe":  `{"destructiveHint":true,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false}`,
+		"note":  `{"destructiveHint":false,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false}`,
+		"plain": ``,
+	}
+	for _, tool := range p.Spec.Tools {
+		if got := string(tool.Annotations); got != want[tool.Name] {
+			t.Errorf("%s: annotations %s, want %s", tool.Name, got, want[tool.Name])
+		}
+		if (tool.Title == "Look around") != (tool.Name == "look") {
+			t.Errorf("%s: title %q", tool.Name, tool.Title)
+		}
+	}
+}

@@ -53,6 +53,45 @@ func NeedsAgent() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsAgent 
 // NeedsRuntime declares that the tool needs the agent runtime in its context.
 func NeedsRuntime() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsRuntime = true } }
 
+// Title gives the tool a human-readable name, which MCP clients show.
+func Title(title string) ToolOption { return func(s *toolhost.ToolSpec) { s.Title = title } }
+
+// ReadOnly says the tool changes nothing (MCP's readOnlyHint): clients may
+// call it without asking.
+func ReadOnly() ToolOption { return hint("readOnlyHint") }
+
+// Destructive says the tool may change or delete what exists (MCP's
+// destructiveHint), not only add.
+func Destructive() ToolOption { return hint("destructiveHint") }
+
+// Idempotent says calling the tool again with the same arguments changes
+// nothing more (MCP's idempotentHint).
+func Idempotent() ToolOption { return hint("idempotentHint") }
+
+// OpenWorld says the tool reaches beyond the host, such as the web (MCP's
+// openWorldHint).
+func OpenWorld() ToolOption { return hint("openWorldHint") }
+
+// Additive says the tool only adds (a record, a message, a file of its
+// own): it is neither read-only nor destructive, and not open world.
+func Additive() ToolOption { return hint("") }
+
+// hint sets one of MCP's tool annotations. A tool with any of these options
+// states all four hints, the ones not given false: a client then reads, say,
+// a read-only tool that is not OpenWorld as working on the host alone
+// (MCP's defaults, for a tool with no annotations, are destructive and open
+// world).
+func hint(name string) ToolOption {
+	return func(s *toolhost.ToolSpec) {
+		a := map[string]bool{"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}
+		_ = json.Unmarshal(s.Annotations, &a) // the hints set before, if any
+		if name != "" {
+			a[name] = true
+		}
+		s.Annotations, _ = json.Marshal(a)
+	}
+}
+
 // KeepTail asks the host, when it cuts the tool's output to its limits, to
 // keep the end rather than the beginning, as suits command output.
 func KeepTail() ToolOption { return func(s *toolhost.ToolSpec) { s.OutputTail = true } }

@@ -17,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -264,4 +265,35 @@ func TestMCPInstructions(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(p)
+}
+
+// TestMCPAnnotations: a tool's title and hints reach MCP clients and
+// /api/roles/{r}/tools.
+func TestMCPAnnotations(t *testing.T) {
+	g := &sdk.Group{ID: "files", Description: "Files.", Tools: []sdk.Tool{
+		sdk.NewTool("peek", "Peek.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return sdk.Text("ok"), nil },
+			sdk.ReadOnly(), sdk.Title("Peek at a file")),
+	}}
+	srv, _ := serve(t, &config.Config{Roles: []config.Role{{Name: "reader", ToolGroups: []string{"files"}, Pos: "config.hcl:1,1"}}}, g)
+	cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/reader"})
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(list.Tools) != 1 {
+		t.Fatalf("tools/list: %v, %v", list, err)
+	}
+	tool := list.Tools[0]
+	if a := tool.Annotations; a == nil || !a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint || a.OpenWorldHint == nil || *a.OpenWorldHint || tool.Title != "Peek at a file" {
+		t.Errorf("tool %+v, annotations %+v", tool, tool.Annotations)
+	}
+	var rt host.RoleTools
+	if code := do(t, "GET", srv.URL+"/api/roles/reader/tools", nil, &rt); code != 200 {
+		t.Fatalf("role tools = %d", code)
+	}
+	m := rt.Meta["peek"]
+	var hints map[string]bool
+	if m.Annotations != nil {
+		_ = json.Unmarshal(*m.Annotations, &hints)
+	}
+	if m.Title != "Peek at a file" || !hints["readOnlyHint"] || hints["openWorldHint"] {
+		t.Errorf("meta %+v, hints %v", m, hints)
+	}
 }

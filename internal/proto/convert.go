@@ -34,6 +34,7 @@ func groupToProto(g *toolhost.GroupSpec) *GroupSpec {
 			Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
 			Optional: t.Optional, RequiresApproval: t.RequiresApproval, TimeoutMs: t.Timeout.Milliseconds(),
 			NeedsAgent: t.NeedsAgent, NeedsRuntime: t.NeedsRuntime, OutputTail: t.OutputTail,
+			Title: t.Title, Annotations: t.Annotations, OutputSchema: t.OutputSchema,
 		}
 	}
 	return out
@@ -47,6 +48,7 @@ func groupFromProto(g *GroupSpec) *toolhost.GroupSpec {
 			Optional: t.GetOptional(), RequiresApproval: t.GetRequiresApproval(),
 			Timeout:    time.Duration(t.GetTimeoutMs()) * time.Millisecond,
 			NeedsAgent: t.GetNeedsAgent(), NeedsRuntime: t.GetNeedsRuntime(), OutputTail: t.GetOutputTail(),
+			Title: t.GetTitle(), Annotations: t.GetAnnotations(), OutputSchema: t.GetOutputSchema(),
 		}
 	}
 	return out

@@ -301,7 +301,14 @@ type ToolSpec struct {
 	NeedsRuntime bool  `protobuf:"varint,8,opt,name=needs_runtime,json=needsRuntime,proto3" json:"needs_runtime,omitempty"`
 	// When the host cuts the output to its limits, keep the end (command
 	// output) rather than the beginning (reads).
-	OutputTail    bool `protobuf:"varint,9,opt,name=output_tail,json=outputTail,proto3" json:"output_tail,omitempty"`
+	OutputTail bool `protobuf:"varint,9,opt,name=output_tail,json=outputTail,proto3" json:"output_tail,omitempty"`
+	// A human-readable name. Added in protocol minor 3.
+	Title string `protobuf:"bytes,10,opt,name=title,proto3" json:"title,omitempty"`
+	// MCP tool annotations (readOnlyHint, destructiveHint, idempotentHint,
+	// openWorldHint) as a JSON object. Added in protocol minor 3.
+	Annotations []byte `protobuf:"bytes,11,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	// A JSON schema of the structured result. Added in protocol minor 3.
+	OutputSchema  []byte `protobuf:"bytes,12,opt,name=output_schema,json=outputSchema,proto3" json:"output_schema,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,6 +404,27 @@ func (x *ToolSpec) GetOutputTail() bool {
 		return x.OutputTail
 	}
 	return false
+}
+
+func (x *ToolSpec) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ToolSpec) GetAnnotations() []byte {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+func (x *ToolSpec) GetOutputSchema() []byte {
+	if x != nil {
+		return x.OutputSchema
+	}
+	return nil
 }
 
 type ConfigureRequest struct {
@@ -879,7 +907,7 @@ const file_toolgroup_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12+\n" +
-	"\x05tools\x18\x04 \x03(\v2\x15.toolhost.v1.ToolSpecR\x05tools\"\xb2\x02\n" +
+	"\x05tools\x18\x04 \x03(\v2\x15.toolhost.v1.ToolSpecR\x05tools\"\x8f\x03\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12!\n" +
@@ -892,7 +920,11 @@ const file_toolgroup_proto_rawDesc = "" +
 	"needsAgent\x12#\n" +
 	"\rneeds_runtime\x18\b \x01(\bR\fneedsRuntime\x12\x1f\n" +
 	"\voutput_tail\x18\t \x01(\bR\n" +
-	"outputTail\"\x8a\x01\n" +
+	"outputTail\x12\x14\n" +
+	"\x05title\x18\n" +
+	" \x01(\tR\x05title\x12 \n" +
+	"\vannotations\x18\v \x01(\fR\vannotations\x12#\n" +
+	"\routput_schema\x18\f \x01(\fR\foutputSchema\"\x8a\x01\n" +
 	"\x10ConfigureRequest\x12%\n" +
 	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\x12\x1d\n" +
