@@ -7,6 +7,7 @@
 //	toolhost call     [-config F] [-role R | -agent ID] TOOL [JSON]  call one tool, print the result envelope
 //	toolhost events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow] [-tree AGENT]   the audit events
 //	toolhost plugin inspect [-config JSON] PATH        describe a plugin without registering it
+//	toolhost new module NAME [-dir D] [-toolhost DIR]  write a module skeleton that builds against this checkout
 //	toolhost serve    [-config F]                      run the host and its HTTP server
 //	toolhost mcp      -role R [-config F]              serve a role's MCP over stdio
 //	toolhost mcp import FILE                           print mcp_server blocks for a client's MCP servers
@@ -59,6 +60,10 @@ commands:
   call     [-config F] [-role R | -agent ID] TOOL [JSON]   call one tool and print its result envelope
   events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow] [-tree AGENT]   the audit events
   plugin inspect [-config JSON] PATH   describe a plugin without registering it
+  new module NAME [-dir D] [-toolhost DIR]
+                                       write a module (main.go, main_test.go, go.mod) into D (./NAME) that
+                                       builds against the toolhost checkout DIR (default: the one holding
+                                       this binary), and print the next steps
   serve    [-config F]                 run the host and its HTTP server
   mcp      -role R [-config F]         serve a role's tools over MCP on stdin/stdout
   mcp inspect [-tool-prefix P] -- CMD ARGS

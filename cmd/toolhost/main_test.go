@@ -23,19 +23,23 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs testdata/script/*.txtar against the toolhost command, with
-// the example notes plugin built into $PLUGIN_DIR (also TOOLHOST_PLUGIN_DIR)
-// and a free port in $PORT.
+// the example notes plugin built into $PLUGIN_DIR (also TOOLHOST_PLUGIN_DIR),
+// a free port in $PORT, and what scripts need to run go (scriptGoEnv).
 func TestScripts(t *testing.T) {
 	pluginDir := t.TempDir()
 	out, err := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "notes"), "../../examples/notes").CombinedOutput()
 	if err != nil {
 		t.Fatalf("build notes: %v\n%s", err, out)
 	}
+	goEnv := scriptGoEnv(t)
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PLUGIN_DIR", pluginDir)
 			env.Setenv("TOOLHOST_PLUGIN_DIR", pluginDir)
+			for k, v := range goEnv {
+				env.Setenv(k, v)
+			}
 			port, err := freePort()
 			env.Setenv("PORT", strconv.Itoa(port))
 			return err

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"embed"
+	"errors"
+	"flag"
+	"fmt"
+	"go/format"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/toolhost/toolhost"
+)
+
+// toolhostModule is the module path the generated module requires and
+// replaces with a local checkout.
+const toolhostModule = "github.com/toolhost/toolhost"
+
+// moduleName is a valid group id: the generated module's name, group id and
+// binary name.
+var moduleName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+
+//go:embed templates/module/*.tmpl
+var moduleTemplates embed.FS
+
+func init() { commands["new"] = newCmd }
+
+const newUsage = "usage: toolhost new module NAME [-dir D] [-toolhost DIR]"
+
+// newCmd is `toolhost new module NAME [-dir D] [-toolhost DIR]`: it writes a
+// module skeleton (main.go, main_test.go, go.mod, go.sum) that builds against
+// the toolhost checkout this binary came from, and prints the next steps.
+func newCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "module" {
+		fmt.Fprintln(stderr, newUsage)
+		return 2
+	}
+	fs := flag.NewFlagSet("toolhost new module", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, newUsage)
+		fs.PrintDefaults()
+	}
+	dir := fs.String("dir", "", "the directory to write (default ./NAME); it must be empty or absent")
+	src := fs.String("toolhost", "", "the toolhost checkout to build against (default: the one holding this binary)")
+	// Flags may come before or after NAME.
+	if fs.Parse(args[1:]) != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, newUsage)
+		return 2
+	}
+	name := fs.Arg(0)
+	if fs.Parse(fs.Args()[1:]) != nil {
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintln(stderr, newUsage)
+		return 2
+	}
+	mod, err := newModule(name, *dir, *src)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: new module: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, `wrote %s: main.go main_test.go go.mod go.sum
+
+next steps:
+  cd %s && go mod tidy && go test ./... && go build -o %s .
+
+then add this block to config.hcl:
+
+plugin %s {
+  path = %s
+}
+`, mod.Dir, shellQuote(mod.Dir), mod.Name, hclQuote(mod.Name), hclQuote(filepath.Join(mod.Dir, mod.Name)))
+	return 0
+}
+
+// generated is a module newModule wrote.
+type generated struct {
+	Name      string // group id, binary name
+	Dir       string // absolute
+	Toolhost  string // absolute path of the toolhost checkout
+	GoVersion string // the checkout's go directive
+}
+
+// newModule checks name, finds the toolhost checkout (src, or the one holding
+// this executable) and writes the module into dir (default ./name).
+func newModule(name, dir, src string) (*generated, error) {
+	if !moduleName.MatchString(name) {
+		return nil, fmt.Errorf("NAME %q is not a valid group id (^[a-z][a-z0-9_-]{0,63}$)", name)
+	}
+	if toolhost.IsReserved(name) {
+		return nil, fmt.Errorf("NAME %q is a reserved group id: only a builtin block may provide it", name)
+	}
+	root, goVersion, err := findToolhost(src)
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		dir = name
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	if err := emptyDir(dir); err != nil {
+		return nil, err
+	}
+	g := &generated{Name: name, Dir: dir, Toolhost: root, GoVersion: goVersion}
+	files := map[string][]byte{"go.mod": g.goMod()}
+	for _, f := range []string{"main.go", "main_test.go"} {
+		if files[f], err = g.render(f + ".tmpl"); err != nil {
+			return nil, err
+		}
+	}
+	// toolhost's go.sum covers every module its sdk needs, so `go mod tidy`
+	// in the new module finds the checksums it needs without asking anyone.
+	if sum, err := os.ReadFile(filepath.Join(root, "go.sum")); err == nil {
+		files["go.sum"] = sum
+	} else if errors.Is(err, os.ErrNotExist) {
+		files["go.sum"] = nil
+	} else {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	for _, f := range []string{"go.mod", "go.sum", "main.go", "main_test.go"} {
+		if err := writeNew(filepath.Join(dir, f), files[f]); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+func (g *generated) goMod() []byte {
+	return fmt.Appendf(nil, `module example.com/%s
+
+go %s
+
+require %s v0.0.0-00010101000000-000000000000
+
+// The toolhost checkout this module builds against; toolhost is not
+// published as a module version.
+replace %s => %s
+`, g.Name, g.GoVersion, toolhostModule, toolhostModule, modQuote(g.Toolhost))
+}
+
+func (g *generated) render(name string) ([]byte, error) {
+	t, err := template.ParseFS(moduleTemplates, "templates/module/"+name)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, g); err != nil {
+		return nil, err
+	}
+	out, err := format.Source(b.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("template %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// findToolhost returns the toolhost checkout src (when given) or the first
+// directory holding this executable, or above it, whose go.mod declares the
+// toolhost module; and that go.mod's go directive.
+func findToolhost(src string) (root, goVersion string, err error) {
+	if src != "" {
+		root, err := filepath.Abs(src)
+		if err != nil {
+			return "", "", err
+		}
+		goVersion, err := toolhostGoMod(root)
+		if err != nil {
+			return "", "", fmt.Errorf("-toolhost %s: %w", src, err)
+		}
+		return root, goVersion, nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err == nil {
+		if root, goVersion, ok := walkUpToolhost(filepath.Dir(exe)); ok {
+			return root, goVersion, nil
+		}
+	}
+	return "", "", fmt.Errorf("cannot find the toolhost checkout this binary was built from "+
+		"(no go.mod of module %s at or above %s); pass -toolhost DIR, the checkout's root", toolhostModule, filepath.Dir(exe))
+}
+
+// walkUpToolhost looks for the toolhost checkout at dir and its parents.
+func walkUpToolhost(dir string) (root, goVersion string, ok bool) {
+	for {
+		if v, err := toolhostGoMod(dir); err == nil {
+			return dir, v, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", "", false
+		}
+		dir = parent
+	}
+}
+
+// toolhostGoMod reads dir/go.mod and returns its go directive if it is the
+// toolhost module's.
+func toolhostGoMod(dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	var module, goVersion string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		switch f[0] {
+		case "module":
+			module = f[1]
+			if u, err := strconv.Unquote(module); err == nil {
+				module = u
+			}
+		case "go":
+			goVersion = f[1]
+		}
+	}
+	if module != toolhostModule {
+		return "", fmt.Errorf("%s is not the go.mod of module %s", filepath.Join(dir, "go.mod"), toolhostModule)
+	}
+	if goVersion == "" {
+		return "", fmt.Errorf("%s has no go directive", filepath.Join(dir, "go.mod"))
+	}
+	return goVersion, nil
+}
+
+// emptyDir fails unless dir is absent or an empty directory.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case len(entries) > 0:
+		return fmt.Errorf("%s exists and is not empty", dir)
+	}
+	return nil
+}
+
+// writeNew writes a file that must not exist yet.
+func writeNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	return errors.Join(err, f.Close())
+}
+
+// modQuote quotes a path for go.mod when it needs it.
+func modQuote(s string) string {
+	if strings.ContainsAny(s, " \t\"'`\\") {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// hclQuote quotes s as an HCL string literal with no interpolation.
+func hclQuote(s string) string {
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q, "${", "$${")
+	return strings.ReplaceAll(q, "%{", "%%{")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
