@@ -83,6 +83,10 @@ type Executor struct {
 	Approver string
 	// ApprovalTimeout is how long an approval may stay pending; default 5m.
 	ApprovalTimeout time.Duration
+	// Approve, when "read_only", lets calls of read-only tools (readOnlyHint)
+	// run without asking the approver, though their tool or group requires
+	// approval; "" asks for every call that requires it.
+	Approve string
 	// IdempotencyWindow is how long a call id's result is kept and replayed
 	// for a repeated call id; default 24h.
 	IdempotencyWindow time.Duration
@@ -94,6 +98,12 @@ type ToolSettings struct {
 	Timeout time.Duration
 	// RequiresApproval asks for an approval before each call.
 	RequiresApproval bool
+	// Title replaces the tool's title when not "".
+	Title string
+	// Hints override the tool's MCP hints, by MCP's names (readOnlyHint,
+	// destructiveHint, idempotentHint, openWorldHint), from the block's
+	// read_only, destructive, idempotent and open_world.
+	Hints map[string]bool
 }
 
 // Limits bounds tool calls and their output, from the `limits` block.

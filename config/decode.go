@@ -202,7 +202,13 @@ func (d *decoder) module(blk *hcl.Block, declared map[string]hcl.Range) (Plugin,
 	return p, content
 }
 
-var toolSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "timeout"}, {Name: "requires_approval"}}}
+var toolSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "timeout"}, {Name: "requires_approval"},
+	{Name: "title"}, {Name: "read_only"}, {Name: "destructive"}, {Name: "idempotent"}, {Name: "open_world"}}}
+
+// toolHints are the tool block's hint attributes and MCP's names for them.
+var toolHints = []struct{ attr, hint string }{
+	{"read_only", "readOnlyHint"}, {"destructive", "destructiveHint"}, {"idempotent", "idempotentHint"}, {"open_world", "openWorldHint"},
+}
 
 // tool decodes a plugin's `tool "NAME" {}` block.
 func (d *decoder) tool(p *Plugin, blk *hcl.Block) {
@@ -220,6 +226,17 @@ func (d *decoder) tool(p *Plugin, blk *hcl.Block) {
 	d.add(diags)
 	attr(d, content.Attributes, "timeout", &t.Timeout, duration)
 	attr(d, content.Attributes, "requires_approval", &t.RequiresApproval, asIs)
+	attr(d, content.Attributes, "title", &t.Title, asIs)
+	for _, h := range toolHints {
+		if _, ok := content.Attributes[h.attr]; ok {
+			var v bool
+			attr(d, content.Attributes, h.attr, &v, asIs)
+			if t.Hints == nil {
+				t.Hints = map[string]bool{}
+			}
+			t.Hints[h.hint] = v
+		}
+	}
 	if p.Tools == nil {
 		p.Tools = map[string]ToolSettings{}
 	}
@@ -229,7 +246,7 @@ func (d *decoder) tool(p *Plugin, blk *hcl.Block) {
 var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token"}, {Name: "disabled"}, {Name: "allowed_hosts"}}}
 
 var executorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-	{Name: "mode"}, {Name: "max_parallel"}, {Name: "approver"}, {Name: "approval_timeout"}, {Name: "idempotency_window"},
+	{Name: "mode"}, {Name: "max_parallel"}, {Name: "approver"}, {Name: "approval_timeout"}, {Name: "idempotency_window"}, {Name: "approve"},
 }}
 
 func (d *decoder) executor(e *Executor, body hcl.Body) {
@@ -240,6 +257,7 @@ func (d *decoder) executor(e *Executor, body hcl.Body) {
 	attr(d, content.Attributes, "approver", &e.Approver, oneOf("queue", "approve", "deny"))
 	attr(d, content.Attributes, "approval_timeout", &e.ApprovalTimeout, duration)
 	attr(d, content.Attributes, "idempotency_window", &e.IdempotencyWindow, duration)
+	attr(d, content.Attributes, "approve", &e.Approve, oneOf("read_only"))
 }
 
 // onlyBlock returns the first of blocks, all of one type, reporting the others as duplicates.

@@ -224,6 +224,7 @@ func (s *supervisor) describeGroup(ctx context.Context, m module) (*Group, error
 	if s.kind == SourceBuiltin && spec.ID != s.cfg.Name {
 		return nil, toolhost.Errorf(toolhost.CodeInvalidGroupDef, "builtin %q reported group id %q", s.cfg.Name, spec.ID)
 	}
+	withSettings(spec, &s.cfg)
 	return &Group{Spec: *spec, Kind: s.kind, SourceName: s.cfg.Name, Provider: &procProvider{Provider: m.Provider(), exited: m.Exited()},
 		conf: &s.cfg, refused: m.Refused()}, nil
 }

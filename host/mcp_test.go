@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -283,5 +284,35 @@ func TestMCPServerConfined(t *testing.T) {
 		if p.Name == "workspace" && p.ErrorCode != toolhost.CodeReservedGroupID {
 			t.Errorf("mcp_server workspace: %+v, want reserved_group_id", p)
 		}
+	}
+}
+
+// TestToolSettingsHints: a tool block's title and hints replace a module's,
+// and approve = "read_only" lets a read-only tool run without the approver
+// (here one that denies everything) while the others still ask it.
+func TestToolSettingsHints(t *testing.T) {
+	block := testMCP("gomcp", "good")
+	block.Tools = map[string]config.ToolSettings{
+		"echo": {RequiresApproval: true, Title: "Echo it", Hints: map[string]bool{"readOnlyHint": true, "openWorldHint": false}},
+		"fail": {RequiresApproval: true},
+	}
+	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{block},
+		Executor: config.Executor{Mode: "sequential", MaxParallel: 4, Approver: "deny", Approve: "read_only", ApprovalTimeout: time.Minute, IdempotencyWindow: time.Hour}}
+	h := runHost(t, cfg, testOptions(t))
+	g, ok := h.Manager().Get("gomcp")
+	if !ok {
+		t.Fatalf("no group: %+v", h.Plugins())
+	}
+	echo, _ := g.Tool("echo")
+	var hints map[string]bool
+	if err := json.Unmarshal(echo.Annotations, &hints); err != nil || echo.Title != "Echo it" || !hints["readOnlyHint"] || hints["openWorldHint"] || !hints["destructiveHint"] {
+		t.Errorf("echo: title %q, hints %s", echo.Title, echo.Annotations)
+	}
+	ctx := context.Background()
+	if res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "echo", Arguments: []byte(`{"text":"ok"}`)}); err != nil || res.Stdout != "ok" {
+		t.Errorf("echo (read-only, so not asked): %+v, %v", res, err)
+	}
+	if _, err := h.Call(ctx, &toolhost.CallRequest{Tool: "fail", Arguments: []byte(`{}`)}); toolhost.CodeOf(err) != toolhost.CodeApprovalDenied {
+		t.Errorf("fail (asks the approver, which denies): %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 executor {
   mode     = "sometimes"
   approver = "bob"
+  approve  = "everything"
 }
 
 plugin "notes" {

@@ -1,3 +1,7 @@
+executor {
+  approve = "read_only"
+}
+
 mcp_server "fs" {
   command     = "node_modules/.bin/mcp-server-filesystem"
   args        = ["/srv/ws"]
@@ -10,6 +14,9 @@ mcp_server "fs" {
   }
   tool "fs_write_file" {
     requires_approval = true
+    title             = "Write a file"
+    destructive       = true
+    open_world        = false
   }
   limits {
     timeout = "20s"
