@@ -26,6 +26,9 @@ var ReservedGroupIDs = []string{"org_management", "artifact", "workspace", "comm
 // IsReserved reports whether id is a reserved group id.
 func IsReserved(id string) bool { return slices.Contains(ReservedGroupIDs, id) }
 
+// ValidToolName reports whether name is a well-formed tool name.
+func ValidToolName(name string) bool { return toolNamePattern.MatchString(name) }
+
 // ValidGroupID reports whether id is a well-formed group id.
 func ValidGroupID(id string) bool { return groupIDPattern.MatchString(id) }
 
@@ -43,7 +46,7 @@ func (g *GroupSpec) Validate() error {
 	seen := make(map[string]bool, len(g.Tools))
 	for i := range g.Tools {
 		t := &g.Tools[i]
-		if !toolNamePattern.MatchString(t.Name) {
+		if !ValidToolName(t.Name) {
 			return Errorf(CodeInvalidGroupDef, "group %s: tool name %q does not match %s", g.ID, t.Name, toolNamePattern)
 		}
 		if seen[t.Name] {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,13 +165,13 @@ func findPidsBase() (string, error) {
 		}
 		root, point := f[3], f[4]
 		switch {
-		case g[0] == "cgroup" && hasWord(g[2], ",", "pids"):
-			if path, ok := ownCgroup(string(own), func(ctrl string) bool { return hasWord(ctrl, ",", "pids") }); ok {
+		case g[0] == "cgroup" && slices.Contains(strings.Split(g[2], ","), "pids"):
+			if path, ok := ownCgroup(string(own), func(ctrl string) bool { return slices.Contains(strings.Split(ctrl, ","), "pids") }); ok {
 				return filepath.Join(point, strings.TrimPrefix(path, root)), nil
 			}
 		case g[0] == "cgroup2":
 			ctrl, _ := os.ReadFile(filepath.Join(point, "cgroup.controllers"))
-			if !hasWord(strings.TrimSpace(string(ctrl)), " ", "pids") {
+			if !slices.Contains(strings.Fields(string(ctrl)), "pids") {
 				continue
 			}
 			if path, ok := ownCgroup(string(own), func(ctrl string) bool { return ctrl == "" }); ok {
@@ -193,14 +194,4 @@ func ownCgroup(lines string, match func(controllers string) bool) (string, bool)
 		}
 	}
 	return "", false
-}
-
-// hasWord reports whether list, split at sep, holds w.
-func hasWord(list, sep, w string) bool {
-	for _, x := range strings.Split(list, sep) {
-		if x == w {
-			return true
-		}
-	}
-	return false
 }

@@ -6,6 +6,7 @@
 package mcpsource
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -146,7 +146,7 @@ func (s *Server) transport() (mcp.Transport, error) {
 		// SIGKILL when the host dies.
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
-	s.cmd.Stderr = hclogWriter{s.opts.Logger}
+	s.cmd.Stderr = s.opts.Logger.StandardWriter(&hclog.StandardLoggerOptions{}) // each line at info
 	return watched{CommandTransport: &mcp.CommandTransport{Command: s.cmd, TerminateDuration: 2 * time.Second}, s: s}, nil
 }
 
@@ -238,7 +238,7 @@ func (s *Server) group(tools []*mcp.Tool) (*toolhost.GroupSpec, map[string]strin
 		}
 		if init.ServerInfo != nil {
 			if spec.Description == "" {
-				spec.Description = "MCP server " + cmpOr(init.ServerInfo.Title, init.ServerInfo.Name)
+				spec.Description = "MCP server " + cmp.Or(init.ServerInfo.Title, init.ServerInfo.Name)
 			}
 			spec.Version = init.ServerInfo.Version
 		}
@@ -255,7 +255,7 @@ func (s *Server) group(tools []*mcp.Tool) (*toolhost.GroupSpec, map[string]strin
 		if err != nil || t.InputSchema == nil {
 			schema = []byte(`{"type":"object"}`)
 		}
-		ts := toolhost.ToolSpec{Name: name, Description: cmpOr(t.Description, t.Title), InputSchema: schema, Title: t.Title}
+		ts := toolhost.ToolSpec{Name: name, Description: cmp.Or(t.Description, t.Title), InputSchema: schema, Title: t.Title}
 		if t.Annotations != nil {
 			ts.Annotations, _ = json.Marshal(t.Annotations)
 		}
@@ -357,7 +357,7 @@ func result(res *mcp.CallToolResult) *toolhost.Result {
 	}
 	if res.IsError {
 		out.ExitCode = 1
-		out.Error = &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: cmpOr(firstLine(out.Stdout), "the tool reported an error")}
+		out.Error = &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: cmp.Or(firstLine(out.Stdout), "the tool reported an error")}
 	}
 	return out
 }
@@ -403,9 +403,6 @@ func (s *Server) Stop() {
 	s.end(errors.New("stopped"))
 }
 
-// toolNameRE is the host's rule for a tool name.
-var toolNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-
 // ToolName is the name an agent sees for the server's tool: the prefix and
 // the name, lower-cased, with every character but letters, digits and '_'
 // (MCP also allows '-' and '.') turned into '_', "t_" before a name that
@@ -414,7 +411,7 @@ var toolNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 // a table, so a call reaches the server under the server's name; two names
 // that map to one are a clash the host reports.
 func ToolName(prefix, name string) string {
-	if toolNameRE.MatchString(prefix + name) {
+	if toolhost.ValidToolName(prefix + name) {
 		return prefix + name
 	}
 	var b strings.Builder
@@ -450,26 +447,7 @@ func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-// hclogWriter logs each line a server writes on stderr.
-type hclogWriter struct{ log hclog.Logger }
-
-func (w hclogWriter) Write(p []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		if line != "" {
-			w.log.Info(line)
-		}
-	}
-	return len(p), nil
-}
-
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return line
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
