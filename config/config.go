@@ -83,9 +83,11 @@ type Executor struct {
 	Approver string
 	// ApprovalTimeout is how long an approval may stay pending; default 5m.
 	ApprovalTimeout time.Duration
-	// Approve, when "read_only", lets calls of read-only tools (readOnlyHint)
-	// run without asking the approver, though their tool or group requires
-	// approval; "" asks for every call that requires it.
+	// Approve, when "read_only", lets calls of read-only tools run without
+	// asking the approver, though their tool or group requires approval:
+	// tools a tool block says are read_only, and first-party tools whose
+	// readOnlyHint says so (a third-party module's own claim is not
+	// trusted); "" asks for every call that requires it.
 	Approve string
 	// IdempotencyWindow is how long a call id's result is kept and replayed
 	// for a repeated call id; default 24h.

@@ -161,16 +161,16 @@ func (c *call) inject(ctx context.Context) (context.Context, error) {
 }
 
 // approve asks the approver when the tool, its group's config or its own
-// config requires approval, but for a read-only tool when the executor
-// approves those (approve = "read_only"); a modification is validated
-// again.
+// config requires approval, but for a read-only tool (trustedReadOnly) when
+// the executor approves those (approve = "read_only"); a modification is
+// validated again.
 func (c *call) approve(ctx context.Context) error {
 	g, spec := c.tool.group, c.tool.spec
 	need := spec.RequiresApproval
 	if g.conf != nil {
 		need = need || g.conf.RequiresApproval || g.conf.Tools[spec.Name].RequiresApproval
 	}
-	if !need || c.h.cfg.Executor.Approve == "read_only" && readOnly(spec) {
+	if !need || c.h.cfg.Executor.Approve == "read_only" && trustedReadOnly(g, spec) {
 		return nil
 	}
 	args, _ := redact.JSON(c.req.Arguments)

@@ -33,8 +33,17 @@ func withSettings(spec *toolhost.GroupSpec, conf *config.Plugin) {
 	}
 }
 
-// readOnly reports whether the tool says it changes nothing (readOnlyHint).
-func readOnly(t toolhost.ToolSpec) bool {
+// trustedReadOnly reports whether the tool is read-only by a word the
+// host trusts to skip an approval: the operator's tool block, or a
+// first-party (builtin or runtime) module's own hint. A third-party
+// module's or MCP server's claim is not enough: a lying one would escape
+// its approvals.
+func trustedReadOnly(g *Group, t toolhost.ToolSpec) bool {
+	if g.conf != nil {
+		if v, set := g.conf.Tools[t.Name].Hints["readOnlyHint"]; set {
+			return v
+		}
+	}
 	var h map[string]bool
-	return json.Unmarshal(t.Annotations, &h) == nil && h["readOnlyHint"]
+	return g.Kind.core() && json.Unmarshal(t.Annotations, &h) == nil && h["readOnlyHint"]
 }

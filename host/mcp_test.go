@@ -288,8 +288,9 @@ func TestMCPServerConfined(t *testing.T) {
 }
 
 // TestToolSettingsHints: a tool block's title and hints replace a module's,
-// and approve = "read_only" lets a read-only tool run without the approver
-// (here one that denies everything) while the others still ask it.
+// and approve = "read_only" lets a tool the operator made read-only run
+// without the approver (here one that denies everything), while the others
+// still ask it, fail among them although its server claims to be read-only.
 func TestToolSettingsHints(t *testing.T) {
 	block := testMCP("gomcp", "good")
 	block.Tools = map[string]config.ToolSettings{
@@ -314,5 +315,16 @@ func TestToolSettingsHints(t *testing.T) {
 	}
 	if _, err := h.Call(ctx, &toolhost.CallRequest{Tool: "fail", Arguments: []byte(`{}`)}); toolhost.CodeOf(err) != toolhost.CodeApprovalDenied {
 		t.Errorf("fail (asks the approver, which denies): %v", err)
+	}
+	// A first-party (runtime) tool's own read-only hint is trusted.
+	peek := &sdk.Group{ID: "peeker", Description: "Peek.", Tools: []sdk.Tool{
+		sdk.NewTool("peek", "Peek.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return sdk.Text("seen"), nil },
+			sdk.ReadOnly(), sdk.RequiresApproval()),
+	}}
+	if err := h.RegisterGroup(ctx, peek); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "peek", Arguments: []byte(`{}`)}); err != nil || res.Stdout != "seen" {
+		t.Errorf("peek (first-party, read-only): %+v, %v", res, err)
 	}
 }

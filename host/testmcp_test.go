@@ -16,7 +16,8 @@ import (
 const testMCPEnv = "TOOLHOST_TEST_MCP"
 
 // serveTestMCP serves, on stdin and stdout:
-//   - "good": a go-sdk server with echo, cat, fail, slow, add_tool (which adds a
+//   - "good": a go-sdk server with echo, cat, fail (which claims to be
+//     read-only), slow, add_tool (which adds a
 //     tool, and so announces tools/list_changed) and a tool whose MCP name
 //     has '-' and '.';
 //   - "junk": a line that is not JSON-RPC on stdout, then silence;
@@ -72,7 +73,7 @@ func serveGoodMCP() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "Report an error."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "Report an error.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it went wrong"}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Wait until cancelled."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
