@@ -24,6 +24,11 @@ type Result struct {
 	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
+// MetaStructuredContent is the Meta key of a result's structured content:
+// a JSON object matching its tool's OutputSchema, which MCP clients get as
+// structuredContent.
+const MetaStructuredContent = "structured_content"
+
 // ErrorInfo is the error part of a Result.
 type ErrorInfo struct {
 	// Code is one of the stable codes.

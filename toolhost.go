@@ -16,8 +16,9 @@ import (
 // ProtocolMinor is the minor version of the plugin protocol. It grows when
 // fields are added; a breaking change bumps the major version instead.
 // Minor 1 added ConfigureRequest.HostPaths, minor 2 ConfigureRequest.Sandbox,
-// minor 3 ToolSpec.Title, Annotations and OutputSchema.
-const ProtocolMinor = 3
+// minor 3 ToolSpec.Title, Annotations and OutputSchema, minor 4 the
+// CallStream RPC, which carries a call's progress.
+const ProtocolMinor = 4
 
 // GroupSpec is a tool group as its provider reports it.
 type GroupSpec struct {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolhost/toolhost"
@@ -227,6 +228,11 @@ func (c *call) dispatch(ctx context.Context) (*toolhost.Result, error) {
 		defer t.Stop()
 	}
 	defer context.AfterFunc(c.h.closing, func() { cancel(errHostClosing) })()
+	if p := toolhost.ProgressFrom(ctx); p != nil {
+		var ended atomic.Bool
+		defer ended.Store(true)
+		ctx = toolhost.WithProgress(ctx, c.progress(p, &ended))
+	}
 	res, err := c.tool.group.Provider.Call(ctx, &c.req)
 	// A call whose context ended is a timeout or a cancellation, even when
 	// the plugin's answer (to its own cancelled context) won the race.
@@ -241,6 +247,38 @@ func (c *call) dispatch(ctx context.Context) (*toolhost.Result, error) {
 }
 
 var errHostClosing = toolhost.Errorf(toolhost.CodeCancelled, "the host is closing")
+
+const (
+	// progressEvery is the least time between two progress reports of a
+	// call that the host passes on; a module reporting more often is
+	// thinned, whatever its SDK does.
+	progressEvery = 50 * time.Millisecond
+	// maxProgressMessage bounds a progress message, in bytes.
+	maxProgressMessage = 1024
+)
+
+// progress wraps the caller's Progress for one call. A report is dropped
+// after the call ended or sooner than progressEvery after the last one;
+// its message is redacted and cut to maxProgressMessage (keeping the end),
+// recorded as a tool_call.progress event, and passed on.
+func (c *call) progress(p toolhost.Progress, ended *atomic.Bool) toolhost.Progress {
+	return toolhost.Progress(func(done, total float64, message string) {
+		if ended.Load() {
+			return
+		}
+		message, redacted := redact.String(message)
+		message = output.Limit(message, 0, maxProgressMessage, true).Text
+		payload := map[string]any{"progress": done, "message": message}
+		if total > 0 {
+			payload["total"] = total
+		}
+		if redacted {
+			payload["redacted"] = true
+		}
+		c.h.events.Emit(c.event(store.EventCallProgress, payload))
+		p(done, total, message)
+	}).Throttle(progressEvery)
+}
 
 // finish redacts secrets from a result and cuts its output to the group's
 // limits, working on a copy. Redaction comes first, so that no cut can leave
@@ -277,6 +315,15 @@ func (c *call) finish(in *toolhost.Result) *toolhost.Result {
 	res.Stdout, res.Stderr = out.Text, errs.Text
 	res.TruncatedLines = res.TruncatedLines || out.Lines || errs.Lines
 	res.TruncatedBytes = res.TruncatedBytes || out.Bytes || errs.Bytes
+	if sc, ok := res.Meta[toolhost.MetaStructuredContent]; ok && bytes > 0 {
+		// Structured content is held to the byte limit too: past it, the
+		// result keeps the cut text alone.
+		if b, err := json.Marshal(sc); err != nil || len(b) > bytes {
+			res.Meta = maps.Clone(res.Meta)
+			delete(res.Meta, toolhost.MetaStructuredContent)
+			res.TruncatedBytes = true
+		}
+	}
 	if c.redacted || saved != "" {
 		res.Meta = maps.Clone(res.Meta)
 		if res.Meta == nil {

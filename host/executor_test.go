@@ -24,6 +24,7 @@ type probe struct {
 	maxConc  atomic.Int32
 	lastArgs atomic.Value // json.RawMessage
 	ended    chan error   // the block tool's ctx error
+	late     atomic.Value // toolhost.Progress: the progress tool's, kept past its call
 }
 
 func (p *probe) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost.GroupSpec, error) {
@@ -62,6 +63,18 @@ func (p *probe) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.
 		res.Meta = map[string]any{"token": "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB"}
 	case "fail":
 		return toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeToolExec, "it broke")), nil
+	case "structured": // structured content of the size asked, with short text
+		var n struct{ N int }
+		_ = json.Unmarshal(req.Arguments, &n)
+		res.Stdout = "short"
+		res.Meta = map[string]any{toolhost.MetaStructuredContent: map[string]any{"data": strings.Repeat("x", n.N)}}
+	case "progress": // a flood of long reports carrying a secret
+		if report := toolhost.ProgressFrom(ctx); report != nil {
+			for i := range 1000 {
+				report(float64(i+1), 1000, strings.Repeat("x", 4000)+" OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789")
+			}
+			p.late.Store(report)
+		}
 	}
 	return res, nil
 }
@@ -83,7 +96,7 @@ func probeHost(t *testing.T, cfg *config.Config, opts *Options) (*Host, *probe) 
 	h := runHost(t, cfg, opts)
 	p := &probe{ended: make(chan error, 1)}
 	spec := toolhost.GroupSpec{ID: "probe", Description: "probe"}
-	for _, name := range []string{"echo", "slow", "block", "lines", "leak", "fail"} {
+	for _, name := range []string{"echo", "slow", "block", "lines", "leak", "fail", "progress", "structured"} {
 		spec.Tools = append(spec.Tools, toolhost.ToolSpec{Name: name, Description: name, InputSchema: []byte(probeSchema)})
 	}
 	spec.Tools = append(spec.Tools,
@@ -325,6 +338,22 @@ func TestOutputLimits(t *testing.T) {
 	}
 }
 
+// TestStructuredContentIsHeldToTheByteLimit: a module's structured content
+// past the byte limit is dropped, as its text would be cut; within it, it
+// is kept.
+func TestStructuredContentIsHeldToTheByteLimit(t *testing.T) {
+	h, _ := probeHost(t, nil, nil)
+	for n, kept := range map[int]bool{100: true, 60000: false} {
+		res, err := do(h, "structured", fmt.Sprintf(`{"n": %d}`, n), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := res.Meta[toolhost.MetaStructuredContent]; ok != kept || res.TruncatedBytes == kept {
+			t.Errorf("%d bytes: structured content kept %v, truncated %v; want kept %v", n, ok, res.TruncatedBytes, kept)
+		}
+	}
+}
+
 func TestRedaction(t *testing.T) {
 	h, _ := probeHost(t, nil, nil)
 	res, err := do(h, "leak", `{"text":"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}`, "leak-1")
@@ -347,6 +376,37 @@ func TestRedaction(t *testing.T) {
 	}
 	if len(events) != 2 || events[0].Payload["redacted"] != true || events[1].Payload["redacted"] != true {
 		t.Fatalf("events = %+v", events)
+	}
+}
+
+// TestProgressIsBoundedRedactedAndRecorded: a module's progress reaches
+// the caller thinned to one report per 50 ms (and the final one), each
+// message redacted and cut to 1 KiB, recorded as tool_call.progress events,
+// and nothing after the call returned. The attack: a module floods the
+// caller's stream (an MCP client, the event log) with large reports that
+// carry a secret, and keeps reporting after its call.
+func TestProgressIsBoundedRedactedAndRecorded(t *testing.T) {
+	h, p := probeHost(t, nil, nil)
+	var got []string
+	ctx := toolhost.WithProgress(context.Background(), func(done, total float64, msg string) { got = append(got, msg) })
+	if _, err := h.Call(ctx, &toolhost.CallRequest{Tool: "progress", Arguments: []byte(`{}`), Context: toolhost.CallContext{CallID: "progress-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	p.late.Load().(toolhost.Progress)(1, 0, "after the call")
+	if len(got) == 0 || len(got) > 100 {
+		t.Fatalf("%d of 1000 reports passed on, want a few", len(got))
+	}
+	for _, msg := range got {
+		if len(msg) > maxProgressMessage || strings.Contains(msg, "sk-proj") || !strings.Contains(msg, "REDACTED") || msg == "after the call" {
+			t.Fatalf("report passed on: %d bytes, %.80q…", len(msg), msg[max(0, len(msg)-80):])
+		}
+	}
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	events, _ := h.Events(context.Background(), store.EventFilter{CallID: "progress-1", Type: store.EventCallProgress})
+	if len(events) != len(got) || events[0].Payload["redacted"] != true || events[len(events)-1].Payload["progress"] != 1000.0 {
+		t.Fatalf("%d progress events for %d reports: %+v", len(events), len(got), events)
 	}
 }
 

@@ -37,13 +37,9 @@ const maxArtifact = 64 << 20
 // in the store, private to the host (directories 0700, files 0600).
 func (rt *Runtime) artifactGroup() *sdk.Group {
 	return &sdk.Group{ID: "artifact", Description: "Artifacts: store text or a workspace file and get an id to hand to other agents; read one back by id.", Tools: []sdk.Tool{
-		sdk.NewTool("put_artifact", "Store text (content) or a workspace file (path) as an artifact; returns its id, the SHA-256 of its bytes.",
-			func(ctx context.Context, r *sdk.Request[putArtifactArgs]) (*sdk.Result, error) {
-				a, err := rt.putArtifact(ctx, r.Call.AgentID, r.Args)
-				if err != nil {
-					return nil, err
-				}
-				return sdk.JSON(a)
+		sdk.NewStructuredTool("put_artifact", "Store text (content) or a workspace file (path) as an artifact; returns its id, the SHA-256 of its bytes.",
+			func(ctx context.Context, r *sdk.Request[putArtifactArgs]) (store.Artifact, error) {
+				return rt.putArtifact(ctx, r.Call.AgentID, r.Args)
 			}, sdk.Additive()),
 		sdk.NewTool("get_artifact", "Read an artifact by id: text is returned as is, other bytes as an attachment.",
 			func(ctx context.Context, r *sdk.Request[getArtifactArgs]) (*sdk.Result, error) {

@@ -34,17 +34,13 @@ type ContextStatus struct {
 // contextGroup is context: the calling agent's conversation.
 func (rt *Runtime) contextGroup() *sdk.Group {
 	return &sdk.Group{ID: "context", Description: "Your context window: how full it is, and compressing older turns into a summary.", Tools: []sdk.Tool{
-		sdk.NewTool("get_context_status", "How many messages and tokens your context holds, against its budget.",
-			func(_ context.Context, r *sdk.Request[struct{}]) (*sdk.Result, error) {
+		sdk.NewStructuredTool("get_context_status", "How many messages and tokens your context holds, against its budget.",
+			func(_ context.Context, r *sdk.Request[struct{}]) (ContextStatus, error) {
 				a, err := rt.caller(r.Call)
 				if err != nil {
-					return nil, err
+					return ContextStatus{}, err
 				}
-				st, err := rt.contextStatus(a)
-				if err != nil {
-					return nil, err
-				}
-				return sdk.JSON(st)
+				return rt.contextStatus(a)
 			}, sdk.NeedsAgent(), sdk.ReadOnly()),
 		sdk.NewTool("compress_context", "Summarise your older messages through the model, keeping your task and the most recent messages verbatim.",
 			func(ctx context.Context, r *sdk.Request[compressArgs]) (*sdk.Result, error) {

@@ -65,29 +65,29 @@ func viewOf(r store.Role) roleView {
 // orgGroup is org_management: roles, agents and messages.
 func (rt *Runtime) orgGroup() *sdk.Group {
 	return &sdk.Group{ID: "org_management", Description: "Organisation: find and create roles, spawn and terminate agents, send messages between agents.", Tools: []sdk.Tool{
-		sdk.NewTool("find_role_by_name", "Find a role by its name: its id, prompt and tool groups.",
-			func(_ context.Context, r *sdk.Request[findRoleArgs]) (*sdk.Result, error) {
+		sdk.NewStructuredTool("find_role_by_name", "Find a role by its name: its id, prompt and tool groups.",
+			func(_ context.Context, r *sdk.Request[findRoleArgs]) (roleView, error) {
 				role, err := rt.h.Role(r.Args.Name)
 				if err != nil {
 					names := []string{}
 					for _, x := range rt.h.Roles() {
 						names = append(names, x.Name)
 					}
-					return nil, sdk.Errorf(toolhost.CodeValidation, "no role named %q; the roles are: %s", r.Args.Name, strings.Join(names, ", "))
+					return roleView{}, sdk.Errorf(toolhost.CodeValidation, "no role named %q; the roles are: %s", r.Args.Name, strings.Join(names, ", "))
 				}
-				return sdk.JSON(viewOf(role))
+				return viewOf(role), nil
 			}, sdk.ReadOnly()),
-		sdk.NewTool("create_role", "Create a role whose agents use the given tool groups (omitted: every group). Unknown groups are refused.",
-			func(ctx context.Context, r *sdk.Request[createRoleArgs]) (*sdk.Result, error) {
+		sdk.NewStructuredTool("create_role", "Create a role whose agents use the given tool groups (omitted: every group). Unknown groups are refused.",
+			func(ctx context.Context, r *sdk.Request[createRoleArgs]) (roleView, error) {
 				by := r.Call.AgentID
 				if by == "" {
 					by = "operator"
 				}
 				role, err := rt.h.CreateRole(ctx, host.RoleSpec{Name: r.Args.Name, Prompt: r.Args.RolePrompt, ToolGroups: r.Args.ToolGroups, CreatedBy: by})
 				if err != nil {
-					return nil, err
+					return roleView{}, err
 				}
-				return sdk.JSON(viewOf(role))
+				return viewOf(role), nil
 			}, sdk.Additive()),
 		sdk.NewTool("spawn_agent", "Create an agent of a role; it waits for messages (send_message).",
 			func(ctx context.Context, r *sdk.Request[spawnArgs]) (*sdk.Result, error) {

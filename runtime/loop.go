@@ -446,6 +446,10 @@ func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID stri
 		}})
 		idx = append(idx, i)
 	}
+	// The agent's calls ask for progress, which the host records as
+	// tool_call.progress events under the call: the turn's account of a
+	// long command as it runs.
+	ctx = toolhost.WithProgress(ctx, func(float64, float64, string) {})
 	for j, out := range rt.h.CallBatch(ctx, reqs, nil) {
 		results[idx[j]] = resultText(out.Result, out.Err)
 		if out.Err != nil && slices.Contains(badCallCodes, toolhost.CodeOf(out.Err)) {
@@ -504,6 +508,11 @@ func resultText(res *toolhost.Result, err error) string {
 		res = toolhost.ErrorResult(err)
 	}
 	r := *res
+	if _, ok := r.Meta[toolhost.MetaStructuredContent]; ok {
+		// The model reads the same in stdout.
+		r.Meta = maps.Clone(r.Meta)
+		delete(r.Meta, toolhost.MetaStructuredContent)
+	}
 	if len(r.Attachments) > 0 {
 		names := make([]string, len(r.Attachments))
 		for i, at := range r.Attachments {

@@ -366,6 +366,49 @@ func TestNoProgressStopsARepeatingAgent(t *testing.T) {
 	}
 }
 
+// TestProgressOfAnAgentsCallIsRecorded: a command an agent runs reports
+// its output lines as it goes, and each is a tool_call.progress event of
+// the agent's call, before the call's end.
+func TestProgressOfAnAgentsCallIsRecorded(t *testing.T) {
+	e := start(t, `{"roles": {"runner": [
+	  {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo one; sleep 0.2; echo two; sleep 0.2; echo three"}}]},
+	  {"content": "done"}
+	]}}`, "", "", "")
+	e.createRole("runner", "command")
+	a := e.spawn("runner", "run")
+	var lines []string
+	for _, ev := range e.events(a.ID, "tool_call.") {
+		switch ev.Type {
+		case store.EventCallProgress:
+			lines = append(lines, ev.Payload["message"].(string))
+		case store.EventCallCompleted:
+			if !slices.Equal(lines, []string{"one", "two", "three"}) {
+				t.Fatalf("progress events before the call's end: %q, want one, two, three", lines)
+			}
+			return
+		}
+	}
+	t.Fatalf("no completed call; progress %q", lines)
+}
+
+// TestModelReadsStructuredOutputOnce: a structured tool's result reaches
+// the model as its JSON text, without the same again as structured content.
+func TestModelReadsStructuredOutputOnce(t *testing.T) {
+	e := start(t, `{"roles": {"reader": [
+	  {"tool_calls": [{"name": "get_workspace_info", "arguments": {}}]},
+	  {"content": "done"}
+	]}}`, "", "", "")
+	e.createRole("reader", "workspace")
+	a := e.spawn("reader", "look")
+	reqs := e.requests(a.ID)
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	if got := lastToolResult(reqs[1]); !strings.Contains(got, `\"roots\"`) || strings.Contains(got, toolhost.MetaStructuredContent) {
+		t.Errorf("the model read %s", got)
+	}
+}
+
 func TestLimitsStopARunawayAgent(t *testing.T) {
 	tests := []struct {
 		name, script, limits string

@@ -20,6 +20,22 @@ func JSON(v any) (*Result, error) {
 	return Text(string(b)), nil
 }
 
+// Structured returns a successful result carrying v (which encodes as a
+// JSON object) as structured content and as indented JSON in its stdout;
+// NewStructuredTool's tools return it.
+func Structured(v any) (*Result, error) {
+	res, err := JSON(v)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(res.Stdout), &obj); err != nil || obj == nil {
+		return nil, toolhost.Errorf(toolhost.CodeInternal, "sdk: structured content must be a JSON object, not %.40s", res.Stdout)
+	}
+	res.Meta = map[string]any{toolhost.MetaStructuredContent: obj}
+	return res, nil
+}
+
 // Errorf returns an error with a code. A handler returning it fails the call
 // with that code and message; any other error fails it with tool_exec.
 func Errorf(code Code, format string, args ...any) error {

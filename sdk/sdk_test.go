@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/toolhost/toolhost/internal/proctest"
+
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/internal/rpcplugin"
 	"github.com/toolhost/toolhost/netpolicy"
 	"github.com/toolhost/toolhost/sandbox"
@@ -458,5 +460,66 @@ func TestAnnotations(t *testing.T) {
 		if (tool.Title == "Look around") != (tool.Name == "look") {
 			t.Errorf("%s: title %q", tool.Name, tool.Title)
 		}
+	}
+}
+
+type sum struct {
+	Total int    `json:"total" jsonschema:"the sum"`
+	Note  string `json:"note,omitempty"`
+}
+
+// TestStructuredOutput: a structured tool's output type becomes its output
+// schema, and each result carries the value as structured content, which
+// validates against that schema, and as JSON text.
+func TestStructuredOutput(t *testing.T) {
+	g := &sdk.Group{ID: "typed", Description: "Typed.", Tools: []sdk.Tool{
+		sdk.NewStructuredTool("add", "Add.", func(_ context.Context, r *sdk.Request[struct {
+			A int `json:"a"`
+			B int `json:"b"`
+		}]) (sum, error) {
+			if r.Args.A < 0 {
+				return sum{}, sdk.Errorf(sdk.CodeValidation, "field a: negative")
+			}
+			return sum{Total: r.Args.A + r.Args.B}, nil
+		}, sdk.ReadOnly()),
+	}}
+	p := sdktest.New(t, g, nil) // over a real gRPC connection
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(p.Spec.Tools[0].OutputSchema, &schema); err != nil {
+		t.Fatalf("output schema %q: %v", p.Spec.Tools[0].OutputSchema, err)
+	}
+	if schema.Type != "object" || !slices.Equal(schema.Required, []string{"total"}) || schema.Properties["total"].Description != "the sum" {
+		t.Errorf("output schema = %s", p.Spec.Tools[0].OutputSchema)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := p.Call("add", map[string]int{"a": 2, "b": 3})
+	sc, ok := res.Meta[toolhost.MetaStructuredContent]
+	if !res.OK || !ok {
+		t.Fatalf("result = %+v, want structured content", res)
+	}
+	if err := resolved.Validate(sc); err != nil {
+		t.Errorf("structured content %v does not match the output schema: %v", sc, err)
+	}
+	var text any
+	if err := json.Unmarshal([]byte(res.Stdout), &text); err != nil || !reflect.DeepEqual(text, sc) {
+		t.Errorf("stdout %q is not the structured content %v (%v)", res.Stdout, sc, err)
+	}
+	if msg := sdktest.Fails(t, p.Call("add", map[string]int{"a": -1, "b": 0}), sdk.CodeValidation); !strings.Contains(msg, "negative") {
+		t.Errorf("failure message %q", msg)
+	}
+}
+
+// TestStructuredOutputMustBeAnObject: MCP's outputSchema is an object, so a
+// tool whose output type is not a struct or a map is an invalid group.
+func TestStructuredOutputMustBeAnObject(t *testing.T) {
+	g := &sdk.Group{ID: "bad", Description: "x", Tools: []sdk.Tool{
+		sdk.NewStructuredTool("count", "Count.", func(context.Context, *sdk.Request[struct{}]) (int, error) { return 1, nil }),
+	}}
+	_, err := g.Describe(context.Background(), &toolhost.DescribeRequest{})
+	if !errors.Is(err, toolhost.ErrInvalidGroupDef) || !strings.Contains(err.Error(), "output") {
+		t.Fatalf("err = %v, want invalid_group_def about the output type", err)
 	}
 }

@@ -20,6 +20,23 @@ type Request[In any] struct {
 	Call CallContext
 	// RawArgs are the arguments as the host sent them.
 	RawArgs json.RawMessage
+
+	progress toolhost.Progress
+}
+
+// progressEvery is the least time between two progress reports a handler
+// sends; the ones in between are dropped.
+const progressEvery = 50 * time.Millisecond
+
+// Progress reports how far the call is: done of total (total 0 when not
+// known) and a message, such as the last line of a command's output. It
+// costs nothing when the caller asked for no progress; reports sooner than
+// 50 ms after the last one sent are dropped, except a final one (done ≥
+// total > 0).
+func (r *Request[In]) Progress(done, total float64, message string) {
+	if r.progress != nil {
+		r.progress(done, total, message)
+	}
 }
 
 // Handler runs one call of a tool. It returns a Result, or an error which
@@ -120,7 +137,41 @@ func NewTool[In any](name, description string, h Handler[In], opts ...ToolOption
 		if err := json.Unmarshal(req.Arguments, &in); err != nil {
 			return nil, toolhost.Errorf(toolhost.CodeValidation, "arguments: %v", err)
 		}
-		return h(ctx, &Request[In]{Args: in, Call: req.Context, RawArgs: req.Arguments})
+		return h(ctx, &Request[In]{Args: in, Call: req.Context, RawArgs: req.Arguments,
+			progress: toolhost.ProgressFrom(ctx).Throttle(progressEvery)})
+	}
+	return t
+}
+
+// StructuredHandler runs one call of a tool with structured output: it
+// returns the output value, or an error which fails the call.
+type StructuredHandler[In, Out any] func(ctx context.Context, req *Request[In]) (Out, error)
+
+// NewStructuredTool makes a tool like NewTool whose output is a value of Out,
+// a struct (or a map): Out's JSON schema is the tool's output schema (MCP's
+// outputSchema), and each result carries the value as structured content
+// (toolhost.MetaStructuredContent) and, for clients and models that read
+// text, as indented JSON in its stdout.
+func NewStructuredTool[In, Out any](name, description string, h StructuredHandler[In, Out], opts ...ToolOption) Tool {
+	t := NewTool(name, description, func(ctx context.Context, req *Request[In]) (*Result, error) {
+		out, err := h(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return Structured(out)
+	}, opts...)
+	if t.err != nil {
+		return t
+	}
+	schema, err := jsonschema.For[Out](nil)
+	if err == nil && schema.Type != "object" {
+		err = fmt.Errorf("the output type %T is not a struct or a map: MCP's outputSchema is an object", *new(Out))
+	}
+	if err == nil {
+		t.spec.OutputSchema, err = json.Marshal(schema)
+	}
+	if err != nil {
+		t.err = fmt.Errorf("sdk: tool %s: output schema: %w", name, err)
 	}
 	return t
 }

@@ -353,7 +353,7 @@ func result(res *mcp.CallToolResult) *toolhost.Result {
 	}
 	out.Stdout = strings.Join(texts, "\n")
 	if res.StructuredContent != nil {
-		out.Meta = map[string]any{"structured_content": res.StructuredContent}
+		out.Meta = map[string]any{toolhost.MetaStructuredContent: res.StructuredContent}
 	}
 	if res.IsError {
 		out.ExitCode = 1

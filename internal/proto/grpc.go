@@ -2,6 +2,9 @@ package proto
 
 import (
 	"context"
+	"io"
+	"sync"
+	"sync/atomic"
 
 	"github.com/toolhost/toolhost"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -53,6 +56,30 @@ func (s *server) Call(ctx context.Context, req *CallRequest) (*CallResponse, err
 	return nil, toStatus(err)
 }
 
+// CallStream runs a call as Call does, with a Progress in its context that
+// sends the tool's reports on the stream ahead of the response.
+func (s *server) CallStream(req *CallRequest, stream grpc.ServerStreamingServer[CallEvent]) error {
+	var (
+		mu   sync.Mutex
+		done bool
+	)
+	ctx := toolhost.WithProgress(stream.Context(), func(progress, total float64, message string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			_ = stream.Send(&CallEvent{Event: &CallEvent_Progress{Progress: &Progress{Progress: progress, Total: total, Message: message}}})
+		}
+	})
+	resp, err := s.Call(ctx, req)
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return stream.Send(&CallEvent{Event: &CallEvent_Response{Response: resp}})
+}
+
 // toStatus carries err's code across the wire as a status detail.
 func toStatus(err error) error {
 	st := status.New(codes.Unknown, err.Error())
@@ -64,7 +91,8 @@ func toStatus(err error) error {
 
 // Client is a toolhost.Provider that calls a plugin over gRPC.
 type Client struct {
-	rpc ToolGroupClient
+	rpc      ToolGroupClient
+	noStream atomic.Bool // the plugin predates CallStream (protocol minor 4)
 }
 
 var _ toolhost.Provider = (*Client)(nil)
@@ -93,15 +121,49 @@ func (c *Client) Configure(ctx context.Context, req *toolhost.ConfigureRequest) 
 	return fromStatus(ctx, err)
 }
 
-// Call runs one tool in the plugin.
+// Call runs one tool in the plugin. When ctx carries a Progress
+// (toolhost.WithProgress), the plugin's progress reports reach it, unless
+// the plugin predates protocol minor 4.
 func (c *Client) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
-	resp, err := c.rpc.Call(ctx, &CallRequest{
-		ProtocolMinor: toolhost.ProtocolMinor, Tool: req.Tool, Arguments: req.Arguments, Context: contextToProto(req.Context),
-	})
+	in := &CallRequest{ProtocolMinor: toolhost.ProtocolMinor, Tool: req.Tool, Arguments: req.Arguments, Context: contextToProto(req.Context)}
+	if p := toolhost.ProgressFrom(ctx); p != nil && !c.noStream.Load() {
+		resp, err := c.callStream(ctx, in, p)
+		if status.Code(err) != codes.Unimplemented {
+			if err != nil {
+				return nil, fromStatus(ctx, err)
+			}
+			return resultFromProto(resp.GetResult())
+		}
+		c.noStream.Store(true)
+	}
+	resp, err := c.rpc.Call(ctx, in)
 	if err != nil {
 		return nil, fromStatus(ctx, err)
 	}
 	return resultFromProto(resp.GetResult())
+}
+
+// callStream runs a call through CallStream, passing its progress to p.
+func (c *Client) callStream(ctx context.Context, in *CallRequest, p toolhost.Progress) (*CallResponse, error) {
+	stream, err := c.rpc.CallStream(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		ev, err := stream.Recv()
+		if err == io.EOF {
+			return nil, status.Error(codes.Internal, "the plugin ended the call's stream without a response")
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch e := ev.GetEvent().(type) {
+		case *CallEvent_Progress:
+			p(e.Progress.GetProgress(), e.Progress.GetTotal(), e.Progress.GetMessage())
+		case *CallEvent_Response:
+			return e.Response, nil
+		}
+	}
 }
 
 // fromStatus maps a gRPC error back to a toolhost error: the code the plugin

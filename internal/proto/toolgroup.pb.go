@@ -653,6 +653,152 @@ func (x *CallResponse) GetResult() *Result {
 	return nil
 }
 
+// CallEvent is one message of CallStream: progress, or the response, which
+// is the last.
+type CallEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*CallEvent_Progress
+	//	*CallEvent_Response
+	Event         isCallEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallEvent) Reset() {
+	*x = CallEvent{}
+	mi := &file_toolgroup_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallEvent) ProtoMessage() {}
+
+func (x *CallEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgroup_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallEvent.ProtoReflect.Descriptor instead.
+func (*CallEvent) Descriptor() ([]byte, []int) {
+	return file_toolgroup_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CallEvent) GetEvent() isCallEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *CallEvent) GetProgress() *Progress {
+	if x != nil {
+		if x, ok := x.Event.(*CallEvent_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
+func (x *CallEvent) GetResponse() *CallResponse {
+	if x != nil {
+		if x, ok := x.Event.(*CallEvent_Response); ok {
+			return x.Response
+		}
+	}
+	return nil
+}
+
+type isCallEvent_Event interface {
+	isCallEvent_Event()
+}
+
+type CallEvent_Progress struct {
+	Progress *Progress `protobuf:"bytes,1,opt,name=progress,proto3,oneof"`
+}
+
+type CallEvent_Response struct {
+	Response *CallResponse `protobuf:"bytes,2,opt,name=response,proto3,oneof"`
+}
+
+func (*CallEvent_Progress) isCallEvent_Event() {}
+
+func (*CallEvent_Response) isCallEvent_Event() {}
+
+// Progress is how far a call is: progress of total (total 0 when unknown),
+// and a message such as the last line of a command's output.
+type Progress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Progress      float64                `protobuf:"fixed64,1,opt,name=progress,proto3" json:"progress,omitempty"`
+	Total         float64                `protobuf:"fixed64,2,opt,name=total,proto3" json:"total,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Progress) Reset() {
+	*x = Progress{}
+	mi := &file_toolgroup_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Progress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Progress) ProtoMessage() {}
+
+func (x *Progress) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgroup_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Progress.ProtoReflect.Descriptor instead.
+func (*Progress) Descriptor() ([]byte, []int) {
+	return file_toolgroup_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Progress) GetProgress() float64 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *Progress) GetTotal() float64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *Progress) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // Result is the envelope every tool returns.
 type Result struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -673,7 +819,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_toolgroup_proto_msgTypes[9]
+	mi := &file_toolgroup_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +831,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[9]
+	mi := &file_toolgroup_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +844,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{9}
+	return file_toolgroup_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Result) GetOk() bool {
@@ -782,7 +928,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_toolgroup_proto_msgTypes[10]
+	mi := &file_toolgroup_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +940,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[10]
+	mi := &file_toolgroup_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +953,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{10}
+	return file_toolgroup_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Error) GetCode() string {
@@ -836,7 +982,7 @@ type Attachment struct {
 
 func (x *Attachment) Reset() {
 	*x = Attachment{}
-	mi := &file_toolgroup_proto_msgTypes[11]
+	mi := &file_toolgroup_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +994,7 @@ func (x *Attachment) String() string {
 func (*Attachment) ProtoMessage() {}
 
 func (x *Attachment) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[11]
+	mi := &file_toolgroup_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +1007,7 @@ func (x *Attachment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attachment.ProtoReflect.Descriptor instead.
 func (*Attachment) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{11}
+	return file_toolgroup_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Attachment) GetName() string {
@@ -938,7 +1084,15 @@ const file_toolgroup_proto_rawDesc = "" +
 	"\targuments\x18\x03 \x01(\fR\targuments\x122\n" +
 	"\acontext\x18\x04 \x01(\v2\x18.toolhost.v1.CallContextR\acontext\";\n" +
 	"\fCallResponse\x12+\n" +
-	"\x06result\x18\x01 \x01(\v2\x13.toolhost.v1.ResultR\x06result\"\xda\x02\n" +
+	"\x06result\x18\x01 \x01(\v2\x13.toolhost.v1.ResultR\x06result\"\x82\x01\n" +
+	"\tCallEvent\x123\n" +
+	"\bprogress\x18\x01 \x01(\v2\x15.toolhost.v1.ProgressH\x00R\bprogress\x127\n" +
+	"\bresponse\x18\x02 \x01(\v2\x19.toolhost.v1.CallResponseH\x00R\bresponseB\a\n" +
+	"\x05event\"V\n" +
+	"\bProgress\x12\x1a\n" +
+	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x01R\x05total\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xda\x02\n" +
 	"\x06Result\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1b\n" +
 	"\texit_code\x18\x02 \x01(\x05R\bexitCode\x12\x16\n" +
@@ -958,11 +1112,13 @@ const file_toolgroup_proto_rawDesc = "" +
 	"Attachment\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tmime_type\x18\x02 \x01(\tR\bmimeType\x12\x12\n" +
-	"\x04data\x18\x03 \x01(\fR\x04data2\xdd\x01\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data2\x9f\x02\n" +
 	"\tToolGroup\x12G\n" +
 	"\bDescribe\x12\x1c.toolhost.v1.DescribeRequest\x1a\x1d.toolhost.v1.DescribeResponse\x12J\n" +
 	"\tConfigure\x12\x1d.toolhost.v1.ConfigureRequest\x1a\x1e.toolhost.v1.ConfigureResponse\x12;\n" +
-	"\x04Call\x12\x18.toolhost.v1.CallRequest\x1a\x19.toolhost.v1.CallResponseB-Z+github.com/toolhost/toolhost/internal/protob\x06proto3"
+	"\x04Call\x12\x18.toolhost.v1.CallRequest\x1a\x19.toolhost.v1.CallResponse\x12@\n" +
+	"\n" +
+	"CallStream\x12\x18.toolhost.v1.CallRequest\x1a\x16.toolhost.v1.CallEvent0\x01B-Z+github.com/toolhost/toolhost/internal/protob\x06proto3"
 
 var (
 	file_toolgroup_proto_rawDescOnce sync.Once
@@ -976,7 +1132,7 @@ func file_toolgroup_proto_rawDescGZIP() []byte {
 	return file_toolgroup_proto_rawDescData
 }
 
-var file_toolgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_toolgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_toolgroup_proto_goTypes = []any{
 	(*CallContext)(nil),       // 0: toolhost.v1.CallContext
 	(*DescribeRequest)(nil),   // 1: toolhost.v1.DescribeRequest
@@ -987,29 +1143,35 @@ var file_toolgroup_proto_goTypes = []any{
 	(*ConfigureResponse)(nil), // 6: toolhost.v1.ConfigureResponse
 	(*CallRequest)(nil),       // 7: toolhost.v1.CallRequest
 	(*CallResponse)(nil),      // 8: toolhost.v1.CallResponse
-	(*Result)(nil),            // 9: toolhost.v1.Result
-	(*Error)(nil),             // 10: toolhost.v1.Error
-	(*Attachment)(nil),        // 11: toolhost.v1.Attachment
+	(*CallEvent)(nil),         // 9: toolhost.v1.CallEvent
+	(*Progress)(nil),          // 10: toolhost.v1.Progress
+	(*Result)(nil),            // 11: toolhost.v1.Result
+	(*Error)(nil),             // 12: toolhost.v1.Error
+	(*Attachment)(nil),        // 13: toolhost.v1.Attachment
 }
 var file_toolgroup_proto_depIdxs = []int32{
 	0,  // 0: toolhost.v1.DescribeRequest.context:type_name -> toolhost.v1.CallContext
 	3,  // 1: toolhost.v1.DescribeResponse.group:type_name -> toolhost.v1.GroupSpec
 	4,  // 2: toolhost.v1.GroupSpec.tools:type_name -> toolhost.v1.ToolSpec
 	0,  // 3: toolhost.v1.CallRequest.context:type_name -> toolhost.v1.CallContext
-	9,  // 4: toolhost.v1.CallResponse.result:type_name -> toolhost.v1.Result
-	10, // 5: toolhost.v1.Result.error:type_name -> toolhost.v1.Error
-	11, // 6: toolhost.v1.Result.attachments:type_name -> toolhost.v1.Attachment
-	1,  // 7: toolhost.v1.ToolGroup.Describe:input_type -> toolhost.v1.DescribeRequest
-	5,  // 8: toolhost.v1.ToolGroup.Configure:input_type -> toolhost.v1.ConfigureRequest
-	7,  // 9: toolhost.v1.ToolGroup.Call:input_type -> toolhost.v1.CallRequest
-	2,  // 10: toolhost.v1.ToolGroup.Describe:output_type -> toolhost.v1.DescribeResponse
-	6,  // 11: toolhost.v1.ToolGroup.Configure:output_type -> toolhost.v1.ConfigureResponse
-	8,  // 12: toolhost.v1.ToolGroup.Call:output_type -> toolhost.v1.CallResponse
-	10, // [10:13] is the sub-list for method output_type
-	7,  // [7:10] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	11, // 4: toolhost.v1.CallResponse.result:type_name -> toolhost.v1.Result
+	10, // 5: toolhost.v1.CallEvent.progress:type_name -> toolhost.v1.Progress
+	8,  // 6: toolhost.v1.CallEvent.response:type_name -> toolhost.v1.CallResponse
+	12, // 7: toolhost.v1.Result.error:type_name -> toolhost.v1.Error
+	13, // 8: toolhost.v1.Result.attachments:type_name -> toolhost.v1.Attachment
+	1,  // 9: toolhost.v1.ToolGroup.Describe:input_type -> toolhost.v1.DescribeRequest
+	5,  // 10: toolhost.v1.ToolGroup.Configure:input_type -> toolhost.v1.ConfigureRequest
+	7,  // 11: toolhost.v1.ToolGroup.Call:input_type -> toolhost.v1.CallRequest
+	7,  // 12: toolhost.v1.ToolGroup.CallStream:input_type -> toolhost.v1.CallRequest
+	2,  // 13: toolhost.v1.ToolGroup.Describe:output_type -> toolhost.v1.DescribeResponse
+	6,  // 14: toolhost.v1.ToolGroup.Configure:output_type -> toolhost.v1.ConfigureResponse
+	8,  // 15: toolhost.v1.ToolGroup.Call:output_type -> toolhost.v1.CallResponse
+	9,  // 16: toolhost.v1.ToolGroup.CallStream:output_type -> toolhost.v1.CallEvent
+	13, // [13:17] is the sub-list for method output_type
+	9,  // [9:13] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_toolgroup_proto_init() }
@@ -1017,13 +1179,17 @@ func file_toolgroup_proto_init() {
 	if File_toolgroup_proto != nil {
 		return
 	}
+	file_toolgroup_proto_msgTypes[9].OneofWrappers = []any{
+		(*CallEvent_Progress)(nil),
+		(*CallEvent_Response)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolgroup_proto_rawDesc), len(file_toolgroup_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

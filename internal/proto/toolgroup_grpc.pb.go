@@ -25,9 +25,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ToolGroup_Describe_FullMethodName  = "/toolhost.v1.ToolGroup/Describe"
-	ToolGroup_Configure_FullMethodName = "/toolhost.v1.ToolGroup/Configure"
-	ToolGroup_Call_FullMethodName      = "/toolhost.v1.ToolGroup/Call"
+	ToolGroup_Describe_FullMethodName   = "/toolhost.v1.ToolGroup/Describe"
+	ToolGroup_Configure_FullMethodName  = "/toolhost.v1.ToolGroup/Configure"
+	ToolGroup_Call_FullMethodName       = "/toolhost.v1.ToolGroup/Call"
+	ToolGroup_CallStream_FullMethodName = "/toolhost.v1.ToolGroup/CallStream"
 )
 
 // ToolGroupClient is the client API for ToolGroup service.
@@ -43,6 +44,12 @@ type ToolGroupClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	// Call runs one tool. Cancellation and deadlines travel with the RPC.
 	Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (*CallResponse, error)
+	// CallStream runs one tool as Call does, and sends the progress the tool
+	// reports before the response, which ends the stream. The host uses it
+	// when its caller wants progress; a plugin older than protocol minor 4
+	// answers Unimplemented, and the host calls Call instead. Added in
+	// protocol minor 4.
+	CallStream(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallEvent], error)
 }
 
 type toolGroupClient struct {
@@ -83,6 +90,25 @@ func (c *toolGroupClient) Call(ctx context.Context, in *CallRequest, opts ...grp
 	return out, nil
 }
 
+func (c *toolGroupClient) CallStream(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolGroup_ServiceDesc.Streams[0], ToolGroup_CallStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CallRequest, CallEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolGroup_CallStreamClient = grpc.ServerStreamingClient[CallEvent]
+
 // ToolGroupServer is the server API for ToolGroup service.
 // All implementations must embed UnimplementedToolGroupServer
 // for forward compatibility.
@@ -96,6 +122,12 @@ type ToolGroupServer interface {
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	// Call runs one tool. Cancellation and deadlines travel with the RPC.
 	Call(context.Context, *CallRequest) (*CallResponse, error)
+	// CallStream runs one tool as Call does, and sends the progress the tool
+	// reports before the response, which ends the stream. The host uses it
+	// when its caller wants progress; a plugin older than protocol minor 4
+	// answers Unimplemented, and the host calls Call instead. Added in
+	// protocol minor 4.
+	CallStream(*CallRequest, grpc.ServerStreamingServer[CallEvent]) error
 	mustEmbedUnimplementedToolGroupServer()
 }
 
@@ -114,6 +146,9 @@ func (UnimplementedToolGroupServer) Configure(context.Context, *ConfigureRequest
 }
 func (UnimplementedToolGroupServer) Call(context.Context, *CallRequest) (*CallResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Call not implemented")
+}
+func (UnimplementedToolGroupServer) CallStream(*CallRequest, grpc.ServerStreamingServer[CallEvent]) error {
+	return status.Errorf(codes.Unimplemented, "method CallStream not implemented")
 }
 func (UnimplementedToolGroupServer) mustEmbedUnimplementedToolGroupServer() {}
 func (UnimplementedToolGroupServer) testEmbeddedByValue()                   {}
@@ -190,6 +225,17 @@ func _ToolGroup_Call_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolGroup_CallStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CallRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ToolGroupServer).CallStream(m, &grpc.GenericServerStream[CallRequest, CallEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolGroup_CallStreamServer = grpc.ServerStreamingServer[CallEvent]
+
 // ToolGroup_ServiceDesc is the grpc.ServiceDesc for ToolGroup service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -210,6 +256,12 @@ var ToolGroup_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ToolGroup_Call_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "CallStream",
+			Handler:       _ToolGroup_CallStream_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "toolgroup.proto",
 }

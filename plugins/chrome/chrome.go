@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/toolhost/toolhost/netpolicy"
 	"github.com/toolhost/toolhost/sdk"
@@ -56,10 +57,10 @@ type TextArgs struct {
 	Selector string `json:"selector,omitempty" jsonschema:"a CSS selector; the visible text of the first element it matches is returned (default body)"`
 }
 
-// page is what navigate reports.
-type page struct {
-	URL   string `json:"url"`
-	Title string `json:"title"`
+// pageInfo is what navigate reports.
+type pageInfo struct {
+	URL   string `json:"url" jsonschema:"the URL loaded, after redirects"`
+	Title string `json:"title" jsonschema:"the page's title"`
 }
 
 // textScript evaluates to the innerText of the first element matching the
@@ -93,7 +94,7 @@ func newGroup(b *browser) *sdk.Group {
 		Version:     "0.1.0",
 		OnConfigure: b.configure,
 		Tools: []sdk.Tool{
-			sdk.NewTool("navigate", "Load a page in the browser's tab; returns the final URL and the title as JSON.", b.navigate, sdk.OpenWorld()),
+			sdk.NewStructuredTool("navigate", "Load a page in the browser's tab; returns the final URL and the title as JSON.", b.navigate, sdk.OpenWorld()),
 			sdk.NewTool("get_text", "Return the visible text (innerText) of an element of the current page.", b.getText, sdk.ReadOnly()),
 			sdk.NewTool("get_html", "Return the HTML (outerHTML) of an element of the current page, or of the whole page.", b.getHTML, sdk.ReadOnly()),
 			sdk.NewTool("click", "Click the first element matching a CSS selector, once it is visible.", b.click, sdk.Destructive(), sdk.OpenWorld()),
@@ -257,14 +258,14 @@ func (b *browser) close() {
 	}
 }
 
-func (b *browser) navigate(ctx context.Context, req *sdk.Request[NavigateArgs]) (*sdk.Result, error) {
+func (b *browser) navigate(ctx context.Context, req *sdk.Request[NavigateArgs]) (pageInfo, error) {
 	u, err := b.checkURL(ctx, req.Args.URL)
 	if err != nil {
-		return nil, err
+		return pageInfo{}, err
 	}
-	var p page
+	var p pageInfo
 	err = b.use(ctx, req.Call.Session, func(tab context.Context) error {
-		ref, err := b.load(tab, u)
+		ref, err := b.load(tab, u, req.Progress)
 		if ref != nil {
 			return sdk.Errorf(sdk.CodePolicy, "chrome: loading %s: %v", u.Redacted(), ref)
 		}
@@ -277,9 +278,9 @@ func (b *browser) navigate(ctx context.Context, req *sdk.Request[NavigateArgs]) 
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return pageInfo{}, err
 	}
-	return sdk.JSON(p)
+	return p, nil
 }
 
 // checkURL parses a URL to load and checks it before the browser sees it:
@@ -309,22 +310,36 @@ func (b *browser) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 // latest refusal since the navigation began of a host the tab's main frame
 // asked for a document. Calls take turns on the browser, so a refusal of
 // such a host in that time is this navigation's.
-func (b *browser) load(tab context.Context, u *url.URL) (*netpolicy.Refusal, error) {
+func (b *browser) load(tab context.Context, u *url.URL, progress func(done, total float64, message string)) (*netpolicy.Refusal, error) {
 	mark := b.proxy.Mark()
 	mainFrame := string(chromedp.FromContext(tab).Target.TargetID) // a tab's main frame has its target's id
 	var mu sync.Mutex
 	hosts := map[string]bool{strings.ToLower(u.Hostname()): true}
 	lctx, cancel := context.WithCancel(tab)
 	defer cancel()
+	// The load's progress, of loadSteps: each request of the main frame's
+	// document (redirects too), its response, DOMContentLoaded, load.
+	const loadSteps = 4
 	err := chromedp.Listen(lctx, func(ev any) {
-		e, ok := ev.(*network.EventRequestWillBeSent)
-		if !ok || e.Type != network.ResourceTypeDocument || string(e.FrameID) != mainFrame {
-			return
-		}
-		if du, err := url.Parse(e.Request.URL); err == nil {
-			mu.Lock()
-			hosts[strings.ToLower(du.Hostname())] = true
-			mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			if e.Type != network.ResourceTypeDocument || string(e.FrameID) != mainFrame {
+				return
+			}
+			progress(1, loadSteps, "requesting "+e.Request.URL)
+			if du, err := url.Parse(e.Request.URL); err == nil {
+				mu.Lock()
+				hosts[strings.ToLower(du.Hostname())] = true
+				mu.Unlock()
+			}
+		case *network.EventResponseReceived:
+			if e.Type == network.ResourceTypeDocument && string(e.FrameID) == mainFrame {
+				progress(2, loadSteps, fmt.Sprintf("response %d from %s", e.Response.Status, e.Response.URL))
+			}
+		case *page.EventDomContentEventFired:
+			progress(3, loadSteps, "DOMContentLoaded")
+		case *page.EventLoadEventFired:
+			progress(loadSteps, loadSteps, "loaded")
 		}
 	})
 	if err == nil {

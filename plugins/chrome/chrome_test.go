@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/sandboxtest"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
@@ -214,12 +215,27 @@ func TestChromium(t *testing.T) {
 	})
 
 	t.Run("pages", func(t *testing.T) {
-		var got page
-		if err := json.Unmarshal([]byte(sdktest.OK(t, p.Call("navigate", NavigateArgs{URL: srv.URL + "/moved"}))), &got); err != nil {
+		// The load reports its progress, ending with the load event.
+		var steps []string
+		ctx := toolhost.WithProgress(context.Background(), func(done, total float64, msg string) {
+			steps = append(steps, fmt.Sprintf("%v/%v %s", done, total, msg))
+		})
+		res, err := p.Do(ctx, &toolhost.CallRequest{Tool: "navigate", Arguments: []byte(fmt.Sprintf(`{"url": %q}`, srv.URL+"/moved"))})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if want := (page{URL: srv.URL + "/", Title: "Greeting"}); got != want {
+		var got pageInfo
+		if err := json.Unmarshal([]byte(sdktest.OK(t, res)), &got); err != nil {
+			t.Fatal(err)
+		}
+		if want := (pageInfo{URL: srv.URL + "/", Title: "Greeting"}); got != want {
 			t.Errorf("navigate = %+v, want %+v", got, want)
+		}
+		if sc, _ := res.Meta[toolhost.MetaStructuredContent].(map[string]any); sc["url"] != got.URL || sc["title"] != got.Title {
+			t.Errorf("structured content %v, want the page %+v", res.Meta[toolhost.MetaStructuredContent], got)
+		}
+		if len(steps) < 2 || !strings.HasPrefix(steps[0], "1/4 requesting "+srv.URL+"/moved") || steps[len(steps)-1] != "4/4 loaded" {
+			t.Errorf("progress %q, want the request first and the load last", steps)
 		}
 		if text := sdktest.OK(t, p.Call("get_text", TextArgs{Selector: "#greeting"})); text != "Hello, toolhost!" {
 			t.Errorf("get_text #greeting = %q", text)

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -225,14 +228,16 @@ func (r *runner) run(ctx context.Context, req *sdk.Request[RunArgs]) (*sdk.Resul
 	if err != nil {
 		return nil, err
 	}
-	return r.exec(ctx, execSpec{prog: "bash", args: []string{"-c", req.Args.Command}, dir: dir, env: req.Args.Env, timeout: req.Args.TimeoutSeconds})
+	return r.exec(ctx, execSpec{prog: "bash", args: []string{"-c", req.Args.Command}, dir: dir, env: req.Args.Env, timeout: req.Args.TimeoutSeconds,
+		progress: req.Progress})
 }
 
 func (r *runner) runJS(ctx context.Context, req *sdk.Request[JSArgs]) (*sdk.Result, error) {
 	if _, err := exec.LookPath("node"); err != nil {
 		return nil, sdk.Errorf(sdk.CodeToolExec, "node is not installed: apt-get install nodejs")
 	}
-	return r.exec(ctx, execSpec{prog: "node", args: []string{"-"}, stdin: req.Args.Code, dir: r.workdir, timeout: req.Args.TimeoutSeconds})
+	return r.exec(ctx, execSpec{prog: "node", args: []string{"-"}, stdin: req.Args.Code, dir: r.workdir, timeout: req.Args.TimeoutSeconds,
+		progress: req.Progress})
 }
 
 // execSpec is one process to run.
@@ -243,6 +248,8 @@ type execSpec struct {
 	dir     string
 	env     map[string]string
 	timeout int // seconds; 0: the default
+	// progress receives the output's lines as they come (sdk.Request.Progress).
+	progress func(done, total float64, message string)
 }
 
 // exec runs a process confined by the sandbox (or, with sandbox = "off",
@@ -272,7 +279,8 @@ func (r *runner) exec(ctx context.Context, spec execSpec) (*sdk.Result, error) {
 	}
 	cmd.WaitDelay = waitDelay
 	stdout, stderr := &capped{}, &capped{}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	lines := &lineProgress{report: spec.progress}
+	cmd.Stdout, cmd.Stderr = lines.tee(stdout), lines.tee(stderr)
 	if err := proc.Start(); err != nil {
 		return nil, sdk.Errorf(sdk.CodeToolExec, "%s: %v", spec.prog, err)
 	}
@@ -375,6 +383,47 @@ func (c *capped) Write(p []byte) (int, error) {
 		c.dropped = true
 	}
 	return len(p), nil
+}
+
+// maxProgressLine bounds the part of a line a progress report carries.
+const maxProgressLine = 512
+
+// lineProgress reports a command's output lines, stdout's and stderr's, as
+// they are written: the count so far, and the line as the message.
+type lineProgress struct {
+	report func(done, total float64, message string)
+	mu     sync.Mutex
+	lines  int
+}
+
+// tee returns a writer passing its bytes to w and its lines to the report.
+func (l *lineProgress) tee(w io.Writer) io.Writer { return &lineWriter{w: w, l: l} }
+
+// lineWriter is one stream's tee: partial holds a line not ended yet (its
+// first maxProgressLine bytes).
+type lineWriter struct {
+	w       io.Writer
+	l       *lineProgress
+	partial []byte
+}
+
+func (lw *lineWriter) Write(p []byte) (int, error) {
+	n, err := lw.w.Write(p)
+	for rest := p[:n]; len(rest) > 0; {
+		line, after, ended := bytes.Cut(rest, []byte{'\n'})
+		if room := maxProgressLine - len(lw.partial); room > 0 {
+			lw.partial = append(lw.partial, line[:min(len(line), room)]...)
+		}
+		if !ended {
+			break
+		}
+		lw.l.mu.Lock()
+		lw.l.lines++
+		lw.l.report(float64(lw.l.lines), 0, string(lw.partial))
+		lw.l.mu.Unlock()
+		lw.partial, rest = lw.partial[:0], after
+	}
+	return n, err
 }
 
 // String returns the last maxOutputBytes kept.

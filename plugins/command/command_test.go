@@ -7,10 +7,12 @@ import (
 	"github.com/toolhost/toolhost/internal/proctest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/sdk/sdktest"
 )
@@ -259,4 +261,44 @@ func waitGone(t *testing.T, marker string) {
 		}
 	}
 	t.Errorf("sleep %s outlived the command", marker)
+}
+
+// TestProgressReportsLines: a caller wanting progress gets the command's
+// output lines, stdout's and stderr's, as they come, over the plugin
+// protocol's stream; the result is the same as without.
+func TestProgressReportsLines(t *testing.T) {
+	p := newPlugin(t, nil)
+	type report struct {
+		done float64
+		line string
+		at   time.Time
+	}
+	var got []report
+	ctx := toolhost.WithProgress(context.Background(), func(done, _ float64, msg string) {
+		got = append(got, report{done, msg, time.Now()})
+	})
+	start := time.Now()
+	res, err := p.Do(ctx, &toolhost.CallRequest{Tool: "run_command",
+		Arguments: []byte(`{"command": "echo one; sleep 0.3; echo two >&2; sleep 0.3; printf 'three\nfour'"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := sdktest.OK(t, res); out != "one\nthree\nfour" || res.Stderr != "two\n" {
+		t.Errorf("stdout %q, stderr %q", out, res.Stderr)
+	}
+	var lines []string
+	for i, r := range got {
+		lines = append(lines, r.line)
+		if r.done != float64(i+1) {
+			t.Errorf("report %d counts %v lines", i, r.done)
+		}
+	}
+	// "four" never ends, so it is no line; the reports came as the lines
+	// did, not at the end.
+	if !slices.Equal(lines, []string{"one", "two", "three"}) {
+		t.Fatalf("progress lines %q, want one, two, three", lines)
+	}
+	if first := got[0].at.Sub(start); first > time.Since(start)-500*time.Millisecond {
+		t.Errorf("the first line was reported after %s, at the end of the call", first)
+	}
 }

@@ -56,17 +56,18 @@ type RequestArgs struct {
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"give up after this many seconds (default 30, at most the configured max_timeout_seconds)"`
 }
 
-// Response is what http_request returns, as JSON in stdout.
+// Response is what http_request returns: its structured content, and the
+// same as JSON in stdout.
 type Response struct {
-	Status      int               `json:"status"`
-	StatusText  string            `json:"status_text"`
-	Headers     map[string]string `json:"headers"`
-	Body        string            `json:"body"`
-	BodyBytes   int               `json:"body_bytes"`
-	Truncated   bool              `json:"truncated"`
-	ContentType string            `json:"content_type"`
-	FinalURL    string            `json:"final_url"`
-	Redirects   int               `json:"redirects"`
+	Status      int               `json:"status" jsonschema:"the HTTP status code"`
+	StatusText  string            `json:"status_text" jsonschema:"the status line's text, such as 404 Not Found"`
+	Headers     map[string]string `json:"headers" jsonschema:"the response headers, values of a repeated header joined by commas"`
+	Body        string            `json:"body" jsonschema:"a text body, up to the size cap; a binary body's size, type and sha256"`
+	BodyBytes   int               `json:"body_bytes" jsonschema:"the bytes of the body read"`
+	Truncated   bool              `json:"truncated" jsonschema:"the body was longer than the size cap"`
+	ContentType string            `json:"content_type" jsonschema:"the Content-Type header"`
+	FinalURL    string            `json:"final_url" jsonschema:"the URL answered, after redirects"`
+	Redirects   int               `json:"redirects" jsonschema:"how many redirects were followed"`
 }
 
 // client makes requests; configure sets it up before the first call.
@@ -99,7 +100,7 @@ func (c *client) group() *sdk.Group {
 		Version:     "0.1.0",
 		OnConfigure: c.configure,
 		Tools: []sdk.Tool{
-			sdk.NewTool("http_request", "Make an HTTP or HTTPS request and return the status, headers and body (text bodies in full up to a size cap, binary bodies summarised). A non-2xx status is still a successful call. Loopback, private and link-local addresses are refused unless configured.", c.request, sdk.Destructive(), sdk.OpenWorld()),
+			sdk.NewStructuredTool("http_request", "Make an HTTP or HTTPS request and return the status, headers and body (text bodies in full up to a size cap, binary bodies summarised). A non-2xx status is still a successful call. Loopback, private and link-local addresses are refused unless configured.", c.request, sdk.Destructive(), sdk.OpenWorld()),
 		},
 	}
 }
@@ -160,25 +161,25 @@ func (c *client) timeout(seconds int) (time.Duration, error) {
 	return time.Duration(min(seconds, c.maxTimeout)) * time.Second, nil
 }
 
-func (c *client) request(ctx context.Context, req *sdk.Request[RequestArgs]) (*sdk.Result, error) {
+func (c *client) request(ctx context.Context, req *sdk.Request[RequestArgs]) (Response, error) {
 	args := req.Args
 	method := strings.ToUpper(strings.TrimSpace(args.Method))
 	if method == "" {
 		method = "GET"
 	}
 	if !slices.Contains(allowedMethods, method) {
-		return nil, sdk.Errorf(sdk.CodeValidation, "method %q: must be one of %s", args.Method, strings.Join(allowedMethods, ", "))
+		return Response{}, sdk.Errorf(sdk.CodeValidation, "method %q: must be one of %s", args.Method, strings.Join(allowedMethods, ", "))
 	}
 	u, err := url.Parse(args.URL)
 	if err != nil {
-		return nil, sdk.Errorf(sdk.CodeValidation, "url: %v", err)
+		return Response{}, sdk.Errorf(sdk.CodeValidation, "url: %v", err)
 	}
 	if err := c.checkURL(u); err != nil {
-		return nil, asResultError(err)
+		return Response{}, asResultError(err)
 	}
 	timeout, err := c.timeout(args.TimeoutSeconds)
 	if err != nil {
-		return nil, err
+		return Response{}, err
 	}
 	callCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -190,11 +191,11 @@ func (c *client) request(ctx context.Context, req *sdk.Request[RequestArgs]) (*s
 	}
 	hreq, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
-		return nil, sdk.Errorf(sdk.CodeValidation, "request: %v", err)
+		return Response{}, sdk.Errorf(sdk.CodeValidation, "request: %v", err)
 	}
 	for k, v := range args.Headers {
 		if strings.ContainsAny(k, "\r\n: ") || k == "" || strings.ContainsAny(v, "\r\n") {
-			return nil, sdk.Errorf(sdk.CodeValidation, "header %q: invalid name or value", k)
+			return Response{}, sdk.Errorf(sdk.CodeValidation, "header %q: invalid name or value", k)
 		}
 		if ignoredHeaders[http.CanonicalHeaderKey(k)] {
 			continue
@@ -229,12 +230,12 @@ func (c *client) request(ctx context.Context, req *sdk.Request[RequestArgs]) (*s
 	}
 	resp, err := hc.Do(hreq)
 	if err != nil {
-		return nil, c.failure(callCtx, ctx, timeout, err)
+		return Response{}, c.failure(callCtx, ctx, timeout, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
 	if err != nil {
-		return nil, c.failure(callCtx, ctx, timeout, fmt.Errorf("reading the body: %w", err))
+		return Response{}, c.failure(callCtx, ctx, timeout, fmt.Errorf("reading the body: %w", err))
 	}
 	out := &Response{
 		Status:      resp.StatusCode,
@@ -261,7 +262,7 @@ func (c *client) request(ctx context.Context, req *sdk.Request[RequestArgs]) (*s
 		sum := sha256.Sum256(data)
 		out.Body = fmt.Sprintf("binary body: %d bytes, content-type %s, sha256 %s", len(data), ct, hex.EncodeToString(sum[:]))
 	}
-	return sdk.JSON(out)
+	return *out, nil
 }
 
 // failure turns a transport error into the call's error: policy for a

@@ -86,7 +86,7 @@ func newGroup() *sdk.Group {
 		Version:     "0.1.0",
 		OnConfigure: w.configure,
 		Tools: []sdk.Tool{
-			sdk.NewTool("get_workspace_info", "Show the workspace roots as JSON; relative paths resolve against the first.", w.info, sdk.ReadOnly()),
+			sdk.NewStructuredTool("get_workspace_info", "Show the workspace roots as JSON; relative paths resolve against the first.", w.info, sdk.ReadOnly()),
 			sdk.NewTool("list_files", "List a directory, one entry a line, sorted; directories end with /.", w.list, sdk.ReadOnly()),
 			sdk.NewTool("read_file", "Read lines of a text file, a page at a time (offset, limit).", w.read, sdk.ReadOnly()),
 			sdk.NewTool("write_file", "Write a text file: replace it atomically or append to it. Creates parent directories.", w.write, sdk.Destructive()),
@@ -223,14 +223,17 @@ func positive(name string, v, def int) (int, error) {
 	return v, nil
 }
 
-func (w *workspace) info(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
-	var info struct {
-		Roots []string `json:"roots"`
-	}
+// Info is what get_workspace_info returns.
+type Info struct {
+	Roots []string `json:"roots" jsonschema:"the workspace roots, absolute; relative paths resolve against the first"`
+}
+
+func (w *workspace) info(context.Context, *sdk.Request[struct{}]) (Info, error) {
+	info := Info{Roots: []string{}}
 	for _, r := range w.roots {
 		info.Roots = append(info.Roots, r.dir)
 	}
-	return sdk.JSON(info)
+	return info, nil
 }
 
 func (w *workspace) list(_ context.Context, req *sdk.Request[ListArgs]) (*sdk.Result, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/sandboxtest"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
@@ -80,12 +82,17 @@ func TestGetWorkspaceInfo(t *testing.T) {
 	p := sdktest.New(t, newGroup(), &sdktest.Options{Config: map[string]any{
 		"roots": []string{f.root + "/", other, f.root + "/sub/.."},
 	}})
-	var info struct{ Roots []string }
-	if err := json.Unmarshal([]byte(sdktest.OK(t, p.Call("get_workspace_info", map[string]any{}))), &info); err != nil {
+	res := p.Call("get_workspace_info", map[string]any{})
+	var info Info
+	if err := json.Unmarshal([]byte(sdktest.OK(t, res)), &info); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{f.root, other}; !slices.Equal(info.Roots, want) {
 		t.Errorf("roots = %v, want %v (cleaned, deduplicated)", info.Roots, want)
+	}
+	// The same as structured content, for MCP clients.
+	if sc, _ := res.Meta[toolhost.MetaStructuredContent].(map[string]any); fmt.Sprint(sc["roots"]) != fmt.Sprint(info.Roots) {
+		t.Errorf("structured content %v, want the roots %v", res.Meta[toolhost.MetaStructuredContent], info.Roots)
 	}
 }
 
