@@ -183,6 +183,16 @@ builtin "workspace" {}`,
 			equal(t, "workspace.Path", c.Plugins[2].Path, filepath.Join(cwd, "plugins", "workspace"))
 		},
 	}, {
+		name: "website_url",
+		src:  `website_url = "https://tools.example.com/about"`,
+		check: func(t *testing.T, c *Config) {
+			equal(t, "WebsiteURL", c.WebsiteURL, "https://tools.example.com/about")
+		},
+	}, {
+		name:    "website_url must be an http URL",
+		src:     `website_url = "javascript:alert(1)"`,
+		wantErr: `/srv/toolhost/config.hcl:1,15: Invalid value for "website_url": "javascript:alert(1)" is not an absolute http or https URL.`,
+	}, {
 		name:    "invalid listen",
 		env:     map[string]string{"TOOLHOST_LISTEN": "localhost"},
 		wantErr: `TOOLHOST_LISTEN: Invalid TOOLHOST_LISTEN: "localhost" is not host:port: address localhost: missing port in address.`,
