@@ -28,25 +28,46 @@ func ProgressFrom(ctx context.Context) Progress {
 }
 
 // Throttle returns a Progress passing reports on to p at most once per
-// interval, and a final one (progress ≥ total > 0) always; the others are
-// dropped. It is safe for concurrent use and calls p under a lock, so reports
-// arrive in order. A nil p gives nil.
+// interval. A report coming sooner is held, replacing any held before, and
+// passed on when the interval ends, so the newest of a burst is never lost;
+// a final report (progress ≥ total > 0) goes at once. It is safe for
+// concurrent use and calls p under a lock, so reports arrive in order. A nil
+// p gives nil.
 func (p Progress) Throttle(every time.Duration) Progress {
 	if p == nil {
 		return nil
 	}
+	type report struct {
+		progress, total float64
+		message         string
+	}
 	var (
-		mu   sync.Mutex
-		last time.Time
+		mu      sync.Mutex
+		last    time.Time
+		held    *report
+		flushes *time.Timer
 	)
+	flush := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		flushes = nil
+		if r := held; r != nil {
+			held, last = nil, time.Now()
+			p(r.progress, r.total, r.message)
+		}
+	}
 	return func(progress, total float64, message string) {
 		mu.Lock()
 		defer mu.Unlock()
 		now := time.Now()
-		if now.Sub(last) < every && (total <= 0 || progress < total) {
+		if wait := every - now.Sub(last); wait > 0 && (total <= 0 || progress < total) {
+			held = &report{progress, total, message}
+			if flushes == nil {
+				flushes = time.AfterFunc(wait, flush)
+			}
 			return
 		}
-		last = now
+		held, last = nil, now
 		p(progress, total, message)
 	}
 }

@@ -47,14 +47,7 @@ type hostile struct {
 // every other loopback address is refused as by default.
 func startHostile(t *testing.T) *hostile {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "toolhost")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/toolhost").CombinedOutput(); err != nil {
-		t.Fatalf("build toolhost: %v\n%s", err, out)
-	}
-	dir := t.TempDir()
-	port := freePort(t, "127.0.0.2")
 	src := fmt.Sprintf(`
-listen     = "127.0.0.2:%s"
 data_dir   = "data"
 plugin_dir = %q
 executor {
@@ -83,17 +76,42 @@ plugin "chrome" {
 role "developer" {
   tool_groups = ["workspace", "command"]
 }
-`, port, pluginDir)
+`, pluginDir)
+	h := newServe(t, src)
+	// webber is made at run time, so it is editable: a write that got
+	// through would change it.
+	h.cli("roles create", "-groups", "chrome", "webber")
+	h.start()
+	return h
+}
+
+// newServe builds toolhost and writes a config file in a new directory (the
+// workspace): src after a listen line for a free port on 127.0.0.2. It makes
+// the admin token; start runs serve.
+func newServe(t *testing.T, src string) *hostile {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "toolhost")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/toolhost").CombinedOutput(); err != nil {
+		t.Fatalf("build toolhost: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	port := freePort(t, "127.0.0.2")
+	src = fmt.Sprintf("listen = \"127.0.0.2:%s\"\n", port) + src
 	h := &hostile{t: t, bin: bin, cfg: filepath.Join(dir, "config.hcl"), dir: dir, base: "http://127.0.0.2:" + port, port: port, stderr: &bytes.Buffer{}}
 	if err := os.WriteFile(h.cfg, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h.admin = strings.TrimSpace(h.cli("token"))
-	// webber is made at run time, so it is editable: a write that got
-	// through would change it.
-	h.cli("roles create", "-groups", "chrome", "webber")
-	cmd := exec.Command(bin, "serve", "-config", h.cfg)
-	cmd.Dir = dir
+	return h
+}
+
+// start runs `toolhost serve` on the config until the test ends, and waits
+// for it to answer.
+func (h *hostile) start() {
+	t := h.t
+	t.Helper()
+	cmd := exec.Command(h.bin, "serve", "-config", h.cfg)
+	cmd.Dir = h.dir
 	cmd.Stderr = h.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -116,7 +134,6 @@ role "developer" {
 			t.Fatalf("serve did not answer in 20s:\n%s", h.stderr)
 		}
 	}
-	return h
 }
 
 // freePort returns a port free on the loopback address ip.

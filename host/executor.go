@@ -257,9 +257,9 @@ const (
 	maxProgressMessage = 1024
 )
 
-// progress wraps the caller's Progress for one call. A report is dropped
-// after the call ended or sooner than progressEvery after the last one;
-// its message is redacted and cut to maxProgressMessage (keeping the end),
+// progress wraps the caller's Progress for one call. Reports are thinned
+// to one per progressEvery (Progress.Throttle) and dropped after the call
+// ended; each message is redacted and cut to maxProgressMessage (keeping the end),
 // recorded as a tool_call.progress event, and passed on.
 func (c *call) progress(p toolhost.Progress, ended *atomic.Bool) toolhost.Progress {
 	return toolhost.Progress(func(done, total float64, message string) {

@@ -25,14 +25,14 @@ type Request[In any] struct {
 }
 
 // progressEvery is the least time between two progress reports a handler
-// sends; the ones in between are dropped.
+// sends; of the ones in between, the newest is sent when it has passed.
 const progressEvery = 50 * time.Millisecond
 
 // Progress reports how far the call is: done of total (total 0 when not
 // known) and a message, such as the last line of a command's output. It
-// costs nothing when the caller asked for no progress; reports sooner than
-// 50 ms after the last one sent are dropped, except a final one (done ≥
-// total > 0).
+// costs nothing when the caller asked for no progress. At most one report
+// goes per 50 ms: of reports coming sooner, the newest is sent when the
+// interval ends; a final one (done ≥ total > 0) goes at once.
 func (r *Request[In]) Progress(done, total float64, message string) {
 	if r.progress != nil {
 		r.progress(done, total, message)

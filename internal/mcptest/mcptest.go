@@ -51,12 +51,33 @@ func CallText(t testing.TB, cs *mcp.ClientSession, tool string, args any) (strin
 // missing one fails the test, saying so.
 func NPMServer(t testing.TB, name string) string {
 	t.Helper()
-	dir := os.Getenv("TOOLHOST_NPM_DIR")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "toolhost-npm")
+	return npmPath(t, name, filepath.Join(".bin", name))
+}
+
+// NPMPackage is the directory of a package installed from npm
+// (@modelcontextprotocol/sdk, say) in the same cache directory as
+// NPMServer's. A missing one fails the test, saying so.
+func NPMPackage(t testing.TB, name string) string {
+	t.Helper()
+	return npmPath(t, name, name)
+}
+
+// NPMDir is the npm cache directory of the tests: TOOLHOST_NPM_DIR, default
+// ~/.cache/toolhost-npm. Its node_modules holds what scripts/test installs.
+func NPMDir() string {
+	if dir := os.Getenv("TOOLHOST_NPM_DIR"); dir != "" {
+		return dir
 	}
-	path := filepath.Join(dir, "node_modules", ".bin", name)
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "toolhost-npm")
+}
+
+// npmPath is rel below NPMDir's node_modules, failing the test when it is
+// missing.
+func npmPath(t testing.TB, name, rel string) string {
+	t.Helper()
+	dir := NPMDir()
+	path := filepath.Join(dir, "node_modules", rel)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("%s is not installed in %s: scripts/test installs it (%v)", name, dir, err)
 	}
