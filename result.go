@@ -29,6 +29,10 @@ type Result struct {
 // structuredContent.
 const MetaStructuredContent = "structured_content"
 
+// MetaStructuredContentCut is the Meta key the host sets (to true) when it
+// dropped a result's structured content for being past the byte limit.
+const MetaStructuredContentCut = "structured_content_cut"
+
 // ErrorInfo is the error part of a Result.
 type ErrorInfo struct {
 	// Code is one of the stable codes.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,13 +27,18 @@ import (
 
 // The call paths, in the order the report lists them.
 const (
-	pathRaw      = "raw gRPC Call"
-	pathHost     = "Host.Call"
-	pathAPI      = "POST /api/call"
-	pathMCPHTTP  = "MCP HTTP (ours)"
-	pathMCPStdio = "MCP stdio (go-sdk)"
-	pathHostMCP  = "Host.Call → mcp_server"
+	pathRaw       = "raw gRPC Call"
+	pathHost      = "Host.Call"
+	pathAPI       = "POST /api/call"
+	pathOursHTTP  = "MCP HTTP (ours)"
+	pathSDKHTTP   = "MCP HTTP (go-sdk)"
+	pathOursStdio = "MCP stdio (ours)"
+	pathSDKStdio  = "MCP stdio (go-sdk)"
+	pathHostMCP   = "Host.Call → mcp_server"
 )
+
+// callPaths are all the call paths, in the report's order.
+var callPaths = []string{pathRaw, pathHost, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP}
 
 // callPath is one way of calling the no-op tool.
 type callPath struct {
@@ -39,18 +46,23 @@ type callPath struct {
 	call func(context.Context) error
 }
 
+// executables are the programs the call paths start.
+type executables struct {
+	noop     string // bench/noop
+	mcpnoop  string // bench/mcpnoop
+	toolhost string // bin/toolhost
+}
+
 // callRig holds everything the call paths need: an in-process host running
 // the no-op plugin, its HTTP server on a loopback port, a second no-op
-// plugin process called over raw gRPC, the go-sdk stdio server, and a second
-// in-process host running another process of that server as an mcp_server
-// block.
+// plugin process called over raw gRPC, `toolhost mcp` over stdio with a host
+// of its own, the go-sdk servers (stdio and streamable HTTP), and a second
+// in-process host running another process of the go-sdk stdio server as an
+// mcp_server block.
 type callRig struct {
 	paths   []callPath
-	h       *host.Host   // the host of Host.Call and of the HTTP paths
-	hosts   []*host.Host // every host started, whose events are flushed between turns
+	hosts   []*host.Host // every in-process host started, whose events are flushed between turns
 	closers []func()
-	// Pids of the processes involved, for the RSS table.
-	noopPid, rawPid int
 }
 
 // Close stops everything the rig started, last started first.
@@ -60,9 +72,12 @@ func (r *callRig) Close() {
 	}
 }
 
-// newCallRig starts the paths, or only the raw gRPC and Host.Call ones when
-// hostOnly is set. noop and mcpnoop are the built executables.
-func newCallRig(ctx context.Context, tmp, noop, mcpnoop string, hostOnly bool) (_ *callRig, err error) {
+// newCallRig starts the paths whose names want accepts (all of them with a
+// nil want), in the report's order.
+func newCallRig(ctx context.Context, tmp string, exe executables, want func(path string) bool) (_ *callRig, err error) {
+	if want == nil {
+		want = func(string) bool { return true }
+	}
 	r := &callRig{}
 	defer func() {
 		if err != nil {
@@ -71,56 +86,119 @@ func newCallRig(ctx context.Context, tmp, noop, mcpnoop string, hostOnly bool) (
 	}()
 
 	// Raw gRPC: a plugin process of its own, called with no host in between.
-	proc, err := rpcplugin.Launch(rpcplugin.Options{Path: noop})
-	if err != nil {
-		return nil, err
+	if want(pathRaw) {
+		proc, err := rpcplugin.Launch(rpcplugin.Options{Path: exe.noop})
+		if err != nil {
+			return nil, err
+		}
+		r.closers = append(r.closers, proc.Stop)
+		if err := proc.Provider.Configure(ctx, &toolhost.ConfigureRequest{Config: []byte("{}")}); err != nil {
+			return nil, err
+		}
+		rawReq := &toolhost.CallRequest{Tool: "noop", Arguments: []byte("{}")}
+		r.add(pathRaw, func(ctx context.Context) error {
+			res, err := proc.Provider.Call(ctx, rawReq)
+			return checkResult(res, err)
+		})
 	}
-	r.closers = append(r.closers, proc.Stop)
-	r.rawPid = proc.Pid
-	if err := proc.Provider.Configure(ctx, &toolhost.ConfigureRequest{Config: []byte("{}")}); err != nil {
-		return nil, err
-	}
-	rawReq := &toolhost.CallRequest{Tool: "noop", Arguments: []byte("{}")}
-	r.add(pathRaw, func(ctx context.Context) error {
-		res, err := proc.Provider.Call(ctx, rawReq)
-		return checkResult(res, err)
-	})
 
 	// Host.Call: an in-process host with the no-op plugin, as an agent of a
-	// role holding its group.
-	h, err := startHost(ctx, tmp, fmt.Sprintf("plugin \"noop\" {\n  path = %q\n}\n", noop), nil)
-	if err != nil {
-		return nil, err
-	}
-	r.h = h
-	r.hosts = append(r.hosts, h)
-	r.closers = append(r.closers, func() { _ = h.Close() })
-	agent, err := benchAgent(ctx, h, "noop")
-	if err != nil {
-		return nil, err
-	}
-	for _, g := range h.Groups() {
-		if g.ID == "noop" {
-			r.noopPid = g.Source.Pid
+	// role holding its group; the HTTP paths serve the same host.
+	if want(pathHost) || want(pathAPI) || want(pathOursHTTP) {
+		h, err := startHost(ctx, tmp, fmt.Sprintf("plugin \"noop\" {\n  path = %q\n}\n", exe.noop), nil)
+		if err != nil {
+			return nil, err
+		}
+		r.hosts = append(r.hosts, h)
+		r.closers = append(r.closers, func() { _ = h.Close() })
+		agent, err := benchAgent(ctx, h, "noop")
+		if err != nil {
+			return nil, err
+		}
+		if want(pathHost) {
+			r.add(pathHost, hostCall(h, agent.ID))
+		}
+		if want(pathAPI) || want(pathOursHTTP) {
+			if err := r.startServer(ctx, h, want); err != nil {
+				return nil, err
+			}
 		}
 	}
-	r.add(pathHost, func(ctx context.Context) error {
-		res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "noop", Arguments: []byte("{}"),
-			Context: toolhost.CallContext{AgentID: agent.ID, Channel: "bench"}})
-		return checkResult(res, err)
-	})
-	if hostOnly {
-		return r, nil
+
+	// The go-sdk streamable HTTP server, a process of its own, called by the
+	// same client as our front.
+	if want(pathSDKHTTP) {
+		endpoint, err := r.startSDKHTTP(exe.mcpnoop)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pathSDKHTTP, err)
+		}
+		sess, err := mcpConnect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: benchHTTPClient("")})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pathSDKHTTP, err)
+		}
+		r.closers = append(r.closers, func() { _ = sess.Close() })
+		r.add(pathSDKHTTP, mcpCall(sess))
 	}
 
-	// The HTTP server, in this process, on a loopback port.
+	// Our MCP front over stdio: toolhost mcp -role bench, with a host of its
+	// own (its own data directory and no-op plugin process), one session.
+	if want(pathOursStdio) {
+		file, err := writeConfig(tmp, fmt.Sprintf("plugin \"noop\" {\n  path = %q\n}\nrole \"bench\" {\n  tool_groups = [\"noop\"]\n}\n", exe.noop))
+		if err != nil {
+			return nil, err
+		}
+		if err := r.addStdio(ctx, pathOursStdio, exec.Command(exe.toolhost, "mcp", "-role", "bench", "-config", file)); err != nil {
+			return nil, err
+		}
+	}
+
+	// The baseline MCP server: go-sdk over stdio, one session.
+	if want(pathSDKStdio) {
+		if err := r.addStdio(ctx, pathSDKStdio, exec.Command(exe.mcpnoop)); err != nil {
+			return nil, err
+		}
+	}
+
+	// Host.Call → mcp_server: a second in-process host, whose only module is
+	// an mcp_server block running the same mcpnoop binary as a process of its
+	// own (unconfined, as the baseline's), called through the whole pipeline.
+	// A host of its own, because in the first one the plugin's "noop" would
+	// shadow the server's. The server's tool keeps its name: "noop" already
+	// matches the host's tool-name rule, and the block sets no tool_prefix.
+	if want(pathHostMCP) {
+		mh, err := startHost(ctx, tmp, fmt.Sprintf("mcp_server \"mcpnoop\" {\n  command = %q\n}\n", exe.mcpnoop), nil)
+		if err != nil {
+			return nil, fmt.Errorf("mcp_server host: %w", err)
+		}
+		r.hosts = append(r.hosts, mh)
+		r.closers = append(r.closers, func() { _ = mh.Close() })
+		mcpAgent, err := benchAgent(ctx, mh, "mcpnoop")
+		if err != nil {
+			return nil, fmt.Errorf("mcp_server host: %w", err)
+		}
+		// Say so plainly if the name the agent sees is not "noop" after all.
+		tools, err := mh.ToolsFor(mcpAgent.ID)
+		if err != nil {
+			return nil, fmt.Errorf("mcp_server host: %w", err)
+		}
+		if len(tools) != 1 || tools[0].Function.Name != "noop" {
+			return nil, fmt.Errorf("mcp_server host: the agent sees %+v, want the one tool noop", tools)
+		}
+		r.add(pathHostMCP, hostCall(mh, mcpAgent.ID))
+	}
+	return r, nil
+}
+
+// startServer serves h with server.New on a loopback port, in this process,
+// and adds the HTTP paths want accepts.
+func (r *callRig) startServer(ctx context.Context, h *host.Host, want func(string) bool) error {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	handler, err := server.New(h, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(lis) }()
@@ -130,62 +208,86 @@ func newCallRig(ctx context.Context, tmp, noop, mcpnoop string, hostOnly bool) (
 	// lookup in the store is part of what they measure.
 	token, _, err := h.Store().CreateToken(ctx, "bench", "bench", time.Time{})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	client := &http.Client{Transport: bearer{token: token, base: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}}
-	body, _ := json.Marshal(server.CallBody{Role: "bench", Tool: "noop", Arguments: []byte("{}")})
-	r.add(pathAPI, func(ctx context.Context) error { return postCall(ctx, client, base+"/api/call", body) })
-
+	client := benchHTTPClient(token)
+	if want(pathAPI) {
+		body, _ := json.Marshal(server.CallBody{Role: "bench", Tool: "noop", Arguments: []byte("{}")})
+		r.add(pathAPI, func(ctx context.Context) error { return postCall(ctx, client, base+"/api/call", body) })
+	}
 	// Our MCP front: one streamable HTTP session shared by the callers.
-	httpSess, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: base + "/mcp/bench", HTTPClient: client}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("mcp http: %w", err)
+	if want(pathOursHTTP) {
+		sess, err := mcpConnect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/bench", HTTPClient: client})
+		if err != nil {
+			return fmt.Errorf("%s: %w", pathOursHTTP, err)
+		}
+		r.closers = append(r.closers, func() { _ = sess.Close() })
+		r.add(pathOursHTTP, mcpCall(sess))
 	}
-	r.closers = append(r.closers, func() { _ = httpSess.Close() })
-	r.add(pathMCPHTTP, mcpCall(httpSess))
+	return nil
+}
 
-	// The baseline MCP server: go-sdk over stdio, one session.
-	cmd := exec.Command(mcpnoop)
+// startSDKHTTP starts mcpnoop -http and returns the endpoint it serves; the
+// process ends when the rig closes its stdin.
+func (r *callRig) startSDKHTTP(mcpnoop string) (string, error) {
+	cmd := exec.Command(mcpnoop, "-http")
 	cmd.Stderr = os.Stderr
-	stdioSess, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx,
-		&mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("mcp stdio: %w", err)
+		return "", err
 	}
-	r.closers = append(r.closers, func() { _ = stdioSess.Close() })
-	r.add(pathMCPStdio, mcpCall(stdioSess))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	r.closers = append(r.closers, func() { _ = stdin.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("no endpoint on its stdout: %w", err)
+	}
+	return strings.TrimSpace(line), nil
+}
 
-	// Host.Call → mcp_server: a second in-process host, whose only module is
-	// an mcp_server block running the same mcpnoop binary as a process of its
-	// own (unconfined, as the baseline's), called through the whole pipeline.
-	// A host of its own, because in the first one the plugin's "noop" would
-	// shadow the server's. The server's tool keeps its name: "noop" already
-	// matches the host's tool-name rule, and the block sets no tool_prefix.
-	mh, err := startHost(ctx, tmp, fmt.Sprintf("mcp_server \"mcpnoop\" {\n  command = %q\n}\n", mcpnoop), nil)
+// addStdio adds a path calling the no-op tool of the MCP server cmd runs,
+// over stdio, one session shared by the callers.
+func (r *callRig) addStdio(ctx context.Context, name string, cmd *exec.Cmd) error {
+	cmd.Stderr = os.Stderr
+	sess, err := mcpConnect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("mcp_server host: %w", err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	r.hosts = append(r.hosts, mh)
-	r.closers = append(r.closers, func() { _ = mh.Close() })
-	mcpAgent, err := benchAgent(ctx, mh, "mcpnoop")
-	if err != nil {
-		return nil, fmt.Errorf("mcp_server host: %w", err)
+	r.closers = append(r.closers, func() { _ = sess.Close() })
+	r.add(name, mcpCall(sess))
+	return nil
+}
+
+// mcpConnect opens a session of the bench's MCP client, the go-sdk's with its
+// defaults, on t.
+func mcpConnect(ctx context.Context, t mcp.Transport) (*mcp.ClientSession, error) {
+	return mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, t, nil)
+}
+
+// benchHTTPClient is the HTTP client of the HTTP paths: keep-alive
+// connections enough for every caller, sending token as a bearer token when
+// it is not "".
+func benchHTTPClient(token string) *http.Client {
+	var rt http.RoundTripper = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
+	if token != "" {
+		rt = bearer{token: token, base: rt}
 	}
-	// Say so plainly if the name the agent sees is not "noop" after all.
-	tools, err := mh.ToolsFor(mcpAgent.ID)
-	if err != nil {
-		return nil, fmt.Errorf("mcp_server host: %w", err)
-	}
-	if len(tools) != 1 || tools[0].Function.Name != "noop" {
-		return nil, fmt.Errorf("mcp_server host: the agent sees %+v, want the one tool noop", tools)
-	}
-	r.add(pathHostMCP, func(ctx context.Context) error {
-		res, err := mh.Call(ctx, &toolhost.CallRequest{Tool: "noop", Arguments: []byte("{}"),
-			Context: toolhost.CallContext{AgentID: mcpAgent.ID, Channel: "bench"}})
+	return &http.Client{Transport: rt}
+}
+
+// hostCall returns a path calling the no-op tool through h.Call as the agent.
+func hostCall(h *host.Host, agentID string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "noop", Arguments: []byte("{}"),
+			Context: toolhost.CallContext{AgentID: agentID, Channel: "bench"}})
 		return checkResult(res, err)
-	})
-	return r, nil
+	}
 }
 
 // benchAgent creates, on h, the role "bench" holding the group and an agent
@@ -213,16 +315,23 @@ func (r *callRig) add(name string, call func(context.Context) error) {
 	r.paths = append(r.paths, callPath{name: name, call: call})
 }
 
-// startHost starts an in-process host for a config made of body, with its
-// data in a fresh directory under tmp.
-func startHost(ctx context.Context, tmp, body string, opts *host.Options) (*host.Host, error) {
+// writeConfig writes a config file made of body, with its data in a fresh
+// directory under tmp, and returns its path.
+func writeConfig(tmp, body string) (string, error) {
 	dir, err := os.MkdirTemp(tmp, "host-")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	file := filepath.Join(dir, "config.hcl")
 	src := fmt.Sprintf("data_dir = %q\n%s", filepath.Join(dir, "data"), body)
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+	return file, os.WriteFile(file, []byte(src), 0o644)
+}
+
+// startHost starts an in-process host for a config made of body (see
+// writeConfig).
+func startHost(ctx context.Context, tmp, body string, opts *host.Options) (*host.Host, error) {
+	file, err := writeConfig(tmp, body)
+	if err != nil {
 		return nil, err
 	}
 	cfg, err := config.Load(file)

@@ -4,8 +4,9 @@
 //
 // Every figure is reported beside its baseline and as a ratio, because on a
 // shared 2-core machine only ratios taken in one run hold: a no-op tool call
-// through each path (raw gRPC, Host.Call, POST /api/call, our MCP front, a
-// go-sdk MCP stdio server, Host.Call of that server as an mcp_server group),
+// through each path (raw gRPC, Host.Call, POST /api/call, our MCP front and a
+// go-sdk MCP server over streamable HTTP and over stdio, Host.Call of that
+// server as an mcp_server group),
 // `toolhost serve` cold start, plugin kill and restart, ToolsFor, the RSS of
 // the host and its plugins, and what the sandbox adds to a command.
 package main
@@ -17,8 +18,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -32,7 +37,8 @@ type options struct {
 	quick     bool   // a fast smoke run with small counts
 	since     int64  // when scripts/bench started, in Unix nanoseconds; 0 when not known
 	cpuprof   string // a CPU profile of the no-op call phase, when set
-	hostOnly  bool   // call only through raw gRPC and Host.Call
+	paths     string // a regular expression: only the call paths it matches, and nothing else, when set
+	concs     string // the concurrencies of the call phase, comma-separated
 }
 
 func main() {
@@ -40,12 +46,13 @@ func main() {
 	flag.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "the report to write")
 	flag.StringVar(&o.plot, "plot", "docs/bench-latency.png", "the latency plot to write (PNG)")
 	flag.StringVar(&o.root, "root", ".", "the repository root: bin/toolhost, bin/plugins/ and config.hcl")
-	flag.IntVar(&o.calls, "calls", 40000, "calls per path at each concurrency of 8 or more (half at concurrency 1)")
+	flag.IntVar(&o.calls, "calls", 30000, "calls per path at each concurrency of 8 or more (half at concurrency 1)")
 	flag.IntVar(&o.rounds, "rounds", 8, "rounds the calls are split into, the paths taking turns in each")
 	flag.IntVar(&o.reps, "reps", 20, "repetitions of kill/restart (cold start runs a quarter as many, at least 3)")
 	flag.Int64Var(&o.since, "since", 0, "when scripts/bench started (Unix ns), to report its wall time")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the no-op call phase (this process: host, server and clients) to this file, and a heap profile at its end to FILE.heap")
-	flag.BoolVar(&o.hostOnly, "host-only", false, "call the no-op tool only through raw gRPC and Host.Call of the plugin (to study the host alone)")
+	flag.StringVar(&o.paths, "paths", "", "a regular expression: call the no-op tool only through the paths whose names it matches (such as '^MCP HTTP' or 'Host.Call$'), measure nothing else and write no report")
+	flag.StringVar(&o.concs, "conc", "1,8,32,64", "the numbers of concurrent callers of the call phase, comma-separated")
 	flag.BoolVar(&o.quick, "quick", false, "a smoke run with small counts; the report says so")
 	flag.Parse()
 	if o.quick {
@@ -76,28 +83,46 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	noop, mcpnoop := filepath.Join(tmp, "noop"), filepath.Join(tmp, "mcpnoop")
-	for exe, pkg := range map[string]string{noop: "./bench/noop", mcpnoop: "./bench/mcpnoop"} {
-		cmd := exec.Command("go", "build", "-o", exe, pkg)
+	exe := executables{noop: filepath.Join(tmp, "noop"), mcpnoop: filepath.Join(tmp, "mcpnoop"), toolhost: filepath.Join(root, "bin/toolhost")}
+	for out, pkg := range map[string]string{exe.noop: "./bench/noop", exe.mcpnoop: "./bench/mcpnoop"} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir, cmd.Stderr = root, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("build %s: %w", pkg, err)
 		}
 	}
 	rep := &report{Quick: o.quick, GOMAXPROCS: runtime.GOMAXPROCS(0), Machine: describeMachine()}
-
-	logf("no-op calls (%d per path at c≥8, %d rounds)", o.calls, o.rounds)
-	rig, err := newCallRig(ctx, tmp, noop, mcpnoop, o.hostOnly)
-	if err != nil {
-		return err
-	}
-	rep.Plan = callPlan{Concs: []int{1, 8, 32, 64}, Rounds: o.rounds, Warmup: 400,
+	rep.Plan = callPlan{Rounds: o.rounds, Warmup: 400,
 		Calls: func(c int) int {
 			if c == 1 {
 				return o.calls / 2
 			}
 			return o.calls
 		}}
+	for f := range strings.SplitSeq(o.concs, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			return fmt.Errorf("-conc %q: want positive numbers separated by commas", o.concs)
+		}
+		rep.Plan.Concs = append(rep.Plan.Concs, c)
+	}
+	var want func(string) bool
+	if o.paths != "" {
+		re, err := regexp.Compile(o.paths)
+		if err != nil {
+			return fmt.Errorf("-paths: %w", err)
+		}
+		if !slices.ContainsFunc(callPaths, re.MatchString) {
+			return fmt.Errorf("-paths %q matches none of %q", o.paths, callPaths)
+		}
+		want = re.MatchString
+	}
+
+	logf("no-op calls (%d per path at c≥8, %d rounds)", o.calls, o.rounds)
+	rig, err := newCallRig(ctx, tmp, exe, want)
+	if err != nil {
+		return err
+	}
 	if o.cpuprof != "" {
 		f, err := os.Create(o.cpuprof)
 		if err != nil {
@@ -120,12 +145,17 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	if want != nil { // a study of some paths: no report
+		rep.Wall = time.Since(began)
+		rep.summary(os.Stdout)
+		return nil
+	}
 	logf("cold start of toolhost serve")
-	if rep.Cold, err = runColdStarts(root, tmp, noop, max(3, o.reps/4)); err != nil {
+	if rep.Cold, err = runColdStarts(root, tmp, exe.noop, max(3, o.reps/4)); err != nil {
 		return err
 	}
 	logf("SIGKILL of a plugin (%d times)", o.reps)
-	if rep.Restart, err = measureRestart(ctx, tmp, noop, o.reps); err != nil {
+	if rep.Restart, err = measureRestart(ctx, tmp, exe.noop, o.reps); err != nil {
 		return err
 	}
 	logf("ToolsFor")

@@ -36,7 +36,7 @@ func cdfPoints(sorted []time.Duration, max int) plotter.XYs {
 // lineColor is the i-th path's colour: plotutil's soft colours, whose sixth
 // is too close to the first for a sixth path, then dark ones.
 func lineColor(i int) color.Color {
-	more := []color.Color{color.RGBA{40, 40, 40, 255}, color.RGBA{0, 140, 72, 255}}
+	more := []color.Color{color.RGBA{40, 40, 40, 255}, color.RGBA{0, 140, 72, 255}, color.RGBA{150, 90, 20, 255}}
 	if i < 5 {
 		return plotutil.Color(i)
 	}

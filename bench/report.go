@@ -82,31 +82,40 @@ func (r *report) checks() []checked {
 	add := func(name, fig, base string, v, maxV, minV float64) {
 		out = append(out, checked{ratio: ratio{Name: name, Value: v, Max: maxV, Min: minV}, Figure: fig, Baseline: base})
 	}
-	raw1, host1 := r.series(pathRaw, 1), r.series(pathHost, 1)
-	raw32, host32 := r.series(pathRaw, 32), r.series(pathHost, 32)
-	std1, http1, std32 := r.series(pathMCPStdio, 1), r.series(pathMCPHTTP, 1), r.series(pathMCPStdio, 32)
-	if raw1 != nil && host1 != nil {
-		add("Host.Call p50 / raw gRPC Call p50 (1 caller)", fmtDur(host1.P(.5)), fmtDur(raw1.P(.5)), durRatio(host1.P(.5), raw1.P(.5)), 1.15, 0)
-		add("Host.Call p99 / raw gRPC Call p99 (1 caller)", fmtDur(host1.P(.99)), fmtDur(raw1.P(.99)), durRatio(host1.P(.99), raw1.P(.99)), 1.3, 0)
+	// at compares path a with its baseline b, both at conc callers: p50
+	// (or p99), or calls/s, when both ran.
+	at := func(a, b string, conc int, q, maxV, minV float64) {
+		sa, sb := r.series(a, conc), r.series(b, conc)
+		if sa == nil || sb == nil {
+			return
+		}
+		callers := fmt.Sprintf("%d caller", conc)
+		if conc > 1 {
+			callers += "s"
+		}
+		if q == 0 {
+			add(fmt.Sprintf("%s calls/s / %s calls/s (%s)", a, b, callers), rate(sa), rate(sb), sa.Rate()/sb.Rate(), maxV, minV)
+			return
+		}
+		pq := fmt.Sprintf("p%.0f", q*100)
+		add(fmt.Sprintf("%s %s / %s %s (%s)", a, pq, b, pq, callers), fmtDur(sa.P(q)), fmtDur(sb.P(q)), durRatio(sa.P(q), sb.P(q)), maxV, minV)
 	}
-	if raw32 != nil && host32 != nil {
-		add("Host.Call calls/s / raw gRPC calls/s (32 callers)", rate(host32), rate(raw32), host32.Rate()/raw32.Rate(), 0, 0.6)
-	}
-	if host32 != nil && std32 != nil {
-		add("Host.Call calls/s / MCP stdio calls/s (32 callers)", rate(host32), rate(std32), host32.Rate()/std32.Rate(), 0, 5)
-	}
-	if http1 != nil && std1 != nil {
-		add("our MCP HTTP p50 / go-sdk MCP stdio p50 (1 caller)", fmtDur(http1.P(.5)), fmtDur(std1.P(.5)), durRatio(http1.P(.5), std1.P(.5)), 1.5, 0)
-	}
+	const rates = 0 // at's q for calls/s
+	at(pathHost, pathRaw, 1, .5, 1.15, 0)
+	at(pathHost, pathRaw, 1, .99, 1.3, 0)
+	at(pathHost, pathRaw, 32, rates, 0, 0.6)
+	at(pathHost, pathSDKStdio, 32, rates, 0, 5)
+	// Our MCP front against a go-sdk server with a no-op tool on the same
+	// transport, the same client calling both.
+	at(pathOursHTTP, pathSDKHTTP, 1, .5, 1.6, 0)
+	at(pathOursHTTP, pathSDKHTTP, 32, rates, 0, 1)
+	at(pathOursStdio, pathSDKStdio, 1, .5, 1.6, 0)
+	at(pathOursStdio, pathSDKStdio, 32, rates, 0, 1)
 	// The design's target is on p50 only; the throughput at 32 callers is
 	// reported beside it without one (the same cost bound would read
 	// ≥ 1/1.3 ≈ 0.77).
-	if hm1 := r.series(pathHostMCP, 1); hm1 != nil && std1 != nil {
-		add("Host.Call → mcp_server p50 / go-sdk MCP stdio p50 (1 caller)", fmtDur(hm1.P(.5)), fmtDur(std1.P(.5)), durRatio(hm1.P(.5), std1.P(.5)), 1.3, 0)
-	}
-	if hm32 := r.series(pathHostMCP, 32); hm32 != nil && std32 != nil {
-		add("Host.Call → mcp_server calls/s / go-sdk MCP stdio calls/s (32 callers)", rate(hm32), rate(std32), hm32.Rate()/std32.Rate(), 0, 0)
-	}
+	at(pathHostMCP, pathSDKStdio, 1, .5, 1.3, 0)
+	at(pathHostMCP, pathSDKStdio, 32, rates, 0, 0)
 	for _, c := range r.Cold {
 		if c.Target > 0 {
 			add("serve ready, "+c.Name+" (median) / target", fmtDur(median(c.Runs)), fmtDur(c.Target), durRatio(median(c.Runs), c.Target), 1, 0)
@@ -124,9 +133,7 @@ func (r *report) checks() []checked {
 	if sb := r.Sandbox; sb != nil {
 		add("run_command true: sandboxed p50 − unsandboxed p50 / 15 ms target", fmtDur(sb.overhead()), "15 ms", durRatio(sb.overhead(), 15*time.Millisecond), 1, 0)
 	}
-	if api1 := r.series(pathAPI, 1); api1 != nil && raw1 != nil {
-		add("POST /api/call p50 / raw gRPC Call p50 (1 caller)", fmtDur(api1.P(.5)), fmtDur(raw1.P(.5)), durRatio(api1.P(.5), raw1.P(.5)), 0, 0)
-	}
+	at(pathAPI, pathRaw, 1, .5, 0, 0)
 	return out
 }
 
@@ -165,8 +172,10 @@ func (r *report) write(w io.Writer) {
 	}
 	p("\n## How to reproduce\n")
 	p("```sh\nscripts/bench            # builds bin/, runs go run ./bench, rewrites this file and %s\n```\n", r.Plot)
-	p("`go run ./bench -h` lists the knobs (calls per path, rounds, repetitions); `-quick` is a smoke run; `-host-only -cpuprofile FILE` " +
-		"calls through raw gRPC and Host.Call only and profiles that phase (CPU, and the heap at its end), to study where a host call's time goes.\n")
+	p("`go run ./bench -h` lists the knobs (calls per path, rounds, repetitions, concurrencies); `-quick` is a smoke run. " +
+		"To study where a path's time goes, `-paths REGEXP -conc 1 -cpuprofile FILE` calls only through the paths the expression matches, " +
+		"such as `'^MCP HTTP'` or `'Host.Call$'`, measures nothing else, writes no report and profiles the bench process in that phase " +
+		"(CPU, and the heap at its end): clients, in-process hosts and our HTTP server.\n")
 
 	p("## Summary: ratios against targets\n")
 	p("| comparison | measured | baseline | ratio | target | |\n|---|---:|---:|---:|---:|:-:|")
@@ -179,13 +188,18 @@ func (r *report) write(w io.Writer) {
 
 // writeCalls renders the no-op call tables.
 func (r *report) writeCalls(p func(string, ...any)) {
-	p("\n## 1. A no-op tool call, six ways\n")
-	p("The tool does nothing and answers \"ok\" (`bench/noop`, a plugin using only `sdk`; `bench/mcpnoop` serves the same tool with the go-sdk).\n")
+	p("\n## 1. A no-op tool call, eight ways\n")
+	p("The tool does nothing and answers \"ok\" (`bench/noop`, a plugin using only `sdk`; `bench/mcpnoop` serves the same tool with the go-sdk). " +
+		"Every MCP path is called by the same client, the go-sdk's with its defaults, one session shared by the callers; the HTTP ones through " +
+		"the same `http.Transport` settings (keep-alive connections).\n")
 	p("- **%s** — the baseline: `proto.Client.Call` of the tool on a plugin process started with `internal/rpcplugin.Launch`, no host in between.", pathRaw)
 	p("- **%s** — an in-process `host.Host` with the plugin as a subprocess, called as an agent of a role holding its group: the whole pipeline (policy, validation, events, gRPC).", pathHost)
-	p("- **%s** — the same host behind `server.New`, an `http.Server` in the bench process on a loopback port; keep-alive connections.", pathAPI)
-	p("- **%s** — the go-sdk streamable HTTP client against `/mcp/bench` of that server, one session shared by the callers.", pathMCPHTTP)
-	p("- **%s** — the baseline for our MCP front and for `mcp_server` groups: `bench/mcpnoop` as a subprocess, the go-sdk client over stdio, one session shared by the callers.", pathMCPStdio)
+	p("- **%s** — the same host behind `server.New`, an `http.Server` in the bench process on a loopback port, with a role token.", pathAPI)
+	p("- **%s** — our MCP front: the go-sdk streamable HTTP client against `/mcp/bench` of that server, with the role token.", pathOursHTTP)
+	p("- **%s** — its baseline: `bench/mcpnoop -http` as a subprocess, the go-sdk's `StreamableHTTPHandler` with its defaults on a loopback port.", pathSDKHTTP)
+	p("- **%s** — our MCP front over stdio: `toolhost mcp -role bench` as a subprocess, with a host of its own (its own data directory and "+
+		"no-op plugin process; its events are not waited for between turns).", pathOursStdio)
+	p("- **%s** — the baseline for our stdio front and for `mcp_server` groups: `bench/mcpnoop` as a subprocess over stdio.", pathSDKStdio)
 	p("- **%s** — a second in-process `host.Host` whose only module is an `mcp_server` block running another `bench/mcpnoop` process "+
 		"(unconfined, like the baseline's), its tool `noop` called through `Host.Call` as an agent of a role holding the group: the whole pipeline "+
 		"(policy, validation, events), then `internal/mcpsource`'s go-sdk client over stdio, one session shared by the callers. "+

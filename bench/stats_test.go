@@ -89,14 +89,20 @@ func TestReportChecks(t *testing.T) {
 	}
 	r := &report{Calls: [][]*Series{
 		{mk(pathRaw, 1, 100*time.Microsecond, 0), mk(pathHost, 1, 110*time.Microsecond, 0),
-			mk(pathMCPHTTP, 1, 400*time.Microsecond, 0), mk(pathMCPStdio, 1, 200*time.Microsecond, 0)},
-		{mk(pathRaw, 32, time.Millisecond, 40000), mk(pathHost, 32, time.Millisecond, 20000), mk(pathMCPStdio, 32, time.Millisecond, 4000)},
+			mk(pathOursHTTP, 1, 400*time.Microsecond, 0), mk(pathSDKHTTP, 1, 200*time.Microsecond, 0),
+			mk(pathOursStdio, 1, 300*time.Microsecond, 0), mk(pathSDKStdio, 1, 200*time.Microsecond, 0)},
+		{mk(pathRaw, 32, time.Millisecond, 40000), mk(pathHost, 32, time.Millisecond, 20000),
+			mk(pathOursHTTP, 32, time.Millisecond, 3000), mk(pathSDKHTTP, 32, time.Millisecond, 2000),
+			mk(pathSDKStdio, 32, time.Millisecond, 4000)},
 	}}
 	want := map[string]string{
-		"Host.Call p50 / raw gRPC Call p50 (1 caller)":       "1.10 ✓",
-		"Host.Call calls/s / raw gRPC calls/s (32 callers)":  "0.50 ✗",
-		"Host.Call calls/s / MCP stdio calls/s (32 callers)": "5.00 ✓",
-		"our MCP HTTP p50 / go-sdk MCP stdio p50 (1 caller)": "2.00 ✗",
+		"Host.Call p50 / raw gRPC Call p50 (1 caller)":                       "1.10 ✓",
+		"Host.Call calls/s / raw gRPC Call calls/s (32 callers)":             "0.50 ✗",
+		"Host.Call calls/s / MCP stdio (go-sdk) calls/s (32 callers)":        "5.00 ✓",
+		"MCP HTTP (ours) p50 / MCP HTTP (go-sdk) p50 (1 caller)":             "2.00 ✗",
+		"MCP HTTP (ours) calls/s / MCP HTTP (go-sdk) calls/s (32 callers)":   "1.50 ✓",
+		"MCP stdio (ours) p50 / MCP stdio (go-sdk) p50 (1 caller)":           "1.50 ✓",
+		"MCP stdio (ours) calls/s / MCP stdio (go-sdk) calls/s (32 callers)": "",
 	}
 	got := map[string]string{}
 	for _, c := range r.checks() {
@@ -109,7 +115,7 @@ func TestReportChecks(t *testing.T) {
 	}
 	var b strings.Builder
 	r.write(&b)
-	if !strings.Contains(b.String(), "| Host.Call calls/s / raw gRPC calls/s (32 callers) | 20000/s | 40000/s | 0.50 | ≥ 0.60 | ✗ |") {
+	if !strings.Contains(b.String(), "| Host.Call calls/s / raw gRPC Call calls/s (32 callers) | 20000/s | 40000/s | 0.50 | ≥ 0.60 | ✗ |") {
 		t.Errorf("the summary table lacks the throughput line:\n%s", b.String())
 	}
 }

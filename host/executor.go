@@ -321,6 +321,7 @@ func (c *call) finish(in *toolhost.Result) *toolhost.Result {
 		if b, err := json.Marshal(sc); err != nil || len(b) > bytes {
 			res.Meta = maps.Clone(res.Meta)
 			delete(res.Meta, toolhost.MetaStructuredContent)
+			res.Meta[toolhost.MetaStructuredContentCut] = true
 			res.TruncatedBytes = true
 		}
 	}

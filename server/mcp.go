@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 
@@ -16,12 +17,16 @@ import (
 )
 
 // routesMCP serves each role's MCP server as streamable HTTP at /mcp/{role},
-// to the admin and to the role's tokens.
+// to the admin and to the role's tokens. A tools/call that needs no stream
+// gets a plain JSON response from the fast path (mcpfast.go); every other
+// request is the SDK's.
 func (s *Server) routesMCP() {
-	f := &mcpFront{h: s.h, roles: map[string]*mcpRole{}}
+	f := &mcpFront{h: s.h}
 	s.roleRoute("/mcp/{role}", func(w http.ResponseWriter, r *http.Request) {
 		if role, ok := s.openRole(w, r, r.PathValue("role")); ok {
-			f.role(role.Name).http.ServeHTTP(w, r)
+			if mr := f.role(role.Name); !mr.serveFastHTTP(w, r) {
+				mr.http.ServeHTTP(w, r)
+			}
 		}
 	})
 }
@@ -29,31 +34,42 @@ func (s *Server) routesMCP() {
 // ServeMCP serves the MCP server of a role on one transport (such as
 // &mcp.StdioTransport{}) until the client disconnects or ctx ends. Its tool
 // set follows the role's while it runs; calls go through h.Call as an agent
-// of the role created for the session.
+// of the role created for the session. Over newline-delimited JSON
+// (*mcp.IOTransport, *mcp.StdioTransport) the tools/call requests that need
+// no stream take the fast path (mcpfast.go).
 func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) error {
 	if _, err := h.Role(role); err != nil {
 		return err
 	}
 	r := newMCPRole(h, role)
 	defer r.cancel()
+	switch t := t.(type) {
+	case *mcp.IOTransport:
+		return r.serveLines(ctx, t.Reader, t.Writer, t.Writer.Close, t.MaxLineLength)
+	case *mcp.StdioTransport: // stdout stays open, as the SDK leaves it
+		return r.serveLines(ctx, os.Stdin, os.Stdout, nil, 0)
+	}
 	return r.srv.Run(ctx, t)
 }
 
 // mcpFront routes /mcp/{role} to the role's MCP server, made on first use.
 type mcpFront struct {
 	h     *host.Host
-	mu    sync.Mutex
-	roles map[string]*mcpRole
+	mu    sync.Mutex // held to make a role's server
+	roles sync.Map   // role name → *mcpRole
 }
 
 func (f *mcpFront) role(name string) *mcpRole {
+	if r, ok := f.roles.Load(name); ok {
+		return r.(*mcpRole)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r, ok := f.roles[name]
-	if !ok {
-		r = newMCPRole(f.h, name)
-		f.roles[name] = r
+	if r, ok := f.roles.Load(name); ok {
+		return r.(*mcpRole)
 	}
+	r := newMCPRole(f.h, name)
+	f.roles.Store(name, r)
 	return r
 }
 
@@ -62,29 +78,48 @@ func (f *mcpFront) role(name string) *mcpRole {
 type mcpRole struct {
 	h      *host.Host
 	role   string
+	impl   *mcp.Implementation // srv's
 	srv    *mcp.Server
 	http   *mcp.StreamableHTTPHandler
 	cancel func() // stops following the host's changes
 
-	mu     sync.Mutex
-	tools  map[string]host.Function      // registered on srv
-	agents map[*mcp.ServerSession]string // session → agent id
+	mu       sync.Mutex               // held to change tools or to add a session
+	tools    map[string]host.Function // registered on srv
+	sessions sync.Map                 // session id → *mcpSession
+}
+
+// mcpSession is a client's session with a role's MCP server: the agent it
+// calls as, and the calls it runs on the fast path, to cancel them.
+type mcpSession struct {
+	id      string // the session's id: Mcp-Session-Id over HTTP, "" on a transport of one session
+	agentID string
+	version string // the protocol version the client asked for in initialize
+
+	mu    sync.Mutex
+	calls map[string]context.CancelFunc // fast-path calls, by request id (see idKey)
 }
 
 func newMCPRole(h *host.Host, role string) *mcpRole {
-	r := &mcpRole{h: h, role: role, tools: map[string]host.Function{}, agents: map[*mcp.ServerSession]string{}}
-	r.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role, Version: toolhost.Version()}, &mcp.ServerOptions{
+	r := &mcpRole{h: h, role: role, tools: map[string]host.Function{},
+		impl: &mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role, Version: toolhost.Version(), WebsiteURL: h.Config().WebsiteURL}}
+	r.srv = mcp.NewServer(r.impl, &mcp.ServerOptions{
 		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) { _, _ = r.agent(ctx, req.Session) },
+		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) { _, _ = r.session(ctx, req.Session) },
 	})
 	// Every call goes to the pipeline, which answers a tool outside the role
-	// with tool_not_available where the SDK would say "unknown tool".
+	// with tool_not_available where the SDK would say "unknown tool". A
+	// cancellation reaches the session's fast-path calls as well as the SDK's.
 	// The role's prompt, as it is when a client connects, is the server's
 	// instructions.
 	r.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if call, ok := req.(*mcp.CallToolRequest); ok {
-				return r.call(ctx, call)
+			switch req := req.(type) {
+			case *mcp.CallToolRequest:
+				return r.call(ctx, req)
+			case *mcp.ServerRequest[*mcp.CancelledParams]:
+				if s, ok := r.sessions.Load(req.Session.ID()); ok && req.Params != nil {
+					s.(*mcpSession).cancel(req.Params.RequestID)
+				}
 			}
 			res, err := next(ctx, method, req)
 			switch res := res.(type) {
@@ -186,34 +221,46 @@ func mcpTool(fn host.Function, schema json.RawMessage) *mcp.Tool {
 	return t
 }
 
-// agent returns the id of the session's agent, creating the agent on first use.
-func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession) (string, error) {
+// session returns the record of a client's session, creating the session's
+// agent on first use.
+func (r *mcpRole) session(ctx context.Context, ss *mcp.ServerSession) (*mcpSession, error) {
+	if s, ok := r.sessions.Load(ss.ID()); ok {
+		return s.(*mcpSession), nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if id, ok := r.agents[ss]; ok {
-		return id, nil
+	if s, ok := r.sessions.Load(ss.ID()); ok {
+		return s.(*mcpSession), nil
 	}
 	a, err := r.h.CreateAgent(ctx, r.role, store.Agent{})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	r.agents[ss] = a.ID
-	go r.forget(ss)
-	return a.ID, nil
+	s := &mcpSession{id: ss.ID(), agentID: a.ID, calls: map[string]context.CancelFunc{}}
+	if p := ss.InitializeParams(); p != nil {
+		s.version = p.ProtocolVersion
+	}
+	r.sessions.Store(s.id, s)
+	go r.forget(ss, s)
+	return s, nil
 }
 
-// forget drops a session's agent id when the session ends.
-func (r *mcpRole) forget(ss *mcp.ServerSession) {
+// forget drops a session's record when the session ends, and cancels its
+// fast-path calls.
+func (r *mcpRole) forget(ss *mcp.ServerSession, s *mcpSession) {
 	_ = ss.Wait()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.agents, ss)
+	r.sessions.CompareAndDelete(s.id, s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cancel := range s.calls {
+		cancel()
+	}
 }
 
-// call runs a tools/call through the host's pipeline as the session's agent.
-// A pipeline error is a result with IsError, so the model sees it.
+// call runs a tools/call that the SDK received: progress notifications go to
+// the client when it asked for them.
 func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	agentID, err := r.agent(ctx, req.Session)
+	s, err := r.session(ctx, req.Session)
 	if err != nil {
 		return errorResult(err), nil
 	}
@@ -222,12 +269,18 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
 		})
 	}
-	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: req.Params.Name, Arguments: req.Params.Arguments,
-		Context: toolhost.CallContext{AgentID: agentID, Session: req.Session.ID(), Channel: "mcp"}})
+	return r.run(ctx, s, req.Params.Name, req.Params.Arguments), nil
+}
+
+// run calls a tool through the host's pipeline as the session's agent. A
+// pipeline error is a result with IsError, so the model sees it.
+func (r *mcpRole) run(ctx context.Context, s *mcpSession, tool string, args json.RawMessage) *mcp.CallToolResult {
+	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: args,
+		Context: toolhost.CallContext{AgentID: s.agentID, Session: s.id, Channel: "mcp"}})
 	if err != nil {
-		return errorResult(err), nil
+		return errorResult(err)
 	}
-	return toolResult(res), nil
+	return toolResult(res)
 }
 
 func errorResult(err error) *mcp.CallToolResult {
@@ -258,8 +311,15 @@ func toolResult(res *toolhost.Result) *mcp.CallToolResult {
 			out.Content = append(out.Content, &mcp.ImageContent{Data: a.Data, MIMEType: a.MimeType})
 		}
 	}
-	if sc, ok := res.Meta["structured_content"]; ok { // an MCP server's, passed on
+	if sc, ok := res.Meta[toolhost.MetaStructuredContent]; ok {
 		out.StructuredContent = sc
+	}
+	if res.Meta[toolhost.MetaStructuredContentCut] == true {
+		// A client holds a result without the structured content its
+		// tool's output schema promises to be broken; this one is cut.
+		out.IsError = true
+		out.Content = append([]mcp.Content{&mcp.TextContent{Text: string(toolhost.CodeToolExec) +
+			": the structured result was larger than the output limit and was dropped; its text below is cut"}}, out.Content...)
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
@@ -295,5 +296,58 @@ func TestMCPAnnotations(t *testing.T) {
 	}
 	if m.Title != "Peek at a file" || !hints["readOnlyHint"] || hints["openWorldHint"] {
 		t.Errorf("meta %+v, hints %v", m, hints)
+	}
+}
+
+// TestMCPStructuredOutput: a structured tool's outputSchema and
+// structuredContent reach an MCP client, and the content validates against
+// the schema; content the host dropped for the byte limit makes the result
+// an error rather than one a client would refuse for lacking it. The server
+// names its website.
+func TestMCPStructuredOutput(t *testing.T) {
+	type out struct {
+		Data string `json:"data"`
+	}
+	g := &sdk.Group{ID: "typed", Description: "Typed.", Tools: []sdk.Tool{
+		sdk.NewStructuredTool("make", "Make data.", func(_ context.Context, r *sdk.Request[struct {
+			N int `json:"n"`
+		}]) (out, error) {
+			return out{Data: strings.Repeat("x", r.Args.N)}, nil
+		}),
+	}}
+	cfg := &config.Config{WebsiteURL: "https://tools.example.com/",
+		Limits: config.Limits{Timeout: 10 * time.Second, MaxOutputLines: 100, MaxOutputBytes: 1000},
+		Roles:  []config.Role{{Name: "maker", ToolGroups: []string{"typed"}, Pos: "config.hcl:1,1"}}}
+	srv, _ := serve(t, cfg, g)
+	cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/maker"})
+	if got := cs.InitializeResult().ServerInfo.WebsiteURL; got != "https://tools.example.com/" {
+		t.Errorf("serverInfo.websiteUrl = %q", got)
+	}
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(list.Tools) != 1 || list.Tools[0].OutputSchema == nil {
+		t.Fatalf("tools/list: %+v, %v", list, err)
+	}
+	var schema jsonschema.Schema
+	b, _ := json.Marshal(list.Tools[0].OutputSchema)
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "make", Arguments: map[string]any{"n": 10}})
+	if err != nil || res.IsError || res.StructuredContent == nil {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	var sc any
+	b, _ = json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &sc)
+	if err := resolved.Validate(sc); err != nil {
+		t.Errorf("structuredContent %s: %v", b, err)
+	}
+	text, isErr := mcptest.CallText(t, cs, "make", map[string]any{"n": 5000})
+	if !isErr || !strings.Contains(text, "larger than the output limit") {
+		t.Errorf("a structured result past the limit: error %v, %q", isErr, text)
 	}
 }

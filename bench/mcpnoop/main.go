@@ -1,13 +1,23 @@
-// Command mcpnoop is the MCP baseline of the benchmarks: a stdio MCP server
-// written with the official go-sdk, serving the same no-op tool as
-// bench/noop ("noop", no arguments, answers "ok"). It reads JSON-RPC on stdin
-// and writes it on stdout until stdin closes.
+// Command mcpnoop is the MCP baseline of the benchmarks: an MCP server
+// written with the official go-sdk, with its defaults, serving the same no-op
+// tool as bench/noop ("noop", no arguments, answers "ok").
+//
+// By default it reads JSON-RPC on stdin and writes it on stdout until stdin
+// closes. With -http it serves streamable HTTP instead (go-sdk's
+// StreamableHTTPHandler with no options) on a free loopback port, prints its
+// endpoint ("http://127.0.0.1:PORT/mcp") as the first line on stdout, and
+// serves until stdin closes.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -16,13 +26,42 @@ import (
 type NoArgs struct{}
 
 func main() {
+	overHTTP := flag.Bool("http", false, "serve streamable HTTP on a loopback port (printed on stdout) until stdin closes, instead of stdio")
+	flag.Parse()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpnoop", Version: "1.0.0"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "noop", Description: "Do nothing and answer ok."},
 		func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
 		})
-	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	run := func() error { return srv.Run(context.Background(), &mcp.StdioTransport{}) }
+	if *overHTTP {
+		run = func() error { return serveHTTP(srv) }
+	}
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpnoop:", err)
 		os.Exit(1)
 	}
+}
+
+// serveHTTP serves srv as streamable HTTP at /mcp on a free loopback port
+// until stdin closes.
+func serveHTTP(srv *mcp.Server) error {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(lis) }()
+	fmt.Printf("http://%s/mcp\n", lis.Addr())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		_ = hs.Close()
+	}()
+	if err := <-served; err != http.ErrServerClosed {
+		return err
+	}
+	return nil
 }
