@@ -21,7 +21,7 @@ var (
 )
 
 // ReservedGroupIDs are the ids only first-party modules and the runtime may use.
-var ReservedGroupIDs = []string{"org_management", "artifact", "workspace", "command", "network", "context", "console"}
+var ReservedGroupIDs = []string{"org_management", "artifact", "workspace", "command", "network", "context", "console", "tool_search"}
 
 // IsReserved reports whether id is a reserved group id.
 func IsReserved(id string) bool { return slices.Contains(ReservedGroupIDs, id) }

@@ -170,6 +170,10 @@ func run(ctx context.Context, o options) error {
 	if rep.Sandbox, err = measureSandbox(ctx, root, tmp, o.reps*10); err != nil {
 		return err
 	}
+	logf("context of the first model request on the catalog")
+	if rep.Context, err = measureContext(ctx, root, tmp); err != nil {
+		return err
+	}
 
 	if o.plot != "" {
 		var rows [][]*Series

@@ -24,6 +24,7 @@ type report struct {
 	ToolsFor   *toolsForResult
 	RSS        []rssRow
 	Sandbox    *sandboxResult
+	Context    *contextResult
 	Wall       time.Duration // the bench program's run
 	ScriptWall time.Duration // scripts/bench from its start (build included); 0 when not run by it
 	Plot       string        // the plot's path relative to the report
@@ -132,6 +133,11 @@ func (r *report) checks() []checked {
 	}
 	if sb := r.Sandbox; sb != nil {
 		add("run_command true: sandboxed p50 − unsandboxed p50 / 15 ms target", fmtDur(sb.overhead()), "15 ms", durRatio(sb.overhead(), 15*time.Millisecond), 1, 0)
+	}
+	if c := r.Context; c != nil {
+		all, deferred := c.Rows[0], c.Rows[2]
+		add("first request, role with every group deferred / with every tool (tokens; goal ≥ 85 % fewer)", fmt.Sprint(deferred.total()), fmt.Sprint(all.total()),
+			float64(deferred.total())/float64(all.total()), 0.15, 0)
 	}
 	at(pathAPI, pathRaw, 1, .5, 0, 0)
 	return out
@@ -297,6 +303,17 @@ func (r *report) writeRest(p func(string, ...any)) {
 			p("| %s | %s | %s | %d |", x.name, fmtDur(median(x.ds)), fmtDur(percentile(slices.Sorted(slices.Values(x.ds)), .99)), len(x.ds))
 		}
 		p("| overhead at p50 | %s | | |", fmtDur(sb.overhead()))
+	}
+	if c := r.Context; c != nil {
+		p("\n## 7. Context: the first model request on a real catalog\n")
+		p("Tokens (o200k_base) of an agent's first model request: the role's prompt (`RolePrompt`) and its tool definitions as JSON. "+
+			"The catalog is the first-party modules and npm's reference MCP servers filesystem (`fs_` prefix), memory and everything; the role holds all of them (%s). "+
+			"Deferred, the role carries `tool_search`'s `find_tools` and `load_tools` and finds the others when it needs them.\n", strings.Join(c.Groups, ", "))
+		p("| request | tools sent | tool tokens | prompt tokens | total | ÷ every tool | left to find_tools |\n|---|---:|---:|---:|---:|---:|---:|")
+		for _, row := range c.Rows {
+			p("| %s | %d | %d | %d | %d | %.3f | %d |", row.Name, row.Tools, row.ToolTokens, row.PromptTokens, row.total(),
+				float64(row.total())/float64(c.Rows[0].total()), row.LoadableTools)
+		}
 	}
 }
 

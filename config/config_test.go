@@ -189,6 +189,16 @@ builtin "workspace" {}`,
 			equal(t, "WebsiteURL", c.WebsiteURL, "https://tools.example.com/about")
 		},
 	}, {
+		name: "deferred groups",
+		src:  "role \"lazy\" {\n  tool_groups     = [\"workspace\", \"chrome\"]\n  deferred_groups = [\"chrome\"]\n}",
+		check: func(t *testing.T, c *Config) {
+			equal(t, "DeferredGroups", strings.Join(c.Roles[0].DeferredGroups, ","), "chrome")
+		},
+	}, {
+		name:    "a deferred group must be one of the role's",
+		src:     "role \"lazy\" {\n  tool_groups     = [\"workspace\"]\n  deferred_groups = [\"chrome\"]\n}",
+		wantErr: `/srv/toolhost/config.hcl:3,21: Deferred group not in tool_groups: "chrome" is deferred but not one of the role's tool_groups; a deferred group is one of the role's groups whose tools are loaded on demand.`,
+	}, {
 		name:    "website_url must be an http URL",
 		src:     `website_url = "javascript:alert(1)"`,
 		wantErr: `/srv/toolhost/config.hcl:1,15: Invalid value for "website_url": "javascript:alert(1)" is not an absolute http or https URL.`,

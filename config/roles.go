@@ -20,6 +20,10 @@ type Role struct {
 	// ToolGroups are the groups the role's agents may use; nil when the block
 	// has no tool_groups (every group), otherwise as written, duplicates dropped.
 	ToolGroups []string
+	// DeferredGroups are groups of the role whose tools its agents load on
+	// demand (tool_search's find_tools and load_tools) rather than carry in
+	// every request; they may call them all the same.
+	DeferredGroups []string
 	// Tools allows optional tools and denies tools for this role.
 	Tools ToolPolicy
 	// Pos is where the block is declared, "file:line,col".
@@ -44,7 +48,7 @@ var (
 )
 
 var roleSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "description"}, {Name: "prompt"}, {Name: "tool_groups"}},
+	Attributes: []hcl.AttributeSchema{{Name: "description"}, {Name: "prompt"}, {Name: "tool_groups"}, {Name: "deferred_groups"}},
 	Blocks:     []hcl.BlockHeaderSchema{{Type: "tools"}},
 }
 
@@ -71,6 +75,15 @@ func (d *decoder) role(blk *hcl.Block, declared map[string]hcl.Range) Role {
 	attr(d, content.Attributes, "description", &r.Description, asIs)
 	attr(d, content.Attributes, "prompt", &r.Prompt, asIs)
 	attr(d, content.Attributes, "tool_groups", &r.ToolGroups, groupIDs)
+	attr(d, content.Attributes, "deferred_groups", &r.DeferredGroups, groupIDs)
+	if a, ok := content.Attributes["deferred_groups"]; ok && r.ToolGroups != nil {
+		for _, g := range r.DeferredGroups {
+			if !slices.Contains(r.ToolGroups, g) {
+				d.fail(a.Expr.Range(), "Deferred group not in tool_groups",
+					fmt.Sprintf("%q is deferred but not one of the role's tool_groups; a deferred group is one of the role's groups whose tools are loaded on demand.", g))
+			}
+		}
+	}
 	if blk := d.onlyBlock(content.Blocks); blk != nil {
 		r.Tools = d.toolPolicy(blk.Body)
 	}

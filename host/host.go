@@ -82,6 +82,8 @@ type Host struct {
 	closeDB   func() error // closes the store if the host opened it
 	dir       directory    // the store's roles and agents, cached
 	views     sync.Map     // role name → *view
+	loaded    sync.Map     // agent id → map[string]bool, the tools it loaded (see loadedOf)
+	loadMu    sync.Mutex   // held to load tools
 	stopWatch context.CancelFunc
 	watching  sync.WaitGroup
 

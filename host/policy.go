@@ -63,9 +63,16 @@ type view struct {
 	groups []string // the groups it draws from, sorted
 	defs   []ToolDefinition
 	tools  map[string]viewTool
+	// eager are the definitions an agent carries before loading any: defs
+	// but the tools of the role's deferred groups, which lazy names (nil
+	// when the role defers nothing; eager is then defs).
+	eager []ToolDefinition
+	lazy  map[string]bool
 
 	tokensOnce sync.Once
 	tokens     int
+	eagerOnce  sync.Once
+	eagerToks  int
 }
 
 type viewTool struct {
@@ -76,10 +83,12 @@ type viewTool struct {
 // compile builds the view of a role (nil: a caller without a role, such as
 // an operator's CLI call) over a snapshot of the groups. The root role gets
 // org_management only; a role without groups gets every group. Optional tools
-// need an allow entry; a deny entry hides any tool; deny wins.
+// need an allow entry; a deny entry hides any tool; deny wins. A role with
+// deferred groups gets tool_search too, and only such a role does.
 func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy) *view {
 	v := &view{snap: s, rev: rev, tools: map[string]viewTool{}}
 	ids, allow, deny := s.ids, global.Allow, global.Deny
+	var deferred []string
 	if role != nil {
 		v.role = role.Name
 		allow = append(slices.Clip(allow), role.Allow...)
@@ -90,6 +99,14 @@ func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy
 		case len(role.ToolGroups) > 0:
 			ids = slices.Sorted(slices.Values(role.ToolGroups))
 		}
+		if role.Name != store.RootRole {
+			deferred = role.Deferred
+		}
+	}
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == ToolSearchGroup })
+	if len(deferred) > 0 {
+		ids = append(ids, ToolSearchGroup)
+		slices.Sort(ids)
 	}
 	for _, id := range ids {
 		g, ok := s.groups[id]
@@ -103,14 +120,29 @@ func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy
 			v.add(g, t)
 		}
 	}
+	v.eager = v.defs
+	if len(deferred) > 0 {
+		v.eager, v.lazy = nil, map[string]bool{}
+		for _, d := range v.defs {
+			if slices.Contains(deferred, v.tools[d.Function.Name].group.Spec.ID) {
+				v.lazy[d.Function.Name] = true
+			} else {
+				v.eager = append(v.eager, d)
+			}
+		}
+	}
 	return v
 }
 
 // everyTool builds the view of every served tool, whatever the policy: what
 // a model would see without roles, to compare token costs against.
+// tool_search, which only roles deferring groups get, is not among them.
 func everyTool(s *snapshot) *view {
 	v := &view{snap: s, role: "*", tools: map[string]viewTool{}}
 	for _, id := range s.ids {
+		if id == ToolSearchGroup {
+			continue
+		}
 		g := s.groups[id]
 		for _, t := range g.Spec.Tools {
 			if s.owner[t.Name] == g {
@@ -211,9 +243,15 @@ type RoleTools struct {
 	Meta   map[string]ToolMeta `json:"meta"`
 	// Tokens counts the tokens of Tools encoded as JSON (o200k_base);
 	// AllTokens those of every registered tool, AllTools of them, for comparison.
-	Tokens    int `json:"tokens"`
-	AllTokens int `json:"allTokens"`
-	AllTools  int `json:"allTools"`
+	Tokens int `json:"tokens"`
+	// Deferred names the tools of the role's deferred groups, which an
+	// agent loads on demand; EagerTokens counts the tokens of the others,
+	// what an agent's requests carry before it loads any (Tokens when the
+	// role defers nothing).
+	Deferred    []string `json:"deferred,omitempty"`
+	EagerTokens int      `json:"eagerTokens"`
+	AllTokens   int      `json:"allTokens"`
+	AllTools    int      `json:"allTools"`
 }
 
 // ToolsForRole returns the compiled tool list of a role ("" for callers
@@ -223,9 +261,14 @@ func (h *Host) ToolsForRole(role string) (RoleTools, error) {
 	if err != nil {
 		return RoleTools{}, err
 	}
-	out := RoleTools{Role: role, Groups: v.groups, Tools: v.defs, Meta: map[string]ToolMeta{}, Tokens: v.tokenCount()}
+	out := RoleTools{Role: role, Groups: v.groups, Tools: v.defs, Meta: map[string]ToolMeta{}, Tokens: v.tokenCount(), EagerTokens: v.eagerTokenCount()}
 	for name, t := range v.tools {
 		out.Meta[name] = toolMeta(t.group, t.spec)
+	}
+	for _, d := range v.defs {
+		if v.lazy[d.Function.Name] {
+			out.Deferred = append(out.Deferred, d.Function.Name)
+		}
 	}
 	all, ok := h.views.Load(allToolsKey)
 	if !ok || all.(*view).snap != v.snap {
@@ -286,11 +329,23 @@ func CountTokens(s string) (int, error) {
 // tokenCount is the token count of the view's definitions as JSON, counted
 // once per view.
 func (v *view) tokenCount() int {
-	v.tokensOnce.Do(func() {
-		b, _ := json.Marshal(v.defs)
-		v.tokens, _ = CountTokens(string(b))
-	})
+	v.tokensOnce.Do(func() { v.tokens = DefinitionTokens(v.defs) })
 	return v.tokens
+}
+
+// eagerTokenCount counts the tokens of the definitions an agent of the role
+// starts with, before loading any deferred tool.
+func (v *view) eagerTokenCount() int {
+	v.eagerOnce.Do(func() { v.eagerToks = DefinitionTokens(v.eager) })
+	return v.eagerToks
+}
+
+// DefinitionTokens counts the tokens (o200k_base) of tool definitions
+// encoded as JSON, as a model request carries them.
+func DefinitionTokens(defs []ToolDefinition) int {
+	b, _ := json.Marshal(defs)
+	n, _ := CountTokens(string(b))
+	return n
 }
 
 // RolePrompt builds the system prompt for a role: its own prompt, then the
@@ -313,10 +368,17 @@ func (h *Host) RolePrompt(role string) (string, error) {
 		b.WriteString("Every tool group is available to you:\n")
 	}
 	for _, id := range v.groups {
-		fmt.Fprintf(&b, "- %s: %s\n", id, v.snap.groups[id].Spec.Description)
+		fmt.Fprintf(&b, "- %s: %s", id, v.snap.groups[id].Spec.Description)
+		if slices.Contains(r.Deferred, id) {
+			b.WriteString(" (loaded on demand)")
+		}
+		b.WriteString("\n")
 	}
 	if len(v.groups) == 0 {
 		b.WriteString("- (none is running at the moment)\n")
+	}
+	if v.lazy != nil {
+		b.WriteString("\nThe tools of the groups loaded on demand are not among your tools until you load them: find them with find_tools, then load_tools.\n")
 	}
 	return b.String(), nil
 }

@@ -204,9 +204,12 @@ type RoleSpec struct {
 	Description string   `json:"description"`
 	Prompt      string   `json:"prompt"`
 	ToolGroups  []string `json:"toolGroups"` // nil: none configured, every group is available
-	Allow       []string `json:"allow,omitempty"`
-	Deny        []string `json:"deny,omitempty"`
-	CreatedBy   string   `json:"createdBy,omitempty"`
+	// DeferredGroups are groups of the role whose tools its agents load on
+	// demand (see store.Role.Deferred).
+	DeferredGroups []string `json:"deferredGroups,omitempty"`
+	Allow          []string `json:"allow,omitempty"`
+	Deny           []string `json:"deny,omitempty"`
+	CreatedBy      string   `json:"createdBy,omitempty"`
 }
 
 // CreateRole stores a new, editable role. Its name must be free and valid,
@@ -219,11 +222,14 @@ func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error
 	if err := h.checkGroups(spec.ToolGroups); err != nil {
 		return store.Role{}, err
 	}
+	if err := h.checkDeferred(spec.ToolGroups, spec.DeferredGroups); err != nil {
+		return store.Role{}, err
+	}
 	h.dir.edit.Lock()
 	defer h.dir.edit.Unlock()
 	r, err := h.store.CreateRole(ctx, store.Role{
 		Name: spec.Name, Description: spec.Description, Prompt: spec.Prompt, ToolGroups: dedupe(spec.ToolGroups),
-		Allow: spec.Allow, Deny: spec.Deny, CreatedBy: spec.CreatedBy,
+		Deferred: dedupe(spec.DeferredGroups), Allow: spec.Allow, Deny: spec.Deny, CreatedBy: spec.CreatedBy,
 	})
 	if errors.Is(err, store.ErrExists) {
 		return r, &toolhost.Error{Code: toolhost.CodeValidation, Message: fmt.Sprintf("a role named %q already exists", spec.Name), Err: err}
@@ -244,8 +250,11 @@ type RoleUpdate struct {
 	Description *string
 	Prompt      *string
 	ToolGroups  *[]string
-	Allow       *[]string
-	Deny        *[]string
+	// DeferredGroups replaces the groups whose tools are loaded on demand;
+	// each must be one of the role's groups.
+	DeferredGroups *[]string
+	Allow          *[]string
+	Deny           *[]string
 }
 
 // UpdateRole edits a role created at run time; the root role and config
@@ -260,6 +269,12 @@ func (h *Host) UpdateRole(ctx context.Context, name string, u RoleUpdate) (store
 			return store.Role{}, err
 		}
 		r.ToolGroups = dedupe(*u.ToolGroups)
+	}
+	if u.DeferredGroups != nil {
+		r.Deferred = dedupe(*u.DeferredGroups)
+	}
+	if err := h.checkDeferred(r.ToolGroups, r.Deferred); err != nil {
+		return store.Role{}, err
 	}
 	set(&r.Description, u.Description)
 	set(&r.Prompt, u.Prompt)
@@ -356,6 +371,23 @@ func (h *Host) checkGroups(ids []string) error {
 	return nil
 }
 
+// checkDeferred refuses, with validation, deferred groups that are unknown
+// or not among the role's groups (nil groups: every group).
+func (h *Host) checkDeferred(groups, deferred []string) error {
+	if err := h.checkGroups(deferred); err != nil {
+		return err
+	}
+	for _, id := range deferred {
+		if groups != nil && !slices.Contains(groups, id) {
+			return toolhost.Errorf(toolhost.CodeValidation, "deferred group %q is not one of the role's tool groups (%s)", id, strings.Join(groups, ", "))
+		}
+		if id == ToolSearchGroup {
+			return toolhost.Errorf(toolhost.CodeValidation, "%s cannot be deferred: it is how deferred tools are found", id)
+		}
+	}
+	return nil
+}
+
 // CreateAgent stores a new agent of the named role; a gives its parent,
 // kind and task (the zero value: an external agent without a parent).
 func (h *Host) CreateAgent(ctx context.Context, role string, a store.Agent) (store.Agent, error) {
@@ -387,7 +419,7 @@ func (h *Host) reconcileRoles(ctx context.Context) error {
 	declared := make([]store.Role, len(h.cfg.Roles))
 	for i, r := range h.cfg.Roles {
 		declared[i] = store.Role{Name: r.Name, Description: r.Description, Prompt: r.Prompt, ToolGroups: r.ToolGroups,
-			Allow: r.Tools.Allow, Deny: r.Tools.Deny}
+			Deferred: r.DeferredGroups, Allow: r.Tools.Allow, Deny: r.Tools.Deny}
 	}
 	changed, err := h.store.ReconcileConfigRoles(ctx, declared)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 // groups are the built-in groups the runtime provides (seed 000/001).
 func (rt *Runtime) groups() []*sdk.Group {
-	return []*sdk.Group{rt.orgGroup(), rt.artifactGroup(), rt.contextGroup(), rt.consoleGroup()}
+	return []*sdk.Group{rt.orgGroup(), rt.artifactGroup(), rt.contextGroup(), rt.consoleGroup(), rt.toolSearchGroup()}
 }
 
 type findRoleArgs struct {

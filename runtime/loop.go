@@ -380,13 +380,14 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 }
 
 // request builds the model request of the agent's next turn: the role's
-// prompt, exactly the tools ToolsFor returns, and the conversation.
+// prompt, the tools Host.Definitions returns (ToolsFor's but the deferred
+// ones it has not loaded), and the conversation.
 func (rt *Runtime) request(a *agent) (*model.Request, string, error) {
 	system, err := rt.h.RolePrompt(a.role)
 	if err != nil {
 		return nil, "", err
 	}
-	defs, err := rt.h.ToolsFor(a.id)
+	defs, err := rt.h.Definitions(a.id)
 	if err != nil {
 		return nil, "", err
 	}

@@ -409,6 +409,47 @@ func TestModelReadsStructuredOutputOnce(t *testing.T) {
 	}
 }
 
+// TestDeferredGroupIsFoundAndLoaded: an agent of a role deferring command
+// starts with workspace's tools and tool_search's, not run_command; it finds
+// run_command with find_tools, loads it, and its next request carries the
+// definition, which it then calls.
+func TestDeferredGroupIsFoundAndLoaded(t *testing.T) {
+	e := start(t, `{"roles": {"lazy": [
+	  {"tool_calls": [{"name": "find_tools", "arguments": {"query": "execute a shell command line"}}]},
+	  {"tool_calls": [{"name": "load_tools", "arguments": {"names": ["run_command"]}}]},
+	  {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo loaded"}}]},
+	  {"content": "done"}
+	]}}`, "", "", "")
+	if _, err := e.h.CreateRole(context.Background(), host.RoleSpec{Name: "lazy", ToolGroups: []string{"workspace", "command"}, DeferredGroups: []string{"command"}}); err != nil {
+		t.Fatal(err)
+	}
+	a := e.spawn("lazy", "run something")
+	reqs := e.requests(a.ID)
+	if len(reqs) != 4 {
+		t.Fatalf("%d model requests, want 4", len(reqs))
+	}
+	tools := func(r model.Request) []string {
+		var names []string
+		for _, tool := range r.Tools {
+			names = append(names, tool.Name)
+		}
+		return names
+	}
+	first := tools(reqs[0])
+	if slices.Contains(first, "run_command") || !slices.Contains(first, "find_tools") || !slices.Contains(first, "load_tools") || !slices.Contains(first, "read_file") {
+		t.Errorf("the first request's tools: %v", first)
+	}
+	if found := lastToolResult(reqs[1]); !strings.Contains(found, `run_command`) {
+		t.Errorf("find_tools answered %s", found)
+	}
+	if slices.Contains(tools(reqs[1]), "run_command") || !slices.Contains(tools(reqs[2]), "run_command") {
+		t.Errorf("run_command among the tools before loading: %v; after: %v", tools(reqs[1]), tools(reqs[2]))
+	}
+	if got := lastToolResult(reqs[3]); !strings.Contains(got, `loaded\n`) {
+		t.Errorf("run_command answered %s", got)
+	}
+}
+
 func TestLimitsStopARunawayAgent(t *testing.T) {
 	tests := []struct {
 		name, script, limits string

@@ -98,8 +98,8 @@ func (s *Server) getRole(w http.ResponseWriter, r *http.Request) {
 }
 
 // updateRole applies the fields present in the body: "toolGroups": null
-// clears the groups (every group is then available), an absent field is left
-// as it is.
+// clears the groups (every group is then available), "deferredGroups": null
+// or [] defers none, an absent field is left as it is.
 func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
 	var fields map[string]json.RawMessage
 	if !decode(w, r, maxRoleBody, &fields) {
@@ -115,12 +115,14 @@ func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
 			u.Prompt, err = field[string](raw)
 		case "toolGroups":
 			u.ToolGroups, err = field[[]string](raw)
+		case "deferredGroups":
+			u.DeferredGroups, err = field[[]string](raw)
 		case "allow":
 			u.Allow, err = field[[]string](raw)
 		case "deny":
 			u.Deny, err = field[[]string](raw)
 		default:
-			err = errors.New("not a field that can be changed (description, prompt, toolGroups, allow, deny)")
+			err = errors.New("not a field that can be changed (description, prompt, toolGroups, deferredGroups, allow, deny)")
 		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "%s: %v", name, err))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -154,5 +155,72 @@ func TestRoleToolsAndCallAPI(t *testing.T) {
 	var diags []host.Diagnostic
 	if code := do(t, "GET", srv.URL+"/api/diagnostics", nil, &diags); code != 200 || diags == nil {
 		t.Fatalf("diagnostics = %d %v", code, diags)
+	}
+}
+
+// TestRolesAPIDeferred: deferredGroups is created, shown, changed and
+// cleared through the API; a deferred group that is not one of the role's
+// groups is refused with validation, and the role is left as it was.
+func TestRolesAPIDeferred(t *testing.T) {
+	srv := apiServer(t)
+	var role RoleJSON
+	if code := do(t, "POST", srv.URL+"/api/roles", map[string]any{"name": "lazy", "toolGroups": []string{"artifact", "console"}, "deferredGroups": []string{"artifact"}}, &role); code != 201 ||
+		!slices.Equal(role.Deferred, []string{"artifact"}) {
+		t.Fatalf("create = %d %+v", code, role)
+	}
+	if code := do(t, "GET", srv.URL+"/api/roles/lazy", nil, &role); code != 200 || !slices.Equal(role.Deferred, []string{"artifact"}) {
+		t.Fatalf("get = %d %+v", code, role)
+	}
+	var tools host.RoleTools
+	if code := do(t, "GET", srv.URL+"/api/roles/lazy/tools", nil, &tools); code != 200 ||
+		!slices.Equal(slices.Sorted(slices.Values(tools.Deferred)), []string{"get_artifact", "put_artifact"}) || tools.EagerTokens <= 0 || tools.EagerTokens >= tools.Tokens {
+		t.Fatalf("tools = %d deferred %v eager %d of %d tokens", code, tools.Deferred, tools.EagerTokens, tools.Tokens)
+	}
+
+	refused := []struct {
+		name, method, path, body, message string
+	}{
+		{"create: not among toolGroups", "POST", "/api/roles", `{"name":"other","toolGroups":["console"],"deferredGroups":["artifact"]}`, `deferred group "artifact" is not one of the role's tool groups`},
+		{"create: unknown group", "POST", "/api/roles", `{"name":"other","deferredGroups":["nope"]}`, "unknown tool group(s) nope"},
+		{"update: not among toolGroups", "PUT", "/api/roles/lazy", `{"toolGroups":["console"],"deferredGroups":["artifact"]}`, `deferred group "artifact" is not one of the role's tool groups`},
+		{"update: groups dropped, deferred kept", "PUT", "/api/roles/lazy", `{"toolGroups":["console"]}`, `deferred group "artifact" is not one of the role's tool groups`},
+		{"update: tool_search", "PUT", "/api/roles/lazy", `{"deferredGroups":["tool_search"]}`, "tool_search"},
+		{"update: not a list", "PUT", "/api/roles/lazy", `{"deferredGroups":"artifact"}`, "deferredGroups:"},
+	}
+	for _, c := range refused {
+		t.Run(c.name, func(t *testing.T) {
+			var e apiError
+			if code := do(t, c.method, srv.URL+c.path, c.body, &e); code != 400 || e.Error.Code != toolhost.CodeValidation || !strings.Contains(e.Error.Message, c.message) {
+				t.Errorf("%s %s %s = %d %+v, want 400 validation %q", c.method, c.path, c.body, code, e, c.message)
+			}
+			var role RoleJSON
+			if code := do(t, "GET", srv.URL+"/api/roles/lazy", nil, &role); code != 200 || len(role.ToolGroups) != 2 || !slices.Equal(role.Deferred, []string{"artifact"}) {
+				t.Errorf("after the refusal: %d %+v", code, role)
+			}
+		})
+	}
+	if code := do(t, "GET", srv.URL+"/api/roles/other", nil, nil); code != 404 {
+		t.Errorf("a refused create stored role other: %d", code)
+	}
+
+	// PUT with deferredGroups alone changes only them; [] and null clear them.
+	if code := do(t, "PUT", srv.URL+"/api/roles/lazy", `{"deferredGroups":["console","artifact"]}`, &role); code != 200 ||
+		!slices.Equal(role.Deferred, []string{"console", "artifact"}) || len(role.ToolGroups) != 2 {
+		t.Fatalf("set deferred = %d %+v", code, role)
+	}
+	for _, clear := range []string{`[]`, `null`} {
+		role = RoleJSON{} // an empty deferredGroups is left out of the answer
+		if code := do(t, "PUT", srv.URL+"/api/roles/lazy", `{"deferredGroups":`+clear+`}`, &role); code != 200 || len(role.Deferred) != 0 || len(role.ToolGroups) != 2 {
+			t.Fatalf("clear deferred with %s = %d %+v", clear, code, role)
+		}
+	}
+	// A role of every group may defer any of them.
+	if code := do(t, "PUT", srv.URL+"/api/roles/lazy", `{"toolGroups":null,"deferredGroups":["artifact"]}`, &role); code != 200 ||
+		role.ToolGroups != nil || !slices.Equal(role.Deferred, []string{"artifact"}) {
+		t.Fatalf("every group, one deferred = %d %+v", code, role)
+	}
+	var e apiError
+	if code := do(t, "PUT", srv.URL+"/api/roles/declared", `{"deferredGroups":["console"]}`, &e); code != 403 || e.Error.Code != toolhost.CodePolicy {
+		t.Errorf("defer in a config role = %d %+v", code, e)
 	}
 }

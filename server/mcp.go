@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -85,6 +86,8 @@ type mcpRole struct {
 
 	mu       sync.Mutex               // held to change tools or to add a session
 	tools    map[string]host.Function // registered on srv
+	offered  map[string]*mcp.Tool     // of tools, those srv took, as clients see them
+	send     mcp.MethodHandler        // the SDK's sending handler
 	sessions sync.Map                 // session id → *mcpSession
 }
 
@@ -93,14 +96,16 @@ type mcpRole struct {
 type mcpSession struct {
 	id      string // the session's id: Mcp-Session-Id over HTTP, "" on a transport of one session
 	agentID string
-	version string // the protocol version the client asked for in initialize
+	version string             // the protocol version the client asked for in initialize
+	ss      *mcp.ServerSession // the SDK's
 
-	mu    sync.Mutex
-	calls map[string]context.CancelFunc // fast-path calls, by request id (see idKey)
+	mu      sync.Mutex
+	calls   map[string]context.CancelFunc // fast-path calls, by request id (see idKey)
+	visible []string                      // the tools its list holds, as last listed or announced
 }
 
 func newMCPRole(h *host.Host, role string) *mcpRole {
-	r := &mcpRole{h: h, role: role, tools: map[string]host.Function{},
+	r := &mcpRole{h: h, role: role, tools: map[string]host.Function{}, offered: map[string]*mcp.Tool{},
 		impl: &mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role, Version: toolhost.Version(), WebsiteURL: h.Config().WebsiteURL}}
 	r.srv = mcp.NewServer(r.impl, &mcp.ServerOptions{
 		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -111,11 +116,15 @@ func newMCPRole(h *host.Host, role string) *mcpRole {
 	// cancellation reaches the session's fast-path calls as well as the SDK's.
 	// The role's prompt, as it is when a client connects, is the server's
 	// instructions.
+	// A session's list is its agent's Definitions: the role's tools but the
+	// deferred ones it has not loaded (tool_search's load_tools).
 	r.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch req := req.(type) {
 			case *mcp.CallToolRequest:
 				return r.call(ctx, req)
+			case *mcp.ListToolsRequest:
+				return r.list(ctx, req.Session)
 			case *mcp.ServerRequest[*mcp.CancelledParams]:
 				if s, ok := r.sessions.Load(req.Session.ID()); ok && req.Params != nil {
 					s.(*mcpSession).cancel(req.Params.RequestID)
@@ -130,6 +139,12 @@ func newMCPRole(h *host.Host, role string) *mcpRole {
 			}
 			return res, err
 		}
+	})
+	// The SDK's sending handler, kept to tell one session that its list
+	// changed (the SDK tells every session, when the role's tools change).
+	r.srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		r.send = next
+		return next
 	})
 	// The server's guard checks Host and Origin on every request, allowed
 	// hosts included; the SDK's own check knows loopback names only.
@@ -166,15 +181,72 @@ func (r *mcpRole) sync() {
 	}
 	if len(gone) > 0 {
 		r.srv.RemoveTools(gone...)
+		for _, name := range gone {
+			delete(r.offered, name)
+		}
 	}
+	changed := len(gone) > 0
 	for name, fn := range want {
 		old, ok := r.tools[name]
 		if !ok || old.Description != fn.Description || !bytes.Equal(old.Parameters, fn.Parameters) || old.Title != fn.Title ||
 			!bytes.Equal(old.Annotations, fn.Annotations) || !bytes.Equal(old.OutputSchema, fn.OutputSchema) {
 			r.addTool(fn)
+			changed = true
 		}
 	}
 	r.tools = want
+	r.sessions.Range(func(_, v any) bool {
+		r.announce(v.(*mcpSession), !changed)
+		return true
+	})
+}
+
+// visible returns the names of the tools a session's list holds: its
+// agent's Definitions that the server offers, sorted.
+func (r *mcpRole) visible(s *mcpSession) []string {
+	defs, _ := r.h.Definitions(s.agentID) // a deleted role or agent lists nothing
+	names := make([]string, 0, len(defs))
+	for _, d := range defs {
+		if _, ok := r.offered[d.Function.Name]; ok {
+			names = append(names, d.Function.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// announce records the session's list as it is now, and, when tell is set
+// and the list differs from the one it knows (its agent loaded tools), sends
+// it notifications/tools/list_changed. r.mu is held.
+func (r *mcpRole) announce(s *mcpSession, tell bool) {
+	names := r.visible(s)
+	s.mu.Lock()
+	same := slices.Equal(s.visible, names)
+	s.visible = names
+	s.mu.Unlock()
+	if tell && !same && s.ss != nil {
+		_, err := r.send(context.Background(), "notifications/tools/list_changed",
+			&mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: s.ss, Params: &mcp.ToolListChangedParams{}})
+		if err != nil {
+			r.h.Logger().Debug("mcp: list_changed not sent", "role", r.role, "session", s.id, "error", err)
+		}
+	}
+}
+
+// list answers tools/list with the session's own list.
+func (r *mcpRole) list(ctx context.Context, ss *mcp.ServerSession) (*mcp.ListToolsResult, error) {
+	s, err := r.session(ctx, ss)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.announce(s, false)
+	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(s.visible))}
+	for _, name := range s.visible {
+		out.Tools = append(out.Tools, r.offered[name])
+	}
+	return out, nil
 }
 
 // addTool offers fn to the role's clients, its input schema normalised by
@@ -183,10 +255,13 @@ func (r *mcpRole) sync() {
 // diagnostics, which follow its group's registrations.
 func (r *mcpRole) addTool(fn host.Function) {
 	schema, err := host.MCPInputSchema(fn.Parameters)
+	t := mcpTool(fn, schema)
 	if err == nil {
-		err = addMCPTool(r.srv, mcpTool(fn, schema), r.call)
+		err = addMCPTool(r.srv, t, r.call)
 	}
+	r.offered[fn.Name] = t
 	if err != nil {
+		delete(r.offered, fn.Name)
 		r.srv.RemoveTools(fn.Name)
 		r.h.Logger().Warn("mcp: tool not offered to the role's clients", "role", r.role, "tool", fn.Name, "reason", err)
 	}
@@ -236,7 +311,7 @@ func (r *mcpRole) session(ctx context.Context, ss *mcp.ServerSession) (*mcpSessi
 	if err != nil {
 		return nil, err
 	}
-	s := &mcpSession{id: ss.ID(), agentID: a.ID, calls: map[string]context.CancelFunc{}}
+	s := &mcpSession{id: ss.ID(), agentID: a.ID, ss: ss, calls: map[string]context.CancelFunc{}}
 	if p := ss.InitializeParams(); p != nil {
 		s.version = p.ProtocolVersion
 	}

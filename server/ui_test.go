@@ -189,10 +189,12 @@ func (b *browser) visible(sel string) bool {
 }
 
 // uiHost serves a host with two groups, a config role ("declared",
-// read-only) and a stored role ("writer") with the console group.
+// read-only, its console group loaded on demand) and a stored role
+// ("writer") with the console group.
 func uiHost(t *testing.T, cfg *config.Config) (*httptest.Server, *host.Host) {
 	t.Helper()
-	cfg.Roles = append(cfg.Roles, config.Role{Name: "declared", Description: "Declared in the file.", ToolGroups: []string{"console"}, Pos: "config.hcl:1,1"})
+	cfg.Roles = append(cfg.Roles, config.Role{Name: "declared", Description: "Declared in the file.", ToolGroups: []string{"console"},
+		DeferredGroups: []string{"console"}, Pos: "config.hcl:1,1"})
 	srv, h := serve(t, cfg, group("console", "console_print"), group("artifact", "put_artifact", "get_artifact"))
 	if _, err := h.CreateRole(context.Background(), host.RoleSpec{Name: "writer", Description: "Writes reports.",
 		Prompt: "You write reports.", ToolGroups: []string{"console"}}); err != nil {
@@ -332,13 +334,81 @@ func TestUIReadOnlyRoles(t *testing.T) {
 		if n := eval[int](b, `document.querySelectorAll('input.group').length`); n < 2 {
 			t.Fatalf("%s: %d group boxes", name, n)
 		}
-		if !eval[bool](b, `[...document.querySelectorAll('input.group')].every(c => c.disabled) && document.querySelector('#save').disabled`) {
-			t.Errorf("%s: boxes or Save enabled", name)
+		if !eval[bool](b, `[...document.querySelectorAll('input.group, input.defer')].every(c => c.disabled) && document.querySelector('#save').disabled`) {
+			t.Errorf("%s: boxes, load-on-demand toggles or Save enabled", name)
+		}
+		if name == "declared" && !eval[bool](b, `document.querySelector('input.defer[data-group="console"]').checked`) {
+			t.Errorf("declared: its deferred group's toggle is off")
 		}
 		if !b.visible("#readonly-reason") || !strings.Contains(b.text("#readonly-reason"), reason) {
 			t.Errorf("%s: reason = %q, want %q", name, b.text("#readonly-reason"), reason)
 		}
 	}
+}
+
+// TestUIDeferredGroups: a ticked group's "load on demand" toggle is saved
+// as the role's deferredGroups, is still on after a reload, and the cost
+// card then shows what an agent starts with; unticking the group drops it
+// from both lists in one save.
+func TestUIDeferredGroups(t *testing.T) {
+	srv, h := uiHost(t, &config.Config{})
+	b := newBrowser(t, srv.URL)
+	b.open("#/roles/writer", "role")
+	toggle := func(group string) string { return fmt.Sprintf(`label.group-defer[data-group=%q]`, group) }
+	if !b.visible(toggle("console")) || b.visible(toggle("artifact")) {
+		t.Fatal(`"load on demand" is not offered for the ticked group only`)
+	}
+	if b.visible("#eager") {
+		t.Errorf("the start cost shows for a role that defers nothing: %q", b.text("#eager"))
+	}
+
+	b.click(`input.group[data-group="artifact"]`)
+	b.wait("artifact's toggle", fmt.Sprintf(`(e => !e.hidden && e.getClientRects().length > 0)(document.querySelector(%q))`, toggle("artifact")))
+	b.click(`input.defer[data-group="artifact"]`)
+	b.wait("unsaved", `document.querySelector('#status').textContent === 'Unsaved changes'`)
+	b.click("#save")
+	b.wait("saved", `document.querySelector('#status').textContent === 'Saved'`)
+	if r, _ := h.Role("writer"); !slices.Equal(r.Deferred, []string{"artifact"}) {
+		t.Fatalf("stored deferred = %v", r.Deferred)
+	}
+
+	b.do("reload", chromedp.Reload())
+	b.ready("role")
+	if !eval[bool](b, `document.querySelector('input.defer[data-group="artifact"]').checked && !document.querySelector('input.defer[data-group="console"]').checked`) {
+		t.Fatal("after reload the load-on-demand toggles are not as saved")
+	}
+	var role RoleJSON
+	if code := get(t, srv.URL+"/api/roles/writer", &role); code != 200 || !slices.Equal(role.Deferred, []string{"artifact"}) {
+		t.Fatalf("GET /api/roles/writer = %d %+v", code, role)
+	}
+	if cur := b.text("#current-groups"); !strings.Contains(cur, "artifact (on demand)") || strings.Contains(cur, "console (on demand)") {
+		t.Errorf("current groups = %q", cur)
+	}
+	b.wait("the start cost", `(e => !e.hidden && e.getClientRects().length > 0)(document.querySelector('#eager'))`)
+	b.wait("the token cost", `document.querySelector('#tokens').dataset.state === 'ready'`)
+	eager, all := eval[string](b, `document.querySelector('#eager-tokens').dataset.tokens`), leadingInt(b.text("#tokens"))
+	if n, _ := strconv.Atoi(eager); n <= 0 || n >= all {
+		t.Errorf("an agent starts with %q tokens, the role's tools are %d", eager, all)
+	}
+	var rt host.RoleTools
+	if get(t, srv.URL+"/api/roles/writer/tools", &rt); strconv.Itoa(rt.EagerTokens) != eager {
+		t.Errorf("the page's start cost %s, the API's %d", eager, rt.EagerTokens)
+	}
+	b.route("#/roles", "roles")
+	if row := b.text(`tr[data-role="writer"]`); !strings.Contains(row, "artifact (on demand)") {
+		t.Errorf("writer row = %q", row)
+	}
+
+	// Unticking the deferred group takes it out of deferredGroups too.
+	b.route("#/roles/writer", "role")
+	b.click(`input.group[data-group="artifact"]`)
+	b.wait("artifact's toggle hidden", fmt.Sprintf(`document.querySelector(%q).hidden`, toggle("artifact")))
+	b.click("#save")
+	b.wait("saved", `document.querySelector('#status').textContent === 'Saved'`)
+	if r, _ := h.Role("writer"); !slices.Equal(r.ToolGroups, []string{"console"}) || len(r.Deferred) != 0 {
+		t.Fatalf("stored groups %v, deferred %v", r.ToolGroups, r.Deferred)
+	}
+	b.wait("the start cost hidden", `document.querySelector('#eager').hidden`)
 }
 
 func TestUIApprovals(t *testing.T) {

@@ -39,7 +39,11 @@ type Role struct {
 	// Allow lists optional tools, groups or "group:plugins" made visible.
 	Allow []string `json:"allow,omitempty"`
 	// Deny lists tools, groups or "group:plugins" hidden from the role.
-	Deny         []string  `json:"deny,omitempty"`
+	Deny []string `json:"deny,omitempty"`
+	// Deferred are groups whose tools the role's agents may call but whose
+	// definitions they get only when they load them (tool_search's
+	// load_tools): the role's context stays small.
+	Deferred     []string  `json:"deferredGroups,omitempty"`
 	CreatedBy    string    `json:"createdBy"`
 	CreatedAt    time.Time `json:"createdAt"`
 	Status       string    `json:"status"`
@@ -58,11 +62,11 @@ func (r *Role) ReadOnly() (bool, string) {
 	return false, ""
 }
 
-const roleColumns = `id, name, description, prompt, tool_groups, tools_allow, tools_deny, created_by, created_at, status, llm_service_id, source`
+const roleColumns = `id, name, description, prompt, tool_groups, tools_allow, tools_deny, created_by, created_at, status, llm_service_id, source, deferred_groups`
 
 // ensureRoot creates the root role and the root agent when missing.
 func (s *Store) ensureRoot(ctx context.Context) error {
-	_, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, '["org_management"]', '[]', '[]', 'system', ?, 'active', '', 'store')`,
+	_, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, '["org_management"]', '[]', '[]', 'system', ?, 'active', '', 'store', '[]')`,
 		RootRoleID, RootRole, "The root of the organisation: creates roles and agents and hands out work.",
 		"You are the root agent. You do not do tasks yourself: you find or create roles, spawn agents for them and send them work.", now())
 	if err == nil {
@@ -80,8 +84,8 @@ type scanner interface{ Scan(dest ...any) error }
 func scanRole(row scanner) (Role, error) {
 	var r Role
 	var groups sql.NullString
-	var allow, deny, created string
-	err := row.Scan(&r.ID, &r.Name, &r.Description, &r.Prompt, &groups, &allow, &deny, &r.CreatedBy, &created, &r.Status, &r.LLMServiceID, &r.Source)
+	var allow, deny, deferred, created string
+	err := row.Scan(&r.ID, &r.Name, &r.Description, &r.Prompt, &groups, &allow, &deny, &r.CreatedBy, &created, &r.Status, &r.LLMServiceID, &r.Source, &deferred)
 	if err != nil {
 		return r, err
 	}
@@ -95,6 +99,9 @@ func scanRole(row scanner) (Role, error) {
 	}
 	if err == nil {
 		err = json.Unmarshal([]byte(deny), &r.Deny)
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(deferred), &r.Deferred)
 	}
 	return r, err
 }
@@ -147,21 +154,22 @@ func (s *Store) CreateRole(ctx context.Context, r Role) (Role, error) {
 }
 
 func insertRole(ctx context.Context, tx *sql.Tx, r Role) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.ExecContext(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Name, r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny),
-		r.CreatedBy, stamp(r.CreatedAt), r.Status, r.LLMServiceID, r.Source)
+		r.CreatedBy, stamp(r.CreatedAt), r.Status, r.LLMServiceID, r.Source, listJSON(r.Deferred))
 	return err
 }
 
 // UpdateRole stores every editable field of r (description, prompt, tool
-// groups, allow, deny, status, LLM service), found by its id.
+// groups, allow, deny, deferred groups, status, LLM service), found by its
+// id.
 func (s *Store) UpdateRole(ctx context.Context, r Role) error {
 	return s.tx(ctx, func(tx *sql.Tx) error { return updateRole(ctx, tx, r) })
 }
 
 func updateRole(ctx context.Context, tx *sql.Tx, r Role) error {
-	res, err := tx.ExecContext(ctx, `UPDATE roles SET description = ?, prompt = ?, tool_groups = ?, tools_allow = ?, tools_deny = ?, status = ?, llm_service_id = ?, source = ? WHERE id = ?`,
-		r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny), r.Status, r.LLMServiceID, r.Source, r.ID)
+	res, err := tx.ExecContext(ctx, `UPDATE roles SET description = ?, prompt = ?, tool_groups = ?, tools_allow = ?, tools_deny = ?, deferred_groups = ?, status = ?, llm_service_id = ?, source = ? WHERE id = ?`,
+		r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny), listJSON(r.Deferred), r.Status, r.LLMServiceID, r.Source, r.ID)
 	if err != nil {
 		return fmt.Errorf("store: update role %q: %w", r.Name, err)
 	}
@@ -251,7 +259,8 @@ func (s *Store) ReconcileConfigRoles(ctx context.Context, declared []Role) (chan
 // sameDeclaration reports whether a stored role already matches a declaration.
 func sameDeclaration(old, d Role) bool {
 	return old.Source == SourceConfig && old.Description == d.Description && old.Prompt == d.Prompt &&
-		groupsJSON(old.ToolGroups) == groupsJSON(d.ToolGroups) && listJSON(old.Allow) == listJSON(d.Allow) && listJSON(old.Deny) == listJSON(d.Deny)
+		groupsJSON(old.ToolGroups) == groupsJSON(d.ToolGroups) && listJSON(old.Allow) == listJSON(d.Allow) && listJSON(old.Deny) == listJSON(d.Deny) &&
+		listJSON(old.Deferred) == listJSON(d.Deferred)
 }
 
 // groupsJSON encodes tool groups, nil (not configured) as SQL NULL.
@@ -268,4 +277,37 @@ func listJSON(list []string) string {
 	}
 	b, _ := json.Marshal(list)
 	return string(b)
+}
+
+// LoadTools records that an agent loaded the tools (tool_search's
+// load_tools): their definitions are part of its context from then on,
+// across restarts. Tools loaded before stay loaded.
+func (s *Store) LoadTools(ctx context.Context, agentID string, tools []string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		at := now()
+		for _, t := range tools {
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO loaded_tools (agent_id, tool, loaded_at) VALUES (?, ?, ?)`, agentID, t, at); err != nil {
+				return fmt.Errorf("store: load tools of %s: %w", agentID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// LoadedTools returns the tools an agent has loaded, by name.
+func (s *Store) LoadedTools(ctx context.Context, agentID string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT tool FROM loaded_tools WHERE agent_id = ? ORDER BY tool`, agentID)
+	if err != nil {
+		return nil, fmt.Errorf("store: loaded tools of %s: %w", agentID, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, fmt.Errorf("store: loaded tools of %s: %w", agentID, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
 }

@@ -2,7 +2,7 @@
 //
 //	toolhost validate [-config F]                      check a config file
 //	toolhost groups   [-config F] [-json]              start the plugins and list their groups
-//	toolhost roles    list|show|create|set-groups|delete   list and edit roles
+//	toolhost roles    list|show|create|set-groups|set-deferred|delete   list and edit roles
 //	toolhost tools    [-config F] [-role R] [-json] [-tokens]   the tools a role sees
 //	toolhost call     [-config F] [-role R | -agent ID] TOOL [JSON]  call one tool, print the result envelope
 //	toolhost events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow] [-tree AGENT]   the audit events
@@ -55,7 +55,7 @@ const usage = `usage: toolhost COMMAND [flags]
 commands:
   validate [-config F]                 check a config file
   groups   [-config F] [-json]         start the plugins and list their groups
-  roles    list|show|create|set-groups|delete   list and edit roles
+  roles    list|show|create|set-groups|set-deferred|delete   list and edit roles
   tools    [-config F] [-role R] [-json] [-tokens]   the tools a role sees
   call     [-config F] [-role R | -agent ID] TOOL [JSON]   call one tool and print its result envelope
   events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow] [-tree AGENT]   the audit events

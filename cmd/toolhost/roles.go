@@ -17,6 +17,7 @@ const rolesUsage = `usage:
   toolhost roles show [-config F] [-json] NAME
   toolhost roles create [-config F] [-description D] [-prompt P] [-groups a,b] [-allow x,y] [-deny x,y] NAME
   toolhost roles set-groups [-config F] NAME [GROUP...]    (no group: every group is available)
+  toolhost roles set-deferred [-config F] NAME [GROUP...]  (their tools load on demand; no group: none)
   toolhost roles delete [-config F] NAME`
 
 // rolesCmd lists and edits roles. It starts the host, so that config roles
@@ -38,7 +39,7 @@ func rolesCmd(args []string, stdout, stderr io.Writer) int {
 	if fs.Parse(args[1:]) != nil {
 		return 2
 	}
-	want := map[string]int{"list": 0, "show": 1, "create": 1, "delete": 1, "set-groups": -1}
+	want := map[string]int{"list": 0, "show": 1, "create": 1, "delete": 1, "set-groups": -1, "set-deferred": -1}
 	n, ok := want[sub]
 	if !ok || (n >= 0 && fs.NArg() != n) || (n < 0 && fs.NArg() < 1) {
 		fmt.Fprintln(stderr, rolesUsage)
@@ -57,11 +58,11 @@ func rolesCmd(args []string, stdout, stderr io.Writer) int {
 			role, err = h.CreateRole(ctx, host.RoleSpec{Name: fs.Arg(0), Description: *desc, Prompt: *prompt,
 				ToolGroups: splitList(*groups), Allow: splitList(*allow), Deny: splitList(*deny), CreatedBy: "cli"})
 		case "set-groups":
-			ids := fs.Args()[1:]
-			if len(ids) == 0 {
-				ids = nil
-			}
+			ids := groupArgs(fs.Args()[1:])
 			role, err = h.UpdateRole(ctx, fs.Arg(0), host.RoleUpdate{ToolGroups: &ids})
+		case "set-deferred":
+			ids := groupArgs(fs.Args()[1:])
+			role, err = h.UpdateRole(ctx, fs.Arg(0), host.RoleUpdate{DeferredGroups: &ids})
 		case "delete":
 			if err = h.DeleteRole(ctx, fs.Arg(0)); err == nil {
 				fmt.Fprintf(stdout, "deleted role %s\n", fs.Arg(0))
@@ -89,6 +90,16 @@ func splitList(s string) []string {
 	return strings.Split(s, ",")
 }
 
+// groupArgs are the group ids given after a role's name, as separate
+// arguments or comma-separated; none is nil.
+func groupArgs(args []string) []string {
+	var ids []string
+	for _, a := range args {
+		ids = append(ids, splitList(a)...)
+	}
+	return ids
+}
+
 func groupsText(r store.Role) string {
 	if r.ToolGroups == nil || len(r.ToolGroups) == 0 {
 		return "(all groups)"
@@ -96,14 +107,25 @@ func groupsText(r store.Role) string {
 	return strings.Join(r.ToolGroups, ",")
 }
 
+// deferredText names the role's deferred groups, "-" for none.
+func deferredText(r store.Role) string {
+	if len(r.Deferred) == 0 {
+		return "-"
+	}
+	return strings.Join(r.Deferred, ",")
+}
+
 func printRoles(w io.Writer, roles []store.Role, asJSON bool) {
-	_ = printList(w, roles, asJSON, "ROLE\tSOURCE\tTOOL GROUPS\tDESCRIPTION", func(r store.Role) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s", r.Name, r.Source, groupsText(r), r.Description)
+	_ = printList(w, roles, asJSON, "ROLE\tSOURCE\tTOOL GROUPS\tDEFERRED\tDESCRIPTION", func(r store.Role) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.Name, r.Source, groupsText(r), deferredText(r), r.Description)
 	})
 }
 
 func printRole(w io.Writer, r store.Role) {
 	fmt.Fprintf(w, "name:        %s\nid:          %s\nsource:      %s\ntool groups: %s\n", r.Name, r.ID, r.Source, groupsText(r))
+	if len(r.Deferred) > 0 {
+		fmt.Fprintf(w, "deferred:    %s (loaded on demand)\n", deferredText(r))
+	}
 	if len(r.Allow) > 0 || len(r.Deny) > 0 {
 		fmt.Fprintf(w, "allow:       %s\ndeny:        %s\n", strings.Join(r.Allow, ","), strings.Join(r.Deny, ","))
 	}
@@ -118,7 +140,7 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 	fs, c := newFlags("tools", stderr, "warn")
 	role := fs.String("role", "", "the role whose tools to list; empty: a caller without a role")
 	asJSON := fs.Bool("json", false, "print the role's tool list as JSON (definitions, metadata, token counts)")
-	tokens := fs.Bool("tokens", false, "print the token count of the role's tool definitions beside that of all tools")
+	tokens := fs.Bool("tokens", false, "print the token count of the role's tool definitions beside that of all tools, and, when the role defers groups, of those an agent starts with")
 	if fs.Parse(args) != nil {
 		return 2
 	}
@@ -136,19 +158,49 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 			printJSON(stdout, rt)
 			return 0
 		}
+		deferred := make(map[string]bool, len(rt.Deferred))
+		for _, name := range rt.Deferred {
+			deferred[name] = true
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOOL\tGROUP\tOPTIONAL\tDESCRIPTION")
+		fmt.Fprintln(tw, "TOOL\tGROUP\tOPTIONAL\tDEFERRED\tDESCRIPTION")
 		for _, d := range rt.Tools {
 			m := rt.Meta[d.Function.Name]
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", d.Function.Name, m.Group, m.Optional, firstLine(d.Function.Description))
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\n", d.Function.Name, m.Group, m.Optional, deferred[d.Function.Name], firstLine(d.Function.Description))
 		}
 		_ = tw.Flush()
 		if *tokens {
-			fmt.Fprintf(stdout, "tokens: %d for %d tools of role %q; %d for all %d tools (o200k_base)\n",
-				rt.Tokens, len(rt.Tools), *role, rt.AllTokens, rt.AllTools)
+			printTokens(stdout, rt)
 		}
 		return 0
 	})
+}
+
+// printTokens prints what a role's tool definitions cost: all tools, the
+// role's, and, when it defers groups, what an agent of it starts with
+// (before it loads any deferred tool), each with what it saves.
+func printTokens(w io.Writer, rt host.RoleTools) {
+	fmt.Fprintln(w, "tokens (o200k_base):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "  all tools\t%d\t%d tools\n", rt.AllTokens, rt.AllTools)
+	who := fmt.Sprintf("role %q", rt.Role)
+	if rt.Role == "" {
+		who = "no role"
+	}
+	fmt.Fprintf(tw, "  %s\t%d\t%d tools\t%s\n", who, rt.Tokens, len(rt.Tools), below(rt.Tokens, rt.AllTokens))
+	if len(rt.Deferred) > 0 {
+		fmt.Fprintf(tw, "  at start\t%d\t%d tools\t%s; %d tools of deferred groups load on demand\n",
+			rt.EagerTokens, len(rt.Tools)-len(rt.Deferred), below(rt.EagerTokens, rt.AllTokens), len(rt.Deferred))
+	}
+	_ = tw.Flush()
+}
+
+// below says how far n tokens are below all, in percent.
+func below(n, all int) string {
+	if all <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d%% below all tools", (all-n)*100/all)
 }
 
 func firstLine(s string) string {

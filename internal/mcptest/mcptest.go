@@ -4,6 +4,7 @@ package mcptest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,10 +77,48 @@ func NPMDir() string {
 // missing.
 func npmPath(t testing.TB, name, rel string) string {
 	t.Helper()
+	path, err := installed(name, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// installed is rel below NPMDir's node_modules, or an error saying that
+// name is not installed.
+func installed(name, rel string) (string, error) {
 	dir := NPMDir()
 	path := filepath.Join(dir, "node_modules", rel)
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s is not installed in %s: scripts/test installs it (%v)", name, dir, err)
+		return "", fmt.Errorf("%s is not installed in %s: scripts/test installs it (%v)", name, dir, err)
 	}
-	return path
+	return path, nil
+}
+
+// ReferenceServers returns the mcp_server blocks of npm's reference servers
+// as installed in NPMDir: fs (filesystem, serving root, its tools prefixed
+// fs_), memory (keeping its graph in memoryFile) and everything. An error
+// names a server that is missing.
+func ReferenceServers(root, memoryFile string) (string, error) {
+	var bins []any
+	for _, name := range []string{"mcp-server-filesystem", "mcp-server-memory", "mcp-server-everything"} {
+		path, err := installed(name, filepath.Join(".bin", name))
+		if err != nil {
+			return "", err
+		}
+		bins = append(bins, path)
+	}
+	return fmt.Sprintf(`mcp_server "fs" {
+  command     = %q
+  args        = [%q]
+  tool_prefix = "fs_"
+}
+mcp_server "memory" {
+  command = %q
+  env     = { MEMORY_FILE_PATH = %q }
+}
+mcp_server "everything" {
+  command = %q
+}
+`, bins[0], root, bins[1], memoryFile, bins[2]), nil
 }

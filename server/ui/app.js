@@ -7,6 +7,7 @@
 
 const TOKEN_KEY = 'toolhost.token';
 const MAX_EVENTS = 300;
+const TOOL_SEARCH = 'tool_search'; // the group that finds and loads deferred tools
 
 // ---- small DOM helpers ----------------------------------------------------
 
@@ -192,10 +193,16 @@ function errorBox(e, id) {
 
 // ---- Roles ----------------------------------------------------------------
 
-function groupChips(groups) {
-  if (groups === null || groups === undefined) return h('span', { class: 'chip all' }, 'all groups');
+// groupChips shows a role's tool groups (null: all groups), marking those
+// in deferred, whose tools its agents load on demand.
+function groupChips(groups, deferred) {
+  const lazy = deferred || [];
+  const chip = (g) => lazy.includes(g)
+    ? h('span', { class: 'chip deferred', title: 'loaded on demand (find_tools, load_tools)' }, g, ' (on demand)')
+    : h('span', { class: 'chip' }, g);
+  if (groups === null || groups === undefined) return [h('span', { class: 'chip all' }, 'all groups'), lazy.map(chip)];
   if (groups.length === 0) return h('span', { class: 'muted' }, 'none');
-  return groups.map((g) => h('span', { class: 'chip' }, g));
+  return groups.map(chip);
 }
 
 async function rolesPage(main, v) {
@@ -203,7 +210,7 @@ async function rolesPage(main, v) {
   const rows = roles.map((r) => h('tr', { 'data-role': r.name },
     h('td', {}, h('a', { href: roleHref(r.name), class: 'role-link' }, r.name)),
     h('td', {}, h('span', { class: 'badge' }, r.source || ''), r.readOnly ? h('span', { class: 'badge ro', title: r.readOnlyReason || '' }, 'read-only') : null),
-    h('td', { class: 'groups' }, groupChips(r.toolGroups)),
+    h('td', { class: 'groups' }, groupChips(r.toolGroups, r.deferredGroups)),
     h('td', {}, r.description || h('span', { class: 'muted' }, '—'))));
   fill(main,
     h('h1', {}, 'Roles'),
@@ -225,8 +232,15 @@ async function rolePage(main, v, name) {
   // that they can be unticked.
   const missing = (role.toolGroups || []).filter((id) => !known.has(id));
   let saved = role.toolGroups;
+  let savedDeferred = role.deferredGroups || [];
 
   const selected = () => $$('input.group', main).filter((c) => c.checked).map((c) => c.dataset.group);
+  // A group is the role's when it is ticked, or when none is (every group).
+  const ofRole = (id, sel) => sel.length === 0 || sel.includes(id);
+  const selectedDeferred = () => {
+    const sel = selected();
+    return $$('input.defer', main).filter((c) => c.checked && ofRole(c.dataset.group, sel)).map((c) => c.dataset.group);
+  };
   const ro = !!role.readOnly;
 
   const groupCard = (g, isMissing) => {
@@ -239,6 +253,10 @@ async function rolePage(main, v, name) {
         isMissing ? h('span', { class: 'badge warn' }, 'not registered') : h('span', { class: 'badge' }, (g.source && g.source.kind) || ''),
         g.blocked ? h('span', { class: 'badge warn' }, 'blocked') : null,
         h('span', { class: 'tool-count' }, isMissing ? '' : `${tools.length} tool${tools.length === 1 ? '' : 's'}`)),
+      // tool_search is how deferred tools are found: it cannot be deferred.
+      g.id === TOOL_SEARCH ? null : h('label', { class: 'group-defer', 'data-group': g.id, title: 'Its tools are the role\'s, but an agent carries their definitions only once it loads them (find_tools, load_tools).' },
+        h('input', { type: 'checkbox', class: 'defer', 'data-group': g.id, checked: savedDeferred.includes(g.id), disabled: ro, onchange: changed }),
+        'load on demand'),
       h('div', { class: 'group-desc' }, isMissing ? 'This group is not registered now (a plugin not running?). The API refuses unknown groups.' : (g.description || '')),
       tools.length ? h('details', { class: 'tools' },
         h('summary', {}, 'Tools'),
@@ -247,11 +265,18 @@ async function rolePage(main, v, name) {
   };
 
   const current = h('div', { id: 'current-groups', class: 'groups' });
-  const showCurrent = () => fill(current, 'Saved tool groups: ', groupChips(saved));
+  const showCurrent = () => fill(current, 'Saved tool groups: ', groupChips(saved, savedDeferred));
+  // showDefer offers "load on demand" for the role's groups only.
+  const showDefer = () => {
+    const sel = selected();
+    for (const el of $$('label.group-defer', main)) el.hidden = !ofRole(el.dataset.group, sel);
+  };
 
   const tokensEl = h('span', { id: 'tokens', class: 'big' }, '…');
   const toolsEl = h('span', { id: 'tools-count' }, '');
   const allEl = h('span', { id: 'all-tokens' }, '');
+  const eagerEl = h('span', { id: 'eager-tokens' }, '');
+  const eagerBox = h('div', { id: 'eager', class: 'eager', hidden: true }, 'An agent starts with ', eagerEl);
   const bar = h('div', { class: 'bar-fill' });
   const tokenErr = h('div', { id: 'tokens-error', class: 'error', hidden: true });
   const notice = h('div', { id: 'all-groups-notice', class: 'notice', hidden: true },
@@ -283,13 +308,30 @@ async function rolePage(main, v, name) {
     }
   }
 
+  // updateEager shows what an agent of the saved role starts with when it
+  // defers groups: the definitions of the others (and tool_search's).
+  async function updateEager() {
+    try {
+      const t = await api('GET', '/api/roles/' + encodeURIComponent(role.name) + '/tools', undefined, v.signal);
+      const lazy = (t.deferred || []).length;
+      const all = (t.tools || []).length;
+      const count = (k, word) => `${fmt(k)} ${word}${k === 1 ? '' : 's'}`;
+      eagerEl.textContent = `${count(t.eagerTokens, 'token')}: ${fmt(all - lazy)} of ${count(all, 'tool')}, ${fmt(lazy)} on demand (as saved)`;
+      eagerEl.dataset.tokens = t.eagerTokens;
+      eagerBox.hidden = lazy === 0;
+    } catch (e) {
+      if (v.signal.aborted) return;
+      eagerBox.hidden = true;
+    }
+  }
+
+  const sameSet = (a, b) => a.slice().sort().join(',') === b.slice().sort().join(',');
   function dirty() {
-    const a = selected().slice().sort().join(',');
-    const b = (saved || []).slice().sort().join(',');
-    return a !== b;
+    return !sameSet(selected(), saved || []) || !sameSet(selectedDeferred(), savedDeferred);
   }
 
   function changed() {
+    showDefer();
     notice.hidden = selected().length !== 0;
     status.textContent = dirty() ? 'Unsaved changes' : '';
     status.className = 'status' + (dirty() ? ' dirty' : '');
@@ -298,14 +340,17 @@ async function rolePage(main, v, name) {
 
   async function doSave() {
     const sel = selected();
-    const body = { toolGroups: sel.length ? sel : null };
+    // deferredGroups goes along always: a group unticked leaves it too.
+    const body = { toolGroups: sel.length ? sel : null, deferredGroups: selectedDeferred() };
     errorEl.hidden = true;
     save.disabled = true;
     status.textContent = 'Saving…';
     try {
       const r = await api('PUT', '/api/roles/' + encodeURIComponent(role.name), body, v.signal);
       saved = r.toolGroups;
+      savedDeferred = r.deferredGroups || [];
       showCurrent();
+      updateEager();
       status.textContent = 'Saved';
       status.className = 'status ok';
     } catch (e) {
@@ -344,13 +389,16 @@ async function rolePage(main, v, name) {
         h('div', { class: 'muted' }, toolsEl),
         h('div', { class: 'bar' }, bar),
         h('div', { class: 'muted' }, 'All tools: ', allEl),
-        h('p', { class: 'muted small' }, 'The cost of the tool definitions an agent of this role is sent, under the global policy.'),
+        eagerBox,
+        h('p', { class: 'muted small' }, 'The cost of the tool definitions an agent of this role is sent, under the global policy. ' +
+          'A group loaded on demand costs nothing until an agent loads its tools.'),
         h('div', { class: 'actions' }, save, status),
         notice,
         errorEl,
         tokenErr)));
   notice.hidden = selected().length !== 0;
-  await updateTokens();
+  showDefer();
+  await Promise.all([updateTokens(), updateEager()]);
 }
 
 // ---- Groups ---------------------------------------------------------------

@@ -1,0 +1,133 @@
+package host
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/toolhost/toolhost"
+)
+
+// ToolSearchGroup is the id of the runtime's group that finds and loads the
+// tools of a role's deferred groups (find_tools, load_tools). A role with
+// deferred groups gets it; no other role does.
+const ToolSearchGroup = "tool_search"
+
+// Definitions returns the tool definitions to put in an agent's model
+// requests, or list to its MCP session: ToolsFor's, but for the tools of its
+// role's deferred groups that it has not loaded. It may call them all the
+// same. The slice may be shared; do not modify it.
+func (h *Host) Definitions(agentID string) ([]ToolDefinition, error) {
+	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
+	if err != nil {
+		return nil, err
+	}
+	if v.lazy == nil {
+		return v.defs, nil
+	}
+	loaded, err := h.loadedOf(agentID)
+	if err != nil || len(loaded) == 0 {
+		return v.eager, err
+	}
+	out := make([]ToolDefinition, 0, len(v.eager)+len(loaded))
+	for _, d := range v.defs {
+		if !v.lazy[d.Function.Name] || loaded[d.Function.Name] {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// LoadableTool is a tool of one of an agent role's deferred groups.
+type LoadableTool struct {
+	Group    string   `json:"group"`
+	Loaded   bool     `json:"loaded"` // its definition is in the agent's Definitions
+	Function Function `json:"function"`
+}
+
+// LoadableTools returns the tools of the agent role's deferred groups,
+// loaded or not, in ToolsFor's order; none when it defers nothing.
+func (h *Host) LoadableTools(agentID string) ([]LoadableTool, error) {
+	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
+	if err != nil || v.lazy == nil {
+		return nil, err
+	}
+	loaded, err := h.loadedOf(agentID)
+	if err != nil {
+		return nil, err
+	}
+	var out []LoadableTool
+	for _, d := range v.defs {
+		if name := d.Function.Name; v.lazy[name] {
+			out = append(out, LoadableTool{Group: v.tools[name].group.Spec.ID, Loaded: loaded[name], Function: d.Function})
+		}
+	}
+	return out, nil
+}
+
+// LoadTools makes the named tools of the agent role's deferred groups part
+// of its Definitions from now on, and records that in the store, so that it
+// lasts across restarts; it returns those it newly loaded. A name that is
+// no such tool of the role is refused with validation, naming it, and then
+// nothing is loaded. Watchers are told, so the agent's MCP session hears of
+// its new list.
+func (h *Host) LoadTools(ctx context.Context, agentID string, names []string) ([]string, error) {
+	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
+	if err != nil {
+		return nil, err
+	}
+	var bad []string
+	for _, n := range names {
+		if !v.lazy[n] {
+			bad = append(bad, n)
+		}
+	}
+	if len(bad) > 0 {
+		return nil, toolhost.Errorf(toolhost.CodeValidation, "not a tool of a deferred group of role %s: %s (find_tools lists them)", v.role, strings.Join(bad, ", "))
+	}
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	old, err := h.loadedOf(agentID)
+	if err != nil {
+		return nil, err
+	}
+	var added []string
+	for _, n := range names {
+		if !old[n] && !slices.Contains(added, n) {
+			added = append(added, n)
+		}
+	}
+	if len(added) == 0 {
+		return nil, nil
+	}
+	if err := h.store.LoadTools(ctx, agentID, added); err != nil {
+		return nil, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	next := maps.Clone(old)
+	for _, n := range added {
+		next[n] = true
+	}
+	h.loaded.Store(agentID, next)
+	h.changed()
+	return added, nil
+}
+
+// loadedOf returns the set of tools the agent has loaded, read from the
+// store once and then kept; the map is never modified (LoadTools replaces
+// it).
+func (h *Host) loadedOf(agentID string) (map[string]bool, error) {
+	if m, ok := h.loaded.Load(agentID); ok {
+		return m.(map[string]bool), nil
+	}
+	names, err := h.store.LoadedTools(context.Background(), agentID)
+	if err != nil {
+		return nil, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	actual, _ := h.loaded.LoadOrStore(agentID, m)
+	return actual.(map[string]bool), nil
+}

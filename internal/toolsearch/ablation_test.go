@@ -1,0 +1,34 @@
+package toolsearch
+
+import "testing"
+
+// TestAblation measures the ranking with each of its features turned off,
+// one at a time, over the catalog and the queries: the synonym table and
+// the reading of file names, paths and URLs must each earn their place
+// (recall@3 falls without them); the others are logged, to re-check the
+// choices in testdata/README.md when the catalog or the queries change.
+func TestAblation(t *testing.T) {
+	c := loadCatalog(t)
+	qs := loadQueries(t, c.Tools)
+	base := measure(newIndex(c.Tools, defaultParams), qs)
+	t.Logf("%-34s recall@1 %.3f recall@3 %.3f", "defaults", base.at1, base.at3)
+	for _, v := range []struct {
+		name   string
+		change func(*params)
+		worse  bool // recall@3 must fall without it
+	}{
+		{"no synonyms", func(p *params) { p.expand = 0 }, true},
+		{"no file/path/URL hints", func(p *params) { p.hints = false }, true},
+		{"synonyms summed, not the best one", func(p *params) { p.sumSynonyms = true }, false},
+		{"top-level properties only", func(p *params) { p.nested = false }, false},
+		{"every field weight 1", func(p *params) { p.weight = [numFields]float64{1, 1, 1, 1, 1} }, false},
+	} {
+		p := defaultParams
+		v.change(&p)
+		r := measure(newIndex(c.Tools, p), qs)
+		t.Logf("%-34s recall@1 %.3f recall@3 %.3f", v.name, r.at1, r.at3)
+		if v.worse && r.at3 >= base.at3 {
+			t.Errorf("%s: recall@3 %.3f, not below the defaults' %.3f: the feature does not earn its place", v.name, r.at3, base.at3)
+		}
+	}
+}

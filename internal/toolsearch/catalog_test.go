@@ -1,0 +1,253 @@
+package toolsearch
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolhost/toolhost/internal/mcptest"
+)
+
+var update = flag.Bool("update", false, "regenerate testdata/catalog.json from the real modules and npm MCP servers")
+
+const catalogPath = "testdata/catalog.json"
+
+// searchGroup is the reserved group of find_tools and load_tools, left out
+// of the catalog: its tools are always loaded.
+const searchGroup = "tool_search"
+
+// catalogFile is testdata/catalog.json: the tools a caller without a role
+// sees with the first-party modules, the runtime's groups (but tool_search)
+// and the npm MCP servers filesystem (tool_prefix "fs_"), memory and
+// everything loaded.
+type catalogFile struct {
+	About  string         `json:"about"`
+	Groups []catalogGroup `json:"groups"`
+	Tools  []Doc          `json:"tools"`
+}
+
+// catalogGroup is one group of the catalog.
+type catalogGroup struct {
+	ID          string `json:"id"`
+	Description string `json:"description"`
+	Source      string `json:"source"`
+}
+
+// loadCatalog reads the committed catalog.
+func loadCatalog(t testing.TB) catalogFile {
+	t.Helper()
+	raw, err := os.ReadFile(catalogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c catalogFile
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("%s: %v", catalogPath, err)
+	}
+	return c
+}
+
+// TestCatalog checks the committed catalog: about 65 tools, unique names,
+// every tool's group listed, every group with tools, every input schema an
+// object. With -update it first regenerates the file from the real
+// modules (go build of cmd/toolhost and plugins/*, the npm servers from
+// the test cache, where scripts/test installs them).
+func TestCatalog(t *testing.T) {
+	if *update {
+		writeCatalog(t)
+	}
+	c := loadCatalog(t)
+	if len(c.Tools) < 60 {
+		t.Errorf("%d tools in the catalog, want about 65", len(c.Tools))
+	}
+	groups := map[string]int{}
+	for _, g := range c.Groups {
+		groups[g.ID] = 0
+	}
+	names := map[string]bool{}
+	for _, d := range c.Tools {
+		if names[d.Name] {
+			t.Errorf("tool %s twice", d.Name)
+		}
+		names[d.Name] = true
+		if _, ok := groups[d.Group]; !ok {
+			t.Errorf("tool %s: group %q is not in the catalog's groups", d.Name, d.Group)
+		}
+		groups[d.Group]++
+		var schema struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(d.InputSchema, &schema); err != nil || schema.Type != "object" {
+			t.Errorf("tool %s: input schema %s is not an object schema (%v)", d.Name, d.InputSchema, err)
+		}
+	}
+	for id, n := range groups {
+		if n == 0 {
+			t.Errorf("group %s has no tools", id)
+		}
+	}
+	for _, want := range []string{"workspace", "command", "network", "chrome", "fs", "memory", "everything"} {
+		if groups[want] == 0 {
+			t.Errorf("no tools of group %s", want)
+		}
+	}
+}
+
+// writeCatalog regenerates testdata/catalog.json: it builds toolhost and
+// the first-party plugins into a temporary directory, writes a config that
+// loads them beside the npm MCP servers, and asks `toolhost groups -json`
+// and `toolhost tools -json` (the tools of a caller without a role: every
+// tool) for the definitions.
+func writeCatalog(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	build := func(out, pkg string) {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	build(filepath.Join(bin, "toolhost"), "./cmd/toolhost")
+	for _, p := range []string{"workspace", "command", "network", "chrome"} {
+		build(filepath.Join(bin, "plugins", p), "./plugins/"+p)
+	}
+	fsRoot := filepath.Join(dir, "files")
+	if err := os.Mkdir(fsRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	servers, err := mcptest.ReferenceServers(fsRoot, filepath.Join(dir, "memory.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf(`
+plugin_dir = %q
+data_dir   = %q
+builtin "workspace" {
+  config {}
+}
+builtin "command" {
+  config {}
+}
+builtin "network" {
+  config {}
+}
+plugin "chrome" {
+  path    = "chrome"
+  sandbox = "off"
+}
+%s`, filepath.Join(bin, "plugins"), filepath.Join(dir, "data"), servers)
+	cfgPath := filepath.Join(dir, "config.hcl")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toolhost := func(args ...string) []byte {
+		cmd := exec.Command(filepath.Join(bin, "toolhost"), append(args, "-config", cfgPath)...)
+		cmd.Dir = dir
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "TOOLHOST_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("toolhost %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+		}
+		return out
+	}
+
+	var groups []struct {
+		ID          string   `json:"id"`
+		Description string   `json:"description"`
+		Tools       []string `json:"tools"`
+		Source      struct {
+			Kind  string `json:"kind"`
+			State string `json:"state"`
+		} `json:"source"`
+	}
+	if err := json.Unmarshal(toolhost("groups", "-json"), &groups); err != nil {
+		t.Fatalf("toolhost groups -json: %v", err)
+	}
+	var tools struct {
+		Tools []struct {
+			Function struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		} `json:"tools"`
+		Meta     map[string]struct{ Group string } `json:"meta"`
+		AllTools int                               `json:"allTools"`
+	}
+	if err := json.Unmarshal(toolhost("tools", "-json"), &tools); err != nil {
+		t.Fatalf("toolhost tools -json: %v", err)
+	}
+	// Every tool but the search tools themselves (the reserved group
+	// tool_search, which is never deferred and never searched).
+	listed := map[string]bool{}
+	for _, tool := range tools.Tools {
+		listed[tool.Function.Name] = true
+	}
+	var unlisted []string
+	for _, g := range groups {
+		for _, name := range g.Tools {
+			if !listed[name] && g.ID != searchGroup {
+				unlisted = append(unlisted, name)
+			}
+		}
+	}
+	if len(unlisted) > 0 {
+		t.Fatalf("toolhost tools -json left out %v (%d of %d tools listed)", unlisted, len(tools.Tools), tools.AllTools)
+	}
+
+	c := catalogFile{About: "Generated by `go generate ./internal/toolsearch` (go test -run '^TestCatalog$' -update): " +
+		"toolhost tools -json and toolhost groups -json with the builtin modules workspace, command and network, " +
+		"the chrome plugin, the runtime's groups but tool_search, and the npm MCP servers filesystem (mcp_server \"fs\", tool_prefix \"fs_\"), " +
+		"memory and everything. Do not edit by hand."}
+	for _, g := range groups {
+		if g.ID == searchGroup {
+			continue
+		}
+		if g.Source.State != "running" {
+			t.Fatalf("group %s is %s", g.ID, g.Source.State)
+		}
+		c.Groups = append(c.Groups, catalogGroup{ID: g.ID, Description: g.Description, Source: g.Source.Kind})
+	}
+	for _, tool := range tools.Tools {
+		f := tool.Function
+		if tools.Meta[f.Name].Group == searchGroup {
+			continue
+		}
+		c.Tools = append(c.Tools, Doc{Name: f.Name, Group: tools.Meta[f.Name].Group, Description: f.Description, InputSchema: f.Parameters})
+	}
+	slices.SortFunc(c.Groups, func(a, b catalogGroup) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(c.Tools, func(a, b Doc) int { return strings.Compare(a.Group, b.Group) })
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(c); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.Bytes()
+	if bytes.Contains(out, []byte(dir)) {
+		t.Fatalf("the catalog mentions the temporary directory %s: it would differ at every run", dir)
+	}
+	if err := os.WriteFile(catalogPath, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s: %d groups, %d tools", catalogPath, len(c.Groups), len(c.Tools))
+}

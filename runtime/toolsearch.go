@@ -1,0 +1,81 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/toolsearch"
+	"github.com/toolhost/toolhost/sdk"
+)
+
+type findToolsArgs struct {
+	Query string `json:"query" jsonschema:"what you need to do, in a few words"`
+	Limit int    `json:"limit,omitempty" jsonschema:"how many tools to return (default 5, at most 20)"`
+}
+
+type loadToolsArgs struct {
+	Names []string `json:"names" jsonschema:"the names of the tools to load, as find_tools gave them"`
+}
+
+// FoundTool is one tool find_tools returns.
+type FoundTool struct {
+	Name        string `json:"name"`
+	Group       string `json:"group"`
+	Description string `json:"description" jsonschema:"the first sentence of its description"`
+	Loaded      bool   `json:"loaded" jsonschema:"its definition is already among your tools"`
+}
+
+// FoundTools is find_tools' result.
+type FoundTools struct {
+	Tools []FoundTool `json:"tools"`
+}
+
+// LoadedTools is load_tools' result.
+type LoadedTools struct {
+	Loaded []string `json:"loaded" jsonschema:"the tools newly loaded; they are among your tools from your next step on"`
+}
+
+// toolSearchGroup is tool_search: finding and loading the tools of the
+// caller's deferred groups. The host gives it to roles with deferred groups
+// only.
+func (rt *Runtime) toolSearchGroup() *sdk.Group {
+	return &sdk.Group{ID: host.ToolSearchGroup, Description: "Tool search: find the tools you may load on demand, and load them.", Tools: []sdk.Tool{
+		sdk.NewStructuredTool("find_tools", "Search the tools you can load on demand (they are not among your tools until loaded) by what you need to do; returns the best matches, best first.",
+			func(_ context.Context, r *sdk.Request[findToolsArgs]) (FoundTools, error) {
+				limit := r.Args.Limit
+				switch {
+				case limit < 0 || limit > 20:
+					return FoundTools{}, sdk.Errorf(toolhost.CodeValidation, "field limit: must be from 1 to 20, not %d", limit)
+				case limit == 0:
+					limit = 5
+				}
+				tools, err := rt.h.LoadableTools(r.Call.AgentID)
+				if err != nil {
+					return FoundTools{}, err
+				}
+				docs := make([]toolsearch.Doc, len(tools))
+				loaded := map[string]bool{}
+				for i, t := range tools {
+					docs[i] = toolsearch.Doc{Name: t.Function.Name, Group: t.Group, Description: t.Function.Description, InputSchema: t.Function.Parameters}
+					loaded[t.Function.Name] = t.Loaded
+				}
+				out := FoundTools{Tools: []FoundTool{}}
+				for _, hit := range toolsearch.New(docs).Search(r.Args.Query, limit) {
+					out.Tools = append(out.Tools, FoundTool{Name: hit.Name, Group: hit.Group, Description: hit.Description, Loaded: loaded[hit.Name]})
+				}
+				return out, nil
+			}, sdk.NeedsAgent(), sdk.ReadOnly(), sdk.Idempotent()),
+		sdk.NewStructuredTool("load_tools", "Load tools that find_tools found: their definitions are among your tools from your next step on.",
+			func(ctx context.Context, r *sdk.Request[loadToolsArgs]) (LoadedTools, error) {
+				if len(r.Args.Names) == 0 {
+					return LoadedTools{}, sdk.Errorf(toolhost.CodeValidation, "field names: name at least one tool")
+				}
+				added, err := rt.h.LoadTools(ctx, r.Call.AgentID, r.Args.Names)
+				if added == nil {
+					added = []string{}
+				}
+				return LoadedTools{Loaded: added}, err
+			}, sdk.NeedsAgent(), sdk.Additive(), sdk.Idempotent()),
+	}}
+}

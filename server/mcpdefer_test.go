@@ -1,0 +1,63 @@
+package server
+
+import (
+	"context"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/runtime"
+	"github.com/toolhost/toolhost/sdk"
+)
+
+// TestMCPSessionLoadsDeferredTools: a session of a role that defers a group
+// lists the eager tools and tool_search's; loading a deferred tool sends
+// that session alone notifications/tools/list_changed, and its list, not
+// the other session's, then holds the tool.
+func TestMCPSessionLoadsDeferredTools(t *testing.T) {
+	ok := func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return sdk.Text("ok"), nil }
+	files := &sdk.Group{ID: "files", Description: "Files.", Tools: []sdk.Tool{
+		sdk.NewTool("peek", "Peek at a file.", ok), sdk.NewTool("poke", "Poke a file.", ok),
+	}}
+	srv, h := serve(t, &config.Config{}, files)
+	rt := runtime.New(h, &runtime.Options{Console: io.Discard})
+	if err := rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	if _, err := h.CreateRole(context.Background(), host.RoleSpec{Name: "lazy", ToolGroups: []string{"console", "files"}, DeferredGroups: []string{"files"}}); err != nil {
+		t.Fatal(err)
+	}
+	a, aChanged := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/lazy"})
+	b, bChanged := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/lazy"})
+	eager := []string{"console_print", "find_tools", "load_tools"}
+	for _, cs := range []*mcp.ClientSession{a, b} {
+		if got := mcptest.ToolNames(t, cs); !slices.Equal(got, eager) {
+			t.Fatalf("list before loading: %v, want %v", got, eager)
+		}
+	}
+	// Deferred tools are the role's all the same: calling one needs no load.
+	if text, isErr := mcptest.CallText(t, b, "poke", map[string]any{}); isErr || text != "ok" {
+		t.Fatalf("poke, not loaded: %q, error %v", text, isErr)
+	}
+	if text, isErr := mcptest.CallText(t, a, "load_tools", map[string]any{"names": []string{"peek"}}); isErr {
+		t.Fatalf("load_tools: %s", text)
+	}
+	select {
+	case <-aChanged:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the loading session got no list_changed")
+	}
+	if got := mcptest.ToolNames(t, a); !slices.Equal(got, []string{"console_print", "find_tools", "load_tools", "peek"}) {
+		t.Errorf("the loading session's list: %v", got)
+	}
+	time.Sleep(200 * time.Millisecond) // time for a stray notification to arrive
+	if got := mcptest.ToolNames(t, b); !slices.Equal(got, eager) || len(bChanged) > 0 {
+		t.Errorf("the other session's list: %v, %d list_changed", got, len(bChanged))
+	}
+}
