@@ -125,6 +125,18 @@ func TestLoadedToolsSurviveARestart(t *testing.T) {
 	if added, err := h.LoadTools(ctx, a.ID, []string{"run", "run"}); err != nil || !slices.Equal(added, []string{"run"}) {
 		t.Fatalf("load run: %v, %v", added, err)
 	}
+	// The attack: an agent loads a tool of a group outside its role, to
+	// widen what it may call. It is refused, and nothing is loaded.
+	addGroup(t, h, "gamma", SourcePlugin, "wipe")
+	if _, err := h.LoadTools(ctx, a.ID, []string{"fetch", "wipe"}); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "wipe") {
+		t.Fatalf("loading a tool outside the role: %v", err)
+	}
+	if defs, _ := h.Definitions(a.ID); slices.Contains(defNames(defs), "wipe") || slices.Contains(defNames(defs), "fetch") {
+		t.Fatalf("definitions after a refused load: %v", defNames(defs))
+	}
+	if _, err := h.Call(ctx, &toolhost.CallRequest{Tool: "wipe", Arguments: []byte("{}"), Context: toolhost.CallContext{AgentID: a.ID}}); !errors.Is(err, toolhost.ErrToolNotAvailable) {
+		t.Fatalf("calling the tool outside the role: %v", err)
+	}
 	if prompt, _ := h.RolePrompt("lazy"); !strings.Contains(prompt, "- beta: group beta (loaded on demand)\n") || !strings.Contains(prompt, "find_tools") {
 		t.Errorf("role prompt:\n%s", prompt)
 	}
