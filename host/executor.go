@@ -87,6 +87,7 @@ type call struct {
 	res      *toolhost.Result
 	err      error
 	redacted bool
+	replayed bool // the outcome is an earlier run's: this call ran nothing
 }
 
 func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err error) {
@@ -103,6 +104,7 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 	if c.chosenID {
 		f, leader, err := h.flights.begin(ctx, h, &c.req, v.role)
 		if !leader || err != nil {
+			c.replayed = !leader && err == nil
 			return f.outcome(err)
 		}
 		defer func() { h.flights.end(h, f, res, err) }()
@@ -396,17 +398,21 @@ func (c *call) emitStarted() {
 	c.h.events.Emit(c.event(store.EventCallStarted, payload))
 }
 
-// emitEnded records the call's one terminal event.
+// emitEnded records the call's one terminal event. A replay's says so, and
+// names the call whose outcome it repeated.
 func (c *call) emitEnded() {
 	latency := float64(time.Since(c.start).Microseconds()) / 1e3
 	if c.err == nil && c.res.OK {
-		c.h.events.Emit(c.event(store.EventCallCompleted, map[string]any{
+		payload := map[string]any{
 			"latency_ms": latency, "exit_code": c.res.ExitCode, "truncated_lines": c.res.TruncatedLines,
 			"truncated_bytes": c.res.TruncatedBytes, "redacted": c.redacted,
-		}))
+		}
+		c.markReplay(payload)
+		c.h.events.Emit(c.event(store.EventCallCompleted, payload))
 		return
 	}
 	payload := map[string]any{"latency_ms": latency, "redacted": c.redacted}
+	c.markReplay(payload)
 	code, msg := toolhost.CodeOf(c.err), ""
 	if c.err != nil {
 		msg = c.err.Error()
@@ -416,6 +422,14 @@ func (c *call) emitEnded() {
 	}
 	payload["error"], payload["code"], payload["error_class"] = msg, code, errorClass(code)
 	c.h.events.Emit(c.event(store.EventCallFailed, payload))
+}
+
+// markReplay marks a replay's terminal event: replayed, and the id of the
+// call that ran (the same id, chosen by the caller).
+func (c *call) markReplay(payload map[string]any) {
+	if c.replayed {
+		payload["replayed"], payload["replay_of"] = true, c.req.Context.CallID
+	}
 }
 
 // errorClass maps a code to seed 004's error classes.

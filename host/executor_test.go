@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -212,6 +213,22 @@ func TestIdempotency(t *testing.T) {
 	}
 	if _, err := do(h, "echo", `{"text":"y"}`, "call-1"); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("same id, other arguments: %v", err)
+	}
+	// The audit log tells the replay from the run: only the second
+	// completion is marked, naming the call that ran; the refused third is
+	// no replay.
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ended, _ := h.Events(context.Background(), store.EventFilter{CallID: "call-1", Type: "tool_call."})
+	var marks []string
+	for _, e := range ended {
+		if e.Type != store.EventCallStarted {
+			marks = append(marks, fmt.Sprintf("%s %v %v", e.Type, e.Payload["replayed"], e.Payload["replay_of"]))
+		}
+	}
+	if want := []string{"tool_call.completed <nil> <nil>", "tool_call.completed true call-1", "tool_call.failed <nil> <nil>"}; !slices.Equal(marks, want) {
+		t.Fatalf("terminal events of call-1: %q, want %q", marks, want)
 	}
 	// Concurrent duplicates run once.
 	var wg sync.WaitGroup

@@ -460,7 +460,7 @@ func TestUIApprovals(t *testing.T) {
 }
 
 func TestUIEvents(t *testing.T) {
-	srv, h := serve(t, &config.Config{}, group("console", "console_print"))
+	srv, h := serve(t, &config.Config{Executor: config.Executor{IdempotencyWindow: time.Hour}}, group("console", "console_print"))
 	b := newBrowser(t, srv.URL)
 	b.open("#/events", "events")
 	b.wait("the stream", `document.querySelector('#stream-status').textContent === 'live'`)
@@ -471,6 +471,15 @@ func TestUIEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.wait("the call's events", `[...document.querySelectorAll('#events tbody tr')].some(r => r.textContent.includes('console_print') && r.textContent.includes('c-ui'))`)
+	// A repeat of the call id replays the outcome; its row says so, and the
+	// first run's does not.
+	if _, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "console_print", Arguments: json.RawMessage(`{"text":"hi"}`), Context: toolhost.CallContext{CallID: "c-ui"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.wait("the replay's mark", `[...document.querySelectorAll('#events tbody tr')].filter(r => r.textContent.includes('c-ui') && r.querySelector('.replay')).length === 1`)
 }
 
 func TestUIToken(t *testing.T) {

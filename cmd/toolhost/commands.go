@@ -202,8 +202,9 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 	role := fs.String("role", "", "call as this role: a tool outside it is refused")
 	agent := fs.String("agent", "", "call as this agent (and so its role)")
 	approve := fs.Bool("approve", false, "approve the call if its tool requires approval (otherwise it is denied)")
+	id := fs.String("id", "", "the call's id: a repeat with the same id and arguments replays the first outcome instead of running again")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolhost call [-config F] [-role R | -agent ID] TOOL ['JSON-ARGS']")
+		fmt.Fprintln(stderr, "usage: toolhost call [-config F] [-role R | -agent ID] [-id CALL-ID] TOOL ['JSON-ARGS']")
 		fs.PrintDefaults()
 	}
 	if fs.Parse(args) != nil {
@@ -227,7 +228,7 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
-		res, err := h.Call(ctx, &toolhost.CallRequest{Tool: fs.Arg(0), Arguments: raw, Context: toolhost.CallContext{Channel: "cli", Role: *role, AgentID: *agent}})
+		res, err := h.Call(ctx, &toolhost.CallRequest{Tool: fs.Arg(0), Arguments: raw, Context: toolhost.CallContext{CallID: *id, Channel: "cli", Role: *role, AgentID: *agent}})
 		if err != nil {
 			res = toolhost.ErrorResult(err)
 		}

@@ -93,6 +93,9 @@ func printEvent(w io.Writer, e store.Event, asJSON bool) {
 			fmt.Fprintf(w, " %s=%s", kv[0], kv[1])
 		}
 	}
+	if e.Payload["replayed"] == true {
+		fmt.Fprintf(w, " REPLAY of %v, nothing ran:", e.Payload["replay_of"])
+	}
 	if len(e.Payload) > 0 {
 		b, _ := json.Marshal(e.Payload)
 		fmt.Fprintf(w, " %s", b)

@@ -502,7 +502,8 @@ function eventRow(e) {
   if (e.payload !== undefined && e.payload !== null) payload = pretty(e.payload);
   return h('tr', { 'data-id': e.id, class: 'ev ' + String(e.type || '').replace(/[^a-z_]/gi, '-') },
     h('td', { class: 'nowrap' }, when(e.time)),
-    h('td', {}, h('span', { class: 'badge' }, e.type || '')),
+    h('td', {}, h('span', { class: 'badge' }, e.type || ''),
+      e.payload && e.payload.replayed === true ? h('span', { class: 'badge warn replay', title: 'a replay of call ' + e.payload.replay_of + ': nothing ran' }, 'replay') : null),
     h('td', {}, e.tool ? h('code', {}, e.tool) : '', e.group ? h('div', { class: 'muted small' }, e.group) : null),
     h('td', {}, e.agentId || '', e.role ? h('div', { class: 'muted small' }, e.role) : null),
     h('td', { class: 'small' }, e.callId || ''),
