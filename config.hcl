@@ -72,6 +72,12 @@ plugin "chrome" {
 #   allowed_hosts = ["toolhost.example.com"]   # a reverse proxy's name
 # }
 
+# GET /metrics (Prometheus) needs the admin token or a metrics token
+# (`toolhost tokens create -metrics`), unless public; see docs/operating.md.
+# metrics {
+#   public = true
+# }
+
 # Roles choose tool groups: an agent sees and may call only its role's tools.
 # Roles declared here are read-only at run time; `toolhost roles create` and
 # POST /api/roles make editable ones. The root role (org_management) always exists.

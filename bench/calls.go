@@ -29,6 +29,7 @@ import (
 const (
 	pathRaw       = "raw gRPC Call"
 	pathHost      = "Host.Call"
+	pathHostBare  = "Host.Call, metrics off"
 	pathAPI       = "POST /api/call"
 	pathOursHTTP  = "MCP HTTP (ours)"
 	pathSDKHTTP   = "MCP HTTP (go-sdk)"
@@ -38,7 +39,7 @@ const (
 )
 
 // callPaths are all the call paths, in the report's order.
-var callPaths = []string{pathRaw, pathHost, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP}
+var callPaths = []string{pathRaw, pathHost, pathHostBare, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP}
 
 // callPath is one way of calling the no-op tool.
 type callPath struct {
@@ -104,24 +105,31 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 
 	// Host.Call: an in-process host with the no-op plugin, as an agent of a
 	// role holding its group; the HTTP paths serve the same host.
+	noopPlugin := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n}\n", exe.noop)
+	var served *host.Host
 	if want(pathHost) || want(pathAPI) || want(pathOursHTTP) {
-		h, err := startHost(ctx, tmp, fmt.Sprintf("plugin \"noop\" {\n  path = %q\n}\n", exe.noop), nil)
-		if err != nil {
-			return nil, err
-		}
-		r.hosts = append(r.hosts, h)
-		r.closers = append(r.closers, func() { _ = h.Close() })
-		agent, err := benchAgent(ctx, h, "noop")
+		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop")
 		if err != nil {
 			return nil, err
 		}
 		if want(pathHost) {
 			r.add(pathHost, hostCall(h, agent.ID))
 		}
-		if want(pathAPI) || want(pathOursHTTP) {
-			if err := r.startServer(ctx, h, want); err != nil {
-				return nil, err
-			}
+		served = h
+	}
+
+	// Host.Call, metrics off: the same, on a host of its own (and its own
+	// no-op plugin process) without metrics, to measure what they cost.
+	if want(pathHostBare) {
+		h, agent, err := r.startHost(ctx, tmp, noopPlugin, &host.Options{DisableMetrics: true}, "noop")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pathHostBare, err)
+		}
+		r.add(pathHostBare, hostCall(h, agent.ID))
+	}
+	if want(pathAPI) || want(pathOursHTTP) {
+		if err := r.startServer(ctx, served, want); err != nil {
+			return nil, err
 		}
 	}
 
@@ -166,13 +174,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 	// shadow the server's. The server's tool keeps its name: "noop" already
 	// matches the host's tool-name rule, and the block sets no tool_prefix.
 	if want(pathHostMCP) {
-		mh, err := startHost(ctx, tmp, fmt.Sprintf("mcp_server \"mcpnoop\" {\n  command = %q\n}\n", exe.mcpnoop), nil)
-		if err != nil {
-			return nil, fmt.Errorf("mcp_server host: %w", err)
-		}
-		r.hosts = append(r.hosts, mh)
-		r.closers = append(r.closers, func() { _ = mh.Close() })
-		mcpAgent, err := benchAgent(ctx, mh, "mcpnoop")
+		mh, mcpAgent, err := r.startHost(ctx, tmp, fmt.Sprintf("mcp_server \"mcpnoop\" {\n  command = %q\n}\n", exe.mcpnoop), nil, "mcpnoop")
 		if err != nil {
 			return nil, fmt.Errorf("mcp_server host: %w", err)
 		}
@@ -187,6 +189,20 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 		r.add(pathHostMCP, hostCall(mh, mcpAgent.ID))
 	}
 	return r, nil
+}
+
+// startHost starts an in-process host for a config made of body (see
+// startHost), closed with the rig and its events waited for between turns,
+// with an agent of the role "bench" holding the group.
+func (r *callRig) startHost(ctx context.Context, tmp, body string, opts *host.Options, group string) (*host.Host, store.Agent, error) {
+	h, err := startHost(ctx, tmp, body, opts)
+	if err != nil {
+		return nil, store.Agent{}, err
+	}
+	r.hosts = append(r.hosts, h)
+	r.closers = append(r.closers, func() { _ = h.Close() })
+	agent, err := benchAgent(ctx, h, group)
+	return h, agent, err
 }
 
 // startServer serves h with server.New on a loopback port, in this process,

@@ -106,6 +106,9 @@ func (r *report) checks() []checked {
 	at(pathHost, pathRaw, 1, .99, 1.3, 0)
 	at(pathHost, pathRaw, 32, rates, 0, 0.6)
 	at(pathHost, pathSDKStdio, 32, rates, 0, 5)
+	if on, off := r.series(pathHost, 1), r.series(pathHostBare, 1); on != nil && off != nil {
+		add("Host.Call p50, metrics on / off (1 caller)", fmtDur(on.P(.5)), fmtDur(off.P(.5)), durRatio(on.P(.5), off.P(.5)), 1.03, 0)
+	}
 	// Our MCP front against a go-sdk server with a no-op tool on the same
 	// transport, the same client calling both.
 	at(pathOursHTTP, pathSDKHTTP, 1, .5, 1.6, 0)
@@ -194,12 +197,14 @@ func (r *report) write(w io.Writer) {
 
 // writeCalls renders the no-op call tables.
 func (r *report) writeCalls(p func(string, ...any)) {
-	p("\n## 1. A no-op tool call, eight ways\n")
+	p("\n## 1. A no-op tool call, nine ways\n")
 	p("The tool does nothing and answers \"ok\" (`bench/noop`, a plugin using only `sdk`; `bench/mcpnoop` serves the same tool with the go-sdk). " +
 		"Every MCP path is called by the same client, the go-sdk's with its defaults, one session shared by the callers; the HTTP ones through " +
 		"the same `http.Transport` settings (keep-alive connections).\n")
 	p("- **%s** — the baseline: `proto.Client.Call` of the tool on a plugin process started with `internal/rpcplugin.Launch`, no host in between.", pathRaw)
 	p("- **%s** — an in-process `host.Host` with the plugin as a subprocess, called as an agent of a role holding its group: the whole pipeline (policy, validation, events, gRPC).", pathHost)
+	p("- **%s** — the same on a host of its own (its own plugin process) made with `host.Options{DisableMetrics: true}`: "+
+		"what the Prometheus metrics cost a call is %s's p50 over this one's.", pathHostBare, pathHost)
 	p("- **%s** — the same host behind `server.New`, an `http.Server` in the bench process on a loopback port, with a role token.", pathAPI)
 	p("- **%s** — our MCP front: the go-sdk streamable HTTP client against `/mcp/bench` of that server, with the role token.", pathOursHTTP)
 	p("- **%s** — its baseline: `bench/mcpnoop -http` as a subprocess, the go-sdk's `StreamableHTTPHandler` with its defaults on a loopback port.", pathSDKHTTP)
@@ -235,7 +240,7 @@ func (r *report) writeCalls(p func(string, ...any)) {
 // writeRest renders cold start, kill/restart, ToolsFor and RSS.
 func (r *report) writeRest(p func(string, ...any)) {
 	p("## 2. Cold start of `toolhost serve`\n")
-	p("From just before the process starts to the first 200 from `GET /healthz` (polled every 0.5 ms), a fresh data directory and a free " +
+	p("From just before the process starts to the first 200 from `GET /readyz` (polled every 0.5 ms), a fresh data directory and a free " +
 		"port each time (`TOOLHOST_DATA_DIR`, `TOOLHOST_LISTEN`), log level warn. The configurations take turns, after one untimed run each. " +
 		"The no-op copies are `bench/noop` with their own group ids. Baseline: one plugin's start (section 3) — N plugins start in parallel on 2 cores.\n")
 	p("| configuration | plugins | median | min | max | runs | target |\n|---|---:|---:|---:|---:|---:|---:|")

@@ -23,7 +23,7 @@ type serveProc struct {
 	cmd    *exec.Cmd
 	base   string        // http://127.0.0.1:PORT
 	client *http.Client  // sends the admin token
-	ready  time.Duration // from just before the process started to the first 200 from /healthz
+	ready  time.Duration // from just before the process started to the first 200 from /readyz
 	stderr bytes.Buffer
 	exited chan struct{} // closed once the process has exited
 }
@@ -39,7 +39,7 @@ func freePort() (string, error) {
 }
 
 // startServe runs bin/toolhost serve with the config, a fresh data directory
-// under tmp and a free port, and waits (polling /healthz every 500µs) until
+// under tmp and a free port, and waits (polling /readyz every 500µs) until
 // it answers 200.
 func startServe(root, tmp, cfgFile string) (*serveProc, error) {
 	addr, err := freePort()
@@ -69,7 +69,7 @@ func startServe(root, tmp, cfgFile string) (*serveProc, error) {
 			return nil, fmt.Errorf("toolhost serve exited before it was ready: %s", s.stderr.String())
 		default:
 		}
-		if resp, err := client.Get(s.base + "/healthz"); err == nil {
+		if resp, err := client.Get(s.base + "/readyz"); err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -88,7 +88,7 @@ func TestReportChecks(t *testing.T) {
 		return s
 	}
 	r := &report{Calls: [][]*Series{
-		{mk(pathRaw, 1, 100*time.Microsecond, 0), mk(pathHost, 1, 110*time.Microsecond, 0),
+		{mk(pathRaw, 1, 100*time.Microsecond, 0), mk(pathHost, 1, 110*time.Microsecond, 0), mk(pathHostBare, 1, 108*time.Microsecond, 0),
 			mk(pathOursHTTP, 1, 400*time.Microsecond, 0), mk(pathSDKHTTP, 1, 200*time.Microsecond, 0),
 			mk(pathOursStdio, 1, 300*time.Microsecond, 0), mk(pathSDKStdio, 1, 200*time.Microsecond, 0)},
 		{mk(pathRaw, 32, time.Millisecond, 40000), mk(pathHost, 32, time.Millisecond, 20000),
@@ -97,6 +97,7 @@ func TestReportChecks(t *testing.T) {
 	}}
 	want := map[string]string{
 		"Host.Call p50 / raw gRPC Call p50 (1 caller)":                       "1.10 ✓",
+		"Host.Call p50, metrics on / off (1 caller)":                         "1.02 ✓",
 		"Host.Call calls/s / raw gRPC Call calls/s (32 callers)":             "0.50 ✗",
 		"Host.Call calls/s / MCP stdio (go-sdk) calls/s (32 callers)":        "5.00 ✓",
 		"MCP HTTP (ours) p50 / MCP HTTP (go-sdk) p50 (1 caller)":             "2.00 ✗",

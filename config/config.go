@@ -51,10 +51,22 @@ type Config struct {
 	Models []Model
 	// Runtime says how agents run, from the `runtime` block.
 	Runtime Runtime
+	// Metrics says who may read GET /metrics, from the `metrics` block.
+	Metrics Metrics
+}
+
+// Metrics is the `metrics` block. GET /metrics serves the host's Prometheus
+// metrics; it needs the admin token or a metrics token (toolhost tokens
+// create -metrics) unless Public is set.
+type Metrics struct {
+	// Public serves GET /metrics without a credential, to anyone who can
+	// reach the listen address. The metrics name tools, groups, roles and
+	// plugins, never call ids, agent ids or arguments.
+	Public bool
 }
 
 // Auth is the `auth` block: the HTTP server's credentials and the names it
-// answers to. Every route but GET /healthz and the page's static files needs
+// answers to. Every route but GET /healthz, GET /readyz and the page's static files needs
 // a credential, loopback included.
 type Auth struct {
 	// Token is the admin token, which opens every route; TOOLHOST_TOKEN

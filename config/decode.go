@@ -22,6 +22,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "auth"},
 		{Type: "tools"},
 		{Type: "runtime"},
+		{Type: "metrics"},
 		{Type: "model", LabelNames: []string{"name"}},
 		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
@@ -115,6 +116,11 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("executor")); blk != nil {
 		d.executor(&cfg.Executor, blk.Body)
+	}
+	if blk := d.onlyBlock(content.Blocks.OfType("metrics")); blk != nil {
+		metrics, diags := blk.Body.Content(metricsSchema)
+		d.add(diags)
+		attr(d, metrics.Attributes, "public", &cfg.Metrics.Public, asIs)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
 		cfg.Tools = d.toolPolicy(blk.Body)
@@ -245,6 +251,8 @@ func (d *decoder) tool(p *Plugin, blk *hcl.Block) {
 }
 
 var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token"}, {Name: "disabled"}, {Name: "allowed_hosts"}}}
+
+var metricsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "public"}}}
 
 var executorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "mode"}, {Name: "max_parallel"}, {Name: "approver"}, {Name: "approval_timeout"}, {Name: "idempotency_window"}, {Name: "approve"},

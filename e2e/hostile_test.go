@@ -124,7 +124,7 @@ func (h *hostile) start() {
 		}
 	})
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(h.base + "/healthz"); err == nil {
+		if resp, err := http.Get(h.base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				break

@@ -55,6 +55,7 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 	h.inflight.Add(1)
 	h.callGate.RUnlock()
 	defer h.inflight.Done()
+	h.metrics.callStarted()
 	c := &call{h: h, req: *req, start: time.Now(), chosenID: req.Context.CallID != ""}
 	if !c.chosenID {
 		c.req.Context.CallID = newCallID()
@@ -73,6 +74,7 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 	}
 	c.err = redactError(err)
 	c.emitEnded()
+	h.metrics.callEnded(c)
 	return c.res, c.err
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,6 +47,9 @@ type Options struct {
 	// Runtime is put in the context of calls to tools that need the agent
 	// runtime (see RuntimeFrom); nil means such calls fail with validation.
 	Runtime any
+	// DisableMetrics leaves the host without metrics: Metrics returns nil,
+	// and calls count nothing.
+	DisableMetrics bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -88,6 +92,7 @@ type Host struct {
 	watching  sync.WaitGroup
 
 	events   *store.EventWriter
+	metrics  *Metrics // nil when disabled
 	approver Approver
 	queue    *ApprovalQueue // the approver, when it is a queue
 	flights  flights
@@ -98,9 +103,11 @@ type Host struct {
 
 	watchers watchers
 
-	mu      sync.Mutex
-	plugins []*supervisor // in config order
-	closed  bool
+	mu       sync.Mutex
+	plugins  []*supervisor // in config order
+	closed   bool
+	started  atomic.Bool   // Start finished: every plugin had its first outcome (see Ready)
+	startedC chan struct{} // closed when started is set
 }
 
 // New returns a host for the configuration, with its store open. It starts
@@ -110,7 +117,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "host: nil config")
 	}
 	o := opts.withDefaults()
-	h := &Host{cfg: cfg, opts: o, log: o.Logger, mgr: NewManager(), store: o.Store, closeDB: func() error { return nil }}
+	h := &Host{cfg: cfg, opts: o, log: o.Logger, mgr: NewManager(), store: o.Store, closeDB: func() error { return nil }, startedC: make(chan struct{})}
 	if h.store == nil {
 		dir, cleanup := cfg.DataDir, func() error { return nil }
 		if dir == "" {
@@ -137,6 +144,9 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		h.closeDB = func() error { return errors.Join(st.Close(), cleanup()) }
 	}
 	h.events = h.store.NewEventWriter(&store.WriterOptions{OnError: func(err error) { h.log.Error("writing events", "error", err) }})
+	if !o.DisableMetrics {
+		h.metrics = newMetrics(h)
+	}
 	h.approver = o.Approver
 	if h.approver == nil {
 		switch cfg.Executor.Approver {
@@ -237,6 +247,8 @@ func (h *Host) Start(ctx context.Context) error {
 	for _, d := range h.configRoleDiagnostics() {
 		h.log.Warn(d.Message)
 	}
+	h.started.Store(true)
+	close(h.startedC)
 	return nil
 }
 

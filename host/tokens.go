@@ -12,14 +12,29 @@ import (
 // the secret, which is kept nowhere.
 func (h *Host) CreateToken(ctx context.Context, name, role string, expires time.Time, by string) (string, store.Token, error) {
 	secret, t, err := h.store.CreateToken(ctx, name, role, expires)
-	if err == nil {
-		payload := map[string]any{"name": t.Name, "by": by}
-		if !t.ExpiresAt.IsZero() {
-			payload["expiresAt"] = t.ExpiresAt
-		}
-		h.events.Emit(store.Event{Type: store.EventTokenCreated, Role: t.Role, Payload: payload})
+	return secret, t, h.tokenCreated(t, by, err)
+}
+
+// CreateMetricsToken makes a token that opens GET /metrics alone (see
+// store.CreateMetricsToken) and records a token.created event naming who
+// made it. It returns the secret, which is kept nowhere.
+func (h *Host) CreateMetricsToken(ctx context.Context, name string, expires time.Time, by string) (string, store.Token, error) {
+	secret, t, err := h.store.CreateMetricsToken(ctx, name, expires)
+	return secret, t, h.tokenCreated(t, by, err)
+}
+
+// tokenCreated records the token.created event of t unless its creation
+// failed with err, which it returns.
+func (h *Host) tokenCreated(t store.Token, by string, err error) error {
+	if err != nil {
+		return err
 	}
-	return secret, t, err
+	payload := map[string]any{"name": t.Name, "scope": t.Scope, "by": by}
+	if !t.ExpiresAt.IsZero() {
+		payload["expiresAt"] = t.ExpiresAt
+	}
+	h.events.Emit(store.Event{Type: store.EventTokenCreated, Role: t.Role, Payload: payload})
+	return nil
 }
 
 // RevokeToken revokes a role token (see store.RevokeToken) and records a

@@ -344,6 +344,9 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 		a.rec.Tokens += resp.Usage.Total()
 	}
 	rt.mu.Unlock()
+	if resp != nil {
+		rt.h.Metrics().ModelTokens(a.role, resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	}
 	if err != nil {
 		if e := ended(ctx, t.overtime); e != nil {
 			return "", false, e

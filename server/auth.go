@@ -73,17 +73,35 @@ func createAdminToken(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// principal is who a request is from: the admin, or a role-scoped token.
+// principal is who a request is from: the admin, or a scoped token.
 type principal struct {
 	admin bool
-	token store.Token // a role token's record, when not admin
+	token store.Token // a role or metrics token's record, when not admin
 }
 
 // opens reports whether the principal may use the role with the id.
-func (p principal) opens(roleID string) bool { return p.admin || p.token.RoleID == roleID }
+func (p principal) opens(roleID string) bool {
+	return p.admin || p.token.Scope == store.ScopeRole && p.token.RoleID == roleID
+}
 
-// refusal is the error for a role token used outside its role.
+// permits reports whether the principal may reach the route with the
+// pattern: the admin every route, a metrics token GET /metrics alone, a role
+// token the role routes (whose handlers check its role).
+func (s *Server) permits(p principal, pattern string) bool {
+	switch {
+	case p.admin:
+		return true
+	case p.token.Scope == store.ScopeMetrics:
+		return pattern == metricsPattern
+	}
+	return s.roleRoutes[pattern]
+}
+
+// refusal is the error for a token used outside its scope.
 func (p principal) refusal(what string) error {
+	if p.token.Scope == store.ScopeMetrics {
+		return toolhost.Errorf(toolhost.CodePolicy, "%s: refused: token %q is a metrics token; it opens GET /metrics and nothing else", what, p.token.Name)
+	}
 	return toolhost.Errorf(toolhost.CodePolicy,
 		"%s: refused: token %q is for role %s; it opens /mcp/%[3]s, GET /api/roles/%[3]s, GET /api/roles/%[3]s/tools and POST /api/call as role %[3]s, and nothing else",
 		what, p.token.Name, p.token.Role)
@@ -149,8 +167,12 @@ func (a *authenticator) touch(ctx context.Context, name string, now time.Time) {
 
 // TokenBody is the body of POST /api/auth/tokens.
 type TokenBody struct {
-	// Role is the role the token opens (its name or id).
-	Role string `json:"role"`
+	// Scope is what the token opens: "role" (the default) its role's routes,
+	// "metrics" GET /metrics alone.
+	Scope string `json:"scope,omitempty"`
+	// Role is the role the token opens (its name or id); none for a metrics
+	// token.
+	Role string `json:"role,omitempty"`
 	// Name names the token; empty: one is made from the role's name.
 	Name string `json:"name,omitempty"`
 	// Expires is how long the token works, a duration such as "720h";
@@ -172,7 +194,7 @@ func (s *Server) routesAuth() {
 	s.mux.HandleFunc("DELETE /api/auth/tokens/{name}", s.revokeToken)
 }
 
-// listTokens lists the role tokens: name, role, created, last used and
+// listTokens lists the tokens: name, scope, role, created, last used and
 // expiry, never a secret.
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	tokens, err := s.h.Store().Tokens(r.Context())
@@ -183,21 +205,34 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, tokens)
 }
 
-// createToken makes a role token and answers its secret, once.
+// createToken makes a role or metrics token and answers its secret, once.
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	var body TokenBody
 	if !decode(w, r, maxRoleBody, &body) {
 		return
 	}
 	expires, err := ExpiryOf(body.Expires, time.Now())
-	if err == nil && body.Role == "" {
+	metrics := body.Scope == store.ScopeMetrics
+	switch {
+	case err != nil:
+	case !metrics && body.Scope != "" && body.Scope != store.ScopeRole:
+		err = fmt.Errorf("scope %q: want %s or %s", body.Scope, store.ScopeRole, store.ScopeMetrics)
+	case metrics && body.Role != "":
+		err = errors.New("role: a metrics token has none")
+	case !metrics && body.Role == "":
 		err = errors.New("role: required")
 	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "%v", err))
 		return
 	}
-	secret, t, err := s.h.CreateToken(r.Context(), body.Name, body.Role, expires, "api")
+	var secret string
+	var t store.Token
+	if metrics {
+		secret, t, err = s.h.CreateMetricsToken(r.Context(), body.Name, expires, "api")
+	} else {
+		secret, t, err = s.h.CreateToken(r.Context(), body.Name, body.Role, expires, "api")
+	}
 	if err != nil {
 		status, err := tokenError(err)
 		if status == http.StatusNotFound { // the role named in the body: the request is wrong, not its path
@@ -209,7 +244,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, NewToken{Token: t, Secret: secret})
 }
 
-// revokeToken deletes a role token; it opens nothing from then on.
+// revokeToken deletes a token; it opens nothing from then on.
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 	if err := s.h.RevokeToken(r.Context(), r.PathValue("name"), "api"); err != nil {
 		status, err := tokenError(err)

@@ -66,8 +66,9 @@ func (hs hosts) allows(hostport string) bool {
 //   - 403 policy: a Host that is not loopback or allowed; a state-changing
 //     request a browser sends from another origin or site;
 //   - 401: no valid credential, on every route but GET /healthz and the
-//     page's static files;
-//   - 403 policy: a role token on a route that does not serve its role;
+//     page's static files (and GET /metrics with metrics { public = true });
+//   - 403 policy: a role token on a route that does not serve its role, a
+//     metrics token on any route but GET /metrics;
 //   - 415: a state-changing request with a body not declared application/json
 //     (which a browser cannot send cross-origin without a preflight).
 //
@@ -85,7 +86,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-	if isPublic(r) {
+	if isPublic(r) || s.isPublicMetrics(r) {
 		return r, true
 	}
 	p, err := s.auth.authenticate(r)
@@ -95,7 +96,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		return nil, false
 	}
 	if !p.admin {
-		if _, pattern := s.mux.Handler(r); !s.roleRoutes[pattern] {
+		if _, pattern := s.mux.Handler(r); !s.permits(p, pattern) {
 			writeError(w, http.StatusForbidden, p.refusal(r.Method+" "+r.URL.Path))
 			return nil, false
 		}
@@ -112,8 +113,13 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, b
 // check and the page's static files, which hold no data (the page must load
 // to ask for the token).
 func isPublic(r *http.Request) bool {
-	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/healthz" || isUIAsset(r))
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (isProbe(r) || isUIAsset(r))
 }
+
+// isProbe reports whether r asks for liveness (/healthz) or readiness
+// (/readyz), which probes ask without a credential and which answer while
+// the host starts.
+func isProbe(r *http.Request) bool { return r.URL.Path == "/healthz" || r.URL.Path == "/readyz" }
 
 func changesState(method string) bool {
 	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions

@@ -23,6 +23,7 @@ import (
 // request is the SDK's.
 func (s *Server) routesMCP() {
 	f := &mcpFront{h: s.h}
+	s.mcp = f
 	s.roleRoute("/mcp/{role}", func(w http.ResponseWriter, r *http.Request) {
 		if role, ok := s.openRole(w, r, r.PathValue("role")); ok {
 			if mr := f.role(role.Name); !mr.serveFastHTTP(w, r) {

@@ -6,6 +6,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -25,8 +26,10 @@ type Server struct {
 	auth  *authenticator
 	hosts hosts
 	// roleRoutes are the patterns a role token may reach; their handlers
-	// check the role. Every other route is the admin's.
+	// check the role. Every other route is the admin's (but GET /metrics,
+	// which a metrics token opens too).
 	roleRoutes map[string]bool
+	mcp        *mcpFront // the roles' MCP servers at /mcp/{role}
 }
 
 // Options tune a Server; nil means the defaults.
@@ -50,6 +53,7 @@ func New(h *host.Host, opts *Options) (*Server, error) {
 		s.rt = opts.Runtime
 	}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /api/groups", s.groups)
 	s.mux.HandleFunc("GET /api/plugins", s.plugins)
 	s.routesAPI()
@@ -58,6 +62,7 @@ func New(h *host.Host, opts *Options) (*Server, error) {
 	s.routesAudit()
 	s.routesLive()
 	s.routesMCP()
+	s.routesMetrics()
 	s.routesUI()
 	return s, nil
 }
@@ -67,6 +72,11 @@ func New(h *host.Host, opts *Options) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, ok := s.guard(w, r)
 	if !ok {
+		return
+	}
+	if !s.h.Started() && !isProbe(r) && !isUIAsset(r) && r.URL.Path != "/metrics" && !s.waitStarted(r) {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, toolhost.Errorf(toolhost.CodeInternal, "the host is still starting: try again once GET /readyz answers 200"))
 		return
 	}
 	if _, pattern := s.mux.Handler(r); pattern != "" {
@@ -92,6 +102,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // healthz answers 200 while the host runs, with the number of groups.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "groups": len(s.h.Manager().IDs())})
+}
+
+// startWait bounds how long a request that comes while the host starts
+// waits for it, before a 503.
+const startWait = 30 * time.Second
+
+// waitStarted holds a request that came while the host starts (roles,
+// agents and groups still loading: it would not be answered right) until
+// the host has started, the client goes away or startWait passes; it
+// reports whether the host started.
+func (s *Server) waitStarted(r *http.Request) bool {
+	ctx, cancel := context.WithTimeout(r.Context(), startWait)
+	defer cancel()
+	return s.h.WaitStarted(ctx)
+}
+
+// readyz answers 200 once the host is ready to serve (host.Ready), 503
+// with the reason while it starts, closes, or its store does not answer.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.h.Ready(r.Context()); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 }
 
 // groups lists the registered groups (see host.GroupInfo).

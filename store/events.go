@@ -228,6 +228,22 @@ func (w *EventWriter) Written() int64 { return w.written.Load() }
 // Dropped returns how many events Emit dropped because the writer was closed.
 func (w *EventWriter) Dropped() int64 { return w.dropped.Load() }
 
+// Queued returns how many events are waiting to be written or being
+// written: emitted and neither written nor dropped after failing yet.
+func (w *EventWriter) Queued() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.emitted - w.finished
+}
+
+// Failed returns how many events were dropped because writing them failed
+// after every attempt (each batch reported to OnError).
+func (w *EventWriter) Failed() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lost
+}
+
 // freeChunks is how many written chunks the writer keeps for reuse.
 const freeChunks = 4
 

@@ -294,9 +294,15 @@ func TestWriteFailureIsReported(t *testing.T) {
 	if err := w.Flush(cancelled); err != context.Canceled {
 		t.Fatalf("Flush with a cancelled context while the batch is pending = %v", err)
 	}
+	if w.Queued() != 1 || w.Failed() != 0 {
+		t.Fatalf("while the batch is pending: queued %d, failed %d; want 1, 0", w.Queued(), w.Failed())
+	}
 	close(release)
 	if err := w.Flush(context.Background()); err == nil || !strings.Contains(err.Error(), "1 events not written") {
 		t.Fatalf("Flush = %v", err)
+	}
+	if w.Queued() != 0 || w.Failed() != 1 {
+		t.Fatalf("after: queued %d, failed %d; want 0, 1", w.Queued(), w.Failed())
 	}
 	if err := w.Close(); err == nil {
 		t.Fatal("Close reported no lost events")

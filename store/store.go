@@ -83,6 +83,15 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// Ping checks that the database answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
 // migrate applies, in order and each in its own transaction, the embedded
 // migrations not yet recorded in schema_migrations.
 func (s *Store) migrate(ctx context.Context) error {

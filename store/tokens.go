@@ -26,14 +26,25 @@ var ErrExpired = errors.New("expired")
 // tokenNameRE is what a token's name may be.
 var tokenNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// Token is a role-scoped credential as the store keeps it: never the secret,
+// The scopes of tokens: what a token opens.
+const (
+	// ScopeRole opens one role's routes: its MCP endpoint, its tools and
+	// calls as the role.
+	ScopeRole = "role"
+	// ScopeMetrics opens GET /metrics alone; such a token has no role.
+	ScopeMetrics = "metrics"
+)
+
+// Token is a scoped credential as the store keeps it: never the secret,
 // only its hash.
 type Token struct {
 	// Name identifies the token for listing and revoking.
 	Name string `json:"name"`
-	// RoleID is the role the token opens.
+	// Scope is what the token opens: ScopeRole or ScopeMetrics.
+	Scope string `json:"scope"`
+	// RoleID is the role the token opens; "" for a metrics token.
 	RoleID string `json:"roleId"`
-	// Role is the role's name.
+	// Role is the role's name; "" for a metrics token.
 	Role string `json:"role"`
 	// CreatedAt is when the token was made.
 	CreatedAt time.Time `json:"createdAt"`
@@ -61,12 +72,13 @@ func hashSecret(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-const tokenSelect = `SELECT t.name, t.role_id, r.name, t.created_at, t.last_used_at, t.expires_at FROM tokens t JOIN roles r ON r.id = t.role_id`
+const tokenSelect = `SELECT t.name, t.scope, coalesce(t.role_id, ''), coalesce(r.name, ''), t.created_at, t.last_used_at, t.expires_at
+FROM tokens t LEFT JOIN roles r ON r.id = t.role_id`
 
 func scanToken(row scanner) (Token, error) {
 	var t Token
 	var created, used, expires string
-	err := row.Scan(&t.Name, &t.RoleID, &t.Role, &created, &used, &expires)
+	err := row.Scan(&t.Name, &t.Scope, &t.RoleID, &t.Role, &created, &used, &expires)
 	t.CreatedAt, t.LastUsedAt, t.ExpiresAt = parseTime(created), parseTime(used), parseTime(expires)
 	return t, err
 }
@@ -79,23 +91,40 @@ func (s *Store) CreateToken(ctx context.Context, name, role string, expires time
 	if err != nil {
 		return "", Token{}, err
 	}
-	if name == "" {
-		name = r.Name + "-" + newID("")[:8]
+	return s.insertToken(ctx, Token{Name: name, Scope: ScopeRole, RoleID: r.ID, Role: r.Name, ExpiresAt: expires}, r.Name)
+}
+
+// CreateMetricsToken makes a token that opens GET /metrics and nothing else
+// (ScopeMetrics), named name (empty: "metrics-" and a random suffix),
+// expiring at expires (zero: never). It returns the secret, which the store
+// does not keep, and the token.
+func (s *Store) CreateMetricsToken(ctx context.Context, name string, expires time.Time) (string, Token, error) {
+	return s.insertToken(ctx, Token{Name: name, Scope: ScopeMetrics, ExpiresAt: expires}, ScopeMetrics)
+}
+
+// insertToken stores a new token t with a fresh secret, named prefix and a
+// random suffix when t has no name.
+func (s *Store) insertToken(ctx context.Context, t Token, prefix string) (string, Token, error) {
+	if t.Name == "" {
+		t.Name = prefix + "-" + newID("")[:8]
 	}
-	if !tokenNameRE.MatchString(name) {
-		return "", Token{}, fmt.Errorf("store: token name %q: use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit: %w", name, ErrInvalid)
+	if !tokenNameRE.MatchString(t.Name) {
+		return "", Token{}, fmt.Errorf("store: token name %q: use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit: %w", t.Name, ErrInvalid)
 	}
 	secret := NewSecret()
-	t := Token{Name: name, RoleID: r.ID, Role: r.Name, CreatedAt: time.Now().UTC(), ExpiresAt: expires.UTC()}
-	exp := ""
-	if !expires.IsZero() {
-		exp = stamp(expires)
+	t.CreatedAt, t.ExpiresAt = time.Now().UTC(), t.ExpiresAt.UTC()
+	var roleID, exp any = nil, ""
+	if t.RoleID != "" {
+		roleID = t.RoleID
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO tokens (name, role_id, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-		t.Name, t.RoleID, hashSecret(secret), stamp(t.CreatedAt), exp)
+	if !t.ExpiresAt.IsZero() {
+		exp = stamp(t.ExpiresAt)
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO tokens (name, scope, role_id, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.Name, t.Scope, roleID, hashSecret(secret), stamp(t.CreatedAt), exp)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
-			return "", Token{}, fmt.Errorf("store: token %q: %w", name, ErrExists)
+			return "", Token{}, fmt.Errorf("store: token %q: %w", t.Name, ErrExists)
 		}
 		return "", Token{}, fmt.Errorf("store: create token: %w", err)
 	}

@@ -195,3 +195,86 @@ func TestTokenRevokedAcrossProcesses(t *testing.T) {
 		t.Fatalf("its role deleted by another store: %v", err)
 	}
 }
+
+// TestMetricsTokens: a metrics token has no role, opens nothing but
+// /metrics (the server's part), is listed and revoked like the others, and
+// outlives any role.
+func TestMetricsTokens(t *testing.T) {
+	s := open(t, t.TempDir())
+	ctx := context.Background()
+	if _, err := s.CreateRole(ctx, Role{Name: "developer"}); err != nil {
+		t.Fatal(err)
+	}
+	secret, tok, err := s.CreateMetricsToken(ctx, "", time.Time{})
+	if err != nil || !strings.HasPrefix(tok.Name, "metrics-") || tok.Scope != ScopeMetrics || tok.RoleID != "" || tok.Role != "" {
+		t.Fatalf("CreateMetricsToken = %+v %v", tok, err)
+	}
+	if _, _, err := s.CreateMetricsToken(ctx, tok.Name, time.Time{}); !errors.Is(err, ErrExists) {
+		t.Errorf("the same name again: %v", err)
+	}
+	if _, _, err := s.CreateMetricsToken(ctx, "a b", time.Time{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a bad name: %v", err)
+	}
+	if _, role, err := s.CreateToken(ctx, "dev", "developer", time.Time{}); err != nil || role.Scope != ScopeRole {
+		t.Fatalf("a role token = %+v %v", role, err)
+	}
+	if err := s.DeleteRole(ctx, "developer"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LookupToken(ctx, secret, time.Now())
+	if err != nil || got.Scope != ScopeMetrics || got.Name != tok.Name || got.RoleID != "" {
+		t.Fatalf("LookupToken after a role was deleted = %+v %v", got, err)
+	}
+	if list, err := s.Tokens(ctx); err != nil || len(list) != 1 || list[0].Name != tok.Name || list[0].Scope != ScopeMetrics {
+		t.Fatalf("Tokens = %+v %v", list, err)
+	}
+	if err := s.RevokeToken(ctx, tok.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LookupToken(ctx, secret, time.Now()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("revoked: %v", err)
+	}
+}
+
+// TestTokenScopesMigration: the role tokens of a data directory made before
+// token scopes keep working, as role tokens, and still die with their role.
+func TestTokenScopesMigration(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRole(ctx, Role{Name: "developer"}); err != nil {
+		t.Fatal(err)
+	}
+	secret, _, err := s.CreateToken(ctx, "cursor", "developer", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back to the tokens table of migration 005, its row kept.
+	old, err := migrations.ReadFile("migrations/005_tokens.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE tokens RENAME TO tokens_new`, `DROP INDEX tokens_role`, string(old),
+		`INSERT INTO tokens SELECT name, role_id, hash, created_at, last_used_at, expires_at FROM tokens_new`,
+		`DROP TABLE tokens_new`, `DELETE FROM schema_migrations WHERE version = 7`} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir)
+	if got, err := s.LookupToken(ctx, secret, time.Now()); err != nil || got.Scope != ScopeRole || got.Role != "developer" {
+		t.Fatalf("the old token after the migration = %+v %v", got, err)
+	}
+	if err := s.DeleteRole(ctx, "developer"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LookupToken(ctx, secret, time.Now()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("its role deleted: %v", err)
+	}
+}

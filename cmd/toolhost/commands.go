@@ -26,6 +26,10 @@ type common struct {
 	logLevel string
 	approver host.Approver // nil: the config's
 	console  io.Writer     // console_print's output; nil: stdout
+	// beforeStart, when set, runs once the host and runtime exist, before
+	// the host starts its plugins (serve listens then, so that /healthz
+	// and /readyz answer while it starts).
+	beforeStart func(*session) error
 }
 
 func newFlags(name string, stderr io.Writer, defaultLevel string) (*flag.FlagSet, *common) {
@@ -102,7 +106,10 @@ func (c *common) startHost(ctx context.Context, stderr io.Writer, mode agentMode
 	var rt *runtime.Runtime
 	if err == nil {
 		rt = runtime.New(h, &runtime.Options{Provider: p, RunAgents: mode != recordAgents, Adopt: mode == serveAgents, Console: c.console})
-		if err = rt.Register(ctx); err == nil {
+		if err = rt.Register(ctx); err == nil && c.beforeStart != nil {
+			err = c.beforeStart(&session{h: h, rt: rt})
+		}
+		if err == nil {
 			err = h.Start(ctx)
 		}
 	}

@@ -15,7 +15,7 @@
 //	toolhost run      -role R [-provider P] [-tree] "TASK"   run an agent until it and its agents are idle
 //	toolhost agents   list|show|send|terminate          the agents and their conversations
 //	toolhost token    [-config F] [-url]                the admin token (-url: the page's address with it)
-//	toolhost tokens   create|list|revoke                role-scoped tokens for agents and MCP clients
+//	toolhost tokens   create|list|revoke                tokens for a role's agents and MCP clients, or for Prometheus
 //
 // -config defaults to config.hcl. Logs go to stderr at -log-level (or
 // TOOLHOST_LOG_LEVEL): info for serve, warn for the one-shot commands.
@@ -74,7 +74,7 @@ commands:
   run      -role R [-provider P] [-tree] [-terminate] "TASK"   run an agent until it and the agents it spawned are idle
   agents   list|show|send|terminate    the agents, their conversations and mailboxes
   token    [-config F] [-url]          print the admin token (-url: the page's address carrying it)
-  tokens   create|list|revoke          role-scoped tokens: create -role R [-name N] [-expires 720h]
+  tokens   create|list|revoke          scoped tokens: create -role R | -metrics [-name N] [-expires 720h]
 
 Run 'toolhost COMMAND -h' for a command's flags.
 `

@@ -25,33 +25,46 @@ func serveCmd(args []string, _, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
+	log := c.logger(stderr)
+	// The server listens before the plugins start: /healthz answers at once,
+	// /readyz once they have had their first outcome, and every other route
+	// 503 until then.
+	var srv *http.Server
+	var url string
+	errc := make(chan error, 1)
+	c.beforeStart = func(s *session) error {
+		lis, err := net.Listen("tcp", s.h.Config().Listen)
+		if err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		handler, err := server.New(s.h, &server.Options{Runtime: s.rt})
+		if err != nil {
+			_ = lis.Close()
+			return err
+		}
+		srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- srv.Serve(lis) }()
+		url = "http://" + lis.Addr().String()
+		log.Debug("listening; starting the plugins", "url", url)
+		return nil
+	}
 	sess, ok := c.startHost(ctx, stderr, serveAgents, "")
 	if !ok {
+		if srv != nil {
+			_ = srv.Close()
+		}
 		return 1
 	}
 	defer sess.Close()
 	h := sess.h
-	log := c.logger(stderr)
-	lis, err := net.Listen("tcp", h.Config().Listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost: listen: %v\n", err)
-		return 1
-	}
-	handler, err := server.New(h, &server.Options{Runtime: sess.rt})
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost: %v\n", err)
-		return 1
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(lis) }()
-	log.Info("serving", "url", "http://"+lis.Addr().String(), "groups", len(h.Manager().IDs()), "ready_in", time.Since(start))
+	log.Info("serving", "url", url, "groups", len(h.Manager().IDs()), "ready_in", time.Since(start))
 	switch auth := h.Config().Auth; {
 	case auth.Disabled:
 		log.Warn("authentication is disabled (auth { disabled = true }): any local process and any web page the browser opens on this host can use every route")
 	case auth.Token == "":
 		log.Info("every route needs a token: `toolhost token -url` prints the page's address with the admin token", "token_file", filepath.Join(h.DataDir(), server.AdminTokenFile))
 	}
+	var err error
 	select {
 	case err = <-errc:
 	case <-ctx.Done():

@@ -15,7 +15,8 @@ import (
 
 const tokensUsage = `usage:
   toolhost tokens create [-config F] -role R [-name N] [-expires 720h]   print a new token for a role, once
-  toolhost tokens list [-config F] [-json]                               name, role, created, last used, expiry
+  toolhost tokens create [-config F] -metrics [-name N] [-expires 720h]  print a new token that opens GET /metrics only, once
+  toolhost tokens list [-config F] [-json]                               name, role (or metrics), created, last used, expiry
   toolhost tokens revoke [-config F] NAME                                it stops working at once`
 
 // tokenCmd prints the admin token, or with -url the page's address carrying
@@ -67,8 +68,9 @@ func dialable(listen string) string {
 	return net.JoinHostPort(h, port)
 }
 
-// tokensCmd makes, lists and revokes role-scoped tokens. It starts the host,
-// so that the roles declared in the config exist in the store.
+// tokensCmd makes, lists and revokes scoped tokens: role tokens, and
+// metrics tokens for a Prometheus server. It starts the host, so that the
+// roles declared in the config exist in the store.
 func tokensCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, tokensUsage)
@@ -77,6 +79,7 @@ func tokensCmd(args []string, stdout, stderr io.Writer) int {
 	sub := args[0]
 	fs, c := newFlags("tokens "+sub, stderr, "warn")
 	role := fs.String("role", "", "the role the token opens (create)")
+	metrics := fs.Bool("metrics", false, "make a token that opens GET /metrics and nothing else, instead of a role's (create)")
 	name := fs.String("name", "", "the token's name; default ROLE-RANDOM (create)")
 	expires := fs.String("expires", "", "how long the token works, such as 720h; default until revoked (create)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -84,7 +87,7 @@ func tokensCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	want := map[string]int{"create": 0, "list": 0, "revoke": 1}
-	if n, ok := want[sub]; !ok || fs.NArg() != n || (sub == "create" && *role == "") {
+	if n, ok := want[sub]; !ok || fs.NArg() != n || (sub == "create" && (*role == "") == !*metrics) {
 		fmt.Fprintln(stderr, tokensUsage)
 		return 2
 	}
@@ -95,7 +98,9 @@ func tokensCmd(args []string, stdout, stderr io.Writer) int {
 			var exp time.Time
 			var secret string
 			var t store.Token
-			if exp, err = server.ExpiryOf(*expires, time.Now()); err == nil {
+			if exp, err = server.ExpiryOf(*expires, time.Now()); err == nil && *metrics {
+				secret, t, err = h.CreateMetricsToken(ctx, *name, exp, "cli")
+			} else if err == nil {
 				secret, t, err = h.CreateToken(ctx, *name, *role, exp, "cli")
 			}
 			if err == nil {
@@ -103,7 +108,7 @@ func tokensCmd(args []string, stdout, stderr io.Writer) int {
 					printJSON(stdout, server.NewToken{Token: t, Secret: secret})
 				} else {
 					fmt.Fprintln(stdout, secret)
-					fmt.Fprintf(stderr, "token %s for role %s (%s); it is shown this once, only its hash is kept\n", t.Name, t.Role, expiry(t))
+					fmt.Fprintf(stderr, "token %s for %s (%s); it is shown this once, only its hash is kept\n", t.Name, opened(t), expiry(t))
 				}
 			}
 		case "list":
@@ -130,7 +135,19 @@ func tokenRow(t store.Token) string {
 	if !t.LastUsedAt.IsZero() {
 		used = t.LastUsedAt.Local().Format(time.DateTime)
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.Name, t.Role, t.CreatedAt.Local().Format(time.DateTime), used, expiry(t))
+	role := t.Role
+	if t.Scope == store.ScopeMetrics {
+		role = "(metrics)"
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.Name, role, t.CreatedAt.Local().Format(time.DateTime), used, expiry(t))
+}
+
+// opened says what a token opens.
+func opened(t store.Token) string {
+	if t.Scope == store.ScopeMetrics {
+		return "GET /metrics"
+	}
+	return "role " + t.Role
 }
 
 // expiry says when a token expires.

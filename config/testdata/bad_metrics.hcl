@@ -1,0 +1,8 @@
+metrics {
+  public = "sometimes"
+  path   = "/prom"
+}
+
+metrics {
+  public = false
+}

@@ -1,0 +1,3 @@
+metrics {
+  public = true
+}

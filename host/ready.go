@@ -1,0 +1,52 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Started reports whether Start has finished: every configured plugin had
+// its first outcome, and the host's roles and agents are loaded.
+func (h *Host) Started() bool { return h.started.Load() }
+
+// WaitStarted waits until Start has finished, or ctx ends (then false).
+func (h *Host) WaitStarted(ctx context.Context) bool {
+	select {
+	case <-h.startedC:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Ready reports whether the host is ready to serve, or what it waits for:
+// Start has not finished (some configured plugins have not had their first
+// outcome yet: running, or failed and waiting to restart), the host is
+// closing, or the store does not answer. A load balancer's readiness probe
+// asks it; liveness is the process answering at all.
+func (h *Host) Ready(ctx context.Context) error {
+	h.mu.Lock()
+	closed, sups := h.closed, h.plugins
+	h.mu.Unlock()
+	switch {
+	case closed:
+		return fmt.Errorf("the host is closing")
+	case !h.Started():
+		waiting := 0
+		for _, s := range sups {
+			select {
+			case <-s.ready:
+			default:
+				waiting++
+			}
+		}
+		return fmt.Errorf("starting: %d of %d configured plugins have not had their first outcome", waiting+len(h.cfg.Plugins)-len(sups), len(h.cfg.Plugins))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := h.store.Ping(ctx); err != nil {
+		return fmt.Errorf("the store does not answer: %w", err)
+	}
+	return nil
+}
