@@ -32,6 +32,9 @@ type Config struct {
 	// PluginDir is the absolute directory holding plugin executables; default <dir of file>/bin/plugins,
 	// TOOLHOST_PLUGIN_DIR overrides (a relative value resolves against the current working directory).
 	PluginDir string
+	// LogFormat is how the host logs to stderr: "text" (the default) or
+	// "json", a JSON object per line for a log collector.
+	LogFormat string
 	// WebsiteURL, when set, is the page about this host that MCP clients
 	// show (serverInfo.websiteUrl): an absolute http or https URL.
 	WebsiteURL string

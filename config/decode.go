@@ -15,7 +15,7 @@ import (
 
 // rootSchema is the top level of config.hcl.
 var rootSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "data_dir"}, {Name: "plugin_dir"}, {Name: "website_url"}},
+	Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "data_dir"}, {Name: "plugin_dir"}, {Name: "website_url"}, {Name: "log_format"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "limits"},
 		{Type: "executor"},
@@ -104,6 +104,7 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 	attr(d, content.Attributes, "data_dir", &cfg.DataDir, d.path)
 	attr(d, content.Attributes, "plugin_dir", &cfg.PluginDir, d.path)
 	attr(d, content.Attributes, "website_url", &cfg.WebsiteURL, httpURL)
+	attr(d, content.Attributes, "log_format", &cfg.LogFormat, oneOf("text", "json"))
 	if blk := d.onlyBlock(content.Blocks.OfType("limits")); blk != nil {
 		d.limits(&cfg.Limits, blk.Body)
 	}

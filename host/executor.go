@@ -358,7 +358,7 @@ func (c *call) saveFullOutput(stdout, stderr string) string {
 		err = os.WriteFile(path, []byte(data), store.FileMode)
 	}
 	if err != nil {
-		c.h.log.Error("saving a full output", "call", c.req.Context.CallID, "error", err)
+		c.h.log.Error("saving a full output", "call_id", c.req.Context.CallID, "error", err)
 		return ""
 	}
 	return path
@@ -556,7 +556,7 @@ func (fs *flights) saveLoop(h *Host) {
 			err = h.store.SaveCallResult(context.Background(), store.CallResult{CallID: f.id, ArgsHash: f.hash, Result: b, Created: time.Now()})
 		}
 		if err != nil {
-			h.log.Error("saving a call result", "call", f.id, "error", err)
+			h.log.Error("saving a call result", "call_id", f.id, "error", err)
 		}
 		fs.m.CompareAndDelete(f.id, f)
 	}

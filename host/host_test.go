@@ -442,7 +442,8 @@ func TestSHA256Pinning(t *testing.T) {
 }
 
 // TestPluginLogsKeepTheirLevels: a plugin's log line reaches the host's
-// logger at the level the plugin logged it.
+// logger at the level the plugin logged it, with the call's id when the
+// handler logs through its request.
 func TestPluginLogsKeepTheirLevels(t *testing.T) {
 	var buf syncBuffer
 	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{testPlugin("good", "good", nil)}}
@@ -458,7 +459,7 @@ func TestPluginLogsKeepTheirLevels(t *testing.T) {
 		t.Fatalf("log: %+v, %v", res, err)
 	}
 	eventually(t, "the plugin's line is logged", func() bool {
-		return regexp.MustCompile(`\[WARN\] +good(\.[a-z.-]+)?: plugin says: .*text="hello host"`).MatchString(buf.String())
+		return regexp.MustCompile(`\[WARN\] +good(\.[a-z.-]+)?: plugin says: .*call_id=call_[0-9a-f]+ .*text="hello host"`).MatchString(buf.String())
 	})
 }
 

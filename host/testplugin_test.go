@@ -73,7 +73,7 @@ func testGroup() *sdk.Group {
 				}
 			}),
 			sdk.NewTool("log", "Log text at warn level.", func(_ context.Context, r *sdk.Request[echoArgs]) (*sdk.Result, error) {
-				sdk.Logger().Warn("plugin says", "text", r.Args.Text)
+				r.Logger().Warn("plugin says", "text", r.Args.Text)
 				return &sdk.Result{OK: true}, nil
 			}),
 			sdk.NewTool("spawn", "Start a grandchild process that sleeps; return its pid.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {

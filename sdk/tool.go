@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
 )
 
@@ -23,6 +24,10 @@ type Request[In any] struct {
 
 	progress toolhost.Progress
 }
+
+// Logger returns the plugin's logger (Logger) with the call's id on every
+// line, so that the host's log ties the line to its call.
+func (r *Request[In]) Logger() hclog.Logger { return Logger().With("call_id", r.Call.CallID) }
 
 // progressEvery is the least time between two progress reports a handler
 // sends; of the ones in between, the newest is sent when it has passed.

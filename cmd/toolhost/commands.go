@@ -26,6 +26,7 @@ type common struct {
 	logLevel string
 	approver host.Approver // nil: the config's
 	console  io.Writer     // console_print's output; nil: stdout
+	logJSON  bool          // the config's log_format is json (set by load)
 	// beforeStart, when set, runs once the host and runtime exist, before
 	// the host starts its plugins (serve listens then, so that /healthz
 	// and /readyz answer while it starts).
@@ -46,7 +47,7 @@ func newFlags(name string, stderr io.Writer, defaultLevel string) (*flag.FlagSet
 }
 
 func (c *common) logger(stderr io.Writer) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: "toolhost", Output: stderr, Level: hclog.LevelFromString(c.logLevel)})
+	return hclog.New(&hclog.LoggerOptions{Name: "toolhost", Output: stderr, Level: hclog.LevelFromString(c.logLevel), JSONFormat: c.logJSON})
 }
 
 // load parses the config, printing its diagnostics on failure.
@@ -56,6 +57,7 @@ func (c *common) load(stderr io.Writer) (*config.Config, bool) {
 		fmt.Fprintln(stderr, err)
 		return nil, false
 	}
+	c.logJSON = cfg.LogFormat == "json"
 	return cfg, true
 }
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost/server"
 )
 
@@ -25,7 +26,7 @@ func serveCmd(args []string, _, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	log := c.logger(stderr)
+	var log hclog.Logger // made once the config is loaded: its log_format
 	// The server listens before the plugins start: /healthz answers at once,
 	// /readyz once they have had their first outcome, and every other route
 	// 503 until then.
@@ -33,6 +34,7 @@ func serveCmd(args []string, _, stderr io.Writer) int {
 	var url string
 	errc := make(chan error, 1)
 	c.beforeStart = func(s *session) error {
+		log = c.logger(stderr)
 		lis, err := net.Listen("tcp", s.h.Config().Listen)
 		if err != nil {
 			return fmt.Errorf("listen: %w", err)
