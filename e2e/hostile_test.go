@@ -105,9 +105,9 @@ func newServe(t *testing.T, src string) *hostile {
 	return h
 }
 
-// start runs `toolhost serve` on the config until the test ends, and waits
-// for it to answer.
-func (h *hostile) start() {
+// start runs `toolhost serve` on the config until the test ends, waits
+// until it is ready, and returns its process.
+func (h *hostile) start() *exec.Cmd {
 	t := h.t
 	t.Helper()
 	cmd := exec.Command(h.bin, "serve", "-config", h.cfg)
@@ -134,6 +134,7 @@ func (h *hostile) start() {
 			t.Fatalf("serve did not answer in 20s:\n%s", h.stderr)
 		}
 	}
+	return cmd
 }
 
 // freePort returns a port free on the loopback address ip.

@@ -108,6 +108,7 @@ type Host struct {
 	closed   bool
 	started  atomic.Bool   // Start finished: every plugin had its first outcome (see Ready)
 	startedC chan struct{} // closed when started is set
+	runID    string        // this process's run on the store (beginRun)
 }
 
 // New returns a host for the configuration, with its store open. It starts
@@ -232,6 +233,9 @@ func (h *Host) Start(ctx context.Context) error {
 		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}
 	h.pruneCallResults(ctx)
+	if err := h.beginRun(ctx); err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
 	h.watching.Go(func() { h.watchStore(watchCtx, h.opts.StoreWatch) })
 	h.logSandboxes()
 	for _, s := range sups {
@@ -393,5 +397,9 @@ func (h *Host) Close() error {
 		h.stopWatch()
 	}
 	h.watching.Wait()
-	return errors.Join(h.events.Close(), h.closeDB())
+	err := h.events.Close()
+	if h.runID != "" {
+		err = errors.Join(err, h.store.EndRun(context.Background(), h.runID))
+	}
+	return errors.Join(err, h.closeDB())
 }

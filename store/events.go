@@ -483,6 +483,11 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: events: %w", err)
 	}
+	return scanEvents(rows)
+}
+
+// scanEvents reads the events of rows, and closes them.
+func scanEvents(rows *sql.Rows) ([]Event, error) {
 	defer rows.Close()
 	var out []Event
 	for rows.Next() {

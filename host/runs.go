@@ -1,0 +1,118 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/store"
+)
+
+// hostIDFile names the file in the data directory that holds the host's
+// id, which tells its runs on the store from other hosts' (several hosts
+// may share one store).
+const hostIDFile = "host.id"
+
+// hostID returns the id of the host whose data directory is dir, made on
+// first use.
+func hostID(dir string) (string, error) {
+	path := filepath.Join(dir, hostIDFile)
+	for range 2 {
+		if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			return string(bytes.TrimSpace(b)), nil
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue // another process made it: read theirs
+		}
+		if err != nil {
+			return "", err
+		}
+		id := "host_" + strings.TrimPrefix(newCallID(), "call_")
+		_, err = f.WriteString(id + "\n")
+		return id, errors.Join(err, f.Close())
+	}
+	return "", errors.New(path + " is empty")
+}
+
+// procStart is process pid's start time (field 22 of /proc/PID/stat, in
+// clock ticks since boot), which a reused pid does not share; "" when
+// unknown, or when the process is a zombie (dead, not yet reaped).
+func procStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command name, in parentheses, may hold spaces: count after it.
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+		if f := strings.Fields(string(b[i+1:])); len(f) > 19 && f[0] != "Z" {
+			return f[19]
+		}
+	}
+	return ""
+}
+
+// alive reports whether a run's process still runs.
+func alive(r store.Run) bool {
+	if r.ProcStart != "" {
+		return procStart(r.Pid) == r.ProcStart
+	}
+	return syscall.Kill(r.Pid, 0) == nil
+}
+
+// hostExitedMessage is the error of a call that a dead run of the host
+// left open.
+const hostExitedMessage = "the host stopped; the call may or may not have run"
+
+// beginRun records this process's run of the host, and closes the calls
+// that earlier runs of the same host left open when their process died
+// (SIGKILL, a crash, a lost machine): each gets its tool_call.failed, code
+// cancelled, error_class host_exited, so that no call stays in limbo. Runs
+// of other hosts on the same store, and live runs (a CLI beside serve), are
+// left alone.
+func (h *Host) beginRun(ctx context.Context) error {
+	id, err := hostID(h.DataDir())
+	if err != nil {
+		return err
+	}
+	run, err := h.store.BeginRun(ctx, id, os.Getpid(), procStart(os.Getpid()))
+	if err != nil {
+		return err
+	}
+	h.runID = run.ID
+	runs, err := h.store.OpenRuns(ctx, id, run.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if alive(r) {
+			continue
+		}
+		calls, err := h.store.OpenCalls(ctx, r)
+		if err != nil {
+			return err
+		}
+		for _, s := range calls {
+			h.events.Emit(store.Event{Type: store.EventCallFailed, CallID: s.CallID, AgentID: s.AgentID, Role: s.Role, Tool: s.Tool,
+				Group: s.Group, ParentID: s.ParentID, Payload: map[string]any{"code": toolhost.CodeCancelled, "error_class": "host_exited",
+					"error": hostExitedMessage, "run": r.ID}})
+		}
+		if err := h.events.Flush(ctx); err != nil {
+			return err
+		}
+		if err := h.store.EndRun(ctx, r.ID); err != nil {
+			return err
+		}
+		if len(calls) > 0 {
+			h.log.Warn("closed the calls a dead run of this host left open", "run", r.ID, "pid", r.Pid, "calls", len(calls))
+		}
+	}
+	return nil
+}
