@@ -27,19 +27,20 @@ import (
 
 // The call paths, in the order the report lists them.
 const (
-	pathRaw       = "raw gRPC Call"
-	pathHost      = "Host.Call"
-	pathHostBare  = "Host.Call, metrics off"
-	pathAPI       = "POST /api/call"
-	pathOursHTTP  = "MCP HTTP (ours)"
-	pathSDKHTTP   = "MCP HTTP (go-sdk)"
-	pathOursStdio = "MCP stdio (ours)"
-	pathSDKStdio  = "MCP stdio (go-sdk)"
-	pathHostMCP   = "Host.Call → mcp_server"
+	pathRaw        = "raw gRPC Call"
+	pathHost       = "Host.Call"
+	pathHostBare   = "Host.Call, metrics off"
+	pathHostStrict = "Host.Call, audit strict"
+	pathAPI        = "POST /api/call"
+	pathOursHTTP   = "MCP HTTP (ours)"
+	pathSDKHTTP    = "MCP HTTP (go-sdk)"
+	pathOursStdio  = "MCP stdio (ours)"
+	pathSDKStdio   = "MCP stdio (go-sdk)"
+	pathHostMCP    = "Host.Call → mcp_server"
 )
 
 // callPaths are all the call paths, in the report's order.
-var callPaths = []string{pathRaw, pathHost, pathHostBare, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP}
+var callPaths = []string{pathRaw, pathHost, pathHostBare, pathHostStrict, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP}
 
 // callPath is one way of calling the no-op tool.
 type callPath struct {
@@ -126,6 +127,15 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 			return nil, fmt.Errorf("%s: %w", pathHostBare, err)
 		}
 		r.add(pathHostBare, hostCall(h, agent.ID))
+	}
+	// Host.Call, audit strict: a host of its own whose calls are dispatched
+	// only once their started event is committed.
+	if want(pathHostStrict) {
+		h, agent, err := r.startHost(ctx, tmp, "audit {\n  mode = \"strict\"\n}\n"+noopPlugin, nil, "noop")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pathHostStrict, err)
+		}
+		r.add(pathHostStrict, hostCall(h, agent.ID))
 	}
 	if want(pathAPI) || want(pathOursHTTP) {
 		if err := r.startServer(ctx, served, want); err != nil {

@@ -109,6 +109,12 @@ func (r *report) checks() []checked {
 	if on, off := r.series(pathHost, 1), r.series(pathHostBare, 1); on != nil && off != nil {
 		add("Host.Call p50, metrics on / off (1 caller)", fmtDur(on.P(.5)), fmtDur(off.P(.5)), durRatio(on.P(.5), off.P(.5)), 1.03, 0)
 	}
+	// audit { mode = "strict" } would be the default if it cost at most 10 %
+	// of the throughput at 32 callers; it costs far more (a commit per
+	// call's start, the writer's linger included), so it is opt-in and these
+	// rows have no target.
+	at(pathHostStrict, pathHost, 32, rates, 0, 0)
+	at(pathHostStrict, pathHost, 1, .5, 0, 0)
 	// Our MCP front against a go-sdk server with a no-op tool on the same
 	// transport, the same client calling both.
 	at(pathOursHTTP, pathSDKHTTP, 1, .5, 1.6, 0)

@@ -56,6 +56,19 @@ type Config struct {
 	Runtime Runtime
 	// Metrics says who may read GET /metrics, from the `metrics` block.
 	Metrics Metrics
+	// Audit says how calls are audited, from the `audit` block.
+	Audit Audit
+}
+
+// Audit is the `audit` block.
+type Audit struct {
+	// Mode is "default": a call's events are written off its path, in
+	// batches, so a host killed at the wrong moment may lose the started
+	// event of a call that ran; or "strict": a call is dispatched only once
+	// its tool_call.started event is committed (concurrent calls share the
+	// commit), so no tool runs unaudited, at the cost measured in
+	// docs/BENCHMARKS.md.
+	Mode string
 }
 
 // Metrics is the `metrics` block. GET /metrics serves the host's Prometheus

@@ -199,6 +199,16 @@ builtin "workspace" {}`,
 		src:     "role \"lazy\" {\n  tool_groups     = [\"workspace\"]\n  deferred_groups = [\"chrome\"]\n}",
 		wantErr: `/srv/toolhost/config.hcl:3,21: Deferred group not in tool_groups: "chrome" is deferred but not one of the role's tool_groups; a deferred group is one of the role's groups whose tools are loaded on demand.`,
 	}, {
+		name: "strict audit",
+		src:  "audit {\n  mode = \"strict\"\n}",
+		check: func(t *testing.T, c *Config) {
+			equal(t, "Audit.Mode", c.Audit.Mode, "strict")
+		},
+	}, {
+		name:    "an unknown audit mode",
+		src:     "audit {\n  mode = \"paranoid\"\n}",
+		wantErr: `/srv/toolhost/config.hcl:2,10: Invalid value for "mode": "paranoid" is not one of default, strict.`,
+	}, {
 		name:    "website_url must be an http URL",
 		src:     `website_url = "javascript:alert(1)"`,
 		wantErr: `/srv/toolhost/config.hcl:1,15: Invalid value for "website_url": "javascript:alert(1)" is not an absolute http or https URL.`,

@@ -23,6 +23,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "tools"},
 		{Type: "runtime"},
 		{Type: "metrics"},
+		{Type: "audit"},
 		{Type: "model", LabelNames: []string{"name"}},
 		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
@@ -122,6 +123,11 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		metrics, diags := blk.Body.Content(metricsSchema)
 		d.add(diags)
 		attr(d, metrics.Attributes, "public", &cfg.Metrics.Public, asIs)
+	}
+	if blk := d.onlyBlock(content.Blocks.OfType("audit")); blk != nil {
+		audit, diags := blk.Body.Content(auditSchema)
+		d.add(diags)
+		attr(d, audit.Attributes, "mode", &cfg.Audit.Mode, oneOf("default", "strict"))
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
 		cfg.Tools = d.toolPolicy(blk.Body)
@@ -254,6 +260,8 @@ func (d *decoder) tool(p *Plugin, blk *hcl.Block) {
 var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token"}, {Name: "disabled"}, {Name: "allowed_hosts"}}}
 
 var metricsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "public"}}}
+
+var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode"}}}
 
 var executorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "mode"}, {Name: "max_parallel"}, {Name: "approver"}, {Name: "approval_timeout"}, {Name: "idempotency_window"}, {Name: "approve"},

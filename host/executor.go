@@ -69,6 +69,13 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 		c.tool, c.found = v.tools[c.req.Tool]
 	}
 	c.emitStarted()
+	if err == nil && h.cfg.Audit.Mode == "strict" {
+		// Nothing runs unaudited: the started event (and those before it,
+		// in the same commit) is on disk before the call goes on.
+		if ferr := h.events.Flush(ctx); ferr != nil {
+			err = toolhost.Errorf(toolhost.CodeInternal, "audit: the call's started event was not written, so it does not run: %w", ferr)
+		}
+	}
 	if err == nil {
 		c.res, err = c.run(ctx, v)
 	}
