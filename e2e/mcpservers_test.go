@@ -29,6 +29,10 @@ import (
 // back. The processes are gone after Close.
 func TestMCPServersBesideModules(t *testing.T) {
 	dir := t.TempDir()
+	servers, err := mcptest.ReferenceServers(dir, filepath.Join(dir, "memory.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	src := fmt.Sprintf(`
 plugin_dir = %q
 data_dir   = "data"
@@ -38,23 +42,11 @@ builtin "workspace" {
 builtin "command" {
   config {}
 }
-mcp_server "fs" {
-  command     = %q
-  args        = [%q]
-  tool_prefix = "fs_"
-}
-mcp_server "memory" {
-  command = %q
-  env     = { MEMORY_FILE_PATH = %q }
-}
-mcp_server "everything" {
-  command = %q
-}
+%s
 role "rememberer" {
   tool_groups = ["memory"]
 }
-`, pluginDir, mcptest.NPMServer(t, "mcp-server-filesystem"), dir, mcptest.NPMServer(t, "mcp-server-memory"),
-		filepath.Join(dir, "memory.jsonl"), mcptest.NPMServer(t, "mcp-server-everything"))
+`, pluginDir, servers)
 	cfg, err := config.Parse([]byte(src), filepath.Join(dir, "config.hcl"), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -103,12 +102,11 @@ type Host struct {
 
 	watchers watchers
 
-	mu       sync.Mutex
-	plugins  []*supervisor // in config order
-	closed   bool
-	started  atomic.Bool   // Start finished: every plugin had its first outcome (see Ready)
-	startedC chan struct{} // closed when started is set
-	runID    string        // this process's run on the store (beginRun)
+	mu      sync.Mutex
+	plugins []*supervisor // in config order
+	closed  bool
+	started chan struct{} // closed when Start has finished: every plugin had its first outcome (see Ready)
+	runID   string        // this process's run on the store (beginRun)
 }
 
 // New returns a host for the configuration, with its store open. It starts
@@ -118,7 +116,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "host: nil config")
 	}
 	o := opts.withDefaults()
-	h := &Host{cfg: cfg, opts: o, log: o.Logger, mgr: NewManager(), store: o.Store, closeDB: func() error { return nil }, startedC: make(chan struct{})}
+	h := &Host{cfg: cfg, opts: o, log: o.Logger, mgr: NewManager(), store: o.Store, closeDB: func() error { return nil }, started: make(chan struct{})}
 	if h.store == nil {
 		dir, cleanup := cfg.DataDir, func() error { return nil }
 		if dir == "" {
@@ -251,8 +249,7 @@ func (h *Host) Start(ctx context.Context) error {
 	for _, d := range h.configRoleDiagnostics() {
 		h.log.Warn(d.Message)
 	}
-	h.started.Store(true)
-	close(h.startedC)
+	close(h.started)
 	return nil
 }
 

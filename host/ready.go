@@ -8,12 +8,19 @@ import (
 
 // Started reports whether Start has finished: every configured plugin had
 // its first outcome, and the host's roles and agents are loaded.
-func (h *Host) Started() bool { return h.started.Load() }
+func (h *Host) Started() bool {
+	select {
+	case <-h.started:
+		return true
+	default:
+		return false
+	}
+}
 
 // WaitStarted waits until Start has finished, or ctx ends (then false).
 func (h *Host) WaitStarted(ctx context.Context) bool {
 	select {
-	case <-h.startedC:
+	case <-h.started:
 		return true
 	case <-ctx.Done():
 		return false
