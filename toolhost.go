@@ -17,8 +17,9 @@ import (
 // fields are added; a breaking change bumps the major version instead.
 // Minor 1 added ConfigureRequest.HostPaths, minor 2 ConfigureRequest.Sandbox,
 // minor 3 ToolSpec.Title, Annotations and OutputSchema, minor 4 the
-// CallStream RPC, which carries a call's progress.
-const ProtocolMinor = 4
+// CallStream RPC, which carries a call's progress, minor 5 trace context
+// (CallContext.Traceparent) and the plugin's spans (CallResponse.Spans).
+const ProtocolMinor = 5
 
 // GroupSpec is a tool group as its provider reports it.
 type GroupSpec struct {

@@ -58,6 +58,34 @@ type Config struct {
 	Metrics Metrics
 	// Audit says how calls are audited, from the `audit` block.
 	Audit Audit
+	// Telemetry says where traces go, from the `telemetry` block.
+	Telemetry Telemetry
+}
+
+// Telemetry is the `telemetry` block: OpenTelemetry traces of calls, agent
+// turns and model requests. A field left unset falls back to the standard
+// OTEL_* environment variable named with it; with neither, tracing is off
+// and costs nothing.
+type Telemetry struct {
+	// Traces is where spans go: "otlp" (a collector), "console" (stderr,
+	// for a person) or "none". Unset: OTEL_TRACES_EXPORTER, else none.
+	Traces string
+	// Endpoint is the collector's URL for OTLP. Unset:
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else
+	// the exporter's default on localhost.
+	Endpoint string
+	// Protocol is OTLP's: "http/protobuf" or "grpc". Unset:
+	// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else
+	// http/protobuf.
+	Protocol string
+	// SampleRatio is the fraction of the traces that begin at this host
+	// which are recorded, in (0, 1]; a caller's traceparent decides for
+	// its own. Unset (0): OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG,
+	// else every trace.
+	SampleRatio float64
+	// ServiceName is the resource's service.name. Unset: OTEL_SERVICE_NAME,
+	// else "toolhost".
+	ServiceName string
 }
 
 // Audit is the `audit` block.

@@ -209,6 +209,21 @@ builtin "workspace" {}`,
 		src:     "audit {\n  mode = \"paranoid\"\n}",
 		wantErr: `/srv/toolhost/config.hcl:2,10: Invalid value for "mode": "paranoid" is not one of default, strict.`,
 	}, {
+		name: "telemetry",
+		src:  "telemetry {\n  traces       = \"otlp\"\n  endpoint     = \"http://127.0.0.1:4318\"\n  protocol     = \"grpc\"\n  sample_ratio = 0.25\n  service_name = \"tools-eu\"\n}",
+		check: func(t *testing.T, c *Config) {
+			want := Telemetry{Traces: "otlp", Endpoint: "http://127.0.0.1:4318", Protocol: "grpc", SampleRatio: 0.25, ServiceName: "tools-eu"}
+			equal(t, "Telemetry", c.Telemetry, want)
+		},
+	}, {
+		name:    "a sample ratio is a fraction",
+		src:     "telemetry {\n  traces       = \"otlp\"\n  sample_ratio = 2\n}",
+		wantErr: `/srv/toolhost/config.hcl:3,18: Invalid value for "sample_ratio": 2 is not a fraction greater than 0 and at most 1.`,
+	}, {
+		name:    "an unknown traces exporter",
+		src:     "telemetry {\n  traces = \"jaeger\"\n}",
+		wantErr: `/srv/toolhost/config.hcl:2,12: Invalid value for "traces": "jaeger" is not one of otlp, console, none.`,
+	}, {
 		name:    "website_url must be an http URL",
 		src:     `website_url = "javascript:alert(1)"`,
 		wantErr: `/srv/toolhost/config.hcl:1,15: Invalid value for "website_url": "javascript:alert(1)" is not an absolute http or https URL.`,

@@ -24,6 +24,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "runtime"},
 		{Type: "metrics"},
 		{Type: "audit"},
+		{Type: "telemetry"},
 		{Type: "model", LabelNames: []string{"name"}},
 		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
@@ -128,6 +129,15 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		audit, diags := blk.Body.Content(auditSchema)
 		d.add(diags)
 		attr(d, audit.Attributes, "mode", &cfg.Audit.Mode, oneOf("default", "strict"))
+	}
+	if blk := d.onlyBlock(content.Blocks.OfType("telemetry")); blk != nil {
+		tel, diags := blk.Body.Content(telemetrySchema)
+		d.add(diags)
+		attr(d, tel.Attributes, "traces", &cfg.Telemetry.Traces, oneOf("otlp", "console", "none"))
+		attr(d, tel.Attributes, "endpoint", &cfg.Telemetry.Endpoint, httpURL)
+		attr(d, tel.Attributes, "protocol", &cfg.Telemetry.Protocol, oneOf("http/protobuf", "grpc"))
+		attr(d, tel.Attributes, "sample_ratio", &cfg.Telemetry.SampleRatio, ratio)
+		attr(d, tel.Attributes, "service_name", &cfg.Telemetry.ServiceName, nonEmpty)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
 		cfg.Tools = d.toolPolicy(blk.Body)
@@ -262,6 +272,10 @@ var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token
 var metricsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "public"}}}
 
 var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode"}}}
+
+var telemetrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "traces"}, {Name: "endpoint"}, {Name: "protocol"}, {Name: "sample_ratio"}, {Name: "service_name"},
+}}
 
 var executorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "mode"}, {Name: "max_parallel"}, {Name: "approver"}, {Name: "approval_timeout"}, {Name: "idempotency_window"}, {Name: "approve"},

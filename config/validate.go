@@ -105,6 +105,14 @@ func nonNegative(n int) (int, error) {
 	return n, nil
 }
 
+// ratio accepts a fraction in (0, 1].
+func ratio(f float64) (float64, error) {
+	if !(f > 0 && f <= 1) {
+		return 0, fmt.Errorf("%v is not a fraction greater than 0 and at most 1", f)
+	}
+	return f, nil
+}
+
 func duration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {

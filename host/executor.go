@@ -18,6 +18,8 @@ import (
 	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/redact"
 	"github.com/toolhost/toolhost/store"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Call runs one tool call through the execution pipeline, the one every
@@ -63,18 +65,30 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 	if len(c.req.Arguments) == 0 {
 		c.req.Arguments = json.RawMessage("{}")
 	}
+	if h.tracer != nil {
+		var span trace.Span
+		ctx, span = h.tracer.Start(ctx, "call "+c.req.Tool, trace.WithAttributes(attribute.String("gen_ai.tool.name", c.req.Tool)))
+		c.traceID = span.SpanContext().TraceID().String()
+		defer c.endCall(span)
+	}
+	_, span := c.stage(ctx, "policy")
 	v, err := h.callerView(&c.req.Context)
 	if err == nil {
 		c.req.Context.Role = v.role
-		c.tool, c.found = v.tools[c.req.Tool]
+		if c.tool, c.found = v.tools[c.req.Tool]; !c.found {
+			err = c.unavailable(v)
+		}
 	}
+	endStage(span, err)
 	c.emitStarted()
 	if err == nil && h.cfg.Audit.Mode == "strict" {
 		// Nothing runs unaudited: the started event (and those before it,
 		// in the same commit) is on disk before the call goes on.
+		_, span := c.stage(ctx, "audit")
 		if ferr := h.events.Flush(ctx); ferr != nil {
 			err = toolhost.Errorf(toolhost.CodeInternal, "audit: the call's started event was not written, so it does not run: %w", ferr)
 		}
+		endStage(span, err)
 	}
 	if err == nil {
 		c.res, err = c.run(ctx, v)
@@ -96,20 +110,25 @@ type call struct {
 	res      *toolhost.Result
 	err      error
 	redacted bool
-	replayed bool // the outcome is an earlier run's: this call ran nothing
+	replayed bool   // the outcome is an earlier run's: this call ran nothing
+	traceID  string // the trace the call runs in, when traced
 }
 
+// unavailable is the error of a call of a tool outside the caller's view.
+func (c *call) unavailable(v *view) error {
+	if _, _, exists := c.h.mgr.lookup(c.req.Tool); !exists {
+		return toolhost.Errorf(toolhost.CodeUnknownTool, "unknown tool %q: no group provides it", c.req.Tool)
+	}
+	if v.role == "" {
+		return toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available: the tools policy hides it", c.req.Tool)
+	}
+	return toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available to role %q", c.req.Tool, v.role)
+}
+
+// run takes an available tool's call on: a chosen call id's replay,
+// validation, approval and dispatch.
 func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err error) {
 	h := c.h
-	if !c.found {
-		if _, _, exists := h.mgr.lookup(c.req.Tool); !exists {
-			return nil, toolhost.Errorf(toolhost.CodeUnknownTool, "unknown tool %q: no group provides it", c.req.Tool)
-		}
-		if v.role == "" {
-			return nil, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available: the tools policy hides it", c.req.Tool)
-		}
-		return nil, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available to role %q", c.req.Tool, v.role)
-	}
 	if c.chosenID {
 		f, leader, err := h.flights.begin(ctx, h, &c.req, v.role)
 		if !leader || err != nil {
@@ -118,11 +137,7 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 		}
 		defer func() { h.flights.end(h, f, res, err) }()
 	}
-	if ctx, err = c.inject(ctx); err != nil {
-		return nil, err
-	}
-	g, spec := c.tool.group, c.tool.spec
-	if err := g.checks[spec.Name].check(c.req.Arguments); err != nil {
+	if ctx, err = c.validate(ctx); err != nil {
 		return nil, err
 	}
 	if err := c.approve(ctx); err != nil {
@@ -132,6 +147,17 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 		return nil, err
 	}
 	return c.finish(res), nil
+}
+
+// validate gives the tool the agent or runtime it needs (inject) and checks
+// the arguments against its schema.
+func (c *call) validate(ctx context.Context) (_ context.Context, err error) {
+	_, span := c.stage(ctx, "validation")
+	defer func() { endStage(span, err) }()
+	if ctx, err = c.inject(ctx); err != nil {
+		return ctx, err
+	}
+	return ctx, c.tool.group.checks[c.tool.spec.Name].check(c.req.Arguments)
 }
 
 type ctxKey int
@@ -176,7 +202,7 @@ func (c *call) inject(ctx context.Context) (context.Context, error) {
 // config requires approval, but for a read-only tool (trustedReadOnly) when
 // the executor approves those (approve = "read_only"); a modification is
 // validated again.
-func (c *call) approve(ctx context.Context) error {
+func (c *call) approve(ctx context.Context) (err error) {
 	g, spec := c.tool.group, c.tool.spec
 	need := spec.RequiresApproval
 	if g.conf != nil {
@@ -185,6 +211,8 @@ func (c *call) approve(ctx context.Context) error {
 	if !need || c.h.cfg.Executor.Approve == "read_only" && trustedReadOnly(g, spec) {
 		return nil
 	}
+	ctx, span := c.stage(ctx, "approval")
+	defer func() { endStage(span, err) }()
 	args, _ := redact.JSON(c.req.Arguments)
 	d, err := c.h.approver.Approve(ctx, ApprovalRequest{
 		CallID: c.req.Context.CallID, Tool: spec.Name, Group: g.Spec.ID, AgentID: c.req.Context.AgentID,
@@ -227,7 +255,9 @@ func (c *call) timeout() time.Duration {
 
 // dispatch sends the call to its group, bounded by the timeout, the caller's
 // ctx and the host's life.
-func (c *call) dispatch(ctx context.Context) (*toolhost.Result, error) {
+func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
+	ctx, span := c.stage(ctx, "dispatch")
+	defer func() { endStage(span, err) }()
 	// The timeout cancels the call rather than setting a gRPC deadline: the
 	// plugin's ctx ends all the same, without a deadline's cost on every call.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -244,7 +274,7 @@ func (c *call) dispatch(ctx context.Context) (*toolhost.Result, error) {
 		defer ended.Store(true)
 		ctx = toolhost.WithProgress(ctx, c.progress(p, &ended))
 	}
-	res, err := c.tool.group.Provider.Call(ctx, &c.req)
+	res, err = c.tool.group.Provider.Call(ctx, &c.req)
 	// A call whose context ended is a timeout or a cancellation, even when
 	// the plugin's answer (to its own cancelled context) won the race.
 	if ctx.Err() != nil && !errors.Is(err, toolhost.ErrPluginExited) {
@@ -365,7 +395,7 @@ func (c *call) saveFullOutput(stdout, stderr string) string {
 		err = os.WriteFile(path, []byte(data), store.FileMode)
 	}
 	if err != nil {
-		c.h.log.Error("saving a full output", "call_id", c.req.Context.CallID, "error", err)
+		c.h.log.Error("saving a full output", c.logIDs("error", err)...)
 		return ""
 	}
 	return path
@@ -398,6 +428,9 @@ func (c *call) emitStarted() {
 	args, redacted := redact.JSON(c.req.Arguments)
 	cut := output.Limit(string(args), 0, maxEventArgs, false)
 	payload := map[string]any{"arguments": cut.Text, "channel": c.req.Context.Channel, "run": c.h.runID}
+	if c.traceID != "" {
+		payload["trace_id"] = c.traceID
+	}
 	if cut.Bytes {
 		payload["arguments_truncated"] = true
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options tune a Host; nil means defaults.
@@ -49,6 +50,11 @@ type Options struct {
 	// DisableMetrics leaves the host without metrics: Metrics returns nil,
 	// and calls count nothing.
 	DisableMetrics bool
+	// TracerProvider receives the host's spans: calls and their stages,
+	// with the plugins' spans under them. Nil means the config's telemetry
+	// block and the OTEL_* environment decide, and with neither asking for
+	// an exporter tracing is off.
+	TracerProvider trace.TracerProvider
 }
 
 func (o *Options) withDefaults() Options {
@@ -90,15 +96,18 @@ type Host struct {
 	stopWatch context.CancelFunc
 	watching  sync.WaitGroup
 
-	events   *store.EventWriter
-	metrics  *Metrics // nil when disabled
-	approver Approver
-	queue    *ApprovalQueue // the approver, when it is a queue
-	flights  flights
-	inflight sync.WaitGroup  // calls in the pipeline
-	callGate sync.RWMutex    // orders a call's start before Close's wait for the calls
-	closing  context.Context // cancelled by Close: calls in flight end
-	shutdown context.CancelFunc
+	events    *store.EventWriter
+	metrics   *Metrics                    // nil when disabled
+	tracing   trace.TracerProvider        // nil when tracing is off
+	tracer    trace.Tracer                // from tracing, nil when it is
+	stopTrace func(context.Context) error // flushes and stops a provider the host made
+	approver  Approver
+	queue     *ApprovalQueue // the approver, when it is a queue
+	flights   flights
+	inflight  sync.WaitGroup  // calls in the pipeline
+	callGate  sync.RWMutex    // orders a call's start before Close's wait for the calls
+	closing   context.Context // cancelled by Close: calls in flight end
+	shutdown  context.CancelFunc
 
 	watchers watchers
 
@@ -141,6 +150,10 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		}
 		h.store = st
 		h.closeDB = func() error { return errors.Join(st.Close(), cleanup()) }
+	}
+	if err := h.setupTracing(); err != nil {
+		_ = h.closeDB()
+		return nil, err
 	}
 	h.events = h.store.NewEventWriter(&store.WriterOptions{OnError: func(err error) { h.log.Error("writing events", "error", err) }})
 	if !o.DisableMetrics {
@@ -395,6 +408,11 @@ func (h *Host) Close() error {
 	}
 	h.watching.Wait()
 	err := h.events.Close()
+	if h.stopTrace != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = errors.Join(err, h.stopTrace(ctx))
+		cancel()
+	}
 	if h.runID != "" {
 		err = errors.Join(err, h.store.EndRun(context.Background(), h.runID))
 	}

@@ -117,7 +117,7 @@ func TestLoadAndCall(t *testing.T) {
 	if !ok {
 		t.Fatalf("group not registered: %+v", h.Plugins())
 	}
-	if g.Source.Kind != SourcePlugin || g.Source.State != StateRunning || g.Source.Pid == 0 || g.ToolCount != 5 || g.Reserved {
+	if g.Source.Kind != SourcePlugin || g.Source.State != StateRunning || g.Source.Pid == 0 || g.ToolCount != 6 || g.Reserved {
 		t.Fatalf("group = %+v", g)
 	}
 	res, err := callTool(t, h, "echo", map[string]any{"text": "hi"})

@@ -17,7 +17,7 @@ const testMCPEnv = "TOOLHOST_TEST_MCP"
 
 // serveTestMCP serves, on stdin and stdout:
 //   - "good": a go-sdk server with echo, cat, fail (which claims to be
-//     read-only), slow, add_tool (which adds a
+//     read-only), meta (which returns the request's _meta), slow, add_tool (which adds a
 //     tool, and so announces tools/list_changed) and a tool whose MCP name
 //     has '-' and '.';
 //   - "junk": a line that is not JSON-RPC on stdout, then silence;
@@ -75,6 +75,10 @@ func serveGoodMCP() {
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "Report an error.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it went wrong"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "meta", Description: "Return the request's _meta as JSON."}, func(_ context.Context, r *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		b, _ := json.Marshal(r.Params.Meta)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Wait until cancelled."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		<-ctx.Done()

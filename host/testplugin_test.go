@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/rpcplugin"
 	"github.com/toolhost/toolhost/sdk"
+	"go.opentelemetry.io/otel"
 )
 
 // The test binary re-executes itself as a plugin when testPluginEnv names
@@ -71,6 +72,12 @@ func testGroup() *sdk.Group {
 					}
 					return nil, ctx.Err()
 				}
+			}),
+			sdk.NewTool("traced", "Start a span of its own and log a line.", func(ctx context.Context, r *sdk.Request[struct{}]) (*sdk.Result, error) {
+				_, span := otel.Tracer("testgroup").Start(ctx, "inner work")
+				r.Logger().Warn("traced call")
+				span.End()
+				return &sdk.Result{OK: true}, nil
 			}),
 			sdk.NewTool("log", "Log text at warn level.", func(_ context.Context, r *sdk.Request[echoArgs]) (*sdk.Result, error) {
 				r.Logger().Warn("plugin says", "text", r.Args.Text)

@@ -109,7 +109,7 @@ func (rt *Runtime) compress(ctx context.Context, a *agent, keep int) (*sdk.Resul
 	rt.mu.Lock()
 	info := model.Agent{ID: a.id, Role: a.role, ParentID: a.rec.ParentID}
 	rt.mu.Unlock()
-	resp, err := rt.opts.Provider.Complete(ctx, &model.Request{Purpose: model.PurposeSummary, Agent: info,
+	resp, err := rt.complete(ctx, &model.Request{Purpose: model.PurposeSummary, Agent: info,
 		System:   "Summarise the conversation below for the agent that had it: the facts learnt, the decisions made, the work done and what is left. Be brief and exact.",
 		Messages: msgs[first:cut]})
 	if err != nil {

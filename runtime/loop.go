@@ -284,7 +284,7 @@ func (rt *Runtime) work(ctx context.Context, a *agent) (string, error) {
 		if err := ended(ctx, t.overtime); err != nil {
 			return "", err
 		}
-		answer, done, err := rt.turn(ctx, a, &t)
+		answer, done, err := rt.tracedTurn(ctx, a, &t)
 		if perr := rt.persist(ctx, a); perr != nil && err == nil {
 			err = perr
 		}
@@ -327,6 +327,17 @@ func ctxErr(ctx context.Context) error {
 	return cause
 }
 
+// tracedTurn runs a turn, under its span when the host traces.
+func (rt *Runtime) tracedTurn(ctx context.Context, a *agent, t *task) (string, bool, error) {
+	if rt.tracer == nil {
+		return rt.turn(ctx, a, t)
+	}
+	ctx, span := rt.startTurn(ctx, a, t.turns+1)
+	answer, done, err := rt.turn(ctx, a, t)
+	endSpan(span, err)
+	return answer, done, err
+}
+
 // turn asks the model for the next step and carries it out. It returns the
 // answer and done when the model gave one.
 func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, error) {
@@ -336,7 +347,7 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 	}
 	rt.h.Emit(store.Event{Type: EventTurnStarted, AgentID: a.id, Role: a.role, ParentID: a.id,
 		Payload: map[string]any{"turn": req.Agent.Turn, "id": turnID, "tools": len(req.Tools), "messages": len(req.Messages)}})
-	resp, err := rt.opts.Provider.Complete(ctx, req)
+	resp, err := rt.complete(ctx, req)
 	t.turns++
 	rt.mu.Lock()
 	a.rec.Turns++

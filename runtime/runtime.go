@@ -31,6 +31,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The event types the runtime records, beside the host's tool_call.*.
@@ -73,6 +74,7 @@ type Runtime struct {
 	owner      string // this process's claim on the agents it runs
 	registered bool
 	console    sync.Mutex
+	tracer     trace.Tracer // nil when the host traces nothing
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -101,6 +103,9 @@ func New(h *host.Host, opts *Options) *Runtime {
 	rt.owner = strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b[:])
 	rt.changed.L = &rt.mu
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
+	if tp := h.TracerProvider(); tp != nil {
+		rt.tracer = tp.Tracer(tracerName)
+	}
 	return rt
 }
 

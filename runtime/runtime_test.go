@@ -58,8 +58,9 @@ func (s *syncBuffer) String() string {
 }
 
 // start runs a host and runtime with the script (JSON) and extra HCL for the
-// runtime block; data and ws may be "" for fresh directories.
-func start(t testing.TB, script, runtimeBlock, data, ws string) *env {
+// runtime block; data and ws may be "" for fresh directories; tune, if any,
+// changes the host's options.
+func start(t testing.TB, script, runtimeBlock, data, ws string, tune ...func(*host.Options)) *env {
 	t.Helper()
 	if data == "" {
 		data = t.TempDir()
@@ -97,7 +98,11 @@ runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.New(cfg, &host.Options{Approver: host.AlwaysApprove{}})
+	opts := &host.Options{Approver: host.AlwaysApprove{}}
+	for _, f := range tune {
+		f(opts)
+	}
+	h, err := host.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

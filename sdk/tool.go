@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Request is what a tool's handler receives.
@@ -23,11 +24,18 @@ type Request[In any] struct {
 	RawArgs json.RawMessage
 
 	progress toolhost.Progress
+	traceID  string // the host's trace of a traced call
 }
 
 // Logger returns the plugin's logger (Logger) with the call's id on every
-// line, so that the host's log ties the line to its call.
-func (r *Request[In]) Logger() hclog.Logger { return Logger().With("call_id", r.Call.CallID) }
+// line, and its trace id when the host traces it, so that the host's log
+// ties the line to its call.
+func (r *Request[In]) Logger() hclog.Logger {
+	if r.traceID != "" {
+		return Logger().With("call_id", r.Call.CallID, "trace_id", r.traceID)
+	}
+	return Logger().With("call_id", r.Call.CallID)
+}
 
 // progressEvery is the least time between two progress reports a handler
 // sends; of the ones in between, the newest is sent when it has passed.
@@ -142,8 +150,12 @@ func NewTool[In any](name, description string, h Handler[In], opts ...ToolOption
 		if err := json.Unmarshal(req.Arguments, &in); err != nil {
 			return nil, toolhost.Errorf(toolhost.CodeValidation, "arguments: %v", err)
 		}
-		return h(ctx, &Request[In]{Args: in, Call: req.Context, RawArgs: req.Arguments,
-			progress: toolhost.ProgressFrom(ctx).Throttle(progressEvery)})
+		r := &Request[In]{Args: in, Call: req.Context, RawArgs: req.Arguments,
+			progress: toolhost.ProgressFrom(ctx).Throttle(progressEvery)}
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			r.traceID = sc.TraceID().String()
+		}
+		return h(ctx, r)
 	}
 	return t
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/store"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // routesMCP serves each role's MCP server as streamable HTTP at /mcp/{role},
@@ -339,6 +340,12 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	s, err := r.session(ctx, req.Session)
 	if err != nil {
 		return errorResult(err), nil
+	}
+	if tp, ok := req.Params.Meta["traceparent"].(string); ok && r.h.TracerProvider() != nil {
+		// A client in a trace says so in _meta (SEP-414): the call's spans
+		// join it.
+		ts, _ := req.Params.Meta["tracestate"].(string)
+		ctx = traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": tp, "tracestate": ts})
 	}
 	if token := req.Params.GetProgressToken(); token != nil {
 		ctx = toolhost.WithProgress(ctx, func(progress, total float64, message string) {

@@ -16,7 +16,12 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/runtime"
+	"go.opentelemetry.io/otel/propagation"
 )
+
+// traceContext reads a caller's W3C trace context, from headers or MCP's
+// _meta.
+var traceContext = propagation.TraceContext{}
 
 // Server serves a host over HTTP.
 type Server struct {
@@ -80,6 +85,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, pattern := s.mux.Handler(r); pattern != "" {
+		if s.h.TracerProvider() != nil && r.Header.Get("Traceparent") != "" {
+			// A caller in a trace (W3C traceparent) has its calls' spans
+			// join it.
+			r = r.WithContext(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+		}
 		s.mux.ServeHTTP(w, r)
 		return
 	}

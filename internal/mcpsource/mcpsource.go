@@ -27,6 +27,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/proto"
 	"github.com/toolhost/toolhost/internal/rpcplugin"
 	"github.com/toolhost/toolhost/sandbox"
 	"golang.org/x/sys/unix"
@@ -317,6 +318,14 @@ func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 		}
 	}
 	params := &mcp.CallToolParams{Name: upstream, Arguments: args}
+	// A traced call's context goes in _meta under the keys MCP reserves for
+	// it (SEP-414), so that the server's own spans join the host's trace.
+	for k, v := range proto.TraceCarrier(ctx) {
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[k] = v
+	}
 	if p := toolhost.ProgressFrom(ctx); p != nil {
 		token := fmt.Sprintf("toolhost-%d", s.tokens.Add(1))
 		s.progress.Store(token, p)

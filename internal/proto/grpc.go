@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/toolhost/toolhost"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -43,16 +44,30 @@ func (s *server) Configure(ctx context.Context, req *ConfigureRequest) (*Configu
 	return &ConfigureResponse{}, nil
 }
 
+// Call runs a call; a traced one (protocol minor 5) runs under the
+// handler's span, a child of the host's dispatch span, and its spans go
+// back with the response.
 func (s *server) Call(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+	end := func(string) []*Span { return nil }
+	if tctx, ok := extractTrace(ctx, req.GetContext()); ok {
+		ctx, end = pluginTracing().begin(tctx, req.GetTool())
+	}
 	res, err := s.impl.Call(ctx, &toolhost.CallRequest{
 		Tool: req.GetTool(), Arguments: req.GetArguments(), Context: contextFromProto(req.GetContext()),
 	})
 	if err == nil {
 		var out *Result
 		if out, err = resultToProto(res); err == nil {
-			return &CallResponse{Result: out}, nil
+			var failed string
+			if !res.OK && res.Error != nil {
+				failed = string(res.Error.Code) + ": " + res.Error.Message
+			} else if !res.OK {
+				failed = "the tool failed"
+			}
+			return &CallResponse{Result: out, Spans: end(failed)}, nil
 		}
 	}
+	end(err.Error())
 	return nil, toStatus(err)
 }
 
@@ -126,19 +141,27 @@ func (c *Client) Configure(ctx context.Context, req *toolhost.ConfigureRequest) 
 // the plugin predates protocol minor 4.
 func (c *Client) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
 	in := &CallRequest{ProtocolMinor: toolhost.ProtocolMinor, Tool: req.Tool, Arguments: req.Arguments, Context: contextToProto(req.Context)}
+	injectTrace(ctx, in.Context)
+	began := time.Now()
+	var (
+		resp     *CallResponse
+		err      error
+		streamed bool
+	)
 	if p := toolhost.ProgressFrom(ctx); p != nil && !c.noStream.Load() {
-		resp, err := c.callStream(ctx, in, p)
-		if status.Code(err) != codes.Unimplemented {
-			if err != nil {
-				return nil, fromStatus(ctx, err)
-			}
-			return resultFromProto(resp.GetResult())
+		resp, err = c.callStream(ctx, in, p)
+		if streamed = status.Code(err) != codes.Unimplemented; !streamed {
+			c.noStream.Store(true)
 		}
-		c.noStream.Store(true)
 	}
-	resp, err := c.rpc.Call(ctx, in)
+	if !streamed {
+		resp, err = c.rpc.Call(ctx, in)
+	}
 	if err != nil {
 		return nil, fromStatus(ctx, err)
+	}
+	if len(resp.GetSpans()) > 0 {
+		replay(ctx, resp.GetSpans(), began, time.Now())
 	}
 	return resultFromProto(resp.GetResult())
 }

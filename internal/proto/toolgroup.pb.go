@@ -29,14 +29,19 @@ const (
 
 // CallContext says on whose behalf a Describe or Call happens.
 type CallContext struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	AgentId       string                 `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
-	Session       string                 `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
-	WorkspaceDir  string                 `protobuf:"bytes,5,opt,name=workspace_dir,json=workspaceDir,proto3" json:"workspace_dir,omitempty"`
-	Sandboxed     bool                   `protobuf:"varint,6,opt,name=sandboxed,proto3" json:"sandboxed,omitempty"`
-	Channel       string                 `protobuf:"bytes,7,opt,name=channel,proto3" json:"channel,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	CallId       string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	AgentId      string                 `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Role         string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	Session      string                 `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	WorkspaceDir string                 `protobuf:"bytes,5,opt,name=workspace_dir,json=workspaceDir,proto3" json:"workspace_dir,omitempty"`
+	Sandboxed    bool                   `protobuf:"varint,6,opt,name=sandboxed,proto3" json:"sandboxed,omitempty"`
+	Channel      string                 `protobuf:"bytes,7,opt,name=channel,proto3" json:"channel,omitempty"`
+	// The W3C trace context (traceparent, tracestate) of the host's dispatch
+	// span when the call is traced, so that the plugin's spans are its
+	// children; empty otherwise. Added in protocol minor 5.
+	Traceparent   string `protobuf:"bytes,8,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Tracestate    string `protobuf:"bytes,9,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -116,6 +121,20 @@ func (x *CallContext) GetSandboxed() bool {
 func (x *CallContext) GetChannel() string {
 	if x != nil {
 		return x.Channel
+	}
+	return ""
+}
+
+func (x *CallContext) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *CallContext) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
 	}
 	return ""
 }
@@ -610,8 +629,12 @@ func (x *CallRequest) GetContext() *CallContext {
 }
 
 type CallResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Result        *Result                `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Result *Result                `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	// The spans the plugin recorded for a traced call, the handler's and its
+	// children: the host replays them into its trace under the dispatch span,
+	// bounded and redacted. Added in protocol minor 5.
+	Spans         []*Span `protobuf:"bytes,2,rep,name=spans,proto3" json:"spans,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -653,6 +676,318 @@ func (x *CallResponse) GetResult() *Result {
 	return nil
 }
 
+func (x *CallResponse) GetSpans() []*Span {
+	if x != nil {
+		return x.Spans
+	}
+	return nil
+}
+
+// Span is one finished span of a plugin: its id and its parent's (the host's
+// dispatch span, or another of the call's spans), 8 bytes each.
+type Span struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	SpanId       []byte                 `protobuf:"bytes,1,opt,name=span_id,json=spanId,proto3" json:"span_id,omitempty"`
+	ParentSpanId []byte                 `protobuf:"bytes,2,opt,name=parent_span_id,json=parentSpanId,proto3" json:"parent_span_id,omitempty"`
+	Name         string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The OpenTelemetry span kind: 0 unspecified … 5 consumer.
+	Kind          int32        `protobuf:"varint,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	StartUnixNano int64        `protobuf:"varint,5,opt,name=start_unix_nano,json=startUnixNano,proto3" json:"start_unix_nano,omitempty"`
+	EndUnixNano   int64        `protobuf:"varint,6,opt,name=end_unix_nano,json=endUnixNano,proto3" json:"end_unix_nano,omitempty"`
+	Attributes    []*Attribute `protobuf:"bytes,7,rep,name=attributes,proto3" json:"attributes,omitempty"`
+	Events        []*SpanEvent `protobuf:"bytes,8,rep,name=events,proto3" json:"events,omitempty"`
+	// 0 unset, 1 error, 2 ok; the message goes with an error.
+	StatusCode    int32  `protobuf:"varint,9,opt,name=status_code,json=statusCode,proto3" json:"status_code,omitempty"`
+	StatusMessage string `protobuf:"bytes,10,opt,name=status_message,json=statusMessage,proto3" json:"status_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Span) Reset() {
+	*x = Span{}
+	mi := &file_toolgroup_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Span) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Span) ProtoMessage() {}
+
+func (x *Span) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgroup_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Span.ProtoReflect.Descriptor instead.
+func (*Span) Descriptor() ([]byte, []int) {
+	return file_toolgroup_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Span) GetSpanId() []byte {
+	if x != nil {
+		return x.SpanId
+	}
+	return nil
+}
+
+func (x *Span) GetParentSpanId() []byte {
+	if x != nil {
+		return x.ParentSpanId
+	}
+	return nil
+}
+
+func (x *Span) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Span) GetKind() int32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *Span) GetStartUnixNano() int64 {
+	if x != nil {
+		return x.StartUnixNano
+	}
+	return 0
+}
+
+func (x *Span) GetEndUnixNano() int64 {
+	if x != nil {
+		return x.EndUnixNano
+	}
+	return 0
+}
+
+func (x *Span) GetAttributes() []*Attribute {
+	if x != nil {
+		return x.Attributes
+	}
+	return nil
+}
+
+func (x *Span) GetEvents() []*SpanEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *Span) GetStatusCode() int32 {
+	if x != nil {
+		return x.StatusCode
+	}
+	return 0
+}
+
+func (x *Span) GetStatusMessage() string {
+	if x != nil {
+		return x.StatusMessage
+	}
+	return ""
+}
+
+// Attribute is one key and value of a span or an event; a value of another
+// type (a slice) travels as its string form.
+type Attribute struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Types that are valid to be assigned to Value:
+	//
+	//	*Attribute_StringValue
+	//	*Attribute_IntValue
+	//	*Attribute_DoubleValue
+	//	*Attribute_BoolValue
+	Value         isAttribute_Value `protobuf_oneof:"value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Attribute) Reset() {
+	*x = Attribute{}
+	mi := &file_toolgroup_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attribute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attribute) ProtoMessage() {}
+
+func (x *Attribute) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgroup_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
+func (*Attribute) Descriptor() ([]byte, []int) {
+	return file_toolgroup_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Attribute) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Attribute) GetValue() isAttribute_Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *Attribute) GetStringValue() string {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_StringValue); ok {
+			return x.StringValue
+		}
+	}
+	return ""
+}
+
+func (x *Attribute) GetIntValue() int64 {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_IntValue); ok {
+			return x.IntValue
+		}
+	}
+	return 0
+}
+
+func (x *Attribute) GetDoubleValue() float64 {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_DoubleValue); ok {
+			return x.DoubleValue
+		}
+	}
+	return 0
+}
+
+func (x *Attribute) GetBoolValue() bool {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_BoolValue); ok {
+			return x.BoolValue
+		}
+	}
+	return false
+}
+
+type isAttribute_Value interface {
+	isAttribute_Value()
+}
+
+type Attribute_StringValue struct {
+	StringValue string `protobuf:"bytes,2,opt,name=string_value,json=stringValue,proto3,oneof"`
+}
+
+type Attribute_IntValue struct {
+	IntValue int64 `protobuf:"varint,3,opt,name=int_value,json=intValue,proto3,oneof"`
+}
+
+type Attribute_DoubleValue struct {
+	DoubleValue float64 `protobuf:"fixed64,4,opt,name=double_value,json=doubleValue,proto3,oneof"`
+}
+
+type Attribute_BoolValue struct {
+	BoolValue bool `protobuf:"varint,5,opt,name=bool_value,json=boolValue,proto3,oneof"`
+}
+
+func (*Attribute_StringValue) isAttribute_Value() {}
+
+func (*Attribute_IntValue) isAttribute_Value() {}
+
+func (*Attribute_DoubleValue) isAttribute_Value() {}
+
+func (*Attribute_BoolValue) isAttribute_Value() {}
+
+// SpanEvent is an event of a span, such as a recorded error.
+type SpanEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	TimeUnixNano  int64                  `protobuf:"varint,2,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	Attributes    []*Attribute           `protobuf:"bytes,3,rep,name=attributes,proto3" json:"attributes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpanEvent) Reset() {
+	*x = SpanEvent{}
+	mi := &file_toolgroup_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpanEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpanEvent) ProtoMessage() {}
+
+func (x *SpanEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgroup_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpanEvent.ProtoReflect.Descriptor instead.
+func (*SpanEvent) Descriptor() ([]byte, []int) {
+	return file_toolgroup_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SpanEvent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SpanEvent) GetTimeUnixNano() int64 {
+	if x != nil {
+		return x.TimeUnixNano
+	}
+	return 0
+}
+
+func (x *SpanEvent) GetAttributes() []*Attribute {
+	if x != nil {
+		return x.Attributes
+	}
+	return nil
+}
+
 // CallEvent is one message of CallStream: progress, or the response, which
 // is the last.
 type CallEvent struct {
@@ -668,7 +1003,7 @@ type CallEvent struct {
 
 func (x *CallEvent) Reset() {
 	*x = CallEvent{}
-	mi := &file_toolgroup_proto_msgTypes[9]
+	mi := &file_toolgroup_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -680,7 +1015,7 @@ func (x *CallEvent) String() string {
 func (*CallEvent) ProtoMessage() {}
 
 func (x *CallEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[9]
+	mi := &file_toolgroup_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -693,7 +1028,7 @@ func (x *CallEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallEvent.ProtoReflect.Descriptor instead.
 func (*CallEvent) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{9}
+	return file_toolgroup_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CallEvent) GetEvent() isCallEvent_Event {
@@ -750,7 +1085,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_toolgroup_proto_msgTypes[10]
+	mi := &file_toolgroup_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -762,7 +1097,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[10]
+	mi := &file_toolgroup_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -775,7 +1110,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{10}
+	return file_toolgroup_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Progress) GetProgress() float64 {
@@ -819,7 +1154,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_toolgroup_proto_msgTypes[11]
+	mi := &file_toolgroup_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +1166,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[11]
+	mi := &file_toolgroup_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +1179,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{11}
+	return file_toolgroup_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Result) GetOk() bool {
@@ -928,7 +1263,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_toolgroup_proto_msgTypes[12]
+	mi := &file_toolgroup_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1275,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[12]
+	mi := &file_toolgroup_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1288,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{12}
+	return file_toolgroup_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Error) GetCode() string {
@@ -982,7 +1317,7 @@ type Attachment struct {
 
 func (x *Attachment) Reset() {
 	*x = Attachment{}
-	mi := &file_toolgroup_proto_msgTypes[13]
+	mi := &file_toolgroup_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1329,7 @@ func (x *Attachment) String() string {
 func (*Attachment) ProtoMessage() {}
 
 func (x *Attachment) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[13]
+	mi := &file_toolgroup_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1342,7 @@ func (x *Attachment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attachment.ProtoReflect.Descriptor instead.
 func (*Attachment) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{13}
+	return file_toolgroup_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Attachment) GetName() string {
@@ -1035,7 +1370,7 @@ var File_toolgroup_proto protoreflect.FileDescriptor
 
 const file_toolgroup_proto_rawDesc = "" +
 	"\n" +
-	"\x0ftoolgroup.proto\x12\vtoolhost.v1\"\xcc\x01\n" +
+	"\x0ftoolgroup.proto\x12\vtoolhost.v1\"\x8e\x02\n" +
 	"\vCallContext\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x12\n" +
@@ -1043,7 +1378,11 @@ const file_toolgroup_proto_rawDesc = "" +
 	"\asession\x18\x04 \x01(\tR\asession\x12#\n" +
 	"\rworkspace_dir\x18\x05 \x01(\tR\fworkspaceDir\x12\x1c\n" +
 	"\tsandboxed\x18\x06 \x01(\bR\tsandboxed\x12\x18\n" +
-	"\achannel\x18\a \x01(\tR\achannel\"l\n" +
+	"\achannel\x18\a \x01(\tR\achannel\x12 \n" +
+	"\vtraceparent\x18\b \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\t \x01(\tR\n" +
+	"tracestate\"l\n" +
 	"\x0fDescribeRequest\x12%\n" +
 	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\x122\n" +
 	"\acontext\x18\x02 \x01(\v2\x18.toolhost.v1.CallContextR\acontext\"@\n" +
@@ -1082,9 +1421,39 @@ const file_toolgroup_proto_rawDesc = "" +
 	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x03 \x01(\fR\targuments\x122\n" +
-	"\acontext\x18\x04 \x01(\v2\x18.toolhost.v1.CallContextR\acontext\";\n" +
+	"\acontext\x18\x04 \x01(\v2\x18.toolhost.v1.CallContextR\acontext\"d\n" +
 	"\fCallResponse\x12+\n" +
-	"\x06result\x18\x01 \x01(\v2\x13.toolhost.v1.ResultR\x06result\"\x82\x01\n" +
+	"\x06result\x18\x01 \x01(\v2\x13.toolhost.v1.ResultR\x06result\x12'\n" +
+	"\x05spans\x18\x02 \x03(\v2\x11.toolhost.v1.SpanR\x05spans\"\xe9\x02\n" +
+	"\x04Span\x12\x17\n" +
+	"\aspan_id\x18\x01 \x01(\fR\x06spanId\x12$\n" +
+	"\x0eparent_span_id\x18\x02 \x01(\fR\fparentSpanId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\x05R\x04kind\x12&\n" +
+	"\x0fstart_unix_nano\x18\x05 \x01(\x03R\rstartUnixNano\x12\"\n" +
+	"\rend_unix_nano\x18\x06 \x01(\x03R\vendUnixNano\x126\n" +
+	"\n" +
+	"attributes\x18\a \x03(\v2\x16.toolhost.v1.AttributeR\n" +
+	"attributes\x12.\n" +
+	"\x06events\x18\b \x03(\v2\x16.toolhost.v1.SpanEventR\x06events\x12\x1f\n" +
+	"\vstatus_code\x18\t \x01(\x05R\n" +
+	"statusCode\x12%\n" +
+	"\x0estatus_message\x18\n" +
+	" \x01(\tR\rstatusMessage\"\xb0\x01\n" +
+	"\tAttribute\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12#\n" +
+	"\fstring_value\x18\x02 \x01(\tH\x00R\vstringValue\x12\x1d\n" +
+	"\tint_value\x18\x03 \x01(\x03H\x00R\bintValue\x12#\n" +
+	"\fdouble_value\x18\x04 \x01(\x01H\x00R\vdoubleValue\x12\x1f\n" +
+	"\n" +
+	"bool_value\x18\x05 \x01(\bH\x00R\tboolValueB\a\n" +
+	"\x05value\"}\n" +
+	"\tSpanEvent\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
+	"\x0etime_unix_nano\x18\x02 \x01(\x03R\ftimeUnixNano\x126\n" +
+	"\n" +
+	"attributes\x18\x03 \x03(\v2\x16.toolhost.v1.AttributeR\n" +
+	"attributes\"\x82\x01\n" +
 	"\tCallEvent\x123\n" +
 	"\bprogress\x18\x01 \x01(\v2\x15.toolhost.v1.ProgressH\x00R\bprogress\x127\n" +
 	"\bresponse\x18\x02 \x01(\v2\x19.toolhost.v1.CallResponseH\x00R\bresponseB\a\n" +
@@ -1132,7 +1501,7 @@ func file_toolgroup_proto_rawDescGZIP() []byte {
 	return file_toolgroup_proto_rawDescData
 }
 
-var file_toolgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_toolgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_toolgroup_proto_goTypes = []any{
 	(*CallContext)(nil),       // 0: toolhost.v1.CallContext
 	(*DescribeRequest)(nil),   // 1: toolhost.v1.DescribeRequest
@@ -1143,35 +1512,42 @@ var file_toolgroup_proto_goTypes = []any{
 	(*ConfigureResponse)(nil), // 6: toolhost.v1.ConfigureResponse
 	(*CallRequest)(nil),       // 7: toolhost.v1.CallRequest
 	(*CallResponse)(nil),      // 8: toolhost.v1.CallResponse
-	(*CallEvent)(nil),         // 9: toolhost.v1.CallEvent
-	(*Progress)(nil),          // 10: toolhost.v1.Progress
-	(*Result)(nil),            // 11: toolhost.v1.Result
-	(*Error)(nil),             // 12: toolhost.v1.Error
-	(*Attachment)(nil),        // 13: toolhost.v1.Attachment
+	(*Span)(nil),              // 9: toolhost.v1.Span
+	(*Attribute)(nil),         // 10: toolhost.v1.Attribute
+	(*SpanEvent)(nil),         // 11: toolhost.v1.SpanEvent
+	(*CallEvent)(nil),         // 12: toolhost.v1.CallEvent
+	(*Progress)(nil),          // 13: toolhost.v1.Progress
+	(*Result)(nil),            // 14: toolhost.v1.Result
+	(*Error)(nil),             // 15: toolhost.v1.Error
+	(*Attachment)(nil),        // 16: toolhost.v1.Attachment
 }
 var file_toolgroup_proto_depIdxs = []int32{
 	0,  // 0: toolhost.v1.DescribeRequest.context:type_name -> toolhost.v1.CallContext
 	3,  // 1: toolhost.v1.DescribeResponse.group:type_name -> toolhost.v1.GroupSpec
 	4,  // 2: toolhost.v1.GroupSpec.tools:type_name -> toolhost.v1.ToolSpec
 	0,  // 3: toolhost.v1.CallRequest.context:type_name -> toolhost.v1.CallContext
-	11, // 4: toolhost.v1.CallResponse.result:type_name -> toolhost.v1.Result
-	10, // 5: toolhost.v1.CallEvent.progress:type_name -> toolhost.v1.Progress
-	8,  // 6: toolhost.v1.CallEvent.response:type_name -> toolhost.v1.CallResponse
-	12, // 7: toolhost.v1.Result.error:type_name -> toolhost.v1.Error
-	13, // 8: toolhost.v1.Result.attachments:type_name -> toolhost.v1.Attachment
-	1,  // 9: toolhost.v1.ToolGroup.Describe:input_type -> toolhost.v1.DescribeRequest
-	5,  // 10: toolhost.v1.ToolGroup.Configure:input_type -> toolhost.v1.ConfigureRequest
-	7,  // 11: toolhost.v1.ToolGroup.Call:input_type -> toolhost.v1.CallRequest
-	7,  // 12: toolhost.v1.ToolGroup.CallStream:input_type -> toolhost.v1.CallRequest
-	2,  // 13: toolhost.v1.ToolGroup.Describe:output_type -> toolhost.v1.DescribeResponse
-	6,  // 14: toolhost.v1.ToolGroup.Configure:output_type -> toolhost.v1.ConfigureResponse
-	8,  // 15: toolhost.v1.ToolGroup.Call:output_type -> toolhost.v1.CallResponse
-	9,  // 16: toolhost.v1.ToolGroup.CallStream:output_type -> toolhost.v1.CallEvent
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	14, // 4: toolhost.v1.CallResponse.result:type_name -> toolhost.v1.Result
+	9,  // 5: toolhost.v1.CallResponse.spans:type_name -> toolhost.v1.Span
+	10, // 6: toolhost.v1.Span.attributes:type_name -> toolhost.v1.Attribute
+	11, // 7: toolhost.v1.Span.events:type_name -> toolhost.v1.SpanEvent
+	10, // 8: toolhost.v1.SpanEvent.attributes:type_name -> toolhost.v1.Attribute
+	13, // 9: toolhost.v1.CallEvent.progress:type_name -> toolhost.v1.Progress
+	8,  // 10: toolhost.v1.CallEvent.response:type_name -> toolhost.v1.CallResponse
+	15, // 11: toolhost.v1.Result.error:type_name -> toolhost.v1.Error
+	16, // 12: toolhost.v1.Result.attachments:type_name -> toolhost.v1.Attachment
+	1,  // 13: toolhost.v1.ToolGroup.Describe:input_type -> toolhost.v1.DescribeRequest
+	5,  // 14: toolhost.v1.ToolGroup.Configure:input_type -> toolhost.v1.ConfigureRequest
+	7,  // 15: toolhost.v1.ToolGroup.Call:input_type -> toolhost.v1.CallRequest
+	7,  // 16: toolhost.v1.ToolGroup.CallStream:input_type -> toolhost.v1.CallRequest
+	2,  // 17: toolhost.v1.ToolGroup.Describe:output_type -> toolhost.v1.DescribeResponse
+	6,  // 18: toolhost.v1.ToolGroup.Configure:output_type -> toolhost.v1.ConfigureResponse
+	8,  // 19: toolhost.v1.ToolGroup.Call:output_type -> toolhost.v1.CallResponse
+	12, // 20: toolhost.v1.ToolGroup.CallStream:output_type -> toolhost.v1.CallEvent
+	17, // [17:21] is the sub-list for method output_type
+	13, // [13:17] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_toolgroup_proto_init() }
@@ -1179,7 +1555,13 @@ func file_toolgroup_proto_init() {
 	if File_toolgroup_proto != nil {
 		return
 	}
-	file_toolgroup_proto_msgTypes[9].OneofWrappers = []any{
+	file_toolgroup_proto_msgTypes[10].OneofWrappers = []any{
+		(*Attribute_StringValue)(nil),
+		(*Attribute_IntValue)(nil),
+		(*Attribute_DoubleValue)(nil),
+		(*Attribute_BoolValue)(nil),
+	}
+	file_toolgroup_proto_msgTypes[12].OneofWrappers = []any{
 		(*CallEvent_Progress)(nil),
 		(*CallEvent_Response)(nil),
 	}
@@ -1189,7 +1571,7 @@ func file_toolgroup_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolgroup_proto_rawDesc), len(file_toolgroup_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

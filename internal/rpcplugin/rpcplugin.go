@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/proto"
+	"go.opentelemetry.io/otel"
 	"google.golang.org/grpc"
 )
 
@@ -55,8 +56,12 @@ type dispensed struct {
 	done   context.Context
 }
 
-// Serve serves impl as a plugin until the host closes the connection.
+// Serve serves impl as a plugin until the host closes the connection. The
+// process's global tracer provider becomes the plugin's (proto.TracerProvider),
+// so that spans a handler or a library it uses starts from the call's
+// context join the host's trace.
 func Serve(impl toolhost.Provider, logger hclog.Logger) {
+	otel.SetTracerProvider(proto.TracerProvider())
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: versionedPlugins(impl),
