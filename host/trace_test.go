@@ -12,10 +12,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TestTraceOfACallIncludesThePlugin: a call to a real subprocess plugin
@@ -126,4 +128,63 @@ func TestTraceContextReachesAnMCPServer(t *testing.T) {
 	if err != nil || strings.Contains(res.Stdout, "traceparent") {
 		t.Errorf("an untraced call sent _meta %s (%v)", res.Stdout, err)
 	}
+}
+
+// TestTracingOffAllocatesNothing: with tracing off, a call's stages start
+// and end nothing, and allocate nothing.
+func TestTracingOffAllocatesNothing(t *testing.T) {
+	c := &call{h: &Host{}}
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(1000, func() { tracingHooks(c, ctx) }); n != 0 {
+		t.Fatalf("%v allocations per call with tracing off", n)
+	}
+}
+
+// tracingHooks are the tracing hooks of one call's stages.
+func tracingHooks(c *call, ctx context.Context) {
+	for _, name := range []string{"policy", "validation", "dispatch"} {
+		_, span := c.stage(ctx, name)
+		endStage(span, nil)
+	}
+}
+
+// BenchmarkTracing is what tracing costs a call to an in-process no-op
+// group (no plugin process, so the pipeline alone): off, on (every call
+// sampled, batched to an exporter that drops them) and the off hooks alone.
+func BenchmarkTracing(b *testing.B) {
+	noop := &sdk.Group{ID: "probe", Description: "Probe.", Tools: []sdk.Tool{
+		sdk.NewTool("noop", "Do nothing.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return nil, nil }),
+	}}
+	for _, tc := range []struct {
+		name string
+		tp   trace.TracerProvider
+	}{
+		{"off", nil},
+		{"on", sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			h, err := New(&config.Config{}, &Options{TracerProvider: tc.tp, DisableMetrics: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = h.Close() })
+			if err := h.RegisterGroup(context.Background(), noop); err != nil {
+				b.Fatal(err)
+			}
+			req := &toolhost.CallRequest{Tool: "noop"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := h.Call(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("hooks-off", func(b *testing.B) {
+		c := &call{h: &Host{}}
+		b.ReportAllocs()
+		for b.Loop() {
+			tracingHooks(c, context.Background())
+		}
+	})
 }

@@ -26,8 +26,11 @@
 // The handler's ctx is cancelled when the host cancels the call or its
 // deadline passes. A plugin exits on its own when its host dies, and nothing
 // in the SDK writes to stdout: logs go to stderr as JSON (see Logger) and reach
-// the host's log with their levels. Package sdk/sdktest runs a group in-process
-// or as a real subprocess for tests.
+// the host's log with their levels. When the host traces a call, the ctx
+// carries the handler's span: spans started from it (otel.Tracer, whose
+// provider Serve sets) reach the host with the response and join its trace.
+// Package sdk/sdktest runs a group in-process or as a real subprocess for
+// tests.
 package sdk
 
 import (

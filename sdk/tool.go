@@ -24,17 +24,20 @@ type Request[In any] struct {
 	RawArgs json.RawMessage
 
 	progress toolhost.Progress
-	traceID  string // the host's trace of a traced call
+	traceID  trace.TraceID // the host's trace of a traced call
 }
 
 // Logger returns the plugin's logger (Logger) with the call's id on every
 // line, and its trace id when the host traces it, so that the host's log
 // ties the line to its call.
-func (r *Request[In]) Logger() hclog.Logger {
-	if r.traceID != "" {
-		return Logger().With("call_id", r.Call.CallID, "trace_id", r.traceID)
+func (r *Request[In]) Logger() hclog.Logger { return callLogger(r.Call.CallID, r.traceID) }
+
+// callLogger is Logger with a call's id, and its trace's when valid.
+func callLogger(callID string, traceID trace.TraceID) hclog.Logger {
+	if traceID.IsValid() {
+		return Logger().With("call_id", callID, "trace_id", traceID.String())
 	}
-	return Logger().With("call_id", r.Call.CallID)
+	return Logger().With("call_id", callID)
 }
 
 // progressEvery is the least time between two progress reports a handler
@@ -150,12 +153,8 @@ func NewTool[In any](name, description string, h Handler[In], opts ...ToolOption
 		if err := json.Unmarshal(req.Arguments, &in); err != nil {
 			return nil, toolhost.Errorf(toolhost.CodeValidation, "arguments: %v", err)
 		}
-		r := &Request[In]{Args: in, Call: req.Context, RawArgs: req.Arguments,
-			progress: toolhost.ProgressFrom(ctx).Throttle(progressEvery)}
-		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-			r.traceID = sc.TraceID().String()
-		}
-		return h(ctx, r)
+		return h(ctx, &Request[In]{Args: in, Call: req.Context, RawArgs: req.Arguments,
+			progress: toolhost.ProgressFrom(ctx).Throttle(progressEvery), traceID: trace.SpanContextFromContext(ctx).TraceID()})
 	}
 	return t
 }
@@ -216,7 +215,7 @@ func (t Tool) call(ctx context.Context, req *toolhost.CallRequest) (res *Result)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			Logger().Error("tool panicked", "tool", t.spec.Name, "panic", p, "stack", string(debug.Stack()))
+			callLogger(req.Context.CallID, trace.SpanContextFromContext(ctx).TraceID()).Error("tool panicked", "tool", t.spec.Name, "panic", p, "stack", string(debug.Stack()))
 			res = toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeToolExec, "tool %s panicked: %v", t.spec.Name, p))
 		}
 	}()
