@@ -31,6 +31,7 @@ const (
 	pathHost       = "Host.Call"
 	pathHostBare   = "Host.Call, metrics off"
 	pathHostStrict = "Host.Call, audit strict"
+	pathHostTraced = "Host.Call, traced"
 	pathAPI        = "POST /api/call"
 	pathOursHTTP   = "MCP HTTP (ours)"
 	pathSDKHTTP    = "MCP HTTP (go-sdk)"
@@ -40,7 +41,7 @@ const (
 )
 
 // callPaths are all the call paths, in the report's order.
-var callPaths = []string{pathRaw, pathHost, pathHostBare, pathHostStrict, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP}
+var callPaths = []string{pathRaw, pathHost, pathHostBare, pathHostStrict, pathHostTraced, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP}
 
 // callPath is one way of calling the no-op tool.
 type callPath struct {
@@ -60,10 +61,12 @@ type executables struct {
 // plugin process called over raw gRPC, `toolhost mcp` over stdio with a host
 // of its own, the go-sdk servers (stdio and streamable HTTP), and a second
 // in-process host running another process of the go-sdk stdio server as an
-// mcp_server block.
+// mcp_server block; and the hosts of the variants of Host.Call (metrics off,
+// audit strict, traced), the traced one exporting to an OTLP sink.
 type callRig struct {
 	paths   []callPath
-	hosts   []*host.Host // every in-process host started, whose events are flushed between turns
+	hosts   []*host.Host // every in-process host started, whose events (and spans) are flushed between turns
+	sink    *otlpSink    // the traced path's collector, nil when it does not run
 	closers []func()
 }
 
@@ -114,6 +117,9 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 			return nil, err
 		}
 		if want(pathHost) {
+			if h.TracerProvider() != nil {
+				return nil, fmt.Errorf("%s: tracing is on (an OTEL_* variable?), but this path is the host without it", pathHost)
+			}
 			r.add(pathHost, hostCall(h, agent.ID))
 		}
 		served = h
@@ -136,6 +142,23 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 			return nil, fmt.Errorf("%s: %w", pathHostStrict, err)
 		}
 		r.add(pathHostStrict, hostCall(h, agent.ID))
+	}
+	// Host.Call, traced: a host of its own with a telemetry block, every call
+	// sampled and its spans exported in batches over OTLP/HTTP to a sink in
+	// this process (stopped after the host, which flushes to it on Close).
+	// The block pins what the OTEL_* variables could otherwise change.
+	if want(pathHostTraced) {
+		r.sink = newOTLPSink()
+		r.closers = append(r.closers, r.sink.Close)
+		telemetry := fmt.Sprintf("telemetry {\n  traces       = \"otlp\"\n  endpoint     = %q\n  protocol     = \"http/protobuf\"\n  sample_ratio = 1\n}\n", r.sink.srv.URL)
+		h, agent, err := r.startHost(ctx, tmp, telemetry+noopPlugin, nil, "noop")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pathHostTraced, err)
+		}
+		if h.TracerProvider() == nil {
+			return nil, fmt.Errorf("%s: tracing is off (OTEL_SDK_DISABLED?)", pathHostTraced)
+		}
+		r.add(pathHostTraced, hostCall(h, agent.ID))
 	}
 	if want(pathAPI) || want(pathOursHTTP) {
 		if err := r.startServer(ctx, served, want); err != nil {
@@ -337,6 +360,22 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
+// flush waits until every in-process host's events are written and, when
+// it traces, its queued spans exported.
+func (r *callRig) flush(ctx context.Context) error {
+	for _, h := range r.hosts {
+		if err := h.FlushEvents(ctx); err != nil {
+			return err
+		}
+		if tp, ok := h.TracerProvider().(interface{ ForceFlush(context.Context) error }); ok {
+			if err := tp.ForceFlush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (r *callRig) add(name string, call func(context.Context) error) {
 	r.paths = append(r.paths, callPath{name: name, call: call})
 }
@@ -429,8 +468,8 @@ type callPlan struct {
 
 // runCalls runs the plan and returns the series, per concurrency in plan
 // order, per path in rig order. Between two runs it waits, untimed, until
-// the host's events are written, so one path's backlog does not slow the
-// next.
+// the hosts' events are written and their spans exported, so one path's
+// backlog does not slow the next.
 func runCalls(ctx context.Context, r *callRig, plan callPlan, logf func(string, ...any)) ([][]*Series, error) {
 	for _, p := range r.paths {
 		if _, _, err := runRound(ctx, p.call, 8, plan.Warmup); err != nil {
@@ -453,10 +492,8 @@ func runCalls(ctx context.Context, r *callRig, plan callPlan, logf func(string, 
 				}
 				s := row[i]
 				s.Lat, s.Calls, s.Wall = append(s.Lat, lat...), s.Calls+len(lat), s.Wall+wall
-				for _, h := range r.hosts {
-					if err := h.FlushEvents(ctx); err != nil {
-						return nil, err
-					}
+				if err := r.flush(ctx); err != nil {
+					return nil, err
 				}
 			}
 		}

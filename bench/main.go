@@ -6,7 +6,8 @@
 // shared 2-core machine only ratios taken in one run hold: a no-op tool call
 // through each path (raw gRPC, Host.Call, POST /api/call, our MCP front and a
 // go-sdk MCP server over streamable HTTP and over stdio, Host.Call of that
-// server as an mcp_server group),
+// server as an mcp_server group, Host.Call with metrics off, with strict
+// audit and traced),
 // `toolhost serve` cold start, plugin kill and restart, ToolsFor, the RSS of
 // the host and its plugins, and what the sandbox adds to a command.
 package main
@@ -144,6 +145,17 @@ func run(ctx context.Context, o options) error {
 	rig.Close()
 	if err != nil {
 		return err
+	}
+	if rig.sink != nil { // read once closed: the host flushed its last spans on Close
+		rep.Traced = rig.sink.received()
+		rep.Traced.Calls = rep.Plan.Warmup
+		for _, row := range rep.Calls {
+			for _, s := range row {
+				if s.Path == pathHostTraced {
+					rep.Traced.Calls += s.Calls
+				}
+			}
+		}
 	}
 	if want != nil { // a study of some paths: no report
 		rep.Wall = time.Since(began)

@@ -25,6 +25,7 @@ type report struct {
 	RSS        []rssRow
 	Sandbox    *sandboxResult
 	Context    *contextResult
+	Traced     *traceExport  // what the traced path's host exported to the bench's sink, nil when it did not run
 	Wall       time.Duration // the bench program's run
 	ScriptWall time.Duration // scripts/bench from its start (build included); 0 when not run by it
 	Plot       string        // the plot's path relative to the report
@@ -83,9 +84,11 @@ func (r *report) checks() []checked {
 	add := func(name, fig, base string, v, maxV, minV float64) {
 		out = append(out, checked{ratio: ratio{Name: name, Value: v, Max: maxV, Min: minV}, Figure: fig, Baseline: base})
 	}
-	// at compares path a with its baseline b, both at conc callers: p50
-	// (or p99), or calls/s, when both ran.
-	at := func(a, b string, conc int, q, maxV, minV float64) {
+	// named compares path a with its baseline b, both at conc callers: p50
+	// (or p99), or calls/s, when both ran; name formats the figure ("p50",
+	// "calls/s") and the callers ("1 caller", "32 callers") into the line's
+	// name.
+	named := func(name func(fig, callers string) string, a, b string, conc int, q, maxV, minV float64) {
 		sa, sb := r.series(a, conc), r.series(b, conc)
 		if sa == nil || sb == nil {
 			return
@@ -95,26 +98,38 @@ func (r *report) checks() []checked {
 			callers += "s"
 		}
 		if q == 0 {
-			add(fmt.Sprintf("%s calls/s / %s calls/s (%s)", a, b, callers), rate(sa), rate(sb), sa.Rate()/sb.Rate(), maxV, minV)
+			add(name("calls/s", callers), rate(sa), rate(sb), sa.Rate()/sb.Rate(), maxV, minV)
 			return
 		}
-		pq := fmt.Sprintf("p%.0f", q*100)
-		add(fmt.Sprintf("%s %s / %s %s (%s)", a, pq, b, pq, callers), fmtDur(sa.P(q)), fmtDur(sb.P(q)), durRatio(sa.P(q), sb.P(q)), maxV, minV)
+		add(name(fmt.Sprintf("p%.0f", q*100), callers), fmtDur(sa.P(q)), fmtDur(sb.P(q)), durRatio(sa.P(q), sb.P(q)), maxV, minV)
+	}
+	// at is named with the paths' names: "a p50 / b p50 (1 caller)".
+	at := func(a, b string, conc int, q, maxV, minV float64) {
+		named(func(fig, callers string) string { return fmt.Sprintf("%s %s / %s %s (%s)", a, fig, b, fig, callers) }, a, b, conc, q, maxV, minV)
+	}
+	// onOff is named for a feature of Host.Call: "Host.Call p50, metrics on / off (1 caller)".
+	onOff := func(feature, on, off string, conc int, q, maxV, minV float64) {
+		named(func(fig, callers string) string {
+			return fmt.Sprintf("Host.Call %s, %s on / off (%s)", fig, feature, callers)
+		}, on, off, conc, q, maxV, minV)
 	}
 	const rates = 0 // at's q for calls/s
 	at(pathHost, pathRaw, 1, .5, 1.15, 0)
 	at(pathHost, pathRaw, 1, .99, 1.3, 0)
 	at(pathHost, pathRaw, 32, rates, 0, 0.6)
 	at(pathHost, pathSDKStdio, 32, rates, 0, 5)
-	if on, off := r.series(pathHost, 1), r.series(pathHostBare, 1); on != nil && off != nil {
-		add("Host.Call p50, metrics on / off (1 caller)", fmtDur(on.P(.5)), fmtDur(off.P(.5)), durRatio(on.P(.5), off.P(.5)), 1.03, 0)
-	}
+	onOff("metrics", pathHost, pathHostBare, 1, .5, 1.03, 0)
 	// audit { mode = "strict" } would be the default if it cost at most 10 %
 	// of the throughput at 32 callers; it costs far more (a commit per
 	// call's start, the writer's linger included), so it is opt-in and these
 	// rows have no target.
 	at(pathHostStrict, pathHost, 32, rates, 0, 0)
 	at(pathHostStrict, pathHost, 1, .5, 0, 0)
+	// Tracing's target is that it costs nothing when off (a Go benchmark of
+	// the host shows it); what every call traced and exported costs is
+	// reported without one.
+	onOff("tracing", pathHostTraced, pathHost, 1, .5, 0, 0)
+	onOff("tracing", pathHostTraced, pathHost, 32, rates, 0, 0)
 	// Our MCP front against a go-sdk server with a no-op tool on the same
 	// transport, the same client calling both.
 	at(pathOursHTTP, pathSDKHTTP, 1, .5, 1.6, 0)
@@ -203,7 +218,7 @@ func (r *report) write(w io.Writer) {
 
 // writeCalls renders the no-op call tables.
 func (r *report) writeCalls(p func(string, ...any)) {
-	p("\n## 1. A no-op tool call, nine ways\n")
+	p("\n## 1. A no-op tool call, %d ways\n", len(callPaths))
 	p("The tool does nothing and answers \"ok\" (`bench/noop`, a plugin using only `sdk`; `bench/mcpnoop` serves the same tool with the go-sdk). " +
 		"Every MCP path is called by the same client, the go-sdk's with its defaults, one session shared by the callers; the HTTP ones through " +
 		"the same `http.Transport` settings (keep-alive connections).\n")
@@ -211,6 +226,18 @@ func (r *report) writeCalls(p func(string, ...any)) {
 	p("- **%s** — an in-process `host.Host` with the plugin as a subprocess, called as an agent of a role holding its group: the whole pipeline (policy, validation, events, gRPC).", pathHost)
 	p("- **%s** — the same on a host of its own (its own plugin process) made with `host.Options{DisableMetrics: true}`: "+
 		"what the Prometheus metrics cost a call is %s's p50 over this one's.", pathHostBare, pathHost)
+	p("- **%s** — the same on a host of its own with `audit { mode = \"strict\" }`: a call is dispatched only once its started event is committed.", pathHostStrict)
+	traced := ""
+	if t := r.Traced; t != nil {
+		traced = " In this run the sink received " + t.String() + ", warm-up included."
+	}
+	p("- **%s** — the same on a host of its own with tracing on: a `telemetry` block (`traces = \"otlp\"`, `sample_ratio = 1`: "+
+		"every call sampled, as by default) exporting over OTLP/HTTP (`http/protobuf`, the SDK's batch span processor with its defaults) to a sink in the bench "+
+		"process on a loopback port, which reads each request, counts it and its spans, and answers 200. Each call makes five spans: "+
+		"the call, policy, validation, dispatch, and the plugin's handler span relayed back in its gRPC response. "+
+		"The tracing on / off rows are this path against %s, which has none: what tracing every call costs the host and the plugin, "+
+		"a real collector's work aside (the sink only reads and counts). "+
+		"That tracing costs nothing when off is shown by a Go benchmark of the host (`go test -run '^$' -bench Tracing ./host`), not here.%s", pathHostTraced, pathHost, traced)
 	p("- **%s** — the same host behind `server.New`, an `http.Server` in the bench process on a loopback port, with a role token.", pathAPI)
 	p("- **%s** — our MCP front: the go-sdk streamable HTTP client against `/mcp/bench` of that server, with the role token.", pathOursHTTP)
 	p("- **%s** — its baseline: `bench/mcpnoop -http` as a subprocess, the go-sdk's `StreamableHTTPHandler` with its defaults on a loopback port.", pathSDKHTTP)
@@ -223,8 +250,8 @@ func (r *report) writeCalls(p func(string, ...any)) {
 		"A host of its own, because in the first one the plugin's `noop` would shadow the server's.\n", pathHostMCP)
 	if r.Plan.Calls != nil {
 		p("Calls per path: %d with 1 caller, %d with more, split into %d rounds in which the paths take turns (in a rotated order), "+
-			"after %d warm-up calls each. Between two turns the bench waits, untimed, until the host's events are on disk, so one path's "+
-			"event backlog does not slow the next. calls/s = calls / summed wall time of the turns.\n",
+			"after %d warm-up calls each. Between two turns the bench waits, untimed, until the hosts' events are on disk (and the traced "+
+			"host's spans exported), so one path's backlog does not slow the next. calls/s = calls / summed wall time of the turns.\n",
 			r.Plan.Calls(1), r.Plan.Calls(32), r.Plan.Rounds, r.Plan.Warmup)
 	}
 	for _, row := range r.Calls {
@@ -355,5 +382,8 @@ func (r *report) summary(w io.Writer) {
 	fmt.Fprintf(w, "\nbench: %s on %d cores (%s), %s\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.Go, r.Wall.Round(time.Second))
 	for _, c := range r.checks() {
 		fmt.Fprintf(w, "  %s %-68s %10s vs %-10s = %6.2f  (target %s)\n", c.Verdict(), c.Name, c.Figure, c.Baseline, c.Value, c.Target())
+	}
+	if t := r.Traced; t != nil {
+		fmt.Fprintf(w, "  %s: the OTLP sink received %s\n", pathHostTraced, t)
 	}
 }

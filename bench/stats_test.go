@@ -89,15 +89,18 @@ func TestReportChecks(t *testing.T) {
 	}
 	r := &report{Calls: [][]*Series{
 		{mk(pathRaw, 1, 100*time.Microsecond, 0), mk(pathHost, 1, 110*time.Microsecond, 0), mk(pathHostBare, 1, 108*time.Microsecond, 0),
+			mk(pathHostTraced, 1, 132*time.Microsecond, 0),
 			mk(pathOursHTTP, 1, 400*time.Microsecond, 0), mk(pathSDKHTTP, 1, 200*time.Microsecond, 0),
 			mk(pathOursStdio, 1, 300*time.Microsecond, 0), mk(pathSDKStdio, 1, 200*time.Microsecond, 0)},
-		{mk(pathRaw, 32, time.Millisecond, 40000), mk(pathHost, 32, time.Millisecond, 20000),
+		{mk(pathRaw, 32, time.Millisecond, 40000), mk(pathHost, 32, time.Millisecond, 20000), mk(pathHostTraced, 32, time.Millisecond, 15000),
 			mk(pathOursHTTP, 32, time.Millisecond, 3000), mk(pathSDKHTTP, 32, time.Millisecond, 2000),
 			mk(pathSDKStdio, 32, time.Millisecond, 4000)},
 	}}
 	want := map[string]string{
 		"Host.Call p50 / raw gRPC Call p50 (1 caller)":                       "1.10 ✓",
 		"Host.Call p50, metrics on / off (1 caller)":                         "1.02 ✓",
+		"Host.Call p50, tracing on / off (1 caller)":                         "1.20 –",
+		"Host.Call calls/s, tracing on / off (32 callers)":                   "0.75 –",
 		"Host.Call calls/s / raw gRPC Call calls/s (32 callers)":             "0.50 ✗",
 		"Host.Call calls/s / MCP stdio (go-sdk) calls/s (32 callers)":        "5.00 ✓",
 		"MCP HTTP (ours) p50 / MCP HTTP (go-sdk) p50 (1 caller)":             "2.00 ✗",
@@ -114,9 +117,16 @@ func TestReportChecks(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, got[name], w)
 		}
 	}
+	r.Traced = &traceExport{Requests: 3, Bytes: 4096, Spans: 50, Calls: 10}
 	var b strings.Builder
 	r.write(&b)
-	if !strings.Contains(b.String(), "| Host.Call calls/s / raw gRPC Call calls/s (32 callers) | 20000/s | 40000/s | 0.50 | ≥ 0.60 | ✗ |") {
-		t.Errorf("the summary table lacks the throughput line:\n%s", b.String())
+	for _, line := range []string{
+		"| Host.Call calls/s / raw gRPC Call calls/s (32 callers) | 20000/s | 40000/s | 0.50 | ≥ 0.60 | ✗ |",
+		"| Host.Call p50, tracing on / off (1 caller) | 132 µs | 110 µs | 1.20 | – | – |",
+		"the sink received 3 export requests, 4 KB, 50 spans (5.00 per call), warm-up included.",
+	} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("the report lacks %q:\n%s", line, b.String())
+		}
 	}
 }
