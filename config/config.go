@@ -60,6 +60,21 @@ type Config struct {
 	Audit Audit
 	// Telemetry says where traces go, from the `telemetry` block.
 	Telemetry Telemetry
+	// Store says which database keeps the state, from the `store` block.
+	Store Store
+}
+
+// Store is the `store` block: the database that keeps roles, agents,
+// events, call results, approvals and tokens.
+type Store struct {
+	// Driver is "sqlite" (the default: a file in the data directory, one
+	// machine) or "postgres" (several hosts sharing one database).
+	Driver string
+	// DSN is PostgreSQL's connection string (a postgres:// URL or
+	// key=value pairs), required with driver "postgres";
+	// TOOLHOST_STORE_DSN overrides it, and alone selects "postgres". It
+	// may hold a password: write it as env("…") rather than in the file.
+	DSN string `json:"-"`
 }
 
 // Telemetry is the `telemetry` block: OpenTelemetry traces of calls, agent
@@ -318,6 +333,16 @@ func (c *Config) override(getenv func(string) string) Diagnostics {
 	var diags Diagnostics
 	if v := getenv("TOOLHOST_TOKEN"); v != "" {
 		c.Auth.Token = v
+	}
+	if v := getenv("TOOLHOST_STORE_DSN"); v != "" {
+		c.Store.DSN = v
+		if c.Store.Driver == "" {
+			c.Store.Driver = "postgres"
+		}
+	}
+	if c.Store.Driver == "postgres" && c.Store.DSN == "" {
+		diags = append(diags, Diagnostic{File: c.File, Summary: "Missing store DSN",
+			Detail: `store { driver = "postgres" } needs dsn (such as env("TOOLHOST_PG_DSN")) or TOOLHOST_STORE_DSN.`})
 	}
 	if v := getenv("TOOLHOST_LISTEN"); v != "" {
 		if _, err := listenAddr(v); err != nil {

@@ -224,6 +224,27 @@ builtin "workspace" {}`,
 		src:     "telemetry {\n  traces = \"jaeger\"\n}",
 		wantErr: `/srv/toolhost/config.hcl:2,12: Invalid value for "traces": "jaeger" is not one of otlp, console, none.`,
 	}, {
+		name: "a postgres store",
+		src:  "store {\n  driver = \"postgres\"\n  dsn    = env(\"PG\")\n}",
+		env:  map[string]string{"PG": "postgres://toolhost@db.internal/toolhost"},
+		check: func(t *testing.T, c *Config) {
+			equal(t, "Store", c.Store, Store{Driver: "postgres", DSN: "postgres://toolhost@db.internal/toolhost"})
+		},
+	}, {
+		name: "TOOLHOST_STORE_DSN alone selects postgres",
+		env:  map[string]string{"TOOLHOST_STORE_DSN": "host=127.0.0.1 dbname=toolhost"},
+		check: func(t *testing.T, c *Config) {
+			equal(t, "Store", c.Store, Store{Driver: "postgres", DSN: "host=127.0.0.1 dbname=toolhost"})
+		},
+	}, {
+		name:    "a postgres store needs a DSN",
+		src:     "store {\n  driver = \"postgres\"\n}",
+		wantErr: `/srv/toolhost/config.hcl: Missing store DSN: store { driver = "postgres" } needs dsn (such as env("TOOLHOST_PG_DSN")) or TOOLHOST_STORE_DSN.`,
+	}, {
+		name:    "an unknown store driver",
+		src:     "store {\n  driver = \"mysql\"\n}",
+		wantErr: `/srv/toolhost/config.hcl:2,12: Invalid value for "driver": "mysql" is not one of sqlite, postgres.`,
+	}, {
 		name:    "website_url must be an http URL",
 		src:     `website_url = "javascript:alert(1)"`,
 		wantErr: `/srv/toolhost/config.hcl:1,15: Invalid value for "website_url": "javascript:alert(1)" is not an absolute http or https URL.`,

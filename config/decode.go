@@ -25,6 +25,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "metrics"},
 		{Type: "audit"},
 		{Type: "telemetry"},
+		{Type: "store"},
 		{Type: "model", LabelNames: []string{"name"}},
 		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
@@ -138,6 +139,12 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		attr(d, tel.Attributes, "protocol", &cfg.Telemetry.Protocol, oneOf("http/protobuf", "grpc"))
 		attr(d, tel.Attributes, "sample_ratio", &cfg.Telemetry.SampleRatio, ratio)
 		attr(d, tel.Attributes, "service_name", &cfg.Telemetry.ServiceName, nonEmpty)
+	}
+	if blk := d.onlyBlock(content.Blocks.OfType("store")); blk != nil {
+		st, diags := blk.Body.Content(storeSchema)
+		d.add(diags)
+		attr(d, st.Attributes, "driver", &cfg.Store.Driver, oneOf("sqlite", "postgres"))
+		attr(d, st.Attributes, "dsn", &cfg.Store.DSN, asIs[string])
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
 		cfg.Tools = d.toolPolicy(blk.Body)
@@ -272,6 +279,8 @@ var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token
 var metricsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "public"}}}
 
 var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode"}}}
+
+var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}}}
 
 var telemetrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "traces"}, {Name: "endpoint"}, {Name: "protocol"}, {Name: "sample_ratio"}, {Name: "service_name"},

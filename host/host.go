@@ -118,6 +118,11 @@ type Host struct {
 	runID   string        // this process's run on the store (beginRun)
 }
 
+// StoreOptions are the store options of the config's store block.
+func StoreOptions(cfg *config.Config) store.Options {
+	return store.Options{Driver: cfg.Store.Driver, DSN: cfg.Store.DSN}
+}
+
 // New returns a host for the configuration, with its store open. It starts
 // no plugin; see Start.
 func New(cfg *config.Config, opts *Options) (*Host, error) {
@@ -143,7 +148,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		if len(changed) > 0 {
 			o.Logger.Warn("the data directory was readable by other users: made it private (directories 0700, files 0600)", "dir", dir, "paths", len(changed))
 		}
-		st, err := store.Open(context.Background(), dir)
+		st, err := store.OpenWith(context.Background(), dir, StoreOptions(cfg))
 		if err != nil {
 			_ = cleanup()
 			return nil, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
@@ -198,7 +203,7 @@ func (h *Host) FlushEvents(ctx context.Context) error { return h.events.Flush(ct
 
 // DataDir is where the host keeps its state (the store, saved outputs,
 // artifacts, the admin token): the store's directory.
-func (h *Host) DataDir() string { return filepath.Dir(h.store.Path()) }
+func (h *Host) DataDir() string { return h.store.Dir() }
 
 // Store returns the host's store.
 func (h *Host) Store() *store.Store { return h.store }

@@ -110,35 +110,28 @@ func (d *directory) putAgent(a store.Agent) {
 	d.agents[a.ID] = a
 }
 
-// watchStore reloads the directory whenever another connection commits,
-// checking every interval, until ctx ends; watchers hear of it only when the
-// roles changed (most commits are events).
+// watchStore reloads the directory whenever another process commits (on
+// SQLite, checking every interval; on PostgreSQL, as soon as a host
+// notifies), until ctx ends; watchers hear of it only when the roles
+// changed. It prunes stored call results on the way.
 func (h *Host) watchStore(ctx context.Context, every time.Duration) {
-	w, err := h.store.Changes(ctx)
+	w, err := h.store.Changes(ctx, every)
 	if err != nil {
 		h.log.Error("cannot watch the store for changes", "error", err)
 		return
 	}
 	defer w.Close()
-	last, _ := w.Version(ctx)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	pruned := time.Now()
+	prune := time.NewTicker(pruneEvery)
+	defer prune.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		if time.Since(pruned) >= pruneEvery {
+		case <-prune.C:
 			h.pruneCallResults(ctx)
-			pruned = time.Now()
-		}
-		v, err := w.Version(ctx)
-		if err != nil || v == last {
 			continue
+		case <-w.C:
 		}
-		last = v
 		changed, err := h.dir.load(ctx, h.store)
 		if err != nil {
 			h.log.Error("reloading roles", "error", err)

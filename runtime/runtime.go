@@ -412,26 +412,18 @@ func ownerAlive(owner string) bool {
 // (with Adopt) agents spawned by one-shot commands are adopted.
 func (rt *Runtime) watch() {
 	defer rt.wg.Done()
-	w, err := rt.st.Changes(rt.ctx)
+	w, err := rt.st.Changes(rt.ctx, rt.opts.WatchEvery)
 	if err != nil {
 		rt.log.Error("cannot watch the store", "error", err)
 		return
 	}
 	defer w.Close()
-	last, _ := w.Version(rt.ctx)
-	t := time.NewTicker(rt.opts.WatchEvery)
-	defer t.Stop()
 	for {
 		select {
 		case <-rt.ctx.Done():
 			return
-		case <-t.C:
+		case <-w.C:
 		}
-		v, err := w.Version(rt.ctx)
-		if err != nil || v == last {
-			continue
-		}
-		last = v
 		if err := rt.refresh(rt.ctx); err != nil && rt.ctx.Err() == nil {
 			rt.log.Error("following the store", "error", err)
 		}

@@ -81,7 +81,7 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 	}
 	a.CreatedAt = time.Now().UTC()
 	a.UpdatedAt = a.CreatedAt
-	_, err := s.db.ExecContext(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.db.exec(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.RoleID, a.ParentID, a.Status, a.Kind, a.Task, a.Answer, a.ErrorCode, a.Error, a.Turns, a.Tokens, a.Owner,
 		stamp(a.CreatedAt), stamp(a.UpdatedAt))
 	if err != nil {
@@ -95,7 +95,7 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 // returns the stored agent with ErrFinal.
 func (s *Store) UpdateAgent(ctx context.Context, a Agent) (Agent, error) {
 	a.UpdatedAt = time.Now().UTC()
-	res, err := s.db.ExecContext(ctx, `UPDATE agents SET status = ?, answer = ?, error_code = ?, error = ?, turns = ?, tokens = ?, updated_at = ?
+	res, err := s.db.exec(ctx, `UPDATE agents SET status = ?, answer = ?, error_code = ?, error = ?, turns = ?, tokens = ?, updated_at = ?
 		WHERE id = ? AND status NOT IN ('failed', 'terminated')`,
 		a.Status, a.Answer, a.ErrorCode, a.Error, a.Turns, a.Tokens, stamp(a.UpdatedAt), a.ID)
 	if err != nil {
@@ -130,7 +130,7 @@ func (s *Store) TerminateAgent(ctx context.Context, id, reason string) (Agent, e
 // already, or is stale (the previous owner, gone); it reports whether owner
 // now owns the agent.
 func (s *Store) ClaimAgent(ctx context.Context, id, owner, stale string) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE agents SET owner = ? WHERE id = ? AND owner IN ('', ?, ?)`, owner, id, owner, stale)
+	res, err := s.db.exec(ctx, `UPDATE agents SET owner = ? WHERE id = ? AND owner IN ('', ?, ?)`, owner, id, owner, stale)
 	if err != nil {
 		return false, fmt.Errorf("store: claim agent: %w", err)
 	}
@@ -140,7 +140,7 @@ func (s *Store) ClaimAgent(ctx context.Context, id, owner, stale string) (bool, 
 
 // Agent returns the agent with the id.
 func (s *Store) Agent(ctx context.Context, id string) (Agent, error) {
-	a, err := scanAgent(s.db.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = ?`, id))
+	a, err := scanAgent(s.db.queryRow(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("store: agent %q: %w", id, ErrNotFound)
 	}
@@ -149,7 +149,7 @@ func (s *Store) Agent(ctx context.Context, id string) (Agent, error) {
 
 // Agents returns every agent, oldest first.
 func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents ORDER BY created_at, id`)
+	rows, err := s.db.query(ctx, `SELECT `+agentColumns+` FROM agents ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: agents: %w", err)
 	}

@@ -25,9 +25,9 @@ type AgentMessage struct {
 // AppendMessages adds messages to the end of an agent's conversation,
 // numbering them after the last.
 func (s *Store) AppendMessages(ctx context.Context, agentID string, msgs []AgentMessage) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx db) error {
 		var last int
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM agent_messages WHERE agent_id = ?`, agentID).Scan(&last); err != nil {
+		if err := tx.queryRow(ctx, `SELECT coalesce(max(seq), 0) FROM agent_messages WHERE agent_id = ?`, agentID).Scan(&last); err != nil {
 			return err
 		}
 		return insertMessages(ctx, tx, agentID, last, msgs)
@@ -41,8 +41,8 @@ func (s *Store) AppendMessages(ctx context.Context, agentID string, msgs []Agent
 // ReplaceMessages makes msgs the agent's whole conversation (after a
 // compression), numbered from 1.
 func (s *Store) ReplaceMessages(ctx context.Context, agentID string, msgs []AgentMessage) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM agent_messages WHERE agent_id = ?`, agentID); err != nil {
+	err := s.tx(ctx, func(tx db) error {
+		if _, err := tx.exec(ctx, `DELETE FROM agent_messages WHERE agent_id = ?`, agentID); err != nil {
 			return err
 		}
 		return insertMessages(ctx, tx, agentID, 0, msgs)
@@ -53,8 +53,8 @@ func (s *Store) ReplaceMessages(ctx context.Context, agentID string, msgs []Agen
 	return nil
 }
 
-func insertMessages(ctx context.Context, tx *sql.Tx, agentID string, last int, msgs []AgentMessage) error {
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO agent_messages (agent_id, seq, role, content, tool_calls, tool_call_id, name, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+func insertMessages(ctx context.Context, tx db, agentID string, last int, msgs []AgentMessage) error {
+	stmt, err := tx.prepare(ctx, `INSERT INTO agent_messages (agent_id, seq, role, content, tool_calls, tool_call_id, name, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func insertMessages(ctx context.Context, tx *sql.Tx, agentID string, last int, m
 
 // Messages returns an agent's conversation, oldest first.
 func (s *Store) Messages(ctx context.Context, agentID string) ([]AgentMessage, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, role, content, tool_calls, tool_call_id, name, ts FROM agent_messages WHERE agent_id = ? ORDER BY seq`, agentID)
+	rows, err := s.db.query(ctx, `SELECT seq, role, content, tool_calls, tool_call_id, name, ts FROM agent_messages WHERE agent_id = ? ORDER BY seq`, agentID)
 	if err != nil {
 		return nil, fmt.Errorf("store: messages: %w", err)
 	}
@@ -107,28 +107,30 @@ type Mail struct {
 // Send puts a message in an agent's mailbox and returns it with its id.
 func (s *Store) Send(ctx context.Context, m Mail) (Mail, error) {
 	m.Sent = time.Now().UTC()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO mailbox (to_agent, from_agent, body, created_at) VALUES (?, ?, ?, ?)`, m.To, m.From, m.Body, stamp(m.Sent))
+	err := s.db.queryRow(ctx, `INSERT INTO mailbox (to_agent, from_agent, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+		m.To, m.From, m.Body, stamp(m.Sent)).Scan(&m.ID)
 	if err != nil {
 		return m, fmt.Errorf("store: send: %w", err)
 	}
-	m.ID, err = res.LastInsertId()
-	return m, err
+	return m, nil
 }
 
 // TakeUnread marks an agent's unread messages read and returns them, oldest
 // first: each message is taken once.
 func (s *Store) TakeUnread(ctx context.Context, agentID string) ([]Mail, error) {
 	var out []Mail
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx db) error {
 		var err error
-		if out, err = mails(ctx, tx, `WHERE to_agent = ? AND read_at = '' ORDER BY id`, agentID); err != nil || len(out) == 0 {
+		// The rows stay locked until the commit: a concurrent taker (another
+		// host's) waits, then finds them read.
+		if out, err = mails(ctx, tx, `WHERE to_agent = ? AND read_at = '' ORDER BY id`+s.eng.forUpdate(), agentID); err != nil || len(out) == 0 {
 			return err
 		}
 		read := time.Now().UTC()
 		for i := range out {
 			out[i].Read = read
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE mailbox SET read_at = ? WHERE to_agent = ? AND read_at = '' AND id <= ?`, stamp(read), agentID, out[len(out)-1].ID)
+		_, err = tx.exec(ctx, `UPDATE mailbox SET read_at = ? WHERE to_agent = ? AND read_at = '' AND id <= ?`, stamp(read), agentID, out[len(out)-1].ID)
 		return err
 	})
 	if err != nil {
@@ -139,7 +141,7 @@ func (s *Store) TakeUnread(ctx context.Context, agentID string) ([]Mail, error) 
 
 // Unread returns the ids of the agents that have unread mail.
 func (s *Store) Unread(ctx context.Context) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT to_agent FROM mailbox WHERE read_at = ''`)
+	rows, err := s.db.query(ctx, `SELECT DISTINCT to_agent FROM mailbox WHERE read_at = ''`)
 	if err != nil {
 		return nil, fmt.Errorf("store: unread: %w", err)
 	}
@@ -164,12 +166,8 @@ func (s *Store) Mailbox(ctx context.Context, agentID string) ([]Mail, error) {
 	return out, nil
 }
 
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func mails(ctx context.Context, q querier, where string, args ...any) ([]Mail, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, to_agent, from_agent, body, created_at, read_at FROM mailbox `+where, args...)
+func mails(ctx context.Context, q db, where string, args ...any) ([]Mail, error) {
+	rows, err := q.query(ctx, `SELECT id, to_agent, from_agent, body, created_at, read_at FROM mailbox `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +199,7 @@ type Artifact struct {
 // PutArtifact indexes an artifact; an id already indexed keeps its first
 // entry, which is returned.
 func (s *Store) PutArtifact(ctx context.Context, a Artifact) (Artifact, error) {
-	_, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO artifacts (id, name, mime, size, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := s.db.exec(ctx, `INSERT INTO artifacts (id, name, mime, size, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		a.ID, a.Name, a.MIME, a.Size, a.CreatedBy, now())
 	if err != nil {
 		return a, fmt.Errorf("store: put artifact: %w", err)
@@ -213,7 +211,7 @@ func (s *Store) PutArtifact(ctx context.Context, a Artifact) (Artifact, error) {
 func (s *Store) Artifact(ctx context.Context, id string) (Artifact, error) {
 	a := Artifact{ID: id}
 	var created string
-	err := s.db.QueryRowContext(ctx, `SELECT name, mime, size, created_by, created_at FROM artifacts WHERE id = ?`, id).
+	err := s.db.queryRow(ctx, `SELECT name, mime, size, created_by, created_at FROM artifacts WHERE id = ?`, id).
 		Scan(&a.Name, &a.MIME, &a.Size, &a.CreatedBy, &created)
 	if err == sql.ErrNoRows {
 		return a, fmt.Errorf("store: artifact %q: %w", id, ErrNotFound)

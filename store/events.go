@@ -324,13 +324,13 @@ func (w *EventWriter) writeRetrying(batch []Event) error {
 // for the writer's life (only its goroutine uses them).
 func (w *EventWriter) insert(events []Event) error {
 	ctx := context.Background()
-	return w.store.tx(ctx, func(tx *sql.Tx) error {
+	return w.store.tx(ctx, func(tx db) error {
 		args := make([]any, 0, eventFields*rowsPerInsert)
 		for group := range slices.Chunk(events, rowsPerInsert) {
 			stmt, ok := w.stmts[len(group)]
 			if !ok {
 				var err error
-				if stmt, err = w.store.db.PrepareContext(ctx, insertSQL(len(group))); err != nil {
+				if stmt, err = w.store.db.prepare(ctx, insertSQL(w.store.eng, len(group))); err != nil {
 					return err
 				}
 				w.stmts[len(group)] = stmt
@@ -339,7 +339,7 @@ func (w *EventWriter) insert(events []Event) error {
 			for _, e := range group {
 				args = append(args, stamp(e.Time), e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID, payloadJSON(e.Payload))
 			}
-			if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...); err != nil {
+			if _, err := tx.stmt(ctx, stmt).ExecContext(ctx, args...); err != nil {
 				return err
 			}
 			runtime.Gosched() // between statements, the calls waiting for a CPU go first
@@ -355,12 +355,10 @@ const (
 	eventFields   = 9
 )
 
-// insertSQL returns an INSERT of rows events. OR FAIL spares SQLite a
-// statement journal (a temporary file) for multi-row statements; no row can
-// fail, and a failed batch is rolled back whole anyway.
-func insertSQL(rows int) string {
+// insertSQL returns the engine's INSERT of rows events.
+func insertSQL(eng engine, rows int) string {
 	row := "(" + strings.Repeat("?, ", eventFields-1) + "?)"
-	return `INSERT OR FAIL INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload) VALUES ` +
+	return eng.insertEvents() + ` INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload) VALUES ` +
 		strings.Repeat(row+", ", rows-1) + row
 }
 
@@ -477,9 +475,9 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	if f.First {
 		query += ` ORDER BY id LIMIT ?`
 	} else {
-		query = `SELECT * FROM (` + query + ` ORDER BY id DESC LIMIT ?) ORDER BY id`
+		query = `SELECT * FROM (` + query + ` ORDER BY id DESC LIMIT ?) AS recent ORDER BY id`
 	}
-	rows, err := s.db.QueryContext(ctx, query, append(args, limit)...)
+	rows, err := s.db.query(ctx, query, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: events: %w", err)
 	}

@@ -46,89 +46,93 @@ func ids(events []Event) []int64 {
 // exactly once, in batches, with the default queue and with one so small
 // that emitters keep waiting for room.
 func TestEmitConcurrently(t *testing.T) {
-	for _, tc := range []struct {
-		name            string
-		goroutines, per int
-		opts            *WriterOptions
-	}{
-		{"defaults", 64, 2000, nil},
-		{"tiny queue", 8, 200, &WriterOptions{QueueSize: 4, MaxBatch: 3}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := open(t, t.TempDir())
-			w := s.NewEventWriter(tc.opts)
-			var wg sync.WaitGroup
-			for g := range tc.goroutines {
-				wg.Go(func() {
-					for i := range tc.per {
-						w.Emit(Event{Type: EventCallCompleted, Tool: "noop", Payload: map[string]any{"n": g*tc.per + i}})
+	engines(t, func(t *testing.T, open opener) {
+		for _, tc := range []struct {
+			name            string
+			goroutines, per int
+			opts            *WriterOptions
+		}{
+			{"defaults", 64, 2000, nil},
+			{"tiny queue", 8, 200, &WriterOptions{QueueSize: 4, MaxBatch: 3}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				s := open(t, t.TempDir())
+				w := s.NewEventWriter(tc.opts)
+				var wg sync.WaitGroup
+				for g := range tc.goroutines {
+					wg.Go(func() {
+						for i := range tc.per {
+							w.Emit(Event{Type: EventCallCompleted, Tool: "noop", Payload: map[string]any{"n": g*tc.per + i}})
+						}
+					})
+				}
+				wg.Wait()
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				total := tc.goroutines * tc.per
+				if w.Written() != int64(total) || w.Dropped() != 0 {
+					t.Fatalf("written %d, dropped %d, want %d, 0", w.Written(), w.Dropped(), total)
+				}
+				got, err := s.Events(context.Background(), EventFilter{Limit: 2 * total})
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen := make([]bool, total)
+				for i, e := range got {
+					n, _ := e.Payload["n"].(float64)
+					if int(n) < 0 || int(n) >= total || seen[int(n)] {
+						t.Fatalf("event %+v: payload n out of range or repeated", e)
 					}
-				})
-			}
-			wg.Wait()
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			total := tc.goroutines * tc.per
-			if w.Written() != int64(total) || w.Dropped() != 0 {
-				t.Fatalf("written %d, dropped %d, want %d, 0", w.Written(), w.Dropped(), total)
-			}
-			got, err := s.Events(context.Background(), EventFilter{Limit: 2 * total})
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := make([]bool, total)
-			for i, e := range got {
-				n, _ := e.Payload["n"].(float64)
-				if int(n) < 0 || int(n) >= total || seen[int(n)] {
-					t.Fatalf("event %+v: payload n out of range or repeated", e)
+					seen[int(n)] = true
+					if i > 0 && e.ID <= got[i-1].ID {
+						t.Fatalf("ids not ascending: %d after %d", e.ID, got[i-1].ID)
+					}
 				}
-				seen[int(n)] = true
-				if i > 0 && e.ID <= got[i-1].ID {
-					t.Fatalf("ids not ascending: %d after %d", e.ID, got[i-1].ID)
+				if len(got) != total {
+					t.Fatalf("stored %d events, want %d", len(got), total)
 				}
-			}
-			if len(got) != total {
-				t.Fatalf("stored %d events, want %d", len(got), total)
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 // TestFlushMakesEventsVisible: after Flush, a query sees what was emitted
 // before it, with every field as emitted.
 func TestFlushMakesEventsVisible(t *testing.T) {
-	s := open(t, t.TempDir())
-	ctx := context.Background()
-	w := s.NewEventWriter(nil)
-	defer w.Close()
-	at := time.Date(2025, 3, 1, 12, 0, 0, 5, time.FixedZone("CET", 3600))
-	full := Event{Time: at, Type: EventCallCompleted, CallID: "c1", AgentID: "a1", Role: "dev", Tool: "read_file", Group: "workspace", ParentID: "p1",
-		Payload: map[string]any{"ok": true, "ms": 1.5, "out": map[string]any{"lines": 3.0}}}
-	before := time.Now()
-	w.Emit(full)
-	w.Emit(Event{Type: EventGroupRegistered, Group: "workspace"})
-	w.Emit(Event{Type: EventCallFailed, Payload: map[string]any{"bad": func() {}}})
-	if err := w.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Events(ctx, EventFilter{})
-	if err != nil || len(got) != 3 {
-		t.Fatalf("events = %+v, %v", got, err)
-	}
-	if w.Written() != 3 {
-		t.Fatalf("written = %d", w.Written())
-	}
-	full.ID, full.Time = got[0].ID, at.UTC()
-	if !reflect.DeepEqual(got[0], full) || got[0].Time.Location() != time.UTC {
-		t.Fatalf("read back\n%+v\nwant\n%+v", got[0], full)
-	}
-	if e := got[1]; e.Payload != nil || e.Group != "workspace" || e.Time.Sub(before).Abs() > time.Minute {
-		t.Fatalf("event with defaults = %+v", e)
-	}
-	if msg, _ := got[2].Payload["encode_error"].(string); !strings.Contains(msg, "unsupported type") {
-		t.Fatalf("unencodable payload stored as %+v", got[2].Payload)
-	}
+	engines(t, func(t *testing.T, open opener) {
+		s := open(t, t.TempDir())
+		ctx := context.Background()
+		w := s.NewEventWriter(nil)
+		defer w.Close()
+		at := time.Date(2025, 3, 1, 12, 0, 0, 5, time.FixedZone("CET", 3600))
+		full := Event{Time: at, Type: EventCallCompleted, CallID: "c1", AgentID: "a1", Role: "dev", Tool: "read_file", Group: "workspace", ParentID: "p1",
+			Payload: map[string]any{"ok": true, "ms": 1.5, "out": map[string]any{"lines": 3.0}}}
+		before := time.Now()
+		w.Emit(full)
+		w.Emit(Event{Type: EventGroupRegistered, Group: "workspace"})
+		w.Emit(Event{Type: EventCallFailed, Payload: map[string]any{"bad": func() {}}})
+		if err := w.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Events(ctx, EventFilter{})
+		if err != nil || len(got) != 3 {
+			t.Fatalf("events = %+v, %v", got, err)
+		}
+		if w.Written() != 3 {
+			t.Fatalf("written = %d", w.Written())
+		}
+		full.ID, full.Time = got[0].ID, at.UTC()
+		if !reflect.DeepEqual(got[0], full) || got[0].Time.Location() != time.UTC {
+			t.Fatalf("read back\n%+v\nwant\n%+v", got[0], full)
+		}
+		if e := got[1]; e.Payload != nil || e.Group != "workspace" || e.Time.Sub(before).Abs() > time.Minute {
+			t.Fatalf("event with defaults = %+v", e)
+		}
+		if msg, _ := got[2].Payload["encode_error"].(string); !strings.Contains(msg, "unsupported type") {
+			t.Fatalf("unencodable payload stored as %+v", got[2].Payload)
+		}
+	})
 }
 
 // filterEvents are the events the filter tests query, with ids 1 to 7 in a
@@ -147,41 +151,43 @@ func filterEvents(base time.Time) []Event {
 }
 
 func TestEventsFilter(t *testing.T) {
-	s := open(t, t.TempDir())
-	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	if all := writeEvents(t, s, filterEvents(base)); !slices.Equal(ids(all), []int64{1, 2, 3, 4, 5, 6, 7}) {
-		t.Fatalf("ids = %v", ids(all))
-	}
-	for _, tc := range []struct {
-		name   string
-		filter EventFilter
-		want   []int64
-	}{
-		{"none", EventFilter{}, []int64{1, 2, 3, 4, 5, 6, 7}},
-		{"tool", EventFilter{Tool: "read"}, []int64{1, 2, 6, 7}},
-		{"agent", EventFilter{AgentID: "a2"}, []int64{3, 4}},
-		{"call id", EventFilter{CallID: "c1"}, []int64{1, 2}},
-		{"type exact", EventFilter{Type: EventCallStarted}, []int64{1, 3, 6}},
-		{"type prefix", EventFilter{Type: "tool_call."}, []int64{1, 2, 3, 4, 6, 7}},
-		{"other prefix", EventFilter{Type: "group."}, []int64{5}},
-		{"prefix without dot is exact", EventFilter{Type: "tool_call"}, []int64{}},
-		{"since", EventFilter{Since: base.Add(3*time.Second + 999*time.Millisecond)}, []int64{5, 6, 7}},
-		// Within a second: as RFC3339Nano text, "…:04Z" would sort after "…:04.5Z".
-		{"since within a second", EventFilter{Since: base.Add(4500 * time.Millisecond)}, []int64{6, 7}},
-		{"since in another zone", EventFilter{Since: base.Add(4 * time.Second).In(time.FixedZone("X", -5*3600))}, []int64{5, 6, 7}},
-		{"after id", EventFilter{AfterID: 5}, []int64{6, 7}},
-		{"limit keeps the most recent", EventFilter{Limit: 2}, []int64{6, 7}},
-		{"tool and limit", EventFilter{Tool: "read", Limit: 3}, []int64{2, 6, 7}},
-		{"agent, prefix, after id", EventFilter{AgentID: "a1", Type: "tool_call.", AfterID: 1}, []int64{2, 6, 7}},
-		{"no match", EventFilter{Tool: "nope"}, []int64{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.Events(context.Background(), tc.filter)
-			if err != nil || !slices.Equal(ids(got), tc.want) {
-				t.Fatalf("ids = %v, %v; want %v", ids(got), err, tc.want)
-			}
-		})
-	}
+	engines(t, func(t *testing.T, open opener) {
+		s := open(t, t.TempDir())
+		base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+		if all := writeEvents(t, s, filterEvents(base)); !slices.Equal(ids(all), []int64{1, 2, 3, 4, 5, 6, 7}) {
+			t.Fatalf("ids = %v", ids(all))
+		}
+		for _, tc := range []struct {
+			name   string
+			filter EventFilter
+			want   []int64
+		}{
+			{"none", EventFilter{}, []int64{1, 2, 3, 4, 5, 6, 7}},
+			{"tool", EventFilter{Tool: "read"}, []int64{1, 2, 6, 7}},
+			{"agent", EventFilter{AgentID: "a2"}, []int64{3, 4}},
+			{"call id", EventFilter{CallID: "c1"}, []int64{1, 2}},
+			{"type exact", EventFilter{Type: EventCallStarted}, []int64{1, 3, 6}},
+			{"type prefix", EventFilter{Type: "tool_call."}, []int64{1, 2, 3, 4, 6, 7}},
+			{"other prefix", EventFilter{Type: "group."}, []int64{5}},
+			{"prefix without dot is exact", EventFilter{Type: "tool_call"}, []int64{}},
+			{"since", EventFilter{Since: base.Add(3*time.Second + 999*time.Millisecond)}, []int64{5, 6, 7}},
+			// Within a second: as RFC3339Nano text, "…:04Z" would sort after "…:04.5Z".
+			{"since within a second", EventFilter{Since: base.Add(4500 * time.Millisecond)}, []int64{6, 7}},
+			{"since in another zone", EventFilter{Since: base.Add(4 * time.Second).In(time.FixedZone("X", -5*3600))}, []int64{5, 6, 7}},
+			{"after id", EventFilter{AfterID: 5}, []int64{6, 7}},
+			{"limit keeps the most recent", EventFilter{Limit: 2}, []int64{6, 7}},
+			{"tool and limit", EventFilter{Tool: "read", Limit: 3}, []int64{2, 6, 7}},
+			{"agent, prefix, after id", EventFilter{AgentID: "a1", Type: "tool_call.", AfterID: 1}, []int64{2, 6, 7}},
+			{"no match", EventFilter{Tool: "nope"}, []int64{}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				got, err := s.Events(context.Background(), tc.filter)
+				if err != nil || !slices.Equal(ids(got), tc.want) {
+					t.Fatalf("ids = %v, %v; want %v", ids(got), err, tc.want)
+				}
+			})
+		}
+	})
 }
 
 // matches is the model of EventFilter without its limit.
@@ -195,121 +201,129 @@ func matches(e Event, f EventFilter) bool {
 // stored events that the model says match (with First, the first Limit),
 // in id order.
 func TestPropertyEventsFilter(t *testing.T) {
-	s := open(t, t.TempDir())
-	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	types := []string{EventCallStarted, EventCallCompleted, EventCallFailed, EventGroupRegistered, EventGroupUnregistered,
-		EventPluginExited, EventPluginRestarted, "tool_call", "tool_callx"}
-	tools, agents := []string{"", "read", "write", "grep"}, []string{"", "a1", "a2", "a3"}
-	var emitted []Event
-	for i := range 240 {
-		emitted = append(emitted, Event{Time: base.Add(time.Duration(i/2) * 500 * time.Millisecond), Type: types[i%len(types)],
-			Tool: tools[i%len(tools)], AgentID: agents[i/3%len(agents)], CallID: fmt.Sprintf("c%d", i/5)})
-	}
-	stored := writeEvents(t, s, emitted)
-	rapid.Check(t, func(t *rapid.T) {
-		f := EventFilter{
-			Tool:    rapid.SampledFrom(append(tools, "nope")).Draw(t, "tool"),
-			AgentID: rapid.SampledFrom(append(agents, "nope")).Draw(t, "agent"),
-			CallID:  rapid.SampledFrom([]string{"", "c0", "c7", "c47", "nope"}).Draw(t, "call"),
-			Type:    rapid.SampledFrom(append(types, "", "tool_call.", "group.", "plugin.", "nope.")).Draw(t, "type"),
-			AfterID: rapid.Int64Range(0, int64(len(stored))+1).Draw(t, "after"),
-			Limit:   rapid.IntRange(0, len(stored)+2).Draw(t, "limit"),
-			First:   rapid.Bool().Draw(t, "first"),
+	engines(t, func(t *testing.T, open opener) {
+		s := open(t, t.TempDir())
+		base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+		types := []string{EventCallStarted, EventCallCompleted, EventCallFailed, EventGroupRegistered, EventGroupUnregistered,
+			EventPluginExited, EventPluginRestarted, "tool_call", "tool_callx"}
+		tools, agents := []string{"", "read", "write", "grep"}, []string{"", "a1", "a2", "a3"}
+		var emitted []Event
+		for i := range 240 {
+			emitted = append(emitted, Event{Time: base.Add(time.Duration(i/2) * 500 * time.Millisecond), Type: types[i%len(types)],
+				Tool: tools[i%len(tools)], AgentID: agents[i/3%len(agents)], CallID: fmt.Sprintf("c%d", i/5)})
 		}
-		if rapid.Bool().Draw(t, "since") {
-			f.Since = base.Add(time.Duration(rapid.IntRange(-1, 130).Draw(t, "since_ms")) * 500 * time.Millisecond)
-		}
-		var want []int64
-		for _, e := range stored {
-			if matches(e, f) {
-				want = append(want, e.ID)
+		stored := writeEvents(t, s, emitted)
+		rapid.Check(t, func(t *rapid.T) {
+			f := EventFilter{
+				Tool:    rapid.SampledFrom(append(tools, "nope")).Draw(t, "tool"),
+				AgentID: rapid.SampledFrom(append(agents, "nope")).Draw(t, "agent"),
+				CallID:  rapid.SampledFrom([]string{"", "c0", "c7", "c47", "nope"}).Draw(t, "call"),
+				Type:    rapid.SampledFrom(append(types, "", "tool_call.", "group.", "plugin.", "nope.")).Draw(t, "type"),
+				AfterID: rapid.Int64Range(0, int64(len(stored))+1).Draw(t, "after"),
+				Limit:   rapid.IntRange(0, len(stored)+2).Draw(t, "limit"),
+				First:   rapid.Bool().Draw(t, "first"),
 			}
-		}
-		switch {
-		case f.Limit <= 0 || len(want) <= f.Limit:
-		case f.First: // a follower pages forward from its cursor
-			want = want[:f.Limit]
-		default:
-			want = want[len(want)-f.Limit:]
-		}
-		got, err := s.Events(context.Background(), f)
-		if err != nil || !slices.Equal(ids(got), want) {
-			t.Fatalf("ids = %v, %v; want %v", ids(got), err, want)
-		}
+			if rapid.Bool().Draw(t, "since") {
+				f.Since = base.Add(time.Duration(rapid.IntRange(-1, 130).Draw(t, "since_ms")) * 500 * time.Millisecond)
+			}
+			var want []int64
+			for _, e := range stored {
+				if matches(e, f) {
+					want = append(want, e.ID)
+				}
+			}
+			switch {
+			case f.Limit <= 0 || len(want) <= f.Limit:
+			case f.First: // a follower pages forward from its cursor
+				want = want[:f.Limit]
+			default:
+				want = want[len(want)-f.Limit:]
+			}
+			got, err := s.Events(context.Background(), f)
+			if err != nil || !slices.Equal(ids(got), want) {
+				t.Fatalf("ids = %v, %v; want %v", ids(got), err, want)
+			}
+		})
 	})
 }
 
 // TestCloseIsIdempotent: Close twice is fine; Emit after Close drops and
 // counts the event; Flush after Close has nothing to wait for.
 func TestCloseIsIdempotent(t *testing.T) {
-	s := open(t, t.TempDir())
-	w := s.NewEventWriter(nil)
-	w.Emit(Event{Type: EventPluginExited})
-	for range 2 {
-		if err := w.Close(); err != nil {
+	engines(t, func(t *testing.T, open opener) {
+		s := open(t, t.TempDir())
+		w := s.NewEventWriter(nil)
+		w.Emit(Event{Type: EventPluginExited})
+		for range 2 {
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Emit(Event{Type: EventPluginRestarted})
+		w.Emit(Event{Type: EventPluginRestarted})
+		if err := w.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-	}
-	w.Emit(Event{Type: EventPluginRestarted})
-	w.Emit(Event{Type: EventPluginRestarted})
-	if err := w.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if w.Written() != 1 || w.Dropped() != 2 {
-		t.Fatalf("written %d, dropped %d; want 1, 2", w.Written(), w.Dropped())
-	}
+		if w.Written() != 1 || w.Dropped() != 2 {
+			t.Fatalf("written %d, dropped %d; want 1, 2", w.Written(), w.Dropped())
+		}
+	})
 }
 
 // TestEventsSurviveReopen: events written by one Store are read by the next
 // one opened on the same directory.
 func TestEventsSurviveReopen(t *testing.T) {
-	dir := t.TempDir()
-	s := open(t, dir)
-	want := writeEvents(t, s, filterEvents(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)))
-	s.Close()
-	got, err := open(t, dir).Events(context.Background(), EventFilter{})
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("after reopening: %+v, %v; want %+v", got, err, want)
-	}
+	engines(t, func(t *testing.T, open opener) {
+		dir := t.TempDir()
+		s := open(t, dir)
+		want := writeEvents(t, s, filterEvents(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)))
+		s.Close()
+		got, err := open(t, dir).Events(context.Background(), EventFilter{})
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("after reopening: %+v, %v; want %+v", got, err, want)
+		}
+	})
 }
 
 // TestWriteFailureIsReported: a batch that cannot be written is retried, then
 // passed to OnError and dropped; Flush and Close report it, and Flush gives
 // up when its context ends first.
 func TestWriteFailureIsReported(t *testing.T) {
-	s := open(t, t.TempDir())
-	s.Close() // every write now fails
-	reported := make(chan error, 1)
-	release := make(chan struct{})
-	w := s.NewEventWriter(&WriterOptions{OnError: func(err error) {
-		reported <- err
-		<-release
-	}})
-	w.Emit(Event{Type: EventCallStarted})
-	if err := <-reported; !strings.Contains(err.Error(), "database is closed") {
-		t.Fatalf("reported %v", err)
-	}
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := w.Flush(cancelled); err != context.Canceled {
-		t.Fatalf("Flush with a cancelled context while the batch is pending = %v", err)
-	}
-	if w.Queued() != 1 || w.Failed() != 0 {
-		t.Fatalf("while the batch is pending: queued %d, failed %d; want 1, 0", w.Queued(), w.Failed())
-	}
-	close(release)
-	if err := w.Flush(context.Background()); err == nil || !strings.Contains(err.Error(), "1 events not written") {
-		t.Fatalf("Flush = %v", err)
-	}
-	if w.Queued() != 0 || w.Failed() != 1 {
-		t.Fatalf("after: queued %d, failed %d; want 0, 1", w.Queued(), w.Failed())
-	}
-	if err := w.Close(); err == nil {
-		t.Fatal("Close reported no lost events")
-	}
-	if w.Written() != 0 {
-		t.Fatalf("written = %d", w.Written())
-	}
+	engines(t, func(t *testing.T, open opener) {
+		s := open(t, t.TempDir())
+		s.Close() // every write now fails
+		reported := make(chan error, 1)
+		release := make(chan struct{})
+		w := s.NewEventWriter(&WriterOptions{OnError: func(err error) {
+			reported <- err
+			<-release
+		}})
+		w.Emit(Event{Type: EventCallStarted})
+		if err := <-reported; !strings.Contains(err.Error(), "database is closed") {
+			t.Fatalf("reported %v", err)
+		}
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := w.Flush(cancelled); err != context.Canceled {
+			t.Fatalf("Flush with a cancelled context while the batch is pending = %v", err)
+		}
+		if w.Queued() != 1 || w.Failed() != 0 {
+			t.Fatalf("while the batch is pending: queued %d, failed %d; want 1, 0", w.Queued(), w.Failed())
+		}
+		close(release)
+		if err := w.Flush(context.Background()); err == nil || !strings.Contains(err.Error(), "1 events not written") {
+			t.Fatalf("Flush = %v", err)
+		}
+		if w.Queued() != 0 || w.Failed() != 1 {
+			t.Fatalf("after: queued %d, failed %d; want 0, 1", w.Queued(), w.Failed())
+		}
+		if err := w.Close(); err == nil {
+			t.Fatal("Close reported no lost events")
+		}
+		if w.Written() != 0 {
+			t.Fatalf("written = %d", w.Written())
+		}
+	})
 }
 
 // benchEvent is a typical completed call.

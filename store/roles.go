@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -66,11 +65,11 @@ const roleColumns = `id, name, description, prompt, tool_groups, tools_allow, to
 
 // ensureRoot creates the root role and the root agent when missing.
 func (s *Store) ensureRoot(ctx context.Context) error {
-	_, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, '["org_management"]', '[]', '[]', 'system', ?, 'active', '', 'store', '[]')`,
+	_, err := s.db.exec(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, '["org_management"]', '[]', '[]', 'system', ?, 'active', '', 'store', '[]') ON CONFLICT DO NOTHING`,
 		RootRoleID, RootRole, "The root of the organisation: creates roles and agents and hands out work.",
 		"You are the root agent. You do not do tasks yourself: you find or create roles, spawn agents for them and send them work.", now())
 	if err == nil {
-		_, err = s.db.ExecContext(ctx, `INSERT OR IGNORE INTO agents (id, role_id, parent_id, status, created_at) VALUES (?, ?, '', 'active', ?)`,
+		_, err = s.db.exec(ctx, `INSERT INTO agents (id, role_id, parent_id, status, created_at) VALUES (?, ?, '', 'active', ?) ON CONFLICT DO NOTHING`,
 			RootAgentID, RootRoleID, now())
 	}
 	if err != nil {
@@ -108,7 +107,7 @@ func scanRole(row scanner) (Role, error) {
 
 // Roles returns every role, the root first, then by name.
 func (s *Store) Roles(ctx context.Context) ([]Role, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+roleColumns+` FROM roles ORDER BY id != 'root', name`)
+	rows, err := s.db.query(ctx, `SELECT `+roleColumns+` FROM roles ORDER BY id != 'root', name`)
 	if err != nil {
 		return nil, fmt.Errorf("store: roles: %w", err)
 	}
@@ -126,7 +125,7 @@ func (s *Store) Roles(ctx context.Context) ([]Role, error) {
 
 // Role returns the role with the name, or with the id.
 func (s *Store) Role(ctx context.Context, nameOrID string) (Role, error) {
-	r, err := scanRole(s.db.QueryRowContext(ctx, `SELECT `+roleColumns+` FROM roles WHERE name = ? OR id = ? ORDER BY name = ? DESC LIMIT 1`, nameOrID, nameOrID, nameOrID))
+	r, err := scanRole(s.db.queryRow(ctx, `SELECT `+roleColumns+` FROM roles WHERE name = ? OR id = ? ORDER BY name = ? DESC LIMIT 1`, nameOrID, nameOrID, nameOrID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("store: role %q: %w", nameOrID, ErrNotFound)
 	}
@@ -146,15 +145,15 @@ func (s *Store) CreateRole(ctx context.Context, r Role) (Role, error) {
 		r.Source = SourceStore
 	}
 	r.CreatedAt = time.Now().UTC()
-	err := s.tx(ctx, func(tx *sql.Tx) error { return insertRole(ctx, tx, r) })
-	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: roles.name") {
+	err := s.tx(ctx, func(tx db) error { return insertRole(ctx, tx, r) })
+	if s.eng.uniqueViolation(err) {
 		return r, fmt.Errorf("store: role %q: %w", r.Name, ErrExists)
 	}
 	return r, err
 }
 
-func insertRole(ctx context.Context, tx *sql.Tx, r Role) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+func insertRole(ctx context.Context, tx db, r Role) error {
+	_, err := tx.exec(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Name, r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny),
 		r.CreatedBy, stamp(r.CreatedAt), r.Status, r.LLMServiceID, r.Source, listJSON(r.Deferred))
 	return err
@@ -164,11 +163,11 @@ func insertRole(ctx context.Context, tx *sql.Tx, r Role) error {
 // groups, allow, deny, deferred groups, status, LLM service), found by its
 // id.
 func (s *Store) UpdateRole(ctx context.Context, r Role) error {
-	return s.tx(ctx, func(tx *sql.Tx) error { return updateRole(ctx, tx, r) })
+	return s.tx(ctx, func(tx db) error { return updateRole(ctx, tx, r) })
 }
 
-func updateRole(ctx context.Context, tx *sql.Tx, r Role) error {
-	res, err := tx.ExecContext(ctx, `UPDATE roles SET description = ?, prompt = ?, tool_groups = ?, tools_allow = ?, tools_deny = ?, deferred_groups = ?, status = ?, llm_service_id = ?, source = ? WHERE id = ?`,
+func updateRole(ctx context.Context, tx db, r Role) error {
+	res, err := tx.exec(ctx, `UPDATE roles SET description = ?, prompt = ?, tool_groups = ?, tools_allow = ?, tools_deny = ?, deferred_groups = ?, status = ?, llm_service_id = ?, source = ? WHERE id = ?`,
 		r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny), listJSON(r.Deferred), r.Status, r.LLMServiceID, r.Source, r.ID)
 	if err != nil {
 		return fmt.Errorf("store: update role %q: %w", r.Name, err)
@@ -181,7 +180,7 @@ func updateRole(ctx context.Context, tx *sql.Tx, r Role) error {
 
 // DeleteRole removes the role with the name, and its agents.
 func (s *Store) DeleteRole(ctx context.Context, name string) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM roles WHERE name = ?`, name)
+	res, err := s.db.exec(ctx, `DELETE FROM roles WHERE name = ?`, name)
 	if err != nil {
 		return fmt.Errorf("store: delete role %q: %w", name, err)
 	}
@@ -198,8 +197,8 @@ func (s *Store) DeleteRole(ctx context.Context, name string) error {
 // the names it created, updated and deleted.
 func (s *Store) ReconcileConfigRoles(ctx context.Context, declared []Role) (changed []string, err error) {
 	deleted := false
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+roleColumns+` FROM roles`)
+	err = s.tx(ctx, func(tx db) error {
+		rows, err := tx.query(ctx, `SELECT `+roleColumns+` FROM roles`)
 		if err != nil {
 			return err
 		}
@@ -238,7 +237,7 @@ func (s *Store) ReconcileConfigRoles(ctx context.Context, declared []Role) (chan
 		}
 		for name, r := range existing {
 			if r.Source == SourceConfig && !keep[name] {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM roles WHERE id = ?`, r.ID); err != nil {
+				if _, err := tx.exec(ctx, `DELETE FROM roles WHERE id = ?`, r.ID); err != nil {
 					return err
 				}
 				changed = append(changed, name)
@@ -283,10 +282,10 @@ func listJSON(list []string) string {
 // load_tools): their definitions are part of its context from then on,
 // across restarts. Tools loaded before stay loaded.
 func (s *Store) LoadTools(ctx context.Context, agentID string, tools []string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx db) error {
 		at := now()
 		for _, t := range tools {
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO loaded_tools (agent_id, tool, loaded_at) VALUES (?, ?, ?)`, agentID, t, at); err != nil {
+			if _, err := tx.exec(ctx, `INSERT INTO loaded_tools (agent_id, tool, loaded_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, agentID, t, at); err != nil {
 				return fmt.Errorf("store: load tools of %s: %w", agentID, err)
 			}
 		}
@@ -296,7 +295,7 @@ func (s *Store) LoadTools(ctx context.Context, agentID string, tools []string) e
 
 // LoadedTools returns the tools an agent has loaded, by name.
 func (s *Store) LoadedTools(ctx context.Context, agentID string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT tool FROM loaded_tools WHERE agent_id = ? ORDER BY tool`, agentID)
+	rows, err := s.db.query(ctx, `SELECT tool FROM loaded_tools WHERE agent_id = ? ORDER BY tool`, agentID)
 	if err != nil {
 		return nil, fmt.Errorf("store: loaded tools of %s: %w", agentID, err)
 	}

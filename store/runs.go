@@ -20,12 +20,12 @@ type Run struct {
 func (s *Store) BeginRun(ctx context.Context, hostID string, pid int, procStart string) (Run, error) {
 	r := Run{ID: newID("run_"), HostID: hostID, Pid: pid, ProcStart: procStart}
 	// Runs that ended cleanly a week ago are of no more use.
-	_, err := s.db.ExecContext(ctx, `DELETE FROM host_runs WHERE ended_at != '' AND ended_at < ?`, stamp(time.Now().Add(-7*24*time.Hour)))
+	_, err := s.db.exec(ctx, `DELETE FROM host_runs WHERE ended_at != '' AND ended_at < ?`, stamp(time.Now().Add(-7*24*time.Hour)))
 	if err == nil {
-		err = s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM events`).Scan(&r.FromEvent)
+		err = s.db.queryRow(ctx, `SELECT COALESCE(MAX(id), 0) FROM events`).Scan(&r.FromEvent)
 	}
 	if err == nil {
-		_, err = s.db.ExecContext(ctx, `INSERT INTO host_runs (run_id, host_id, pid, proc_start, from_event, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		_, err = s.db.exec(ctx, `INSERT INTO host_runs (run_id, host_id, pid, proc_start, from_event, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			r.ID, r.HostID, r.Pid, r.ProcStart, r.FromEvent, now())
 	}
 	if err != nil {
@@ -36,7 +36,7 @@ func (s *Store) BeginRun(ctx context.Context, hostID string, pid int, procStart 
 
 // EndRun records that a run ended cleanly.
 func (s *Store) EndRun(ctx context.Context, runID string) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE host_runs SET ended_at = ? WHERE run_id = ?`, now(), runID); err != nil {
+	if _, err := s.db.exec(ctx, `UPDATE host_runs SET ended_at = ? WHERE run_id = ?`, now(), runID); err != nil {
 		return fmt.Errorf("store: end run: %w", err)
 	}
 	return nil
@@ -44,7 +44,7 @@ func (s *Store) EndRun(ctx context.Context, runID string) error {
 
 // OpenRuns returns the runs of hostID that never ended, but the one given.
 func (s *Store) OpenRuns(ctx context.Context, hostID, except string) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT run_id, host_id, pid, proc_start, from_event FROM host_runs WHERE host_id = ? AND ended_at = '' AND run_id != ?`, hostID, except)
+	rows, err := s.db.query(ctx, `SELECT run_id, host_id, pid, proc_start, from_event FROM host_runs WHERE host_id = ? AND ended_at = '' AND run_id != ?`, hostID, except)
 	if err != nil {
 		return nil, fmt.Errorf("store: open runs: %w", err)
 	}
@@ -63,7 +63,7 @@ func (s *Store) OpenRuns(ctx context.Context, hostID, except string) ([]Run, err
 // OpenCalls returns the tool_call.started events of a run (their payload's
 // run) that have no terminal event after them.
 func (s *Store) OpenCalls(ctx context.Context, r Run) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+eventColumns+` FROM events s WHERE s.id > ? AND s.type = ? AND json_extract(s.payload, '$.run') = ?
+	rows, err := s.db.query(ctx, `SELECT `+eventColumns+` FROM events s WHERE s.id > ? AND s.type = ? AND `+s.eng.jsonText("s.payload", "run")+` = ?
 		AND NOT EXISTS (SELECT 1 FROM events e WHERE e.call_id = s.call_id AND e.id > s.id AND e.type IN (?, ?)) ORDER BY s.id`,
 		r.FromEvent, EventCallStarted, r.ID, EventCallCompleted, EventCallFailed)
 	if err != nil {

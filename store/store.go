@@ -36,69 +36,129 @@ var ErrInvalid = errors.New("invalid")
 // is taken.
 var ErrExists = errors.New("already exists")
 
-//go:embed migrations/*.sql
+//go:embed migrations/*/*.sql
 var migrations embed.FS
 
 // Store is an open database.
 type Store struct {
-	db     *sql.DB
-	path   string
-	tokens tokenCache
+	sqlDB   *sql.DB
+	db      db // sqlDB with the engine's placeholders
+	eng     engine
+	dir     string // the data directory
+	path    string // the SQLite file; "" on PostgreSQL
+	tokens  tokenCache
+	changes *listener // PostgreSQL's notifications; nil on SQLite
+}
+
+// Drivers of Options.Driver.
+const (
+	DriverSQLite   = "sqlite"
+	DriverPostgres = "postgres"
+)
+
+// Options say which database a store opens.
+type Options struct {
+	// Driver is DriverSQLite (the default: FileName in the data directory)
+	// or DriverPostgres (DSN).
+	Driver string
+	// DSN is the PostgreSQL connection string, a postgres:// URL or
+	// key=value pairs, for DriverPostgres.
+	DSN string
 }
 
 // tokenStamp is the name of the file whose modification time tells every
 // process on a data directory that tokens were deleted (see tokenCache).
 const tokenStamp = "tokens.stamp"
 
-// Open opens (creating if needed) the database in dir, applies the
+// Open opens (creating if needed) the SQLite database in dir, applies the
 // migrations it lacks, and makes sure the root role and agent exist. A
 // directory or database it creates is private (DirMode, FileMode).
-func Open(ctx context.Context, dir string) (*Store, error) {
+func Open(ctx context.Context, dir string) (*Store, error) { return OpenWith(ctx, dir, Options{}) }
+
+// OpenWith opens the database o names, as Open does; dir is the data
+// directory either way, for the files kept beside the database (artifacts,
+// saved outputs). On PostgreSQL several hosts may open one database: the
+// migrations are applied once, and each store follows the others' changes
+// through LISTEN/NOTIFY (Changes).
+func OpenWith(ctx context.Context, dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	path := filepath.Join(dir, FileName)
-	if err := createPrivate(path); err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+	s := &Store{dir: dir}
+	var err error
+	switch o.Driver {
+	case "", DriverSQLite:
+		s.eng, s.path = sqlite{}, filepath.Join(dir, FileName)
+		if err := createPrivate(s.path); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		s.tokens.stamp = filepath.Join(dir, tokenStamp)
+		s.sqlDB, err = sql.Open("sqlite", sqliteDSN(s.path))
+	case DriverPostgres:
+		s.eng = postgres{}
+		s.sqlDB, err = sql.Open("pgx", o.DSN)
+	default:
+		return nil, fmt.Errorf("store: unknown driver %q: want %s or %s", o.Driver, DriverSQLite, DriverPostgres)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(10000)")
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, fmt.Errorf("store: open %s: %w", s.eng.name(), err)
 	}
-	s := &Store{db: db, path: path, tokens: tokenCache{stamp: filepath.Join(dir, tokenStamp)}}
+	s.db = db{q: s.sqlDB, eng: s.eng}
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
+		s.sqlDB.Close()
 		return nil, err
 	}
 	if err := s.ensureRoot(ctx); err != nil {
-		db.Close()
+		s.sqlDB.Close()
 		return nil, err
+	}
+	if o.Driver == DriverPostgres {
+		s.changes = listen(o.DSN, &s.tokens)
 	}
 	return s, nil
 }
 
-// Path returns the database file's path.
+// Path returns the SQLite database file's path; "" on PostgreSQL.
 func (s *Store) Path() string { return s.path }
 
+// Dir returns the data directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Engine returns the store's engine: DriverSQLite or DriverPostgres.
+func (s *Store) Engine() string { return s.eng.name() }
+
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.changes != nil {
+		s.changes.close()
+	}
+	return s.sqlDB.Close()
+}
 
 // Ping checks that the database answers a query.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
-	if err := s.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+	if err := s.db.queryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil
 }
 
-// migrate applies, in order and each in its own transaction, the embedded
-// migrations not yet recorded in schema_migrations.
+// migrate applies, in order and each in its own transaction, the engine's
+// embedded migrations not yet recorded in schema_migrations. Hosts sharing
+// a database take turns (the engine's lock), so each migration runs once.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+	err := s.tx(ctx, func(tx db) error {
+		if err := s.eng.lock(ctx, tx, "migrate"); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	names, err := fs.Glob(migrations, "migrations/"+s.eng.name()+"/*.sql")
 	if err != nil {
 		return err
 	}
@@ -112,15 +172,18 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = s.tx(ctx, func(tx *sql.Tx) error {
+		err = s.tx(ctx, func(tx db) error {
+			if err := s.eng.lock(ctx, tx, "migrate"); err != nil {
+				return err
+			}
 			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil || n > 0 {
+			if err := tx.queryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil || n > 0 {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			if _, err := tx.q.ExecContext(ctx, string(body)); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, now())
+			_, err := tx.exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, now())
 			return err
 		})
 		if err != nil {
@@ -130,48 +193,84 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// tx runs f in a transaction, committed when f returns nil. Transactions
-// begin IMMEDIATE (the _txlock setting): a read that later writes would
-// otherwise fail with SQLITE_BUSY_SNAPSHOT when another connection commits
-// in between, which busy_timeout does not retry.
-func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+// tx runs f in a transaction, committed when f returns nil. On SQLite,
+// transactions begin IMMEDIATE (the _txlock setting): a read that later
+// writes would otherwise fail with SQLITE_BUSY_SNAPSHOT when another
+// connection commits in between, which busy_timeout does not retry.
+func (s *Store) tx(ctx context.Context, f func(db) error) error {
+	tx, err := s.sqlDB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := f(tx); err != nil {
+	if err := f(db{q: tx, eng: s.eng}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()
 }
 
-// Changes returns a number that differs from the last one returned whenever
-// another process (or another connection) has committed since: a cheap way to
-// notice edits made by a CLI while a server runs. Its conn must be kept for
-// the comparisons to hold; Close it when done.
-func (s *Store) Changes(ctx context.Context) (*ChangeWatch, error) {
-	conn, err := s.db.Conn(ctx)
+// Changes returns a watch on the commits of other processes to what they
+// follow (roles, agents, mailboxes, tokens): a cheap way to notice edits
+// made by a CLI beside a server, or by another host. On SQLite it checks
+// every interval; on PostgreSQL a notification wakes it at once, and it
+// hears this process's commits too. Close it when done.
+func (s *Store) Changes(ctx context.Context, every time.Duration) (*ChangeWatch, error) {
+	if s.changes != nil {
+		return s.changes.watch(), nil
+	}
+	conn, err := s.sqlDB.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &ChangeWatch{conn: conn}, nil
+	c := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	w := &ChangeWatch{C: c, stop: cancel}
+	version := func() (v int64) {
+		_ = conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
+		return v
+	}
+	last := version() // before returning: a commit right after is seen
+	go func() {
+		defer conn.Close()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if v := version(); v != last && ctx.Err() == nil {
+				last = v
+				notify(c)
+			}
+		}
+	}()
+	return w, nil
 }
 
-// ChangeWatch reports commits made through other connections.
+// ChangeWatch tells of commits made by others: C receives a value after
+// one, several close together coalescing into one.
 type ChangeWatch struct {
-	conn *sql.Conn
+	// C receives after commits.
+	C    <-chan struct{}
+	stop func()
 }
 
-// Version returns SQLite's data_version for the watch's connection.
-func (w *ChangeWatch) Version(ctx context.Context) (int64, error) {
-	var v int64
-	err := w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
-	return v, err
+// Close ends the watch.
+func (w *ChangeWatch) Close() error {
+	w.stop()
+	return nil
 }
 
-// Close releases the watch's connection.
-func (w *ChangeWatch) Close() error { return w.conn.Close() }
+// notify signals c without blocking: a signal already pending covers this
+// one.
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
 
 // tsLayout is RFC 3339 with a fixed-width fraction: parseTime reads it, and
 // unlike time.RFC3339Nano its text order is time order, which the ts index

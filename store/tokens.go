@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -120,10 +120,10 @@ func (s *Store) insertToken(ctx context.Context, t Token, prefix string) (string
 	if !t.ExpiresAt.IsZero() {
 		exp = stamp(t.ExpiresAt)
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO tokens (name, scope, role_id, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := s.db.exec(ctx, `INSERT INTO tokens (name, scope, role_id, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		t.Name, t.Scope, roleID, hashSecret(secret), stamp(t.CreatedAt), exp)
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if s.eng.uniqueViolation(err) {
 			return "", Token{}, fmt.Errorf("store: token %q: %w", t.Name, ErrExists)
 		}
 		return "", Token{}, fmt.Errorf("store: create token: %w", err)
@@ -133,7 +133,7 @@ func (s *Store) insertToken(ctx context.Context, t Token, prefix string) (string
 
 // Tokens returns every token, oldest first.
 func (s *Store) Tokens(ctx context.Context) ([]Token, error) {
-	rows, err := s.db.QueryContext(ctx, tokenSelect+` ORDER BY t.created_at, t.name`)
+	rows, err := s.db.query(ctx, tokenSelect+` ORDER BY t.created_at, t.name`)
 	if err != nil {
 		return nil, fmt.Errorf("store: tokens: %w", err)
 	}
@@ -151,7 +151,7 @@ func (s *Store) Tokens(ctx context.Context) ([]Token, error) {
 
 // RevokeToken deletes the token named name: from then on it opens nothing.
 func (s *Store) RevokeToken(ctx context.Context, name string) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM tokens WHERE name = ?`, name)
+	res, err := s.db.exec(ctx, `DELETE FROM tokens WHERE name = ?`, name)
 	if err != nil {
 		return fmt.Errorf("store: revoke token: %w", err)
 	}
@@ -180,7 +180,7 @@ func (s *Store) LookupToken(ctx context.Context, secret string, at time.Time) (T
 	t, ok := s.tokens.get(hash)
 	if !ok {
 		var err error
-		t, err = scanToken(s.db.QueryRowContext(ctx, tokenSelect+` WHERE t.hash = ?`, hash))
+		t, err = scanToken(s.db.queryRow(ctx, tokenSelect+` WHERE t.hash = ?`, hash))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return Token{}, fmt.Errorf("store: token: %w", ErrNotFound)
@@ -199,16 +199,20 @@ func (s *Store) LookupToken(ctx context.Context, secret string, at time.Time) (T
 const maxCachedTokens = 4096
 
 // tokenCache keeps the tokens found by hash, so that a request with a role
-// token costs a stat, not a query. Whatever deletes tokens (a revocation, a
-// role deleted) rewrites the stamp file in the data directory after its
-// commit; a lookup that finds the stamp's modification time changed drops
-// the cache first. A revocation by another process therefore holds from the
-// moment it returns.
+// token costs a stat, not a query. On SQLite, whatever deletes tokens (a
+// revocation, a role deleted) rewrites the stamp file in the data directory
+// after its commit; a lookup that finds the stamp's modification time
+// changed drops the cache first. A revocation by another process therefore
+// holds from the moment it returns. On PostgreSQL, where hosts share no
+// directory, the deletion's notification drops every host's cache (the
+// listener's invalidateLocal): a revocation holds everywhere once the
+// notification arrives, milliseconds later.
 type tokenCache struct {
-	stamp string // the stamp file's path
+	stamp string       // the stamp file's path; "" on PostgreSQL
+	gen   atomic.Int64 // PostgreSQL: bumped by each notification
 
 	mu     sync.Mutex
-	seen   time.Time // the stamp's modification time the entries are valid for
+	seen   time.Time // the stamp's modification time (or gen) the entries are valid for
 	byHash map[string]Token
 }
 
@@ -236,8 +240,12 @@ func (c *tokenCache) put(hash string, t Token) {
 	c.byHash[hash] = t
 }
 
-// modTime is the stamp's modification time; zero when there is none yet.
+// modTime is the stamp's modification time, zero when there is none yet;
+// on PostgreSQL, the generation.
 func (c *tokenCache) modTime() time.Time {
+	if c.stamp == "" {
+		return time.Unix(0, c.gen.Load())
+	}
 	fi, err := os.Stat(c.stamp)
 	if err != nil {
 		return time.Time{}
@@ -246,19 +254,28 @@ func (c *tokenCache) modTime() time.Time {
 }
 
 // invalidate tells every process's cache that tokens were deleted: it
-// rewrites the stamp (a fresh modification time) and drops this process's
-// entries.
+// rewrites the stamp (a fresh modification time; on PostgreSQL the
+// deletion's trigger notifies the others) and drops this process's entries.
 func (c *tokenCache) invalidate() error {
-	err := os.WriteFile(c.stamp, []byte(newID("")), FileMode)
+	var err error
+	if c.stamp != "" {
+		err = os.WriteFile(c.stamp, []byte(newID("")), FileMode)
+	}
+	c.invalidateLocal()
+	return err
+}
+
+// invalidateLocal drops this process's entries.
+func (c *tokenCache) invalidateLocal() {
+	c.gen.Add(1)
 	c.mu.Lock()
 	c.seen, c.byHash = time.Time{}, nil
 	c.mu.Unlock()
-	return err
 }
 
 // TouchToken records that the token named name was used at t.
 func (s *Store) TouchToken(ctx context.Context, name string, at time.Time) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE name = ?`, stamp(at), name); err != nil {
+	if _, err := s.db.exec(ctx, `UPDATE tokens SET last_used_at = ? WHERE name = ?`, stamp(at), name); err != nil {
 		return fmt.Errorf("store: token: %w", err)
 	}
 	return nil

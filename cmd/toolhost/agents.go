@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/store"
@@ -164,7 +165,7 @@ func agentsCmd(args []string, stdout, stderr io.Writer) int {
 
 // withStore opens the data directory's store for f, printing f's error.
 func withStore(ctx context.Context, cfg *config.Config, stderr io.Writer, f func(*store.Store) error) int {
-	st, err := store.Open(ctx, cfg.DataDir)
+	st, err := store.OpenWith(ctx, cfg.DataDir, host.StoreOptions(cfg))
 	if err == nil {
 		err = f(st)
 		st.Close()

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
+)
+
+// postgres is the engine that several hosts share. Its transactions are
+// READ COMMITTED: what must not interleave takes a row lock (forUpdate) or
+// an advisory lock (lock). Tables whose changes other hosts follow notify
+// the channel changesChannel from a trigger (migrations/postgres).
+type postgres struct{}
+
+func (postgres) name() string           { return "postgres" }
+func (postgres) rebind(q string) string { return rebindDollar(q) }
+func (postgres) jsonText(column, key string) string {
+	return "(" + column + "::jsonb ->> '" + key + "')"
+}
+func (postgres) forUpdate() string    { return " FOR UPDATE" }
+func (postgres) insertEvents() string { return "INSERT" }
+
+func (postgres) uniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+func (postgres) lock(ctx context.Context, tx db, key string) error {
+	_, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(?))`, "toolhost:"+key)
+	return err
+}
+
+// changesChannel is the channel PostgreSQL's triggers notify with the name
+// of the table that changed.
+const changesChannel = "toolhost_changes"

@@ -1,0 +1,36 @@
+package store
+
+import (
+	"context"
+	"strings"
+)
+
+// sqlite is the embedded engine: one file in the data directory, in WAL
+// mode, whose transactions begin IMMEDIATE, so writers are serialized
+// whatever the process.
+type sqlite struct{}
+
+func (sqlite) name() string           { return "sqlite" }
+func (sqlite) rebind(q string) string { return q }
+func (sqlite) jsonText(column, key string) string {
+	return "json_extract(" + column + ", '$." + key + "')"
+}
+func (sqlite) forUpdate() string { return "" }
+
+// insertEvents: OR FAIL spares SQLite a statement journal (a temporary file)
+// for multi-row statements; no row can fail, and a failed batch is rolled
+// back whole anyway.
+func (sqlite) insertEvents() string { return "INSERT OR FAIL" }
+
+func (sqlite) uniqueViolation(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// lock needs nothing: an IMMEDIATE transaction already excludes every other
+// writer.
+func (sqlite) lock(context.Context, db, string) error { return nil }
+
+// sqliteDSN is the data source of the database file at path.
+func sqliteDSN(path string) string {
+	return "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(10000)"
+}
