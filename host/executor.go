@@ -114,6 +114,14 @@ type call struct {
 	traceID  string // the trace the call runs in, when traced
 }
 
+// A claim on a call id (see flights.begin) is stale once the call's
+// timeout and staleGrace have passed since it was made; for a tool without
+// a timeout, defaultStale stands in for it.
+const (
+	staleGrace   = 30 * time.Second
+	defaultStale = 10 * time.Minute
+)
+
 // unavailable is the error of a call of a tool outside the caller's view.
 func (c *call) unavailable(v *view) error {
 	if _, _, exists := c.h.mgr.lookup(c.req.Tool); !exists {
@@ -130,7 +138,7 @@ func (c *call) unavailable(v *view) error {
 func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err error) {
 	h := c.h
 	if c.chosenID {
-		f, leader, err := h.flights.begin(ctx, h, &c.req, v.role)
+		f, leader, err := h.flights.begin(ctx, h, &c.req, v.role, cmp.Or(c.timeout(), defaultStale)+staleGrace)
 		if !leader || err != nil {
 			c.replayed = !leader && err == nil
 			return f.outcome(err)
@@ -535,8 +543,12 @@ func argsHash(req *toolhost.CallRequest, role string) string {
 
 // begin joins the flight of the request's call id, made by a caller of role
 // ("" for none). The leader runs the call; the others get its outcome once
-// done (or the stored one, when the id ran before).
-func (fs *flights) begin(ctx context.Context, h *Host, req *toolhost.CallRequest, role string) (*flight, bool, error) {
+// done (or the stored one, when the id ran before). Across hosts sharing
+// the store, the leader claims the id in the store first (store.ClaimCall):
+// while another host runs it, it waits for that host's result, polling,
+// unless the claim is older than stale (that host died mid-call), when it
+// runs the call itself.
+func (fs *flights) begin(ctx context.Context, h *Host, req *toolhost.CallRequest, role string, stale time.Duration) (*flight, bool, error) {
 	f := &flight{id: req.Context.CallID, hash: argsHash(req, role), done: make(chan struct{})}
 	if x, loaded := fs.m.LoadOrStore(f.id, f); loaded {
 		prev := x.(*flight)
@@ -550,19 +562,9 @@ func (fs *flights) begin(ctx context.Context, h *Host, req *toolhost.CallRequest
 			return prev, false, toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "waiting for the first call %s: %w", f.id, ctx.Err())
 		}
 	}
-	stored, err := h.store.CallResult(ctx, f.id, time.Now().Add(-h.cfg.Executor.IdempotencyWindow))
-	switch {
-	case errors.Is(err, store.ErrNotFound):
+	err := f.claim(ctx, h, stale)
+	if err == nil && f.res == nil {
 		return f, true, nil
-	case ctx.Err() != nil:
-		err = toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "call %s: %w", f.id, ctx.Err())
-	case err == nil && stored.ArgsHash != f.hash:
-		err = sameIDOtherArgs(f.id)
-	case err == nil:
-		var res toolhost.Result
-		if err = json.Unmarshal(stored.Result, &res); err == nil {
-			f.res = &res
-		}
 	}
 	f.err = err
 	fs.m.Delete(f.id)
@@ -570,14 +572,58 @@ func (fs *flights) begin(ctx context.Context, h *Host, req *toolhost.CallRequest
 	return f, false, err
 }
 
+// The waits between two looks at a call another host runs: from the
+// first, doubling up to the last.
+const (
+	claimPollFirst = 5 * time.Millisecond
+	claimPollMax   = 200 * time.Millisecond
+)
+
+// claim claims the flight's call id in the store, waiting while another
+// host runs it: nil with f.res nil when this host is to run the call, the
+// stored result in f.res when it ran before.
+func (f *flight) claim(ctx context.Context, h *Host, stale time.Duration) error {
+	for wait := claimPollFirst; ; wait = min(2*wait, claimPollMax) {
+		now := time.Now()
+		claimed, stored, err := h.store.ClaimCall(ctx, f.id, f.hash, now.Add(-h.cfg.Executor.IdempotencyWindow), now.Add(-stale))
+		switch {
+		case ctx.Err() != nil:
+			return toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "call %s: %w", f.id, ctx.Err())
+		case err != nil:
+			return toolhost.Errorf(toolhost.CodeInternal, "call %s: %w", f.id, err)
+		case claimed:
+			return nil
+		case stored.ArgsHash != f.hash:
+			return sameIDOtherArgs(f.id)
+		case stored.Result != nil:
+			var res toolhost.Result
+			if err := json.Unmarshal(stored.Result, &res); err != nil {
+				return toolhost.Errorf(toolhost.CodeInternal, "call %s: its stored result: %w", f.id, err)
+			}
+			f.res = &res
+			return nil
+		}
+		select { // another host runs it
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
 func sameIDOtherArgs(id string) error {
 	return toolhost.Errorf(toolhost.CodeValidation, "call id %s was already used for a different call (tool, arguments or caller's role)", id)
 }
 
 // end records the leader's outcome. A result is saved for replays (the
-// flight stays until then); an error is not, so the call may be retried.
+// flight stays until then); an error is not, and the id's claim is
+// released, so the call may be retried.
 func (fs *flights) end(h *Host, f *flight, res *toolhost.Result, err error) {
 	f.res, f.err = res, err
+	if res == nil {
+		if rerr := h.store.ReleaseCall(context.Background(), f.id); rerr != nil {
+			h.log.Error("releasing a call id", "call_id", f.id, "error", rerr)
+		}
+	}
 	close(f.done)
 	if res == nil {
 		fs.m.CompareAndDelete(f.id, f)

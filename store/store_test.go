@@ -207,3 +207,51 @@ func TestCallResults(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimCall: a call id is claimed once; others see the claim pending,
+// then its result; a released claim, a claim older than stale, and a
+// result past the window may be claimed again; a stale claim of other
+// arguments is not taken over.
+func TestClaimCall(t *testing.T) {
+	engines(t, func(t *testing.T, open opener) {
+		dir := t.TempDir()
+		a, b := open(t, dir), open(t, dir)
+		ctx := context.Background()
+		past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+		claim := func(s *Store, id, hash string, notBefore, stale time.Time) (bool, CallResult) {
+			t.Helper()
+			ok, r, err := s.ClaimCall(ctx, id, hash, notBefore, stale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok, r
+		}
+		if ok, _ := claim(a, "c", "h", past, past); !ok {
+			t.Fatal("a fresh id was not claimed")
+		}
+		if ok, r := claim(b, "c", "h", past, past); ok || r.Result != nil || r.ArgsHash != "h" {
+			t.Fatalf("a claimed id: claimed %v, %+v; want it pending", ok, r)
+		}
+		if ok, r := claim(b, "c", "other", past, future); ok || r.ArgsHash != "h" {
+			t.Fatalf("a stale claim of other arguments was taken over (%v, %+v)", ok, r)
+		}
+		if ok, _ := claim(b, "c", "h", past, future); !ok {
+			t.Fatal("a stale claim was not taken over")
+		}
+		if err := b.SaveCallResult(ctx, CallResult{CallID: "c", ArgsHash: "h", Result: []byte(`{"ok":true}`), Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, r := claim(a, "c", "h", past, future); ok || string(r.Result) != `{"ok":true}` {
+			t.Fatalf("a saved result: claimed %v, %+v", ok, r)
+		}
+		if ok, _ := claim(a, "c", "h", future, past); !ok {
+			t.Fatal("a result past the window was not claimed again")
+		}
+		if err := a.ReleaseCall(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := claim(b, "c", "h2", past, past); !ok {
+			t.Fatal("a released id was not claimed again")
+		}
+	})
+}
