@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/sdk"
 )
 
@@ -39,7 +39,7 @@ var plainTransport = http.DefaultTransport
 // SDK's) carry testToken, unless it carries an Authorization header already.
 func TestMain(m *testing.M) {
 	http.DefaultTransport = withToken{plainTransport}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }
 
 // withToken adds testToken to requests without an Authorization header.
