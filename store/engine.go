@@ -32,6 +32,9 @@ type engine interface {
 	insertEvents() string
 	// uniqueViolation reports whether err is a unique constraint's.
 	uniqueViolation(err error) bool
+	// unavailable reports whether err says the database cannot be
+	// reached now, rather than that the statement failed.
+	unavailable(err error) bool
 	// lock serializes tx with every transaction taking the same key, on any
 	// host, until tx ends.
 	lock(ctx context.Context, tx db, key string) error

@@ -80,9 +80,15 @@ type WriterOptions struct {
 
 // writeAttempts is how many times a batch is tried before it is dropped;
 // retryDelay is the wait before the second attempt, doubled for each next.
+// A batch that fails because the database is unavailable (PostgreSQL
+// stopped or unreachable) is not dropped: it is tried again, every
+// outageRetry at most, until the database is back, or for closeGrace once
+// the writer is closing.
 const (
 	writeAttempts = 3
 	retryDelay    = 10 * time.Millisecond
+	outageRetry   = time.Second
+	closeGrace    = 5 * time.Second
 )
 
 // EventWriter is the one writer of events: Emit only enqueues (it never waits
@@ -107,9 +113,15 @@ type EventWriter struct {
 	// waiting or being written. lost counts the dropped ones, lastErr says why.
 	emitted, finished, lost int64
 	lastErr                 error
-	progress                chan struct{}     // closed when finished advances; nil until Flush waits
-	stopped                 chan struct{}     // closed when the goroutine returns
-	stmts                   map[int]*sql.Stmt // the goroutine's INSERTs, by rows
+	// down is set while the database is unavailable: then Emit drops an
+	// event rather than wait for room in a full queue (calls go on), and
+	// counts it in lost and overflow, which the writer reports once the
+	// database is back.
+	down     bool
+	overflow int64
+	progress chan struct{}     // closed when finished advances; nil until Flush waits
+	stopped  chan struct{}     // closed when the goroutine returns
+	stmts    map[int]*sql.Stmt // the goroutine's INSERTs, by rows
 
 	written atomic.Int64
 	dropped atomic.Int64
@@ -146,6 +158,12 @@ func (w *EventWriter) Emit(e Event) {
 	}
 	w.mu.Lock()
 	for !w.closed && w.emitted-w.finished >= int64(w.opts.QueueSize) {
+		if w.down {
+			w.lost++
+			w.overflow++
+			w.mu.Unlock()
+			return
+		}
 		w.space.Wait()
 	}
 	if w.closed {
@@ -177,11 +195,17 @@ func (w *EventWriter) newChunk() []Event {
 
 // Flush returns once every event emitted before the call has been written,
 // or dropped after failing to write, in which case it returns an error; it
-// also returns early with ctx's error.
+// also returns early with ctx's error, and at once with ErrUnavailable
+// while the database is unavailable.
 func (w *EventWriter) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	target, lost := w.emitted, w.lost
 	for w.finished < target {
+		if w.down {
+			err := fmt.Errorf("store: %w: %v", ErrUnavailable, w.lastErr)
+			w.mu.Unlock()
+			return err
+		}
 		if w.progress == nil {
 			w.progress = make(chan struct{})
 		}
@@ -236,8 +260,10 @@ func (w *EventWriter) Queued() int64 {
 	return w.emitted - w.finished
 }
 
-// Failed returns how many events were dropped because writing them failed
-// after every attempt (each batch reported to OnError).
+// Failed returns how many events were lost: dropped because writing them
+// failed after every attempt (each batch reported to OnError), or because
+// the queue was full while the database was unavailable (reported to
+// OnError once it is back).
 func (w *EventWriter) Failed() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -299,23 +325,52 @@ func (w *EventWriter) run() {
 
 // writeRetrying writes a batch, trying again after a growing delay when that
 // fails; after the last attempt it reports the error to OnError and returns
-// it.
+// it. While the database is unavailable it keeps trying (see outageRetry),
+// with the writer marked down.
 func (w *EventWriter) writeRetrying(batch []Event) error {
 	var err error
-	for attempt := range writeAttempts {
-		if attempt > 0 {
-			time.Sleep(retryDelay << (attempt - 1))
-		}
+	var closing time.Time
+	for attempt := 0; ; attempt++ {
 		if err = w.insert(batch); err == nil {
 			w.written.Add(int64(len(batch)))
+			w.recovered()
 			return nil
 		}
+		if w.store.eng.unavailable(err) {
+			w.mu.Lock()
+			w.down, w.lastErr = true, err
+			if w.closed && closing.IsZero() {
+				closing = time.Now()
+			}
+			w.space.Broadcast() // Emits waiting for room drop their events now
+			w.mu.Unlock()
+			if closing.IsZero() || time.Since(closing) < closeGrace {
+				time.Sleep(min(retryDelay<<min(attempt, 10), outageRetry))
+				continue
+			}
+		} else if attempt+1 < writeAttempts {
+			time.Sleep(retryDelay << attempt)
+			continue
+		}
+		break
 	}
 	err = fmt.Errorf("store: write %d events: %w", len(batch), err)
 	if w.opts.OnError != nil {
 		w.opts.OnError(err)
 	}
 	return err
+}
+
+// recovered clears the writer's down mark after a write, reporting the
+// events lost to a full queue meanwhile.
+func (w *EventWriter) recovered() {
+	w.mu.Lock()
+	overflow := w.overflow
+	w.down, w.overflow = false, 0
+	w.mu.Unlock()
+	if overflow > 0 && w.opts.OnError != nil {
+		w.opts.OnError(fmt.Errorf("store: %d events lost: the queue was full while the database was unavailable", overflow))
+	}
 }
 
 // insert writes events in one transaction, rowsPerInsert to a statement:

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/pgtest"
 	"pgregory.net/rapid"
 )
 
@@ -382,4 +384,74 @@ func BenchmarkEmitEnqueue(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestEventsSurviveAnOutage: with PostgreSQL stopped, Emit does not block:
+// events wait in the queue up to its bound, and those past it are counted
+// as lost (Failed) rather than stalling the emitters; Flush says the
+// database is unavailable; once PostgreSQL is back the queued events are
+// written without a restart, and the loss is reported.
+func TestEventsSurviveAnOutage(t *testing.T) {
+	cluster := pgtest.New(t)
+	s := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: cluster.CreateDB(t)})
+	ctx := context.Background()
+	reported := make(chan error, 16)
+	w := s.NewEventWriter(&WriterOptions{QueueSize: 64, MaxBatch: 16, OnError: func(err error) { reported <- err }})
+	defer w.Close()
+	w.Emit(Event{Type: "before"})
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	cluster.Stop()
+	emitted := make(chan struct{})
+	go func() {
+		for i := range 1000 {
+			w.Emit(Event{Type: "during", Payload: map[string]any{"n": i}})
+		}
+		close(emitted)
+	}()
+	select {
+	case <-emitted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Emit blocked while the database was down")
+	}
+	if err := w.Flush(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Flush while down: %v", err)
+	}
+	lost := w.Failed()
+	if lost < 1000-64 || lost == 1000 {
+		t.Fatalf("%d of 1000 events lost with a queue of 64", lost)
+	}
+
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline, flushCtx := time.Now().Add(20*time.Second), context.Background()
+	for {
+		err := w.Flush(flushCtx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events not written 20s after PostgreSQL came back: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got, err := s.Events(ctx, EventFilter{Type: "during", Limit: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(got))+lost != 1000 {
+		t.Fatalf("%d written and %d lost of 1000", len(got), lost)
+	}
+	select {
+	case err := <-reported:
+		if !strings.Contains(err.Error(), "events lost") {
+			t.Fatalf("reported %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the loss was not reported")
+	}
+	t.Logf("%d events queued through the outage and written after it, %d lost past the queue's bound", len(got), lost)
 }

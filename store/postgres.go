@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
@@ -25,6 +29,23 @@ func (postgres) insertEvents() string { return "INSERT" }
 func (postgres) uniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// unavailable: no connection could be made, a connection broke, or the
+// server is shutting down or starting (SQLSTATE classes 08 and 57P).
+func (postgres) unavailable(err error) bool {
+	var pe *pgconn.PgError
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &pe):
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P")
+	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return true
+	}
+	return pgconn.SafeToRetry(err)
 }
 
 func (postgres) lock(ctx context.Context, tx db, key string) error {

@@ -26,6 +26,9 @@ func (sqlite) uniqueViolation(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
+// unavailable is never so: the file is there, or every write fails alike.
+func (sqlite) unavailable(error) bool { return false }
+
 // lock needs nothing: an IMMEDIATE transaction already excludes every other
 // writer.
 func (sqlite) lock(context.Context, db, string) error { return nil }

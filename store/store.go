@@ -32,6 +32,10 @@ var ErrNotFound = errors.New("not found")
 // malformed token name.
 var ErrInvalid = errors.New("invalid")
 
+// ErrUnavailable is wrapped by the errors of a store whose database cannot
+// be reached (PostgreSQL stopped or unreachable) at the moment.
+var ErrUnavailable = errors.New("the database is unavailable")
+
 // ErrExists is wrapped by the error of creating a role or a token whose name
 // is taken.
 var ErrExists = errors.New("already exists")
