@@ -5,7 +5,9 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/pgtest"
@@ -74,4 +76,81 @@ func TestCallIDAcrossHosts(t *testing.T) {
 	if res, err := do(b, "echo", `{}`, "shared-3"); err != nil || res.Meta["replayed"] != nil {
 		t.Fatalf("retried on B after A's call failed: %+v, %v", res, err)
 	}
+}
+
+// TestPostgresOutage: PostgreSQL stopped while callers keep calling: the
+// calls go on, Ready says the store does not answer, and once PostgreSQL
+// is back the host is ready again without a restart, and every call's
+// events are written.
+func TestPostgresOutage(t *testing.T) {
+	cluster := pgtest.New(t)
+	st, err := store.OpenWith(context.Background(), t.TempDir(), store.Options{Driver: store.DriverPostgres, DSN: cluster.CreateDB(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, _ := probeHost(t, nil, &Options{Store: st})
+	ctx := context.Background()
+
+	var calls atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if res, err := do(h, "echo", `{"text":"x"}`, ""); err != nil || !res.OK {
+					t.Errorf("a call failed: %+v, %v", res, err)
+					return
+				}
+				calls.Add(1)
+			}
+		})
+	}
+	waitCalls := func(n int64, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); calls.Load() < n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d calls, want %d", what, calls.Load(), n)
+			}
+		}
+	}
+	waitCalls(100, "before the outage")
+	cluster.Stop()
+	during := calls.Load()
+	waitCalls(during+500, "while PostgreSQL is down")
+	if err := h.Ready(ctx); err == nil || !strings.Contains(err.Error(), "store") {
+		t.Fatalf("Ready while PostgreSQL is down: %v", err)
+	}
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); h.Ready(ctx) != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready 10s after PostgreSQL came back: %v", h.Ready(ctx))
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err := h.FlushEvents(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events not written after PostgreSQL came back: %v", err)
+		}
+	}
+	evs, err := h.Events(ctx, store.EventFilter{Type: store.EventCallCompleted, Limit: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(evs)) != calls.Load() || h.events.Failed() != 0 {
+		t.Fatalf("%d calls, %d completed events written, %d lost", calls.Load(), len(evs), h.events.Failed())
+	}
+	t.Logf("%d calls, %d of them while PostgreSQL was down; every event written after it came back", calls.Load(), calls.Load()-during)
 }
