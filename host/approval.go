@@ -1,14 +1,18 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/store"
 )
@@ -68,82 +72,351 @@ func (d AlwaysDeny) Approve(context.Context, ApprovalRequest) (Decision, error) 
 // ApprovalQueue holds calls pending a decision made elsewhere — by a person
 // through GET /api/approvals and POST /api/approvals/{id}. A pending call is
 // denied once Timeout passes.
+//
+// The queue of a host keeps its approvals in the host's store, so that the
+// hosts sharing a store share one queue: Pending lists every host's waiting
+// calls, and Decide, on any of them, releases the call on the host where it
+// waits — at once when that is this host, else as soon as that host's store
+// watch sees the decision (PostgreSQL notifies it at once; SQLite is polled
+// while a call waits). A queue that no host has bound to a store (see
+// NewApprovalQueue), or whose store fails when a call asks, keeps that call
+// in this process's memory: listed and decided here only.
 type ApprovalQueue struct {
 	// Timeout bounds how long a call stays pending.
 	Timeout time.Duration
 
-	mu      sync.Mutex
-	pending map[string]*pendingApproval
+	mu       sync.Mutex
+	st       *store.Store // nil: in memory only
+	every    time.Duration
+	runID    func() string
+	log      hclog.Logger
+	waiting  map[string]*pendingApproval // this process's waiting calls, by approval id
+	watchers int                         // how many of waiting follow the store
+	wake     chan struct{}               // closed, and replaced, when the store may have changed
+	stop     func()                      // ends the store's watch, while watchers > 0
 }
 
 type pendingApproval struct {
 	req      ApprovalRequest
-	decision chan Decision
+	watched  bool          // it follows the store's changes
+	stored   bool          // it is in the store; under the queue's mu
+	decision chan Decision // receives at most one decision
 }
 
+// approvalPoll bounds how often, on SQLite, a waiting call checks the store
+// for a decision made by another process.
+const approvalPoll = 250 * time.Millisecond
+
 // NewApprovalQueue returns an empty queue whose calls wait at most timeout.
+// It keeps its calls in memory until a host binds it to its store: the
+// host's own queue, and one given as Options.Approver, are bound by New.
 func NewApprovalQueue(timeout time.Duration) *ApprovalQueue {
-	return &ApprovalQueue{Timeout: timeout, pending: map[string]*pendingApproval{}}
+	return &ApprovalQueue{Timeout: timeout, waiting: map[string]*pendingApproval{}, wake: make(chan struct{}), log: hclog.NewNullLogger()}
 }
+
+// useStore binds the queue to st, watched every interval (at most
+// approvalPoll) on SQLite; runID names the waiting host's run in the rows.
+// A queue bound already keeps its store.
+func (q *ApprovalQueue) useStore(st *store.Store, every time.Duration, runID func() string, log hclog.Logger) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.st != nil || st == nil {
+		return
+	}
+	q.st, q.every, q.runID, q.log = st, min(every, approvalPoll), runID, log
+	if q.every <= 0 {
+		q.every = approvalPoll
+	}
+}
+
+// storeTimeout bounds the store's work of a decision, a listing or a
+// waiter's giving up.
+const storeTimeout = 5 * time.Second
 
 // Approve waits for a decision on req, for its timeout at most.
 func (q *ApprovalQueue) Approve(ctx context.Context, req ApprovalRequest) (Decision, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	req.ID = "appr_" + hex.EncodeToString(b[:])
+	if req.Requested.IsZero() {
+		req.Requested = time.Now()
+	}
 	req.Expires = req.Requested.Add(q.Timeout)
 	p := &pendingApproval{req: req, decision: make(chan Decision, 1)}
-	q.mu.Lock()
-	q.pending[req.ID] = p
-	q.mu.Unlock()
-	defer func() {
-		q.mu.Lock()
-		delete(q.pending, req.ID)
-		q.mu.Unlock()
-	}()
+	st, wake := q.add(p) // follows the store before the row exists: no decision goes unseen
+	defer q.remove(p)
+	if st != nil {
+		runID := ""
+		if q.runID != nil {
+			runID = q.runID()
+		}
+		err := st.CreateApproval(ctx, store.Approval{ID: req.ID, CallID: req.CallID, Tool: req.Tool, Group: req.Group, AgentID: req.AgentID,
+			Role: req.Role, Arguments: req.Arguments, RunID: runID, Requested: req.Requested, Deadline: req.Expires})
+		if err != nil {
+			if ctx.Err() != nil {
+				return Decision{}, ctx.Err()
+			}
+			q.log.Warn("approvals: the store failed: the call waits for a decision made on this host", "approval", req.ID, "tool", req.Tool, "error", err)
+			q.mu.Lock()
+			p.stored = false
+			q.mu.Unlock()
+			st, wake = nil, nil
+		}
+	}
 	t := time.NewTimer(q.Timeout)
 	defer t.Stop()
-	select {
-	case d := <-p.decision:
-		return d, nil
-	case <-t.C:
-		return Decision{Kind: Deny, Reason: "no decision within " + q.Timeout.String()}, nil
-	case <-ctx.Done():
-		return Decision{}, ctx.Err()
+	for {
+		select {
+		case d := <-p.decision:
+			return d, nil
+		case <-t.C:
+			if st != nil {
+				if d, ok := q.end(ctx, st, req.ID, store.ApprovalExpired); ok {
+					return d, nil // decided just before
+				}
+			} else if !q.remove(p) {
+				return <-p.decision, nil // decided just before
+			}
+			return Decision{Kind: Deny, Reason: "no decision within " + q.Timeout.String()}, nil
+		case <-ctx.Done():
+			if st != nil {
+				q.end(ctx, st, req.ID, store.ApprovalCancelled)
+			}
+			return Decision{}, ctx.Err()
+		case <-wake:
+			wake = q.wakeChan()
+			if a, err := st.Approval(ctx, req.ID); err == nil && a.Status != store.ApprovalPending {
+				return decisionOf(a), nil
+			}
+		}
 	}
 }
 
-// Pending lists the calls waiting for a decision, oldest first.
+// add registers a waiting call, and returns the queue's store and the
+// channel closed at its next change; nil and nil when it has no store.
+func (q *ApprovalQueue) add(p *pendingApproval) (*store.Store, <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting[p.req.ID] = p
+	if q.st == nil {
+		return nil, nil
+	}
+	p.watched, p.stored = true, true
+	if q.watchers++; q.watchers == 1 {
+		q.watch()
+	}
+	return q.st, q.wake
+}
+
+// remove forgets a waiting call; false if a decision in memory took it
+// first.
+func (q *ApprovalQueue) remove(p *pendingApproval) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if p.watched {
+		p.watched = false
+		if q.watchers--; q.watchers == 0 {
+			q.stop()
+			q.stop = nil
+		}
+	}
+	if q.waiting[p.req.ID] != p {
+		return false
+	}
+	delete(q.waiting, p.req.ID)
+	return true
+}
+
+// watch follows the store's changes, closing wake at each, until stop;
+// with q.mu held.
+func (q *ApprovalQueue) watch() {
+	done := make(chan struct{})
+	var changes <-chan struct{}
+	var tick <-chan time.Time
+	w, err := q.st.Changes(context.Background(), q.every)
+	var ticker *time.Ticker
+	if err == nil {
+		changes = w.C
+	} else {
+		q.log.Warn("approvals: cannot watch the store: polling it", "error", err)
+		ticker = time.NewTicker(q.every)
+		tick = ticker.C
+	}
+	q.stop = func() {
+		close(done)
+		if w != nil {
+			_ = w.Close()
+		}
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-changes:
+			case <-tick:
+			}
+			q.mu.Lock()
+			close(q.wake)
+			q.wake = make(chan struct{})
+			q.mu.Unlock()
+		}
+	}()
+}
+
+// wakeChan is closed at the store's next change.
+func (q *ApprovalQueue) wakeChan() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.wake
+}
+
+// end gives up on a stored approval with status: the decision, and true,
+// when one came first.
+func (q *ApprovalQueue) end(ctx context.Context, st *store.Store, id, status string) (Decision, bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	a, err := st.EndApproval(ctx, id, status)
+	if err != nil {
+		q.log.Warn("approvals: cannot record the end of an approval", "approval", id, "status", status, "error", err)
+		return Decision{}, false
+	}
+	if a.Status == status {
+		return Decision{}, false
+	}
+	return decisionOf(a), true
+}
+
+// decisionOf is the decision a settled approval holds.
+func decisionOf(a store.Approval) Decision {
+	switch a.Status {
+	case store.ApprovalApproved:
+		return Decision{Kind: Approve, Reason: a.Reason}
+	case store.ApprovalModified:
+		return Decision{Kind: Modify, Arguments: a.Modified, Reason: a.Reason}
+	case store.ApprovalDenied:
+		return Decision{Kind: Deny, Reason: a.Reason}
+	}
+	return Decision{Kind: Deny, Reason: "the approval was " + a.Status}
+}
+
+// requestOf is the request a stored approval records.
+func requestOf(a store.Approval) ApprovalRequest {
+	return ApprovalRequest{ID: a.ID, CallID: a.CallID, Tool: a.Tool, Group: a.Group, AgentID: a.AgentID, Role: a.Role,
+		Arguments: a.Arguments, Requested: a.Requested, Expires: a.Deadline}
+}
+
+// Pending lists the calls waiting for a decision, oldest first: with a
+// store, those of every host sharing it, but for the ones past their
+// deadline (a host that died leaves its calls pending in the store until
+// then); while the store fails, this host's own.
 func (q *ApprovalQueue) Pending() []ApprovalRequest {
 	q.mu.Lock()
-	out := make([]ApprovalRequest, 0, len(q.pending))
-	for _, p := range q.pending {
-		out = append(out, p.req)
+	st := q.st
+	var local []ApprovalRequest
+	var stored []bool
+	for _, p := range q.waiting {
+		local, stored = append(local, p.req), append(stored, p.stored)
 	}
 	q.mu.Unlock()
-	slices.SortFunc(out, func(a, b ApprovalRequest) int { return a.Requested.Compare(b.Requested) })
+	out := []ApprovalRequest{}
+	listed := false
+	if st != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		rows, err := st.PendingApprovals(ctx)
+		cancel()
+		if err != nil {
+			q.log.Warn("approvals: cannot list the store's: listing this host's", "error", err)
+		} else {
+			listed = true
+			for _, a := range rows {
+				out = append(out, requestOf(a))
+			}
+		}
+	}
+	for i, r := range local {
+		if !listed || !stored[i] {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b ApprovalRequest) int {
+		return cmp.Or(a.Requested.Compare(b.Requested), strings.Compare(a.ID, b.ID))
+	})
 	return out
 }
 
-// Decide answers a pending call. It fails with validation if id is not
-// pending (decided already, expired, or never asked) or the decision is not
-// one of approve, deny and modify (with arguments).
+// Waiting counts the calls of this process waiting for a decision, without
+// asking the store: Pending lists every host's.
+func (q *ApprovalQueue) Waiting() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting)
+}
+
+// Decide answers a pending call, on this host or, through the store, on
+// any host sharing it. It fails with validation if id is not pending
+// (decided already, expired, past its deadline, or never asked; wrapping
+// store.ErrNotFound) or the decision is not one of approve, deny and modify
+// (with arguments).
 func (q *ApprovalQueue) Decide(id string, d Decision) error {
+	var status string
 	switch {
-	case d.Kind != Approve && d.Kind != Deny && d.Kind != Modify:
-		return toolhost.Errorf(toolhost.CodeValidation, "decision %q: must be approve, deny or modify", d.Kind)
+	case d.Kind == Approve:
+		status = store.ApprovalApproved
+	case d.Kind == Deny:
+		status = store.ApprovalDenied
 	case d.Kind == Modify && len(d.Arguments) == 0:
 		return toolhost.Errorf(toolhost.CodeValidation, "decision modify: arguments are required")
+	case d.Kind == Modify:
+		status = store.ApprovalModified
+	default:
+		return toolhost.Errorf(toolhost.CodeValidation, "decision %q: must be approve, deny or modify", d.Kind)
 	}
 	q.mu.Lock()
-	p, ok := q.pending[id]
-	if ok {
-		delete(q.pending, id)
+	st, p := q.st, q.waiting[id]
+	if st == nil || p != nil && !p.stored {
+		// In memory: the waiter takes the decision.
+		if p != nil {
+			delete(q.waiting, id)
+			select {
+			case p.decision <- d:
+			default:
+			}
+		}
+		q.mu.Unlock()
+		if p == nil {
+			return &toolhost.Error{Code: toolhost.CodeValidation, Message: "no pending approval " + id, Err: store.ErrNotFound}
+		}
+		return nil
 	}
 	q.mu.Unlock()
-	if !ok {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	a, err := st.DecideApproval(ctx, id, store.ApprovalDecision{Status: status, Reason: d.Reason, Arguments: d.Arguments})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return &toolhost.Error{Code: toolhost.CodeValidation, Message: "no pending approval " + id, Err: store.ErrNotFound}
+	case errors.Is(err, store.ErrNotPending) && a.Status == store.ApprovalPending:
+		return &toolhost.Error{Code: toolhost.CodeValidation, Message: "no pending approval " + id + ": it is past its deadline", Err: store.ErrNotFound}
+	case errors.Is(err, store.ErrNotPending):
+		return &toolhost.Error{Code: toolhost.CodeValidation, Message: "no pending approval " + id + ": it was " + a.Status + " already", Err: store.ErrNotFound}
+	case err != nil && p == nil:
+		return toolhost.Errorf(toolhost.CodeInternal, "deciding approval %s: %w", id, err)
+	case err != nil:
+		// The store fails, but the call waits here: it takes the decision
+		// (other hosts still list it until its deadline).
+		q.log.Warn("approvals: the store failed: decided on this host only", "approval", id, "error", err)
 	}
-	p.decision <- d
+	q.mu.Lock()
+	if p := q.waiting[id]; p != nil {
+		select {
+		case p.decision <- d:
+		default: // decided already, in memory
+		}
+	}
+	q.mu.Unlock()
 	return nil
 }

@@ -165,6 +165,9 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		h.metrics = newMetrics(h)
 	}
 	h.approver = o.Approver
+	if q, ok := o.Approver.(*ApprovalQueue); ok && q != nil {
+		h.queue = q
+	}
 	if h.approver == nil {
 		switch cfg.Executor.Approver {
 		case "approve":
@@ -175,6 +178,9 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 			h.queue = NewApprovalQueue(cmp.Or(cfg.Executor.ApprovalTimeout, 5*time.Minute))
 			h.approver = h.queue
 		}
+	}
+	if h.queue != nil { // shared with the hosts on the store
+		h.queue.useStore(h.store, o.StoreWatch, func() string { return h.runID }, h.log)
 	}
 	h.closing, h.shutdown = context.WithCancel(context.Background())
 	h.flights.saves, h.flights.done = make(chan *flight, 1024), make(chan struct{})

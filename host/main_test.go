@@ -5,13 +5,16 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/pgtest"
 )
 
 // minPropertyRuns is the least number of runs of each rapid property.
 const minPropertyRuns = 200
 
 // TestMain either serves a test plugin, when this binary was re-executed as
-// one (see testplugin_test.go), or runs the tests with enough property runs.
+// one (see testplugin_test.go), or runs the tests with enough property runs,
+// stopping the PostgreSQL cluster of the cross-host tests after.
 func TestMain(m *testing.M) {
 	if name := os.Getenv(testPluginEnv); name != "" {
 		serveTestPlugin(name)
@@ -34,5 +37,5 @@ func TestMain(m *testing.M) {
 			_ = f.Value.Set(strconv.Itoa(want))
 		}
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }

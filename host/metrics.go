@@ -193,7 +193,7 @@ var (
 	pluginRestartsDesc = prometheus.NewDesc("toolhost_plugin_restarts_total",
 		"Restarts of each configured module since the host started.", []string{"plugin"}, nil)
 	approvalsPendingDesc = prometheus.NewDesc("toolhost_approvals_pending",
-		"Calls waiting for an approval decision (the executor's approval queue; absent with another approver).", nil, nil)
+		"Calls on this host waiting for an approval decision (the executor's approval queue; absent with another approver).", nil, nil)
 	eventQueueDesc = prometheus.NewDesc("toolhost_event_queue_depth",
 		"Events emitted and not yet written to the store.", nil, nil)
 	eventsWrittenDesc = prometheus.NewDesc("toolhost_events_written_total",
@@ -232,7 +232,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(pluginRestartsDesc, prometheus.CounterValue, float64(p.Restarts), p.Name)
 	}
 	if h.queue != nil {
-		ch <- prometheus.MustNewConstMetric(approvalsPendingDesc, prometheus.GaugeValue, float64(len(h.queue.Pending())))
+		ch <- prometheus.MustNewConstMetric(approvalsPendingDesc, prometheus.GaugeValue, float64(h.queue.Waiting()))
 	}
 	ch <- prometheus.MustNewConstMetric(eventQueueDesc, prometheus.GaugeValue, float64(h.events.Queued()))
 	ch <- prometheus.MustNewConstMetric(eventsWrittenDesc, prometheus.CounterValue, float64(h.events.Written()))

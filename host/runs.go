@@ -107,6 +107,9 @@ func (h *Host) beginRun(ctx context.Context) error {
 		if err := h.events.Flush(ctx); err != nil {
 			return err
 		}
+		if _, err := h.store.CancelRunApprovals(ctx, r.ID); err != nil {
+			return err
+		}
 		if err := h.store.EndRun(ctx, r.ID); err != nil {
 			return err
 		}

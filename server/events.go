@@ -75,7 +75,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, events)
 }
 
-// approvals lists the calls waiting for a decision.
+// approvals lists the calls waiting for a decision: this host's and those
+// of every host sharing its store.
 func (s *Server) approvals(w http.ResponseWriter, _ *http.Request) {
 	q := s.h.Approvals()
 	if q == nil {
@@ -85,7 +86,8 @@ func (s *Server) approvals(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, q.Pending())
 }
 
-// decide answers a pending call: {decision: approve|deny|modify, arguments?, reason?}.
+// decide answers a pending call, on whichever host sharing the store it
+// waits: {decision: approve|deny|modify, arguments?, reason?}.
 func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	q := s.h.Approvals()
 	if q == nil {
