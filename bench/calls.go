@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
@@ -29,6 +30,8 @@ import (
 const (
 	pathRaw        = "raw gRPC Call"
 	pathHost       = "Host.Call"
+	pathHostPG     = "Host.Call (PostgreSQL)"
+	pathHostPG2    = "Host.Call, 2 hosts (PostgreSQL)"
 	pathHostBare   = "Host.Call, metrics off"
 	pathHostStrict = "Host.Call, audit strict"
 	pathHostTraced = "Host.Call, traced"
@@ -41,7 +44,7 @@ const (
 )
 
 // callPaths are all the call paths, in the report's order.
-var callPaths = []string{pathRaw, pathHost, pathHostBare, pathHostStrict, pathHostTraced, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP}
+var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP}
 
 // callPath is one way of calling the no-op tool.
 type callPath struct {
@@ -61,8 +64,9 @@ type executables struct {
 // plugin process called over raw gRPC, `toolhost mcp` over stdio with a host
 // of its own, the go-sdk servers (stdio and streamable HTTP), and a second
 // in-process host running another process of the go-sdk stdio server as an
-// mcp_server block; and the hosts of the variants of Host.Call (metrics off,
-// audit strict, traced), the traced one exporting to an OTLP sink.
+// mcp_server block; and the hosts of the variants of Host.Call (on
+// PostgreSQL, two on one PostgreSQL database, metrics off, audit strict,
+// traced), the traced one exporting to an OTLP sink.
 type callRig struct {
 	paths   []callPath
 	hosts   []*host.Host // every in-process host started, whose events (and spans) are flushed between turns
@@ -78,10 +82,15 @@ func (r *callRig) Close() {
 }
 
 // newCallRig starts the paths whose names want accepts (all of them with a
-// nil want), in the report's order.
-func newCallRig(ctx context.Context, tmp string, exe executables, want func(path string) bool) (_ *callRig, err error) {
+// nil want), in the report's order; the PostgreSQL ones only when pg is not
+// nil, each on a fresh database of pg.
+func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster, want func(path string) bool) (_ *callRig, err error) {
 	if want == nil {
 		want = func(string) bool { return true }
+	}
+	if pg == nil {
+		accepts := want
+		want = func(path string) bool { return !isPGPath(path) && accepts(path) }
 	}
 	r := &callRig{}
 	defer func() {
@@ -112,7 +121,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 	noopPlugin := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n}\n", exe.noop)
 	var served *host.Host
 	if want(pathHost) || want(pathAPI) || want(pathOursHTTP) {
-		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop")
+		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop", "")
 		if err != nil {
 			return nil, err
 		}
@@ -125,10 +134,46 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 		served = h
 	}
 
+	// Host.Call (PostgreSQL): the same as Host.Call, on a host of its own
+	// (its own no-op plugin process and data directory) whose store is a
+	// fresh PostgreSQL database, as a `store { driver = "postgres" }` block
+	// makes it.
+	if want(pathHostPG) {
+		dsn, err := pg.createDB(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pathHostPG, err)
+		}
+		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pathHostPG, err)
+		}
+		r.add(pathHostPG, hostCall(h, agent.ID))
+	}
+	// Host.Call, 2 hosts (PostgreSQL): two such hosts, each with its own
+	// no-op plugin process and data directory, on one fresh database; the
+	// role made through the first, an agent on each. The callers are split
+	// between them by number (even ones call the first, odd ones the
+	// second), as a load balancer pinning each client to a host would.
+	if want(pathHostPG2) {
+		dsn, err := pg.createDB(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pathHostPG2, err)
+		}
+		var calls []func(context.Context) error
+		for range 2 {
+			h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop", dsn)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", pathHostPG2, err)
+			}
+			calls = append(calls, hostCall(h, agent.ID))
+		}
+		r.add(pathHostPG2, byCaller(calls...))
+	}
+
 	// Host.Call, metrics off: the same, on a host of its own (and its own
 	// no-op plugin process) without metrics, to measure what they cost.
 	if want(pathHostBare) {
-		h, agent, err := r.startHost(ctx, tmp, noopPlugin, &host.Options{DisableMetrics: true}, "noop")
+		h, agent, err := r.startHost(ctx, tmp, noopPlugin, &host.Options{DisableMetrics: true}, "noop", "")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pathHostBare, err)
 		}
@@ -137,7 +182,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 	// Host.Call, audit strict: a host of its own whose calls are dispatched
 	// only once their started event is committed.
 	if want(pathHostStrict) {
-		h, agent, err := r.startHost(ctx, tmp, "audit {\n  mode = \"strict\"\n}\n"+noopPlugin, nil, "noop")
+		h, agent, err := r.startHost(ctx, tmp, "audit {\n  mode = \"strict\"\n}\n"+noopPlugin, nil, "noop", "")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pathHostStrict, err)
 		}
@@ -151,7 +196,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 		r.sink = newOTLPSink()
 		r.closers = append(r.closers, r.sink.Close)
 		telemetry := fmt.Sprintf("telemetry {\n  traces       = \"otlp\"\n  endpoint     = %q\n  protocol     = \"http/protobuf\"\n  sample_ratio = 1\n}\n", r.sink.srv.URL)
-		h, agent, err := r.startHost(ctx, tmp, telemetry+noopPlugin, nil, "noop")
+		h, agent, err := r.startHost(ctx, tmp, telemetry+noopPlugin, nil, "noop", "")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pathHostTraced, err)
 		}
@@ -207,7 +252,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 	// shadow the server's. The server's tool keeps its name: "noop" already
 	// matches the host's tool-name rule, and the block sets no tool_prefix.
 	if want(pathHostMCP) {
-		mh, mcpAgent, err := r.startHost(ctx, tmp, fmt.Sprintf("mcp_server \"mcpnoop\" {\n  command = %q\n}\n", exe.mcpnoop), nil, "mcpnoop")
+		mh, mcpAgent, err := r.startHost(ctx, tmp, fmt.Sprintf("mcp_server \"mcpnoop\" {\n  command = %q\n}\n", exe.mcpnoop), nil, "mcpnoop", "")
 		if err != nil {
 			return nil, fmt.Errorf("mcp_server host: %w", err)
 		}
@@ -226,14 +271,24 @@ func newCallRig(ctx context.Context, tmp string, exe executables, want func(path
 
 // startHost starts an in-process host for a config made of body (see
 // startHost), closed with the rig and its events waited for between turns,
-// with an agent of the role "bench" holding the group.
-func (r *callRig) startHost(ctx context.Context, tmp, body string, opts *host.Options, group string) (*host.Host, store.Agent, error) {
+// with an agent of the role "bench" holding the group. Its store is SQLite
+// in its data directory when dsn is "", else the PostgreSQL database dsn
+// names (a store block added to body); it checks that it is.
+func (r *callRig) startHost(ctx context.Context, tmp, body string, opts *host.Options, group, dsn string) (*host.Host, store.Agent, error) {
+	engine := store.DriverSQLite
+	if dsn != "" {
+		engine = store.DriverPostgres
+		body = fmt.Sprintf("store {\n  driver = \"postgres\"\n  dsn    = %q\n}\n%s", dsn, body)
+	}
 	h, err := startHost(ctx, tmp, body, opts)
 	if err != nil {
 		return nil, store.Agent{}, err
 	}
 	r.hosts = append(r.hosts, h)
 	r.closers = append(r.closers, func() { _ = h.Close() })
+	if got := h.Store().Engine(); got != engine {
+		return nil, store.Agent{}, fmt.Errorf("the host's store is %s, want %s (TOOLHOST_STORE_DSN?)", got, engine)
+	}
 	agent, err := benchAgent(ctx, h, group)
 	return h, agent, err
 }
@@ -339,13 +394,22 @@ func hostCall(h *host.Host, agentID string) func(context.Context) error {
 	}
 }
 
-// benchAgent creates, on h, the role "bench" holding the group and an agent
-// bound to it.
+// benchAgent creates, on h, the role "bench" holding the group, unless
+// another host on the same database made it, and an agent bound to it.
 func benchAgent(ctx context.Context, h *host.Host, group string) (store.Agent, error) {
-	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "bench", ToolGroups: []string{group}}); err != nil {
+	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "bench", ToolGroups: []string{group}}); err != nil && !errors.Is(err, store.ErrExists) {
 		return store.Agent{}, err
 	}
 	return h.CreateAgent(ctx, "bench", store.Agent{})
+}
+
+// isPGPath reports whether a call path needs PostgreSQL (-pg-dsn).
+func isPGPath(path string) bool { return path == pathHostPG || path == pathHostPG2 }
+
+// byCaller returns a path that spreads the callers over calls by their
+// number (see callerOf): caller i always makes calls[i % len(calls)].
+func byCaller(calls ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error { return calls[callerOf(ctx)%len(calls)](ctx) }
 }
 
 // bearer sends a token on every request.
@@ -476,6 +540,10 @@ func runCalls(ctx context.Context, r *callRig, plan callPlan, logf func(string, 
 			return nil, fmt.Errorf("%s: warm-up: %w", p.name, err)
 		}
 	}
+	width := 0 // of the paths' names, in the log
+	for _, p := range r.paths {
+		width = max(width, utf8.RuneCountInString(p.name))
+	}
 	var out [][]*Series
 	for _, conc := range plan.Concs {
 		row := make([]*Series, len(r.paths))
@@ -499,7 +567,7 @@ func runCalls(ctx context.Context, r *callRig, plan callPlan, logf func(string, 
 		}
 		for _, s := range row {
 			s.Finish()
-			logf("  c=%-2d %-22s p50 %-9s p99 %-9s %8.0f calls/s", conc, s.Path, fmtDur(s.P(0.5)), fmtDur(s.P(0.99)), s.Rate())
+			logf("  c=%-2d %-*s p50 %-9s p99 %-9s %8.0f calls/s", conc, width, s.Path, fmtDur(s.P(0.5)), fmtDur(s.P(0.99)), s.Rate())
 		}
 		out = append(out, row)
 	}

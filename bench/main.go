@@ -7,7 +7,9 @@
 // through each path (raw gRPC, Host.Call, POST /api/call, our MCP front and a
 // go-sdk MCP server over streamable HTTP and over stdio, Host.Call of that
 // server as an mcp_server group, Host.Call with metrics off, with strict
-// audit and traced),
+// audit and traced, and, given a PostgreSQL server, Host.Call on it and two
+// hosts sharing one database), the events/s of the event writer on SQLite
+// and PostgreSQL,
 // `toolhost serve` cold start, plugin kill and restart, ToolsFor, the RSS of
 // the host and its plugins, and what the sandbox adds to a command.
 package main
@@ -40,6 +42,8 @@ type options struct {
 	cpuprof   string // a CPU profile of the no-op call phase, when set
 	paths     string // a regular expression: only the call paths it matches, and nothing else, when set
 	concs     string // the concurrencies of the call phase, comma-separated
+	pgDSN     string // a PostgreSQL server for the PostgreSQL paths and events/s, "" to skip them
+	events    int    // events written per engine by the events/s measurement
 }
 
 func main() {
@@ -52,12 +56,16 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 20, "repetitions of kill/restart (cold start runs a quarter as many, at least 3)")
 	flag.Int64Var(&o.since, "since", 0, "when scripts/bench started (Unix ns), to report its wall time")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the no-op call phase (this process: host, server and clients) to this file, and a heap profile at its end to FILE.heap")
-	flag.StringVar(&o.paths, "paths", "", "a regular expression: call the no-op tool only through the paths whose names it matches (such as '^MCP HTTP' or 'Host.Call$'), measure nothing else and write no report")
+	flag.StringVar(&o.paths, "paths", "", "a regular expression: call the no-op tool only through the paths whose names it matches (such as '^MCP HTTP' or 'Host.Call$'), "+
+		"measure nothing else (but events/s when it matches \""+eventsName+"\") and write no report")
 	flag.StringVar(&o.concs, "conc", "1,8,32,64", "the numbers of concurrent callers of the call phase, comma-separated")
+	flag.StringVar(&o.pgDSN, "pg-dsn", "", "a postgres:// URL of a PostgreSQL server on which the bench may create and drop databases "+
+		"(scripts/bench starts one with scripts/dev-postgres): the PostgreSQL call paths and events/s run on it; without it they are skipped")
+	flag.IntVar(&o.events, "events", 200000, "events written per engine (SQLite, PostgreSQL) by the events/s measurement")
 	flag.BoolVar(&o.quick, "quick", false, "a smoke run with small counts; the report says so")
 	flag.Parse()
 	if o.quick {
-		o.calls, o.rounds, o.reps = 1000, 2, 4
+		o.calls, o.rounds, o.reps, o.events = 1000, 2, 4, 20000
 	}
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -92,7 +100,24 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("build %s: %w", pkg, err)
 		}
 	}
+	// The config's TOOLHOST_STORE_DSN would put every host on PostgreSQL,
+	// the baselines' too: PostgreSQL is -pg-dsn's.
+	if os.Getenv("TOOLHOST_STORE_DSN") != "" {
+		logf("bench: ignoring TOOLHOST_STORE_DSN (the SQLite hosts and toolhost processes must stay on SQLite; -pg-dsn is for PostgreSQL)")
+		os.Unsetenv("TOOLHOST_STORE_DSN")
+	}
+	var pg *pgCluster
+	if o.pgDSN != "" {
+		if pg, err = newPGCluster(ctx, o.pgDSN); err != nil {
+			return err
+		}
+		defer pg.Close()
+		logf("PostgreSQL: %s", pg.About)
+	}
 	rep := &report{Quick: o.quick, GOMAXPROCS: runtime.GOMAXPROCS(0), Machine: describeMachine()}
+	if pg != nil {
+		rep.Postgres = pg.About
+	}
 	rep.Plan = callPlan{Rounds: o.rounds, Warmup: 400,
 		Calls: func(c int) int {
 			if c == 1 {
@@ -113,16 +138,26 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return fmt.Errorf("-paths: %w", err)
 		}
-		if !slices.ContainsFunc(callPaths, re.MatchString) {
-			return fmt.Errorf("-paths %q matches none of %q", o.paths, callPaths)
+		all := append(slices.Clone(callPaths), eventsName)
+		if !slices.ContainsFunc(all, re.MatchString) {
+			return fmt.Errorf("-paths %q matches none of %q", o.paths, all)
 		}
 		want = re.MatchString
+		if pg == nil && slices.ContainsFunc(callPaths, func(p string) bool { return isPGPath(p) && want(p) }) {
+			if !slices.ContainsFunc(all, func(p string) bool { return !isPGPath(p) && want(p) }) {
+				return fmt.Errorf("-paths %q: the PostgreSQL paths need -pg-dsn", o.paths)
+			}
+			logf("bench: no -pg-dsn: the PostgreSQL paths are skipped")
+		}
 	}
+	wantCalls := want == nil || slices.ContainsFunc(callPaths, func(p string) bool { return want(p) && (pg != nil || !isPGPath(p)) })
 
-	logf("no-op calls (%d per path at c≥8, %d rounds)", o.calls, o.rounds)
-	rig, err := newCallRig(ctx, tmp, exe, want)
-	if err != nil {
-		return err
+	rig := &callRig{}
+	if wantCalls {
+		logf("no-op calls (%d per path at c≥8, %d rounds)", o.calls, o.rounds)
+		if rig, err = newCallRig(ctx, tmp, exe, pg, want); err != nil {
+			return err
+		}
 	}
 	if o.cpuprof != "" {
 		f, err := os.Create(o.cpuprof)
@@ -134,7 +169,9 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	rep.Calls, err = runCalls(ctx, rig, rep.Plan, logf)
+	if wantCalls {
+		rep.Calls, err = runCalls(ctx, rig, rep.Plan, logf)
+	}
 	if o.cpuprof != "" {
 		pprof.StopCPUProfile()
 		if f, err := os.Create(o.cpuprof + ".heap"); err == nil {
@@ -155,6 +192,12 @@ func run(ctx context.Context, o options) error {
 					rep.Traced.Calls += s.Calls
 				}
 			}
+		}
+	}
+	if want == nil || want(eventsName) {
+		logf("events/s: %d events per engine, %d rounds", o.events, o.rounds)
+		if rep.Events, err = measureEvents(ctx, tmp, pg, o.events, o.rounds); err != nil {
+			return fmt.Errorf("events/s: %w", err)
 		}
 	}
 	if want != nil { // a study of some paths: no report
@@ -191,7 +234,9 @@ func run(ctx context.Context, o options) error {
 		var rows [][]*Series
 		for _, row := range rep.Calls {
 			if c := row[0].Conc; c == 1 || c == 32 {
-				rows = append(rows, row)
+				// Without the PostgreSQL paths, which would crowd the
+				// legend (the tables have them).
+				rows = append(rows, slices.DeleteFunc(slices.Clone(row), func(s *Series) bool { return isPGPath(s.Path) }))
 			}
 		}
 		if err := writePlot(o.plot, rows); err != nil {

@@ -25,6 +25,8 @@ type report struct {
 	RSS        []rssRow
 	Sandbox    *sandboxResult
 	Context    *contextResult
+	Events     *eventsResult // nil when not measured
+	Postgres   string        // the PostgreSQL server of -pg-dsn (pgCluster.About); "" when there was none
 	Traced     *traceExport  // what the traced path's host exported to the bench's sink, nil when it did not run
 	Wall       time.Duration // the bench program's run
 	ScriptWall time.Duration // scripts/bench from its start (build included); 0 when not run by it
@@ -117,6 +119,25 @@ func (r *report) checks() []checked {
 	at(pathHost, pathRaw, 1, .5, 1.15, 0)
 	at(pathHost, pathRaw, 1, .99, 1.3, 0)
 	at(pathHost, pathRaw, 32, rates, 0, 0.6)
+	// The same targets hold on PostgreSQL: a call without a call id of
+	// the caller's does not touch the database (its events are written
+	// by the writer's goroutine). Beside them, without targets, PostgreSQL
+	// against SQLite, and two hosts sharing one database against one.
+	at(pathHostPG, pathRaw, 1, .5, 1.15, 0)
+	at(pathHostPG, pathRaw, 1, .99, 1.3, 0)
+	at(pathHostPG, pathRaw, 32, rates, 0, 0.6)
+	engines := func(fig, callers string) string {
+		return fmt.Sprintf("Host.Call %s, PostgreSQL / SQLite (%s)", fig, callers)
+	}
+	named(engines, pathHostPG, pathHost, 1, .5, 0, 0)
+	named(engines, pathHostPG, pathHost, 32, rates, 0, 0)
+	twoHosts := func(fig, callers string) string {
+		return fmt.Sprintf("Host.Call %s on PostgreSQL, 2 hosts / 1 (%s)", fig, callers)
+	}
+	named(twoHosts, pathHostPG2, pathHostPG, 32, rates, 0, 0)
+	if sq, pg := r.Events.run(engineSQLite), r.Events.run(enginePostgres); sq != nil && pg != nil {
+		add("events/s of the event writer, PostgreSQL / SQLite", fmt.Sprintf("%.0f/s", pg.Rate()), fmt.Sprintf("%.0f/s", sq.Rate()), pg.Rate()/sq.Rate(), 0, 0)
+	}
 	at(pathHost, pathSDKStdio, 32, rates, 0, 5)
 	onOff("metrics", pathHost, pathHostBare, 1, .5, 1.03, 0)
 	// audit { mode = "strict" } would be the default if it cost at most 10 %
@@ -202,10 +223,15 @@ func (r *report) write(w io.Writer) {
 	}
 	p("\n## How to reproduce\n")
 	p("```sh\nscripts/bench            # builds bin/, runs go run ./bench, rewrites this file and %s\n```\n", r.Plot)
+	p("scripts/bench starts a throwaway PostgreSQL cluster with `scripts/dev-postgres` (`scripts/test` installs PostgreSQL when it is missing) " +
+		"and passes its DSN as `-pg-dsn`; the bench creates a fresh database for each of its PostgreSQL uses and drops them at the end, and " +
+		"scripts/bench stops the cluster when it exits. By hand: `scripts/dev-postgres` in one shell, `go run ./bench -pg-dsn URL …` in another; " +
+		"without `-pg-dsn` the PostgreSQL parts are skipped.\n")
 	p("`go run ./bench -h` lists the knobs (calls per path, rounds, repetitions, concurrencies); `-quick` is a smoke run. " +
 		"To study where a path's time goes, `-paths REGEXP -conc 1 -cpuprofile FILE` calls only through the paths the expression matches, " +
 		"such as `'^MCP HTTP'` or `'Host.Call$'`, measures nothing else, writes no report and profiles the bench process in that phase " +
-		"(CPU, and the heap at its end): clients, in-process hosts and our HTTP server.\n")
+		"(CPU, and the heap at its end): clients, in-process hosts and our HTTP server. " +
+		"A `-paths` matching `" + eventsName + "` runs section 8, events/s, as well.\n")
 
 	p("## Summary: ratios against targets\n")
 	p("| comparison | measured | baseline | ratio | target | |\n|---|---:|---:|---:|---:|:-:|")
@@ -218,12 +244,28 @@ func (r *report) write(w io.Writer) {
 
 // writeCalls renders the no-op call tables.
 func (r *report) writeCalls(p func(string, ...any)) {
-	p("\n## 1. A no-op tool call, %d ways\n", len(callPaths))
+	ways := len(callPaths)
+	if len(r.Calls) > 0 {
+		ways = len(r.Calls[0])
+	}
+	p("\n## 1. A no-op tool call, %d ways\n", ways)
 	p("The tool does nothing and answers \"ok\" (`bench/noop`, a plugin using only `sdk`; `bench/mcpnoop` serves the same tool with the go-sdk). " +
 		"Every MCP path is called by the same client, the go-sdk's with its defaults, one session shared by the callers; the HTTP ones through " +
 		"the same `http.Transport` settings (keep-alive connections).\n")
 	p("- **%s** — the baseline: `proto.Client.Call` of the tool on a plugin process started with `internal/rpcplugin.Launch`, no host in between.", pathRaw)
 	p("- **%s** — an in-process `host.Host` with the plugin as a subprocess, called as an agent of a role holding its group: the whole pipeline (policy, validation, events, gRPC).", pathHost)
+	if r.Postgres != "" {
+		p("- **%s** — the same on a host of its own (its own plugin process and data directory) whose store is PostgreSQL "+
+			"(a `store { driver = \"postgres\" }` block): a fresh database of the `-pg-dsn` server (%s), over TCP: "+
+			"its events go to PostgreSQL, in batches, through the same writer. The call path itself does not touch the database "+
+			"(no call id is given, so no result is claimed or stored), so its targets are %s's. "+
+			"The PostgreSQL / SQLite rows compare it with %s, whose store is SQLite in its data directory.", pathHostPG, r.Postgres, pathHost, pathHost)
+		p("- **%s** — two such hosts, each with its own plugin process and data directory, on one fresh database (the role made "+
+			"through the first, an agent on each); caller i calls host i mod 2, as a load balancer pinning clients to hosts would, so "+
+			"with 1 caller only the first host is called. Both run in the bench process, on the same cores as everything else: "+
+			"the 2 hosts / 1 row shows what sharing the database costs (two event writers inserting into one table, two hosts and two "+
+			"plugin processes on the same cores), not the throughput that hosts on separate machines would add.", pathHostPG2)
+	}
 	p("- **%s** — the same on a host of its own (its own plugin process) made with `host.Options{DisableMetrics: true}`: "+
 		"what the Prometheus metrics cost a call is %s's p50 over this one's.", pathHostBare, pathHost)
 	p("- **%s** — the same on a host of its own with `audit { mode = \"strict\" }`: a call is dispatched only once its started event is committed.", pathHostStrict)
@@ -248,6 +290,11 @@ func (r *report) writeCalls(p func(string, ...any)) {
 		"(unconfined, like the baseline's), its tool `noop` called through `Host.Call` as an agent of a role holding the group: the whole pipeline "+
 		"(policy, validation, events), then `internal/mcpsource`'s go-sdk client over stdio, one session shared by the callers. "+
 		"A host of its own, because in the first one the plugin's `noop` would shadow the server's.\n", pathHostMCP)
+	if r.Postgres == "" {
+		p("> The PostgreSQL paths (%s, %s) did not run: no `-pg-dsn` (scripts/bench passes one).\n", pathHostPG, pathHostPG2)
+	} else {
+		p("The plot leaves out the PostgreSQL paths, to keep its legend readable; they are in the tables.\n")
+	}
 	if r.Plan.Calls != nil {
 		p("Calls per path: %d with 1 caller, %d with more, split into %d rounds in which the paths take turns (in a rotated order), "+
 			"after %d warm-up calls each. Between two turns the bench waits, untimed, until the hosts' events are on disk (and the traced "+
@@ -353,6 +400,45 @@ func (r *report) writeRest(p func(string, ...any)) {
 				float64(row.total())/float64(c.Rows[0].total()), row.LoadableTools)
 		}
 	}
+	r.writeEvents(p)
+}
+
+// writeEvents renders the events/s measurement, or says why it is missing.
+func (r *report) writeEvents(p func(string, ...any)) {
+	e := r.Events
+	if e == nil {
+		return
+	}
+	p("\n## 8. Events/s: the event writer on SQLite and PostgreSQL\n")
+	p("A `store.EventWriter` with the host's defaults (batches of up to 1024 events, one transaction each, a 2 ms linger) on a fresh store "+
+		"of each engine, fed by %d goroutines calling `Emit` as fast as it returns (it blocks only when 65536 events wait) with the events of "+
+		"no-op calls: `tool_call.started` and `tool_call.completed` in turn, with the payloads the host gives them. "+
+		"Each round emits its share of the events and ends when `Flush` returns, all of them written; the engines take turns over %d rounds, "+
+		"after %d untimed events each. events/s = events / summed wall time of the rounds. The writer, the emitters and SQLite run in the "+
+		"bench process; PostgreSQL in its own, on the same cores, so that events/s is bounded by the CPU each event costs: "+
+		"the table gives it, the bench process's (getrusage: the emitters, the writer, SQLite or pgx) and the PostgreSQL server's "+
+		"(its processes' times in /proc, when it runs on this machine). Neither engine syncs each commit to disk: SQLite runs in WAL mode "+
+		"with synchronous=NORMAL, and the settings of the PostgreSQL server are below. The writer's goroutine has a thread of its own at "+
+		"nice 19, SQLite's work with it, while PostgreSQL's processes keep their priority: on a machine busy with other work that favours "+
+		"PostgreSQL. Baseline: SQLite, the default engine.\n", e.Emitters, e.Rounds, e.Warmup)
+	if r.Postgres != "" {
+		p("PostgreSQL: %s.\n", r.Postgres)
+	}
+	sq := e.run(engineSQLite)
+	cpu := func(run eventsRun, d time.Duration) string {
+		if v := run.perEvent(d); v >= 0 {
+			return fmt.Sprintf("%.1f µs", v)
+		}
+		return "–"
+	}
+	p("| engine | where | events | wall | events/s | ÷ SQLite | CPU per event, bench process | CPU per event, PostgreSQL server |\n|---|---|---:|---:|---:|---:|---:|---:|")
+	for _, run := range e.Runs {
+		p("| %s | %s | %d | %s | %.0f | %.2f | %s | %s |", run.Engine, run.Where, run.Events, run.Wall.Round(time.Millisecond), run.Rate(), run.Rate()/sq.Rate(),
+			cpu(run, run.CPU), cpu(run, run.ServerCPU))
+	}
+	if e.run(enginePostgres) == nil {
+		p("\n> PostgreSQL was not measured: no `-pg-dsn` (scripts/bench passes one).")
+	}
 }
 
 func minMax(ds []time.Duration) (lo, hi time.Duration) {
@@ -385,5 +471,18 @@ func (r *report) summary(w io.Writer) {
 	}
 	if t := r.Traced; t != nil {
 		fmt.Fprintf(w, "  %s: the OTLP sink received %s\n", pathHostTraced, t)
+	}
+	if e := r.Events; e != nil {
+		for _, run := range e.Runs {
+			server := ""
+			if v := run.perEvent(run.ServerCPU); v >= 0 {
+				server = fmt.Sprintf(" + %.1f µs in the server", v)
+			}
+			fmt.Fprintf(w, "  events/s, %-10s %8.0f/s  (%d events through a store.EventWriter; CPU per event %.1f µs in the bench%s)\n",
+				run.Engine, run.Rate(), run.Events, run.perEvent(run.CPU), server)
+		}
+	}
+	if r.Postgres == "" {
+		fmt.Fprintln(w, "  PostgreSQL: not measured (no -pg-dsn)")
 	}
 }

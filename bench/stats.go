@@ -50,9 +50,20 @@ func median(ds []time.Duration) time.Duration {
 	return percentile(s, 0.5)
 }
 
+// callerKey is the key of the caller's number in the context of its calls.
+type callerKey struct{}
+
+// callerOf returns the number of the caller whose call ctx is, 0 to conc-1
+// in a round of runRound; 0 outside one.
+func callerOf(ctx context.Context) int {
+	i, _ := ctx.Value(callerKey{}).(int)
+	return i
+}
+
 // runRound makes n calls of op from conc goroutines (n/conc each, started
-// together) and returns each call's latency and the round's wall time. The
-// first error stops the round.
+// together, each numbered in the context of its calls: see callerOf) and
+// returns each call's latency and the round's wall time. The first error
+// stops the round.
 func runRound(ctx context.Context, op func(context.Context) error, conc, n int) ([]time.Duration, time.Duration, error) {
 	per := max(n/conc, 1)
 	lat := make([][]time.Duration, conc)
@@ -61,6 +72,7 @@ func runRound(ctx context.Context, op func(context.Context) error, conc, n int) 
 	start.Add(1)
 	for w := range conc {
 		lat[w] = make([]time.Duration, 0, per)
+		ctx := context.WithValue(ctx, callerKey{}, w)
 		done.Go(func() {
 			start.Wait()
 			for range per {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -89,13 +90,19 @@ func TestReportChecks(t *testing.T) {
 	}
 	r := &report{Calls: [][]*Series{
 		{mk(pathRaw, 1, 100*time.Microsecond, 0), mk(pathHost, 1, 110*time.Microsecond, 0), mk(pathHostBare, 1, 108*time.Microsecond, 0),
+			mk(pathHostPG, 1, 121*time.Microsecond, 0), mk(pathHostPG2, 1, 120*time.Microsecond, 0),
 			mk(pathHostTraced, 1, 132*time.Microsecond, 0),
 			mk(pathOursHTTP, 1, 400*time.Microsecond, 0), mk(pathSDKHTTP, 1, 200*time.Microsecond, 0),
 			mk(pathOursStdio, 1, 300*time.Microsecond, 0), mk(pathSDKStdio, 1, 200*time.Microsecond, 0)},
 		{mk(pathRaw, 32, time.Millisecond, 40000), mk(pathHost, 32, time.Millisecond, 20000), mk(pathHostTraced, 32, time.Millisecond, 15000),
+			mk(pathHostPG, 32, time.Millisecond, 26000), mk(pathHostPG2, 32, time.Millisecond, 24700),
 			mk(pathOursHTTP, 32, time.Millisecond, 3000), mk(pathSDKHTTP, 32, time.Millisecond, 2000),
 			mk(pathSDKStdio, 32, time.Millisecond, 4000)},
-	}}
+	}, Postgres: "PostgreSQL 15.8, fsync off, synchronous_commit off",
+		Events: &eventsResult{Emitters: 4, Rounds: 2, Warmup: 2000, Runs: []eventsRun{
+			{Engine: engineSQLite, Where: "/tmp (ext4)", Events: 200000, Wall: 2 * time.Second},
+			{Engine: enginePostgres, Where: "a database of its own", Events: 200000, Wall: 4 * time.Second},
+		}}}
 	want := map[string]string{
 		"Host.Call p50 / raw gRPC Call p50 (1 caller)":                       "1.10 ✓",
 		"Host.Call p50, metrics on / off (1 caller)":                         "1.02 ✓",
@@ -107,6 +114,15 @@ func TestReportChecks(t *testing.T) {
 		"MCP HTTP (ours) calls/s / MCP HTTP (go-sdk) calls/s (32 callers)":   "1.50 ✓",
 		"MCP stdio (ours) p50 / MCP stdio (go-sdk) p50 (1 caller)":           "1.50 ✓",
 		"MCP stdio (ours) calls/s / MCP stdio (go-sdk) calls/s (32 callers)": "",
+		// PostgreSQL: the design's targets, then the comparisons.
+		"Host.Call (PostgreSQL) p50 / raw gRPC Call p50 (1 caller)":                    "1.21 ✗",
+		"Host.Call (PostgreSQL) p99 / raw gRPC Call p99 (1 caller)":                    "1.21 ✓",
+		"Host.Call (PostgreSQL) calls/s / raw gRPC Call calls/s (32 callers)":          "0.65 ✓",
+		"Host.Call p50, PostgreSQL / SQLite (1 caller)":                                "1.10 –",
+		"Host.Call calls/s, PostgreSQL / SQLite (32 callers)":                          "1.30 –",
+		"Host.Call calls/s on PostgreSQL, 2 hosts / 1 (32 callers)":                    "0.95 –",
+		"events/s of the event writer, PostgreSQL / SQLite":                            "0.50 –",
+		"Host.Call, 2 hosts (PostgreSQL) calls/s / raw gRPC Call calls/s (32 callers)": "",
 	}
 	got := map[string]string{}
 	for _, c := range r.checks() {
@@ -124,9 +140,73 @@ func TestReportChecks(t *testing.T) {
 		"| Host.Call calls/s / raw gRPC Call calls/s (32 callers) | 20000/s | 40000/s | 0.50 | ≥ 0.60 | ✗ |",
 		"| Host.Call p50, tracing on / off (1 caller) | 132 µs | 110 µs | 1.20 | – | – |",
 		"the sink received 3 export requests, 4 KB, 50 spans (5.00 per call), warm-up included.",
+		"| Host.Call calls/s, PostgreSQL / SQLite (32 callers) | 26000/s | 20000/s | 1.30 | – | – |",
+		"| events/s of the event writer, PostgreSQL / SQLite | 50000/s | 100000/s | 0.50 | – | – |",
+		"| PostgreSQL | a database of its own | 200000 | 4s | 50000 | 0.50 |",
+		"| Host.Call (PostgreSQL) | 121 µs |",
+		"- **Host.Call, 2 hosts (PostgreSQL)** — two such hosts",
+		"(PostgreSQL 15.8, fsync off, synchronous_commit off)",
 	} {
 		if !strings.Contains(b.String(), line) {
 			t.Errorf("the report lacks %q:\n%s", line, b.String())
 		}
+	}
+}
+
+// TestReportWithoutPostgres: without -pg-dsn the report says the PostgreSQL
+// parts did not run, and has no rows for them.
+func TestReportWithoutPostgres(t *testing.T) {
+	r := &report{Calls: [][]*Series{{{Path: pathRaw, Conc: 1, Lat: []time.Duration{1}}, {Path: pathHost, Conc: 1, Lat: []time.Duration{1}}}},
+		Events: &eventsResult{Runs: []eventsRun{{Engine: engineSQLite, Events: 10, Wall: time.Second}}}}
+	for _, c := range r.checks() {
+		if strings.Contains(c.Name, "PostgreSQL") {
+			t.Errorf("a summary row without PostgreSQL: %s", c.Name)
+		}
+	}
+	var b strings.Builder
+	r.write(&b)
+	for _, line := range []string{
+		"## 1. A no-op tool call, 2 ways",
+		"> The PostgreSQL paths (Host.Call (PostgreSQL), Host.Call, 2 hosts (PostgreSQL)) did not run: no `-pg-dsn`",
+		"> PostgreSQL was not measured: no `-pg-dsn`",
+	} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("the report lacks %q:\n%s", line, b.String())
+		}
+	}
+	b.Reset()
+	r.summary(&b)
+	if !strings.Contains(b.String(), "PostgreSQL: not measured (no -pg-dsn)") {
+		t.Errorf("the summary does not say PostgreSQL was skipped:\n%s", b.String())
+	}
+}
+
+// TestByCaller: callers are spread over the hosts by number, each always
+// calling the same one.
+func TestByCaller(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]map[int]bool{} // caller → hosts it called
+	mkHost := func(h int) func(context.Context) error {
+		return func(ctx context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			c := callerOf(ctx)
+			if seen[c] == nil {
+				seen[c] = map[int]bool{}
+			}
+			seen[c][h] = true
+			return nil
+		}
+	}
+	if _, _, err := runRound(context.Background(), byCaller(mkHost(0), mkHost(1)), 4, 40); err != nil {
+		t.Fatal(err)
+	}
+	for c := range 4 {
+		if len(seen[c]) != 1 || !seen[c][c%2] {
+			t.Errorf("caller %d called hosts %v, want only %d", c, seen[c], c%2)
+		}
+	}
+	if callerOf(context.Background()) != 0 {
+		t.Error("callerOf outside a round is not 0")
 	}
 }
