@@ -233,7 +233,7 @@ func (q *ApprovalQueue) watch() {
 	done := make(chan struct{})
 	var changes <-chan struct{}
 	var tick <-chan time.Time
-	w, err := q.st.Changes(context.Background(), q.every)
+	w, err := q.st.Changes(context.Background(), q.every, "approvals")
 	var ticker *time.Ticker
 	if err == nil {
 		changes = w.C

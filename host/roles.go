@@ -115,7 +115,7 @@ func (d *directory) putAgent(a store.Agent) {
 // notifies), until ctx ends; watchers hear of it only when the roles
 // changed. It prunes stored call results on the way.
 func (h *Host) watchStore(ctx context.Context, every time.Duration) {
-	w, err := h.store.Changes(ctx, every)
+	w, err := h.store.Changes(ctx, every, "roles", "agents")
 	if err != nil {
 		h.log.Error("cannot watch the store for changes", "error", err)
 		return

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,13 +20,19 @@ type listener struct {
 	done   chan struct{}
 
 	mu      sync.Mutex
-	watches map[*ChangeWatch]chan struct{}
+	watches map[*ChangeWatch]watched
+}
+
+// watched is a watch's channel and the tables it follows (nil: all).
+type watched struct {
+	c      chan struct{}
+	tables []string
 }
 
 // listen starts following dsn's notifications.
 func listen(dsn string, tokens *tokenCache) *listener {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &listener{tokens: tokens, cancel: cancel, done: make(chan struct{}), watches: map[*ChangeWatch]chan struct{}{}}
+	l := &listener{tokens: tokens, cancel: cancel, done: make(chan struct{}), watches: map[*ChangeWatch]watched{}}
 	go l.run(ctx, dsn)
 	return l
 }
@@ -77,20 +84,23 @@ func (l *listener) follow(ctx context.Context, dsn string, connected func()) err
 	}
 }
 
-// changed passes a change of table (any, when "") on.
+// changed passes a change of table (any, when "") on to the watches that
+// follow it.
 func (l *listener) changed(table string) {
 	if table == "" || table == "tokens" || table == "roles" {
 		l.tokens.invalidateLocal()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, c := range l.watches {
-		notify(c)
+	for _, w := range l.watches {
+		if table == "" || w.tables == nil || slices.Contains(w.tables, table) {
+			notify(w.c)
+		}
 	}
 }
 
-// watch returns a new watch of the notifications.
-func (l *listener) watch() *ChangeWatch {
+// watch returns a new watch of the notifications of tables (none: all).
+func (l *listener) watch(tables []string) *ChangeWatch {
 	c := make(chan struct{}, 1)
 	w := &ChangeWatch{C: c}
 	w.stop = func() {
@@ -99,7 +109,7 @@ func (l *listener) watch() *ChangeWatch {
 		delete(l.watches, w)
 	}
 	l.mu.Lock()
-	l.watches[w] = c
+	l.watches[w] = watched{c: c, tables: slices.Clone(tables)}
 	l.mu.Unlock()
 	return w
 }

@@ -213,14 +213,15 @@ func (s *Store) tx(ctx context.Context, f func(db) error) error {
 	return tx.Commit()
 }
 
-// Changes returns a watch on the commits of other processes to what they
-// follow (roles, agents, mailboxes, tokens): a cheap way to notice edits
-// made by a CLI beside a server, or by another host. On SQLite it checks
-// every interval; on PostgreSQL a notification wakes it at once, and it
-// hears this process's commits too. Close it when done.
-func (s *Store) Changes(ctx context.Context, every time.Duration) (*ChangeWatch, error) {
+// Changes returns a watch on the commits of other processes to the tables
+// named (roles, agents, mailbox, approvals, tokens; none: all of them): a
+// cheap way to notice edits made by a CLI beside a server, or by another
+// host. On SQLite it checks every interval, and wakes on a commit to any
+// table; on PostgreSQL a notification of one of the tables wakes it at
+// once, and it hears this process's commits too. Close it when done.
+func (s *Store) Changes(ctx context.Context, every time.Duration, tables ...string) (*ChangeWatch, error) {
 	if s.changes != nil {
-		return s.changes.watch(), nil
+		return s.changes.watch(tables), nil
 	}
 	conn, err := s.sqlDB.Conn(ctx)
 	if err != nil {
