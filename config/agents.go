@@ -69,6 +69,10 @@ type Runtime struct {
 	// Workspace is the absolute directory put_artifact reads `path` from;
 	// default the config file's directory.
 	Workspace string
+	// Lease is how long a host's claim on a runtime agent lasts unless
+	// renewed (every Lease/3): the agents of a host that died are adopted
+	// by another about Lease after its last renewal. Default 15s.
+	Lease time.Duration
 }
 
 var modelSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
@@ -105,7 +109,7 @@ func (d *decoder) model(blk *hcl.Block, declared map[string]hcl.Range) Model {
 
 var runtimeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "provider"}, {Name: "max_turns"}, {Name: "max_wall_time"}, {Name: "max_tokens"}, {Name: "context_budget"},
-	{Name: "no_progress"}, {Name: "max_bad_outputs"}, {Name: "keep_recent"}, {Name: "workspace"},
+	{Name: "no_progress"}, {Name: "max_bad_outputs"}, {Name: "keep_recent"}, {Name: "workspace"}, {Name: "lease"},
 }}
 
 // runtime decodes the runtime block; the provider is checked once every model block is known.
@@ -122,6 +126,7 @@ func (d *decoder) runtime(r *Runtime, body hcl.Body) *hcl.Attribute {
 	attr(d, attrs, "max_bad_outputs", &r.MaxBadOutputs, positive)
 	attr(d, attrs, "keep_recent", &r.KeepRecent, positive)
 	attr(d, attrs, "workspace", &r.Workspace, d.path)
+	attr(d, attrs, "lease", &r.Lease, duration)
 	return attrs["provider"]
 }
 

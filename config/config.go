@@ -75,6 +75,15 @@ type Store struct {
 	// TOOLHOST_STORE_DSN overrides it, and alone selects "postgres". It
 	// may hold a password: write it as env("…") rather than in the file.
 	DSN string `json:"-"`
+	// Artifacts is where artifacts' bytes are kept: "files" (the default),
+	// content-addressed under ArtifactDir, or "database", beside their
+	// index, which suits small deployments of several hosts that share no
+	// directory.
+	Artifacts string
+	// ArtifactDir is the directory of the artifacts' files; default
+	// <data_dir>/artifacts. Hosts sharing a PostgreSQL database must share
+	// it too (NFS or similar), or keep artifacts in the database.
+	ArtifactDir string
 }
 
 // Telemetry is the `telemetry` block: OpenTelemetry traces of calls, agent
@@ -309,7 +318,7 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 		Limits:    Limits{Timeout: 30 * time.Second, MaxOutputLines: 2000, MaxOutputBytes: 51200},
 		Executor:  Executor{Mode: "sequential", MaxParallel: 4, Approver: "queue", ApprovalTimeout: 5 * time.Minute, IdempotencyWindow: 24 * time.Hour},
 		Runtime: Runtime{MaxTurns: 50, MaxWallTime: 10 * time.Minute, MaxTokens: 1_000_000, ContextBudget: 128_000, NoProgress: 3,
-			MaxBadOutputs: 3, KeepRecent: 8, Workspace: dir},
+			MaxBadOutputs: 3, KeepRecent: 8, Workspace: dir, Lease: 15 * time.Second},
 	}
 	d := &decoder{ctx: evalContext(getenv), dir: dir}
 	diags := fromHCL(d.decodeFile(cfg, src, filename), filename)

@@ -145,6 +145,8 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		d.add(diags)
 		attr(d, st.Attributes, "driver", &cfg.Store.Driver, oneOf("sqlite", "postgres"))
 		attr(d, st.Attributes, "dsn", &cfg.Store.DSN, asIs[string])
+		attr(d, st.Attributes, "artifacts", &cfg.Store.Artifacts, oneOf("files", "database"))
+		attr(d, st.Attributes, "artifact_dir", &cfg.Store.ArtifactDir, d.path)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
 		cfg.Tools = d.toolPolicy(blk.Body)
@@ -280,7 +282,7 @@ var metricsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "pu
 
 var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode"}}}
 
-var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}}}
+var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}, {Name: "artifacts"}, {Name: "artifact_dir"}}}
 
 var telemetrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "traces"}, {Name: "endpoint"}, {Name: "protocol"}, {Name: "sample_ratio"}, {Name: "service_name"},

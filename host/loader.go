@@ -260,11 +260,15 @@ func (s *supervisor) refresh() {
 }
 
 // hostPaths are the paths every module is told to keep out of
-// (ConfigureRequest.HostPaths): the data directory, absolute.
+// (ConfigureRequest.HostPaths), absolute: the data directory, and the
+// artifact directory when it lies elsewhere.
 func (h *Host) hostPaths() []string {
 	dir, err := filepath.Abs(h.DataDir())
 	if err != nil { // no working directory: the path as it is
 		dir = h.DataDir()
+	}
+	if a := h.cfg.Store.ArtifactDir; a != "" { // an artifact directory outside the data directory
+		return []string{dir, a}
 	}
 	return []string{dir}
 }

@@ -48,9 +48,20 @@ func (rt *Runtime) artifactGroup() *sdk.Group {
 	}}
 }
 
+// artifactPath is where an artifact's bytes are kept, unless the store
+// keeps them (store { artifacts = "database" }): the store block's artifact
+// directory, by default <data_dir>/artifacts.
 func (rt *Runtime) artifactPath(id string) string {
-	return filepath.Join(rt.h.DataDir(), "artifacts", id[:2], id)
+	dir := rt.h.Config().Store.ArtifactDir
+	if dir == "" {
+		dir = filepath.Join(rt.h.DataDir(), "artifacts")
+	}
+	return filepath.Join(dir, id[:2], id)
 }
+
+// artifactsInStore reports whether artifacts' bytes are kept in the
+// database.
+func (rt *Runtime) artifactsInStore() bool { return rt.h.Config().Store.Artifacts == "database" }
 
 func (rt *Runtime) putArtifact(ctx context.Context, by string, args putArtifactArgs) (store.Artifact, error) {
 	var data []byte
@@ -79,10 +90,13 @@ func (rt *Runtime) putArtifact(ctx context.Context, by string, args putArtifactA
 	if args.MIME == "" {
 		args.MIME = http.DetectContentType(data)
 	}
-	if err := writeOnce(rt.artifactPath(id), data); err != nil {
+	var kept []byte // the bytes, when the store keeps them
+	if rt.artifactsInStore() {
+		kept = data
+	} else if err := writeOnce(rt.artifactPath(id), data); err != nil {
 		return store.Artifact{}, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 	}
-	a, err := rt.st.PutArtifact(ctx, store.Artifact{ID: id, Name: args.Name, MIME: args.MIME, Size: int64(len(data)), CreatedBy: by})
+	a, err := rt.st.PutArtifact(ctx, store.Artifact{ID: id, Name: args.Name, MIME: args.MIME, Size: int64(len(data)), CreatedBy: by}, kept)
 	if err != nil {
 		return a, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 	}
@@ -167,7 +181,12 @@ func (rt *Runtime) getArtifact(ctx context.Context, id string) (*sdk.Result, err
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 	}
-	data, err := os.ReadFile(rt.artifactPath(id))
+	var data []byte
+	if rt.artifactsInStore() {
+		data, err = rt.st.ArtifactData(ctx, id)
+	} else {
+		data, err = os.ReadFile(rt.artifactPath(id))
+	}
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeToolExec, "artifact %s: %v", id, err)
 	}

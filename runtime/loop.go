@@ -33,22 +33,6 @@ type agent struct {
 	stored int // how many of msgs are in the store
 }
 
-// run starts an agent's loop, unless one runs already.
-func (rt *Runtime) run(a *agent) {
-	ctx, cancel := context.WithCancelCause(rt.ctx)
-	a.cancel, a.wake, a.busy = cancel, make(chan struct{}, 1), true
-	rt.mu.Lock()
-	if rt.agents[a.id] != nil {
-		rt.mu.Unlock()
-		cancel(nil)
-		return
-	}
-	rt.agents[a.id] = a
-	rt.mu.Unlock()
-	rt.wg.Add(1)
-	go rt.loop(ctx, a)
-}
-
 // loop is an agent's life: take the task or the unread mail, work until a
 // final answer, wait for more mail, repeat, until it fails or is stopped.
 func (rt *Runtime) loop(ctx context.Context, a *agent) {

@@ -9,9 +9,20 @@
 // mailbox survive a restart, and a server adopts the agents no live process
 // runs. Agents talk through send_message; an agent without work waits for
 // messages.
+//
+// A runtime agent is run by one process at a time, the owner named in its
+// row, which holds a lease on it: the owner renews its leases every third
+// of the lease's length, and stops an agent whose lease it could not renew
+// in time or that another process took. A process that stops cleanly
+// releases its agents, for another to adopt at once; one that dies (or
+// loses the database) leaves leases that pass, after which a server with
+// Adopt takes the agents over, a lease after the last renewal. On one
+// machine (and pid namespace) the death of an owner's process is seen
+// sooner, by its process id, at the adopter's next look.
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,9 +31,7 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -54,15 +63,38 @@ type Options struct {
 	// RunAgents runs the loops of the agents this runtime spawns. False (a
 	// one-shot CLI command) records them for a server to adopt.
 	RunAgents bool
-	// Adopt also runs, at Start and whenever the store changes, the agents
-	// no live process runs: those of a server.
+	// Adopt also runs, at Start, whenever the store changes, and when a
+	// lease it saw passes, the agents no live process runs: those spawned
+	// by one-shot commands, released by runtimes that closed, or whose
+	// owner's lease has passed (a host that died).
 	Adopt bool
 	// Console receives console_print's lines; nil: os.Stdout.
 	Console io.Writer
 	// WatchEvery is how often the store is checked for changes made by
 	// other processes (terminations, messages, agents to adopt); 0: 1s.
 	WatchEvery time.Duration
+	// Lease is how long this runtime's claim on an agent lasts unless
+	// renewed; 0: the runtime block's lease (default 15s).
+	Lease time.Duration
+	// Machine names the machine and process-id namespace this runtime
+	// runs in, in its claims on agents: a runtime adopts at once the
+	// agents of a dead process of its own machine (known by its pid), and
+	// waits for the leases of other machines' to pass. Default: the host
+	// name and a digest of the boot id and pid namespace.
+	Machine string
 }
+
+// The lease's timing, in fractions of its length: the owner renews every
+// third, tries again every twelfth after a failure, and stops an agent a
+// quarter before its lease would pass unless renewed by then, so that an
+// adopter (whose clock may differ by less than that) never finds it still
+// running. A server with Adopt looks for agents to adopt every third too,
+// and when a lease it saw is due to pass.
+const (
+	renewParts  = 3
+	retryParts  = 12
+	marginParts = 4
+)
 
 // Runtime runs agents on a host.
 type Runtime struct {
@@ -71,7 +103,9 @@ type Runtime struct {
 	cfg        config.Runtime
 	opts       Options
 	log        hclog.Logger
-	owner      string // this process's claim on the agents it runs
+	owner      string // this process's claim on the agents it runs: pid:nonce@machine
+	machine    string
+	lease      time.Duration
 	registered bool
 	console    sync.Mutex
 	tracer     trace.Tracer // nil when the host traces nothing
@@ -83,15 +117,30 @@ type Runtime struct {
 	mu      sync.Mutex
 	changed sync.Cond // an agent's state changed (for Wait)
 	agents  map[string]*agent
+	// holds maps the agents run here whose lease this runtime holds to
+	// when it stops them unless renewed; lost are those it gave up (an
+	// expired lease, another owner), whose loops are ending.
+	holds map[string]time.Time
+	lost  map[*agent]bool
+
+	// When adopt should look again (watch's goroutine only): adoptAt,
+	// when the soonest lease the last refresh saw passes; catchUp, after
+	// how long, when the host did not know yet an agent to adopt (or its
+	// role), learnt of through the store a moment before it.
+	adoptAt time.Time
+	catchUp time.Duration
 }
 
 // New returns a runtime for h, which must outlive it. Start registers the
 // built-in groups.
 func New(h *host.Host, opts *Options) *Runtime {
-	rt := &Runtime{h: h, st: h.Store(), cfg: h.Config().Runtime, log: h.Logger().Named("runtime"), agents: map[string]*agent{}}
+	rt := &Runtime{h: h, st: h.Store(), cfg: h.Config().Runtime, log: h.Logger().Named("runtime"), agents: map[string]*agent{},
+		holds: map[string]time.Time{}, lost: map[*agent]bool{}}
 	if opts != nil {
 		rt.opts = *opts
 	}
+	rt.lease = cmp.Or(rt.opts.Lease, rt.cfg.Lease, defaultLease)
+	rt.machine = cmp.Or(rt.opts.Machine, machineID())
 	if rt.opts.Console == nil {
 		rt.opts.Console = os.Stdout
 	}
@@ -100,7 +149,7 @@ func New(h *host.Host, opts *Options) *Runtime {
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	rt.owner = strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b[:])
+	rt.owner = strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b[:]) + "@" + rt.machine
 	rt.changed.L = &rt.mu
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
 	if tp := h.TracerProvider(); tp != nil {
@@ -137,28 +186,35 @@ func (rt *Runtime) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	if rt.opts.RunAgents {
-		rt.wg.Add(1)
+	if rt.opts.RunAgents || rt.opts.Adopt {
+		rt.wg.Add(2)
 		go rt.watch()
+		go rt.keep()
 	}
 	return nil
 }
 
 // Close stops every agent loop, leaving the agents' status as it is so that
-// a later runtime resumes them, and releases them.
+// a later runtime resumes them, and releases them, so that another runtime
+// may adopt them at once.
 func (rt *Runtime) Close() error {
 	rt.cancel()
 	rt.wg.Wait()
-	var errs []error
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	for _, a := range rt.agents {
-		if _, err := rt.st.ClaimAgent(context.Background(), a.id, "", rt.owner); err != nil {
-			errs = append(errs, err)
-		}
+	if !rt.opts.RunAgents && !rt.opts.Adopt {
+		return nil // it ran no agents
 	}
-	return errors.Join(errs...)
+	if _, err := rt.st.ReleaseAgents(context.Background(), rt.owner); err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	return nil
 }
+
+// Owner returns the claim this runtime writes as the owner of the agents
+// it runs: "pid:nonce@machine".
+func (rt *Runtime) Owner() string { return rt.owner }
+
+// defaultLease is the lease of a runtime whose config sets none.
+const defaultLease = 15 * time.Second
 
 // SpawnRequest asks for a new agent.
 type SpawnRequest struct {
@@ -187,10 +243,12 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (AgentSummary, e
 			return AgentSummary{}, toolhost.Errorf(toolhost.CodeValidation, "no agent %q to be the parent", req.ParentID)
 		}
 	}
-	rec := store.Agent{ParentID: req.ParentID, Kind: store.AgentRuntime, Task: req.Task, Status: store.StatusWaiting}
-	if rt.opts.RunAgents {
-		rec.Owner = rt.owner
-	}
+	// The agent is this runtime's from the start, so that no server adopts
+	// it before its task is stored; one that does not run agents releases
+	// it then, for a server to adopt.
+	begun := time.Now()
+	rec := store.Agent{ParentID: req.ParentID, Kind: store.AgentRuntime, Task: req.Task, Status: store.StatusWaiting,
+		Owner: rt.owner, LeaseUntil: begun.Add(rt.lease)}
 	rec, err = rt.h.CreateAgent(ctx, role.Name, rec)
 	if err != nil {
 		return AgentSummary{}, err
@@ -204,7 +262,13 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (AgentSummary, e
 		Payload: map[string]any{"parent_agent": req.ParentID, "task": req.Task}})
 	rt.log.Info("agent spawned", "agent", rec.ID, "role", role.Name, "parent", req.ParentID)
 	if rt.opts.RunAgents {
-		rt.run(&agent{id: rec.ID, rec: rec, role: role.Name})
+		rt.launch(&agent{id: rec.ID, rec: rec, role: role.Name}, begun)
+	} else {
+		// Should this fail, the lease passes instead.
+		if _, err := rt.st.ReleaseAgent(context.WithoutCancel(ctx), rec.ID, rt.owner); err != nil {
+			rt.log.Warn("releasing a recorded agent: a server adopts it once its lease passes", "agent", rec.ID, "error", err)
+		}
+		rec.Owner, rec.LeaseUntil = "", time.Time{}
 	}
 	return AgentSummary{Agent: rec, Role: role.Name}, nil
 }
@@ -362,77 +426,51 @@ func (rt *Runtime) idle(id string) bool {
 	return true
 }
 
-// adopt runs the runtime agents among all that are not final and that no
-// live process runs; without a model provider there is nothing to run them with.
-func (rt *Runtime) adopt(ctx context.Context, all []store.Agent) error {
-	if rt.opts.Provider == nil {
-		return nil
-	}
-	for _, rec := range all {
-		// An agent this runtime owns is run already (or about to be, by
-		// Spawn): only the unowned and those of dead processes are taken.
-		if rec.Kind != store.AgentRuntime || rec.Final() || rec.Owner == rt.owner {
-			continue
-		}
-		stale := ""
-		if rec.Owner != "" && !ownerAlive(rec.Owner) {
-			stale = rec.Owner
-		}
-		ok, err := rt.st.ClaimAgent(ctx, rec.ID, rt.owner, stale)
-		if err != nil {
-			return fmt.Errorf("runtime: %w", err)
-		}
-		if !ok {
-			continue
-		}
-		r, err := rt.role(rec.RoleID)
-		if err != nil {
-			rt.log.Error("cannot resume an agent: its role is gone", "agent", rec.ID, "role", rec.RoleID)
-			continue
-		}
-		rt.log.Info("agent resumed", "agent", rec.ID, "role", r.Name, "status", rec.Status)
-		rt.run(&agent{id: rec.ID, rec: rec, role: r.Name})
-	}
-	return nil
-}
-
-// ownerAlive reports whether the process named by an owner claim ("pid:nonce")
-// is alive on this machine.
-func ownerAlive(owner string) bool {
-	pid, err := strconv.Atoi(strings.SplitN(owner, ":", 2)[0])
-	if err != nil || pid <= 0 {
-		return false
-	}
-	err = syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
+// catchUpFirst is how soon adopt looks again for an agent the host did not
+// know yet; then twice as late each time, up to a third of a lease.
+const catchUpFirst = 20 * time.Millisecond
 
 // watch follows changes other processes make to the store: an agent
-// terminated elsewhere stops, mail sent elsewhere wakes its agent, and
-// (with Adopt) agents spawned by one-shot commands are adopted.
+// terminated elsewhere stops, mail sent elsewhere wakes its agent, an agent
+// another process took stops here, and (with Adopt) agents spawned by
+// one-shot commands or left by dead hosts are adopted. Since a lease
+// passing is no change to the store, with Adopt it also looks every third
+// of a lease, and when a lease it saw passes.
 func (rt *Runtime) watch() {
 	defer rt.wg.Done()
-	w, err := rt.st.Changes(rt.ctx, rt.opts.WatchEvery)
+	w, err := rt.st.Changes(rt.ctx, rt.opts.WatchEvery, "agents", "mailbox")
 	if err != nil {
 		rt.log.Error("cannot watch the store", "error", err)
 		return
 	}
 	defer w.Close()
+	var tick *time.Timer
+	var ticks <-chan time.Time
+	if rt.opts.Adopt {
+		tick = time.NewTimer(rt.nextLook())
+		defer tick.Stop()
+		ticks = tick.C
+	}
 	for {
 		select {
 		case <-rt.ctx.Done():
 			return
 		case <-w.C:
+		case <-ticks:
 		}
 		if err := rt.refresh(rt.ctx); err != nil && rt.ctx.Err() == nil {
 			rt.log.Error("following the store", "error", err)
+		}
+		if tick != nil {
+			tick.Reset(rt.nextLook())
 		}
 	}
 }
 
 // refresh follows the store with two reads, whatever the number of agents:
-// the agents run here that another process ended stop, those with unread
-// mail wake, and (with Adopt) the agents no live process runs are taken.
+// the agents run here that another process ended stop, those another
+// process took stop, those with unread mail wake, and (with Adopt) the
+// agents no live process runs are taken.
 func (rt *Runtime) refresh(ctx context.Context) error {
 	all, err := rt.st.Agents(ctx)
 	if err != nil {
@@ -442,10 +480,16 @@ func (rt *Runtime) refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	for _, rec := range all { // stopped and wake ignore agents not run here
-		if rec.Final() {
+	for _, rec := range all { // stopped, taken and wake ignore agents not run here
+		switch {
+		case rec.Final():
 			rt.stopped(rec.ID, rec)
-		} else if unread[rec.ID] {
+		case rec.Owner != rt.owner:
+			// Claims of this runtime's all happened before the read (in
+			// Spawn, with this owner, or in an earlier adopt), so an
+			// agent it runs under another owner was taken from it.
+			rt.loseIfHeld(rec.ID, "another process took the agent over", "owner", rec.Owner)
+		case unread[rec.ID]:
 			rt.wake(rec.ID)
 		}
 	}
@@ -454,6 +498,11 @@ func (rt *Runtime) refresh(ctx context.Context) error {
 	}
 	return nil
 }
+
+// errLost is why the loop of an agent this runtime no longer holds stops:
+// not a failure, nor a termination (but cancelled, as a termination is, so
+// that the loop leaves the agent's status alone).
+var errLost = toolhost.Errorf(toolhost.CodeCancelled, "the host running the agent lost its lease; another host resumes the agent")
 
 // Agents returns every agent, oldest first.
 func (rt *Runtime) Agents(ctx context.Context) ([]store.Agent, error) {

@@ -25,7 +25,14 @@ import (
 // pluginDir holds the workspace and command modules, built once.
 var pluginDir string
 
+// TestMain builds the modules and runs the tests; run by a test as host A
+// (leaseChild), it is that host instead. The throwaway PostgreSQL cluster
+// of pgtest is stopped by its watchdog once the binary exits, since
+// RunWithModules exits without returning (pgtest.Main would too).
 func TestMain(m *testing.M) {
+	if os.Getenv(leaseChildEnv) != "" {
+		os.Exit(leaseChild())
+	}
 	proctest.RunWithModules(m, "..", &pluginDir, "workspace", "command")
 }
 
@@ -59,8 +66,8 @@ func (s *syncBuffer) String() string {
 
 // start runs a host and runtime with the script (JSON) and extra HCL for the
 // runtime block; data and ws may be "" for fresh directories; tune, if any,
-// changes the host's options.
-func start(t testing.TB, script, runtimeBlock, data, ws string, tune ...func(*host.Options)) *env {
+// changes the config and the host's options.
+func start(t testing.TB, script, runtimeBlock, data, ws string, tune ...func(*config.Config, *host.Options)) *env {
 	t.Helper()
 	if data == "" {
 		data = t.TempDir()
@@ -100,7 +107,7 @@ runtime {
 	}
 	opts := &host.Options{Approver: host.AlwaysApprove{}}
 	for _, f := range tune {
-		f(opts)
+		f(cfg, opts)
 	}
 	h, err := host.New(cfg, opts)
 	if err != nil {

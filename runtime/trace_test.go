@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"testing"
 
+	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -16,7 +17,9 @@ func TestAgentTurnsAreTraces(t *testing.T) {
 	e := start(t, `{"roles": {"runner": [
 	  {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo hi"}}]},
 	  {"content": "done"}
-	]}}`, "", "", "", func(o *host.Options) { o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)) })
+	]}}`, "", "", "", func(_ *config.Config, o *host.Options) {
+		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	})
 	e.createRole("runner", "command")
 	e.wait(e.spawn("runner", "run").ID)
 

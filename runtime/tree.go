@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/output"
@@ -25,9 +26,13 @@ type Node struct {
 	// Status is "ok", "failed", "running" or "" (for events), or an agent's
 	// status.
 	Status string `json:"status,omitempty"`
-	// Seq orders siblings: the id of the node's first event.
-	Seq      int64   `json:"seq"`
-	Children []*Node `json:"children,omitempty"`
+	// Seq is the id of the node's first event, and Time its time, which
+	// orders siblings: events written by several hosts sharing a store
+	// are numbered in the order of their hosts' commits, not of their
+	// times.
+	Seq      int64     `json:"seq"`
+	Time     time.Time `json:"time,omitzero"`
+	Children []*Node   `json:"children,omitempty"`
 }
 
 // treeEventLimit bounds the events read per agent.
@@ -69,7 +74,7 @@ func Tree(ctx context.Context, st *store.Store, agentID string) (*Node, error) {
 		for _, e := range events {
 			if e.Type == EventAgentSpawned {
 				spawnedBy[id] = e.ParentID
-				n.Seq = e.ID
+				n.Seq, n.Time = e.ID, e.Time
 				continue
 			}
 			addEvent(nodes, n, e)
@@ -97,7 +102,7 @@ func addEvent(nodes map[string]*Node, agent *Node, e store.Event) {
 	num := func(k string) int { f, _ := e.Payload[k].(float64); return int(f) }
 	switch e.Type {
 	case EventTurnStarted:
-		n := &Node{Kind: "turn", ID: str("id"), Status: "running", Seq: e.ID, Title: fmt.Sprintf("turn %d", num("turn"))}
+		n := &Node{Kind: "turn", ID: str("id"), Status: "running", Seq: e.ID, Time: e.Time, Title: fmt.Sprintf("turn %d", num("turn"))}
 		nodes[n.ID] = n
 		agent.Children = append(agent.Children, n)
 	case EventTurnCompleted:
@@ -117,7 +122,7 @@ func addEvent(nodes map[string]*Node, agent *Node, e store.Event) {
 		}
 		n.Title += fmt.Sprintf(", %d tokens", num("tokens"))
 	case store.EventCallStarted:
-		n := &Node{Kind: "call", ID: e.CallID, Status: "running", Seq: e.ID, Title: e.Tool + " " + output.OneLine(str("arguments"), 80)}
+		n := &Node{Kind: "call", ID: e.CallID, Status: "running", Seq: e.ID, Time: e.Time, Title: e.Tool + " " + output.OneLine(str("arguments"), 80)}
 		nodes[e.CallID] = n
 		parent.Children = append(parent.Children, n)
 	case store.EventCallCompleted, store.EventCallFailed:
@@ -132,22 +137,29 @@ func addEvent(nodes map[string]*Node, agent *Node, e store.Event) {
 			n.Title = fmt.Sprintf("%s ✗ %s: %s", strings.SplitN(n.Title, " ", 2)[0], str("code"), output.OneLine(str("error"), 120))
 		}
 	case EventAgentStarted:
-		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Title: "started"})
+		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Time: e.Time, Title: "started"})
 	case EventAgentCompleted:
-		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Status: "ok", Title: "completed: " + output.OneLine(str("answer"), 120)})
+		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Time: e.Time, Status: "ok", Title: "completed: " + output.OneLine(str("answer"), 120)})
 	case EventAgentFailed:
-		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Status: "failed",
+		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Time: e.Time, Status: "failed",
 			Title: fmt.Sprintf("failed: %s: %s", str("code"), output.OneLine(str("error"), 160))})
 	case EventAgentTerminated:
-		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Status: "failed", Title: "terminated: " + str("reason")})
+		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Time: e.Time, Status: "failed", Title: "terminated: " + str("reason")})
 	case EventConsolePrint:
 		parent = cmp.Or(nodes[e.ParentID], agent)
-		parent.Children = append(parent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Title: "console: " + output.OneLine(str("text"), 120)})
+		parent.Children = append(parent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Time: e.Time, Title: "console: " + output.OneLine(str("text"), 120)})
 	}
 }
 
 func sortTree(n *Node) {
-	slices.SortStableFunc(n.Children, func(a, b *Node) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortStableFunc(n.Children, func(a, b *Node) int {
+		if !a.Time.IsZero() && !b.Time.IsZero() {
+			if c := a.Time.Compare(b.Time); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
 	for _, c := range n.Children {
 		sortTree(c)
 	}

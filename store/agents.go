@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -48,27 +50,48 @@ type Agent struct {
 	Turns  int `json:"turns"`
 	Tokens int `json:"tokens"`
 	// Owner names the process running a runtime agent; empty while none does.
-	Owner     string    `json:"owner,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	Owner string `json:"owner,omitempty"`
+	// LeaseUntil is when the owner's claim lapses unless renewed (zero:
+	// no lease). Once it has passed, another process may take the agent
+	// (ClaimAgent).
+	LeaseUntil time.Time `json:"leaseUntil,omitzero"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // Final reports whether the agent's status can no longer change.
 func (a *Agent) Final() bool { return a.Status == StatusFailed || a.Status == StatusTerminated }
 
-const agentColumns = `id, role_id, parent_id, status, kind, task, answer, error_code, error, turns, tokens, owner, created_at, updated_at`
+const agentColumns = `id, role_id, parent_id, status, kind, task, answer, error_code, error, turns, tokens, owner, lease_until, created_at, updated_at`
 
 func scanAgent(row scanner) (Agent, error) {
 	var a Agent
-	var created, updated string
+	var lease, created, updated string
 	err := row.Scan(&a.ID, &a.RoleID, &a.ParentID, &a.Status, &a.Kind, &a.Task, &a.Answer, &a.ErrorCode, &a.Error,
-		&a.Turns, &a.Tokens, &a.Owner, &created, &updated)
-	a.CreatedAt, a.UpdatedAt = parseTime(created), parseTime(updated)
+		&a.Turns, &a.Tokens, &a.Owner, &lease, &created, &updated)
+	a.LeaseUntil, a.CreatedAt, a.UpdatedAt = parseLease(lease), parseTime(created), parseTime(updated)
 	return a, err
 }
 
+// leaseStamp is a lease's end for the database: empty for none.
+func leaseStamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return stamp(t)
+}
+
+func parseLease(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	return parseTime(s)
+}
+
 // CreateAgent adds an agent of a role and returns it with its id (unless
-// set), status, kind and times filled in.
+// set), status, kind and times filled in. An agent created with an owner
+// should have a lease (LeaseUntil) too: without one, only its owner's death
+// on this machine frees it (see ClaimAgent).
 func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 	if a.ID == "" {
 		a.ID = newID("agent_")
@@ -81,9 +104,9 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 	}
 	a.CreatedAt = time.Now().UTC()
 	a.UpdatedAt = a.CreatedAt
-	_, err := s.db.exec(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.db.exec(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.RoleID, a.ParentID, a.Status, a.Kind, a.Task, a.Answer, a.ErrorCode, a.Error, a.Turns, a.Tokens, a.Owner,
-		stamp(a.CreatedAt), stamp(a.UpdatedAt))
+		leaseStamp(a.LeaseUntil), stamp(a.CreatedAt), stamp(a.UpdatedAt))
 	if err != nil {
 		return a, fmt.Errorf("store: create agent: %w", err)
 	}
@@ -126,13 +149,87 @@ func (s *Store) TerminateAgent(ctx context.Context, id, reason string) (Agent, e
 	return s.UpdateAgent(ctx, a)
 }
 
-// ClaimAgent makes owner the agent's owner if it has none, is owner
-// already, or is stale (the previous owner, gone); it reports whether owner
-// now owns the agent.
-func (s *Store) ClaimAgent(ctx context.Context, id, owner, stale string) (bool, error) {
-	res, err := s.db.exec(ctx, `UPDATE agents SET owner = ? WHERE id = ? AND owner IN ('', ?, ?)`, owner, id, owner, stale)
+// ClaimAgent makes owner the owner of an agent that is not final, with a
+// lease until ttl from now, if the agent has no owner, is owner's already,
+// has a lease that has passed, or is owned by stale (a claim the caller
+// knows to be dead, such as a process that no longer runs on this
+// machine; "" for none). It reports whether owner now holds the agent. The
+// test and the claim are one statement, so of several processes claiming
+// one agent at once, one wins.
+//
+// Leases compare the clocks of the processes that write and read them:
+// hosts sharing a database need clocks that agree to well within a lease.
+func (s *Store) ClaimAgent(ctx context.Context, id, owner, stale string, ttl time.Duration) (bool, error) {
+	now := time.Now()
+	res, err := s.db.exec(ctx, `UPDATE agents SET owner = ?, lease_until = ?
+		WHERE id = ? AND status NOT IN ('failed', 'terminated')
+		AND (owner IN ('', ?, ?) OR (lease_until <> '' AND lease_until < ?))`,
+		owner, stamp(now.Add(ttl)), id, owner, stale, stamp(now))
 	if err != nil {
 		return false, fmt.Errorf("store: claim agent: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// idsBatch bounds the ids of one statement of RenewLeases, well below
+// either engine's limit on parameters.
+const idsBatch = 500
+
+// inIDs returns " IN (?, …)" for n ids.
+func inIDs(n int) string { return " IN (?" + strings.Repeat(", ?", n-1) + ")" }
+
+// RenewLeases extends to ttl from now the leases owner holds on the agents
+// ids, and returns those of ids it still holds, in no particular order: an
+// id missing from them was taken by another process once its lease had
+// passed (or deleted), and must no longer run here.
+func (s *Store) RenewLeases(ctx context.Context, owner string, ttl time.Duration, ids []string) ([]string, error) {
+	until := stamp(time.Now().Add(ttl))
+	held := make([]string, 0, len(ids))
+	for batch := range slices.Chunk(ids, idsBatch) {
+		args := []any{until, owner}
+		for _, id := range batch {
+			args = append(args, id)
+		}
+		rows, err := s.db.query(ctx, `UPDATE agents SET lease_until = ? WHERE owner = ? AND id`+inIDs(len(batch))+` RETURNING id`, args...)
+		if err != nil {
+			return held, fmt.Errorf("store: renew leases: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return held, fmt.Errorf("store: renew leases: %w", err)
+			}
+			held = append(held, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return held, fmt.Errorf("store: renew leases: %w", err)
+		}
+	}
+	return held, nil
+}
+
+// ReleaseAgents gives up every agent owner holds, final or not, so that
+// another process may take them at once rather than when their leases
+// pass; it returns how many it released. A process stopping cleanly calls
+// it once it no longer runs them.
+func (s *Store) ReleaseAgents(ctx context.Context, owner string) (int, error) {
+	res, err := s.db.exec(ctx, `UPDATE agents SET owner = '', lease_until = '' WHERE owner = ?`, owner)
+	if err != nil {
+		return 0, fmt.Errorf("store: release agents: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// ReleaseAgent gives up one agent owner holds, as ReleaseAgents does, and
+// reports whether owner held it.
+func (s *Store) ReleaseAgent(ctx context.Context, id, owner string) (bool, error) {
+	res, err := s.db.exec(ctx, `UPDATE agents SET owner = '', lease_until = '' WHERE id = ? AND owner = ?`, id, owner)
+	if err != nil {
+		return false, fmt.Errorf("store: release agent: %w", err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err

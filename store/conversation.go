@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -196,11 +197,19 @@ type Artifact struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// PutArtifact indexes an artifact; an id already indexed keeps its first
+// PutArtifact indexes an artifact, with its bytes when data is not nil (a
+// store { artifacts = "database" }; nil: they are kept in the artifact
+// directory), in one transaction; an id already indexed keeps its first
 // entry, which is returned.
-func (s *Store) PutArtifact(ctx context.Context, a Artifact) (Artifact, error) {
-	_, err := s.db.exec(ctx, `INSERT INTO artifacts (id, name, mime, size, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		a.ID, a.Name, a.MIME, a.Size, a.CreatedBy, now())
+func (s *Store) PutArtifact(ctx context.Context, a Artifact, data []byte) (Artifact, error) {
+	err := s.tx(ctx, func(tx db) error {
+		_, err := tx.exec(ctx, `INSERT INTO artifacts (id, name, mime, size, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			a.ID, a.Name, a.MIME, a.Size, a.CreatedBy, now())
+		if err == nil && data != nil {
+			_, err = tx.exec(ctx, `INSERT INTO artifact_data (id, data) VALUES (?, ?) ON CONFLICT DO NOTHING`, a.ID, data)
+		}
+		return err
+	})
 	if err != nil {
 		return a, fmt.Errorf("store: put artifact: %w", err)
 	}
@@ -218,4 +227,17 @@ func (s *Store) Artifact(ctx context.Context, id string) (Artifact, error) {
 	}
 	a.CreatedAt = parseTime(created)
 	return a, err
+}
+
+// ArtifactData returns an artifact's bytes kept in the database.
+func (s *Store) ArtifactData(ctx context.Context, id string) ([]byte, error) {
+	var data []byte
+	err := s.db.queryRow(ctx, `SELECT data FROM artifact_data WHERE id = ?`, id).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store: artifact %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: artifact %s: %w", id, err)
+	}
+	return data, nil
 }

@@ -255,3 +255,30 @@ func TestClaimCall(t *testing.T) {
 		}
 	})
 }
+
+// TestArtifactsInTheDatabase: an artifact put with its bytes keeps them
+// beside its index, for every store on the database; the first put of an
+// id keeps its entry and bytes.
+func TestArtifactsInTheDatabase(t *testing.T) {
+	engines(t, func(t *testing.T, open opener) {
+		dir := t.TempDir()
+		a, b := open(t, dir), open(t, dir)
+		ctx := context.Background()
+		data := []byte{0, 1, 2, 0xff}
+		if _, err := a.PutArtifact(ctx, Artifact{ID: "id1", Name: "first", Size: 4}, data); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := a.PutArtifact(ctx, Artifact{ID: "id1", Name: "second", Size: 4}, []byte("xxxx")); err != nil || got.Name != "first" {
+			t.Fatalf("a second put: %+v, %v", got, err)
+		}
+		if got, err := b.ArtifactData(ctx, "id1"); err != nil || !slices.Equal(got, data) {
+			t.Fatalf("the bytes read through another store: %v, %v", got, err)
+		}
+		if _, err := a.PutArtifact(ctx, Artifact{ID: "id2", Size: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.ArtifactData(ctx, "id2"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("bytes kept in files, read from the database: %v", err)
+		}
+	})
+}

@@ -20,4 +20,5 @@ runtime {
   provider      = "missing"
   max_turns     = 0
   max_wall_time = "soon"
+  lease         = "0s"
 }

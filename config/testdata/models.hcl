@@ -23,4 +23,5 @@ runtime {
   max_bad_outputs = 4
   keep_recent     = 6
   workspace       = "work"
+  lease           = "30s"
 }
