@@ -317,6 +317,22 @@ func TestAdoptionOnOneMachineIsImmediate(t *testing.T) {
 	}
 }
 
+// keeper spawns an agent of a new role keeper with the task "first" on a,
+// and waits for its answer.
+func (a *leaseHost) keeper(t *testing.T) (*store.Store, runtime.AgentSummary) {
+	t.Helper()
+	ctx, st := context.Background(), a.h.Store()
+	if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
+		t.Fatal(err)
+	}
+	ag, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, st, ag.ID, "the agent answered", func(x store.Agent) bool { return x.Answer == "answer 1 to first" })
+	return st, ag
+}
+
 // TestALostAgentStopsWithoutFailing: an agent taken from the runtime
 // running it (here, by force, as a host does once a lease passes) stops
 // there, its status left alone; once free again the runtime may adopt it
@@ -328,15 +344,7 @@ func TestALostAgentStopsWithoutFailing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st := a.h.Store()
-	if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
-		t.Fatal(err)
-	}
-	ag, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "first"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	until(t, st, ag.ID, "the agent answered", func(x store.Agent) bool { return x.Answer == "answer 1 to first" })
+	st, ag := a.keeper(t)
 
 	// An intruder, on another machine, takes the agent.
 	const intruder = "1:intruder@elsewhere"
@@ -387,15 +395,7 @@ func TestAgentsStopWhenLeasesCannotBeRenewed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st := a.h.Store()
-	if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
-		t.Fatal(err)
-	}
-	ag, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "first"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	until(t, st, ag.ID, "the agent answered", func(x store.Agent) bool { return x.Answer == "answer 1 to first" })
+	st, ag := a.keeper(t)
 	before, err := st.Agent(ctx, ag.ID)
 	if err != nil {
 		t.Fatal(err)
