@@ -380,6 +380,12 @@ func (w *EventWriter) recovered() {
 func (w *EventWriter) insert(events []Event) error {
 	ctx := context.Background()
 	return w.store.tx(ctx, func(tx db) error {
+		// Hosts sharing a PostgreSQL database take turns: ids are then
+		// taken in the order batches commit, so a follower paging by id
+		// (Follow) never passes an id whose event is not committed yet.
+		if err := w.store.eng.lock(ctx, tx, "events"); err != nil {
+			return err
+		}
 		args := make([]any, 0, eventFields*rowsPerInsert)
 		for group := range slices.Chunk(events, rowsPerInsert) {
 			stmt, ok := w.stmts[len(group)]

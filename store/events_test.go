@@ -455,3 +455,52 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 	}
 	t.Logf("%d events queued through the outage and written after it, %d lost past the queue's bound", len(got), lost)
 }
+
+// TestFollowAcrossWriters: two hosts writing events into one PostgreSQL
+// database at once, and a follower paging by id: it sees every event. Ids
+// are taken when a batch is inserted; if a later batch could commit first,
+// the follower would page past the earlier batch's ids before it committed.
+func TestFollowAcrossWriters(t *testing.T) {
+	dir, dsn := t.TempDir(), pgtest.Start(t)
+	a := openWith(t, dir, Options{Driver: DriverPostgres, DSN: dsn})
+	b := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: dsn})
+	const per = 5000
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := map[int64]bool{}
+	followed := make(chan error, 1)
+	go func() {
+		followed <- a.Follow(ctx, EventFilter{Limit: 100}, time.Millisecond, func(events []Event) error {
+			for _, e := range events {
+				seen[e.ID] = true
+			}
+			if len(seen) == 2*per {
+				cancel()
+			}
+			return nil
+		})
+	}()
+	var wg sync.WaitGroup
+	for _, s := range []*Store{a, b} {
+		wg.Go(func() {
+			w := s.NewEventWriter(&WriterOptions{MaxBatch: 7, Linger: -1})
+			for i := range per {
+				w.Emit(Event{Type: EventCallStarted, Payload: map[string]any{"n": i}})
+			}
+			if err := w.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-followed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-followed
+		t.Fatalf("the follower saw %d of %d events", len(seen), 2*per)
+	}
+}

@@ -17,7 +17,8 @@ const tokensUsage = `usage:
   toolhost tokens create [-config F] -role R [-name N] [-expires 720h]   print a new token for a role, once
   toolhost tokens create [-config F] -metrics [-name N] [-expires 720h]  print a new token that opens GET /metrics only, once
   toolhost tokens list [-config F] [-json]                               name, role (or metrics), created, last used, expiry
-  toolhost tokens revoke [-config F] NAME                                it stops working at once`
+  toolhost tokens revoke [-config F] NAME                                it stops working at once (on hosts sharing
+                                                                         a PostgreSQL store, within milliseconds)`
 
 // tokenCmd prints the admin token, or with -url the page's address carrying
 // it in the fragment (which the browser never sends to the server).
