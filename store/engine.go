@@ -13,9 +13,11 @@ import (
 // once, in the SQL both accept (ON CONFLICT DO NOTHING, RETURNING, ?
 // placeholders), and goes through the store's db, which rebinds the
 // placeholders for the engine. What cannot be written once is a method of
-// engine: a handful of fragments, how a unique violation reads, how a
-// transaction serializes with other processes, and how other processes'
-// commits are noticed.
+// engine: a handful of fragments, how a unique violation or an unreachable
+// database reads, and how a transaction serializes with other processes.
+// Besides, the event writer's batches go through COPY on PostgreSQL
+// (copier), and other processes' commits are noticed by polling SQLite's
+// data_version or through PostgreSQL's LISTEN (Changes).
 type engine interface {
 	// name is "sqlite" or "postgres", which also names the directory of
 	// the engine's migrations.
@@ -28,8 +30,6 @@ type engine interface {
 	// forUpdate is appended to a SELECT in a transaction that will change
 	// the rows read, so that concurrent transactions wait for it.
 	forUpdate() string
-	// insertEvents is the verb that starts the event writer's statements.
-	insertEvents() string
 	// uniqueViolation reports whether err is a unique constraint's.
 	uniqueViolation(err error) bool
 	// unavailable reports whether err says the database cannot be

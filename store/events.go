@@ -379,26 +379,23 @@ func (w *EventWriter) recovered() {
 // for the writer's life (only its goroutine uses them).
 func (w *EventWriter) insert(events []Event) error {
 	ctx := context.Background()
+	if c, ok := w.store.eng.(copier); ok { // PostgreSQL
+		return c.copyEvents(ctx, w.store.sqlDB, events)
+	}
 	return w.store.tx(ctx, func(tx db) error {
-		// Hosts sharing a PostgreSQL database take turns: ids are then
-		// taken in the order batches commit, so a follower paging by id
-		// (Follow) never passes an id whose event is not committed yet.
-		if err := w.store.eng.lock(ctx, tx, "events"); err != nil {
-			return err
-		}
 		args := make([]any, 0, eventFields*rowsPerInsert)
 		for group := range slices.Chunk(events, rowsPerInsert) {
 			stmt, ok := w.stmts[len(group)]
 			if !ok {
 				var err error
-				if stmt, err = w.store.db.prepare(ctx, insertSQL(w.store.eng, len(group))); err != nil {
+				if stmt, err = w.store.db.prepare(ctx, insertSQL(len(group))); err != nil {
 					return err
 				}
 				w.stmts[len(group)] = stmt
 			}
 			args = args[:0]
 			for _, e := range group {
-				args = append(args, stamp(e.Time), e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID, payloadJSON(e.Payload))
+				args = append(args, eventRow(e)...)
 			}
 			if _, err := tx.stmt(ctx, stmt).ExecContext(ctx, args...); err != nil {
 				return err
@@ -409,6 +406,20 @@ func (w *EventWriter) insert(events []Event) error {
 	})
 }
 
+// copier is an engine that writes a batch of events its own way, faster
+// than INSERT statements. PostgreSQL's also makes hosts sharing a database
+// write their batches in turn, so that ids follow commit order and a
+// follower paging by id (Follow) never passes an id whose event is not
+// committed yet.
+type copier interface {
+	copyEvents(ctx context.Context, sqlDB *sql.DB, events []Event) error
+}
+
+// eventRow is an event's columns, in eventColumns' order without the id.
+func eventRow(e Event) []any {
+	return []any{stamp(e.Time), e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID, payloadJSON(e.Payload)}
+}
+
 // rowsPerInsert is how many events one INSERT statement writes;
 // eventFields is how many columns it sets per event.
 const (
@@ -416,10 +427,12 @@ const (
 	eventFields   = 9
 )
 
-// insertSQL returns the engine's INSERT of rows events.
-func insertSQL(eng engine, rows int) string {
+// insertSQL returns an INSERT of rows events. OR FAIL spares SQLite a
+// statement journal (a temporary file) for multi-row statements; no row can
+// fail, and a failed batch is rolled back whole anyway.
+func insertSQL(rows int) string {
 	row := "(" + strings.Repeat("?, ", eventFields-1) + "?)"
-	return eng.insertEvents() + ` INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload) VALUES ` +
+	return `INSERT OR FAIL INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload) VALUES ` +
 		strings.Repeat(row+", ", rows-1) + row
 }
 

@@ -17,11 +17,6 @@ func (sqlite) jsonText(column, key string) string {
 }
 func (sqlite) forUpdate() string { return "" }
 
-// insertEvents: OR FAIL spares SQLite a statement journal (a temporary file)
-// for multi-row statements; no row can fail, and a failed batch is rolled
-// back whole anyway.
-func (sqlite) insertEvents() string { return "INSERT OR FAIL" }
-
 func (sqlite) uniqueViolation(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
