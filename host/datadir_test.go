@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -31,7 +32,7 @@ func TestDataDirMadePrivate(t *testing.T) {
 	if err := os.Chmod(out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var buf syncBuffer
+	var buf proctest.Buffer
 	h, err := New(&config.Config{DataDir: dir}, &Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})})
 	if err != nil {
 		t.Fatal(err)

@@ -322,7 +322,7 @@ func TestSandboxStartLogs(t *testing.T) {
 	hostnet, _ := sandboxedPlugin("hostnet", "good", &sandbox.Policy{Network: sandbox.NetworkHost}, map[string]string{groupIDEnv: "hostnet"})
 	workspace := testPlugin("workspace", "good", map[string]string{groupIDEnv: "workspace"})
 	workspace.Kind = config.KindBuiltin
-	var buf syncBuffer
+	var buf proctest.Buffer
 	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{bare, legacy, hostnet, workspace}}
 	h := runHost(t, cfg, &Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})})
 	var lines []string

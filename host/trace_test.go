@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 	"go.opentelemetry.io/otel/codes"
@@ -28,7 +29,7 @@ import (
 func TestTraceOfACallIncludesThePlugin(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	var logs syncBuffer
+	var logs proctest.Buffer
 	opts := testOptions(t)
 	opts.TracerProvider = tp
 	opts.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})

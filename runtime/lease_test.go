@@ -17,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/pgtest"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/store"
@@ -68,7 +69,7 @@ type leaseHost struct {
 	h     *host.Host
 	rt    *runtime.Runtime
 	model *model.Scripted
-	log   *syncBuffer
+	log   *proctest.Buffer
 }
 
 // serving are the options of a runtime that serves agents (runs and
@@ -94,7 +95,7 @@ func startLeaseHost(tb testing.TB, path string, opts runtime.Options) (*leaseHos
 	if err != nil {
 		return nil, err
 	}
-	lh := &leaseHost{log: &syncBuffer{}}
+	lh := &leaseHost{log: &proctest.Buffer{}}
 	lh.model, _ = p.(*model.Scripted)
 	logger := hclog.New(&hclog.LoggerOptions{Output: lh.log, Level: hclog.Info})
 	if lh.h, err = host.New(cfg, &host.Options{Logger: logger, Approver: host.AlwaysApprove{}}); err != nil {
@@ -403,7 +404,9 @@ func TestAgentsStopWhenLeasesCannotBeRenewed(t *testing.T) {
 
 	c.Stop()
 	stopped := time.Now()
-	const why = "agent stopped here: its lease could not be renewed in time"
+	// It stops when its lease cannot be renewed in time, or sooner when
+	// its loop finds the store away.
+	const why = "agent stopped here: "
 	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(a.log.String(), why); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			c.Start()
@@ -488,4 +491,37 @@ func TestOneRunnerPerAgent(t *testing.T) {
 		}
 	}
 	t.Logf("agents per owner: %v", owners)
+}
+
+// TestAgentMidTurnOutlivesAnOutage: PostgreSQL stopped while an agent
+// works (its loop reading mail, saving its conversation) stops the agent
+// without failing it; once the database is back it runs on to its answer.
+// Before, a store error in the loop failed the agent for good.
+func TestAgentMidTurnOutlivesAnOutage(t *testing.T) {
+	for range 3 { // the outage lands at a different point of the loop each time
+		c := pgtest.New(t)
+		a, err := startLeaseHost(t, leaseConfig(t, c.CreateDB(t), 2*time.Second), serving(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
+			t.Fatal(err)
+		}
+		ag, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "first"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Stop()
+		time.Sleep(100 * time.Millisecond)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		got := until(t, a.h.Store(), ag.ID, "the agent answered after the outage", func(x store.Agent) bool {
+			return x.Answer == "answer 1 to first" || x.Final()
+		})
+		if got.Final() {
+			t.Fatalf("the agent ended %s: %s; log:\n%s", got.Status, got.Error, a.log.String())
+		}
+	}
 }

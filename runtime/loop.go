@@ -226,6 +226,12 @@ func (rt *Runtime) finish(ctx context.Context, a *agent, err error) {
 		}
 		return
 	}
+	if rt.st.Unavailable(err) {
+		// The database is away: the agent stops here without failing, as
+		// when its lease is lost, and resumes once it is back.
+		rt.loseIfHeld(a.id, "the store is unavailable", "error", err)
+		return
+	}
 	code := toolhost.CodeOf(err)
 	rt.mu.Lock()
 	rec := a.rec

@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,24 +42,7 @@ type env struct {
 	h        *host.Host
 	rt       *runtime.Runtime
 	model    *model.Scripted
-	console  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	console  *proctest.Buffer
 }
 
 // start runs a host and runtime with the script (JSON) and extra HCL for the
@@ -136,7 +117,7 @@ runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ws: ws, data: data, h: h, model: sc, console: &syncBuffer{}}
+	e := &env{t: t, ws: ws, data: data, h: h, model: sc, console: &proctest.Buffer{}}
 	e.rt = runtime.New(h, &runtime.Options{Provider: sc, RunAgents: true, Adopt: true, Console: e.console, WatchEvery: 20 * time.Millisecond})
 	if err := e.rt.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -1,14 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // rawGroup is a group whose tools have raw input schemas (name → schema);
@@ -47,29 +46,11 @@ func deepSchema(depth int) string {
 	return `{"type":"object","x-nested":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveLogged is serve with the host's log (warnings and up) written to the
 // returned buffer.
-func serveLogged(t *testing.T, cfg *config.Config, groups ...toolhost.Provider) (string, *host.Host, *syncBuffer) {
+func serveLogged(t *testing.T, cfg *config.Config, groups ...toolhost.Provider) (string, *host.Host, *proctest.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &proctest.Buffer{}
 	h, err := host.New(withTestToken(cfg), &host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})})
 	if err != nil {
 		t.Fatal(err)

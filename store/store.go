@@ -125,6 +125,14 @@ func OpenWith(ctx context.Context, dir string, o Options) (*Store, error) {
 // Path returns the SQLite database file's path; "" on PostgreSQL.
 func (s *Store) Path() string { return s.path }
 
+// Unavailable reports whether err, from one of the store's methods, says
+// that the database could not be reached (PostgreSQL stopped or
+// unreachable) rather than that the operation failed: trying again later
+// may succeed.
+func (s *Store) Unavailable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || s.eng.unavailable(err)
+}
+
 // Dir returns the data directory.
 func (s *Store) Dir() string { return s.dir }
 

@@ -1,12 +1,14 @@
-// Package proctest helps tests check on processes.
+// Package proctest helps tests check on processes and what they write.
 package proctest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -44,4 +46,25 @@ func Running(argv ...string) int {
 // `sleep MARKER` that Running can find.
 func Marker() string {
 	return fmt.Sprintf("%d.%09d", 1000+os.Getpid()%1000, time.Now().UnixNano()%1e9)
+}
+
+// Buffer is a bytes.Buffer that several goroutines may write at once, such
+// as a logger's: what a test reads of a process's log or output.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
