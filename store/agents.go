@@ -246,18 +246,5 @@ func (s *Store) Agent(ctx context.Context, id string) (Agent, error) {
 
 // Agents returns every agent, oldest first.
 func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
-	rows, err := s.db.query(ctx, `SELECT `+agentColumns+` FROM agents ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("store: agents: %w", err)
-	}
-	defer rows.Close()
-	var out []Agent
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: agents: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, "agents", scanAgent, `SELECT `+agentColumns+` FROM agents ORDER BY created_at, id`)
 }

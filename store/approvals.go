@@ -108,24 +108,8 @@ func (s *Store) CreateApproval(ctx context.Context, a Approval) error {
 // host died stays pending in the table, but drops out of this list at its
 // deadline.
 func (s *Store) PendingApprovals(ctx context.Context) ([]Approval, error) {
-	rows, err := s.db.query(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE status = ? AND deadline > ? ORDER BY requested_at, id`,
-		ApprovalPending, now())
-	if err != nil {
-		return nil, fmt.Errorf("store: pending approvals: %w", err)
-	}
-	defer rows.Close()
-	var out []Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: pending approvals: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: pending approvals: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s.db, "pending approvals", scanApproval,
+		`SELECT `+approvalColumns+` FROM approvals WHERE status = ? AND deadline > ? ORDER BY requested_at, id`, ApprovalPending, now())
 }
 
 // Approval returns an approval, whatever its status; ErrNotFound if there

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,28 @@ func (d db) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 
 func (d db) prepare(ctx context.Context, q string) (*sql.Stmt, error) {
 	return d.q.PrepareContext(ctx, d.eng.rebind(q))
+}
+
+// queryAll runs q on d and reads every row with scan; its errors say what
+// was read.
+func queryAll[T any](ctx context.Context, d db, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := d.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	return out, nil
 }
 
 // stmt returns s, prepared on the database, for use in d: a transaction's

@@ -551,25 +551,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	} else {
 		query = `SELECT * FROM (` + query + ` ORDER BY id DESC LIMIT ?) AS recent ORDER BY id`
 	}
-	rows, err := s.db.query(ctx, query, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: events: %w", err)
-	}
-	return scanEvents(rows)
-}
-
-// scanEvents reads the events of rows, and closes them.
-func scanEvents(rows *sql.Rows) ([]Event, error) {
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: events: %w", err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, "events", scanEvent, query, append(args, limit)...)
 }
 
 func scanEvent(row scanner) (Event, error) {

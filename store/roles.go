@@ -107,20 +107,7 @@ func scanRole(row scanner) (Role, error) {
 
 // Roles returns every role, the root first, then by name.
 func (s *Store) Roles(ctx context.Context) ([]Role, error) {
-	rows, err := s.db.query(ctx, `SELECT `+roleColumns+` FROM roles ORDER BY id != 'root', name`)
-	if err != nil {
-		return nil, fmt.Errorf("store: roles: %w", err)
-	}
-	defer rows.Close()
-	var out []Role
-	for rows.Next() {
-		r, err := scanRole(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: roles: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, "roles", scanRole, `SELECT `+roleColumns+` FROM roles ORDER BY id != 'root', name`)
 }
 
 // Role returns the role with the name, or with the id.

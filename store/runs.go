@@ -44,30 +44,17 @@ func (s *Store) EndRun(ctx context.Context, runID string) error {
 
 // OpenRuns returns the runs of hostID that never ended, but the one given.
 func (s *Store) OpenRuns(ctx context.Context, hostID, except string) ([]Run, error) {
-	rows, err := s.db.query(ctx, `SELECT run_id, host_id, pid, proc_start, from_event FROM host_runs WHERE host_id = ? AND ended_at = '' AND run_id != ?`, hostID, except)
-	if err != nil {
-		return nil, fmt.Errorf("store: open runs: %w", err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		var r Run
-		if err := rows.Scan(&r.ID, &r.HostID, &r.Pid, &r.ProcStart, &r.FromEvent); err != nil {
-			return nil, fmt.Errorf("store: open runs: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, "open runs", func(row scanner) (r Run, err error) {
+		err = row.Scan(&r.ID, &r.HostID, &r.Pid, &r.ProcStart, &r.FromEvent)
+		return r, err
+	}, `SELECT run_id, host_id, pid, proc_start, from_event FROM host_runs WHERE host_id = ? AND ended_at = '' AND run_id != ?`, hostID, except)
 }
 
 // OpenCalls returns the tool_call.started events of a run (their payload's
 // run) that have no terminal event after them.
 func (s *Store) OpenCalls(ctx context.Context, r Run) ([]Event, error) {
-	rows, err := s.db.query(ctx, `SELECT `+eventColumns+` FROM events s WHERE s.id > ? AND s.type = ? AND `+s.eng.jsonText("s.payload", "run")+` = ?
+	return queryAll(ctx, s.db, "open calls of "+r.ID, scanEvent,
+		`SELECT `+eventColumns+` FROM events s WHERE s.id > ? AND s.type = ? AND `+s.eng.jsonText("s.payload", "run")+` = ?
 		AND NOT EXISTS (SELECT 1 FROM events e WHERE e.call_id = s.call_id AND e.id > s.id AND e.type IN (?, ?)) ORDER BY s.id`,
 		r.FromEvent, EventCallStarted, r.ID, EventCallCompleted, EventCallFailed)
-	if err != nil {
-		return nil, fmt.Errorf("store: open calls of %s: %w", r.ID, err)
-	}
-	return scanEvents(rows)
 }

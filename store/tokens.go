@@ -133,20 +133,11 @@ func (s *Store) insertToken(ctx context.Context, t Token, prefix string) (string
 
 // Tokens returns every token, oldest first.
 func (s *Store) Tokens(ctx context.Context) ([]Token, error) {
-	rows, err := s.db.query(ctx, tokenSelect+` ORDER BY t.created_at, t.name`)
-	if err != nil {
-		return nil, fmt.Errorf("store: tokens: %w", err)
+	out, err := queryAll(ctx, s.db, "tokens", scanToken, tokenSelect+` ORDER BY t.created_at, t.name`)
+	if out == nil && err == nil {
+		out = []Token{} // none: an empty list, not null
 	}
-	defer rows.Close()
-	out := []Token{}
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: tokens: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return out, err
 }
 
 // RevokeToken deletes the token named name: from then on it opens nothing.

@@ -141,8 +141,10 @@ func (c *Client) Configure(ctx context.Context, req *toolhost.ConfigureRequest) 
 // the plugin predates protocol minor 4.
 func (c *Client) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
 	in := &CallRequest{ProtocolMinor: toolhost.ProtocolMinor, Tool: req.Tool, Arguments: req.Arguments, Context: contextToProto(req.Context)}
-	injectTrace(ctx, in.Context)
-	began := time.Now()
+	var began time.Time // of a traced call, whose spans come back
+	if injectTrace(ctx, in.Context) {
+		began = time.Now()
+	}
 	var (
 		resp     *CallResponse
 		err      error
@@ -160,7 +162,7 @@ func (c *Client) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 	if err != nil {
 		return nil, fromStatus(ctx, err)
 	}
-	if len(resp.GetSpans()) > 0 {
+	if !began.IsZero() && len(resp.GetSpans()) > 0 { // spans the host did not ask for are dropped
 		replay(ctx, resp.GetSpans(), began, time.Now())
 	}
 	return resultFromProto(resp.GetResult())

@@ -49,11 +49,15 @@ func TraceCarrier(ctx context.Context) propagation.MapCarrier {
 	return carrier
 }
 
-// injectTrace puts ctx's sampled span context into c.
-func injectTrace(ctx context.Context, c *CallContext) {
-	if carrier := TraceCarrier(ctx); carrier != nil {
-		c.Traceparent, c.Tracestate = carrier["traceparent"], carrier["tracestate"]
+// injectTrace puts ctx's sampled span context into c, and reports whether
+// there was one.
+func injectTrace(ctx context.Context, c *CallContext) bool {
+	carrier := TraceCarrier(ctx)
+	if carrier == nil {
+		return false
 	}
+	c.Traceparent, c.Tracestate = carrier["traceparent"], carrier["tracestate"]
+	return true
 }
 
 // extractTrace returns ctx with the host's span context from c as its
