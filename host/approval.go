@@ -3,8 +3,6 @@ package host
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -135,9 +133,7 @@ const storeTimeout = 5 * time.Second
 
 // Approve waits for a decision on req, for its timeout at most.
 func (q *ApprovalQueue) Approve(ctx context.Context, req ApprovalRequest) (Decision, error) {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	req.ID = "appr_" + hex.EncodeToString(b[:])
+	req.ID = randomID("appr_", 8)
 	if req.Requested.IsZero() {
 		req.Requested = time.Now()
 	}

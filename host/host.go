@@ -384,10 +384,13 @@ func (h *Host) Plugins() []PluginStatus {
 }
 
 // newCallID returns a random call id.
-func newCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
+func newCallID() string { return randomID("call_", 12) }
+
+// randomID is prefix and n random bytes in hex.
+func randomID(prefix string, n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
 }
 
 // Close ends the calls in flight (cancelled), stops every plugin gracefully,
