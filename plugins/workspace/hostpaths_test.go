@@ -332,3 +332,38 @@ func BenchmarkReadFile(b *testing.B) {
 		})
 	}
 }
+
+// TestArtifactDirIsAHostPath: an artifact directory outside the data
+// directory (store { artifact_dir }, shared by the hosts of one database)
+// holds every role's artifacts, so a module must keep out of it as it keeps
+// out of the data directory: a workspace whose root holds it cannot read
+// an artifact there, nor list it.
+func TestArtifactDirIsAHostPath(t *testing.T) {
+	f := newHostFixture(t)
+	writeFiles(t, f.root, map[string]string{"shared-artifacts/ab/abcd": "another role's artifact\n"})
+	src := fmt.Sprintf("store {\n  artifact_dir = \"shared-artifacts\"\n}\nbuiltin \"workspace\" {\n  path = %q\n}\n", sdktest.Build(t, "."))
+	cfg, err := config.Parse([]byte(src), filepath.Join(f.root, "config.hcl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for tool, args := range map[string]string{
+		"read_file":  `{"path": "shared-artifacts/ab/abcd"}`,
+		"list_files": `{"path": "shared-artifacts/ab"}`,
+	} {
+		res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: tool, Arguments: []byte(args)})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if res.OK || res.Error == nil || res.Error.Code != toolhost.CodePolicy || strings.Contains(res.Stdout, "another role") {
+			t.Errorf("%s of the artifact directory: %+v", tool, res)
+		}
+	}
+}
