@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/output"
@@ -59,8 +61,10 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 	defer h.inflight.Done()
 	h.metrics.callStarted()
 	c := &call{h: h, req: *req, start: time.Now(), chosenID: req.Context.CallID != ""}
-	if !c.chosenID {
-		c.req.Context.CallID = newCallID()
+	idErr := checkCallID(req.Context.CallID)
+	if !c.chosenID || idErr != nil {
+		// A refused id is not used: the refusal is recorded under a new one.
+		c.chosenID, c.req.Context.CallID = false, newCallID()
 	}
 	if len(c.req.Arguments) == 0 {
 		c.req.Arguments = json.RawMessage("{}")
@@ -78,6 +82,9 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 		if c.tool, c.found = v.tools[c.req.Tool]; !c.found {
 			err = c.unavailable(v)
 		}
+	}
+	if err == nil {
+		err = idErr
 	}
 	endStage(span, err)
 	c.emitStarted()
@@ -97,6 +104,28 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 	c.emitEnded()
 	h.metrics.callEnded(c)
 	return c.res, c.err
+}
+
+// maxCallIDLen is the longest call id a caller may choose, in bytes.
+const maxCallIDLen = 256
+
+// checkCallID refuses a caller-chosen call id that is too long or holds
+// invalid UTF-8 or a control character: the id goes into the audit events,
+// the stored results and the plugin's request, where such text breaks
+// things or hides what it says. Empty (the host chooses) is fine.
+func checkCallID(id string) error {
+	switch {
+	case len(id) > maxCallIDLen:
+		return toolhost.Errorf(toolhost.CodeValidation, "call_id: %d bytes; at most %d", len(id), maxCallIDLen)
+	case !utf8.ValidString(id):
+		return toolhost.Errorf(toolhost.CodeValidation, "call_id: not valid UTF-8")
+	}
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return toolhost.Errorf(toolhost.CodeValidation, "call_id: a control character (%U) at byte %d", r, i)
+		}
+	}
+	return nil
 }
 
 // call is one call going through the pipeline.

@@ -265,6 +265,45 @@ func TestIdempotency(t *testing.T) {
 
 // TestCallIDsAreTheRolesOwn: a role repeating a call id another role (or an
 // operator) used gets a validation error, not the other's stored result.
+// TestHostileCallIDsAreRefused: a call id a caller chooses goes into the
+// audit events, the stored results and the plugin's request, so one with a
+// NUL, another control character (a forged line in a log), invalid UTF-8 or
+// a megabyte of text is refused with validation, naming call_id, before
+// anything runs; the refusal is audited under an id the host chose.
+func TestHostileCallIDsAreRefused(t *testing.T) {
+	h, p := probeHost(t, nil, nil)
+	for id, want := range map[string]string{
+		"x\x00y":                   "a control character (U+0000) at byte 1",
+		"ok\ntool_call.completed":  "a control character (U+000A) at byte 2",
+		"\xff":                     "not valid UTF-8",
+		strings.Repeat("a", 1<<20): "1048576 bytes; at most 256",
+	} {
+		_, err := do(h, "echo", `{"text":"x"}`, id)
+		if !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "call_id: "+want) {
+			t.Errorf("call id %.20q: %v; want validation %q", id, err, want)
+		}
+	}
+	if n := p.calls.Load(); n != 0 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := h.Events(context.Background(), store.EventFilter{Type: "tool_call.", Limit: 100})
+	if len(evs) != 8 {
+		t.Fatalf("%d events, want a started and a failed for each of the 4 calls", len(evs))
+	}
+	for _, e := range evs {
+		if !strings.HasPrefix(e.CallID, "call_") || len(e.CallID) > 64 {
+			t.Fatalf("event %s under call id %.40q, want one the host chose", e.Type, e.CallID)
+		}
+	}
+	// A printable id of any script, at the limit, is fine.
+	if _, err := do(h, "echo", `{"text":"x"}`, "调用-"+strings.Repeat("é", 124)+"x"); err != nil {
+		t.Fatalf("a printable id: %v", err)
+	}
+}
+
 func TestCallIDsAreTheRolesOwn(t *testing.T) {
 	h, p := probeHost(t, nil, nil)
 	ctx := context.Background()

@@ -121,7 +121,8 @@ type EventWriter struct {
 	overflow int64
 	progress chan struct{}     // closed when finished advances; nil until Flush waits
 	stopped  chan struct{}     // closed when the goroutine returns
-	stmts    map[int]*sql.Stmt // the goroutine's INSERTs, by rows
+	stmts    map[int]*sql.Stmt // the goroutine's INSERTs (SQLite), by rows
+	buf      batchBuf          // the goroutine's, to encode batches in
 
 	written atomic.Int64
 	dropped atomic.Int64
@@ -373,17 +374,23 @@ func (w *EventWriter) recovered() {
 	}
 }
 
-// insert writes events in one transaction, rowsPerInsert to a statement:
-// one statement per row would cost several times more in database/sql and
-// the driver. The statements are prepared once, by number of rows, and kept
-// for the writer's life (only its goroutine uses them).
+// insert writes events in one transaction: SQLite's rowsPerInsert to a
+// statement (one statement per row would cost several times more in
+// database/sql and the driver), prepared once by number of rows and kept
+// for the writer's life; PostgreSQL's with COPY.
 func (w *EventWriter) insert(events []Event) error {
 	ctx := context.Background()
+	defer func() {
+		if cap(w.buf.data) > maxKeptBatch {
+			w.buf.data = nil // an unusually large batch: let it go
+		}
+	}()
 	if c, ok := w.store.eng.(copier); ok { // PostgreSQL
-		return c.copyEvents(ctx, w.store.sqlDB, events)
+		w.buf.data = w.buf.appendCopyBatch(w.buf.data[:0], events)
+		return c.copyEvents(ctx, w.store.sqlDB, w.buf.data)
 	}
 	return w.store.tx(ctx, func(tx db) error {
-		args := make([]any, 0, eventFields*rowsPerInsert)
+		args := w.buf.args[:0]
 		for group := range slices.Chunk(events, rowsPerInsert) {
 			stmt, ok := w.stmts[len(group)]
 			if !ok {
@@ -395,29 +402,30 @@ func (w *EventWriter) insert(events []Event) error {
 			}
 			args = args[:0]
 			for _, e := range group {
-				args = append(args, eventRow(e)...)
+				args = w.buf.appendRow(args, e)
 			}
 			if _, err := tx.stmt(ctx, stmt).ExecContext(ctx, args...); err != nil {
 				return err
 			}
 			runtime.Gosched() // between statements, the calls waiting for a CPU go first
 		}
+		clear(args)
+		w.buf.args = args[:0]
 		return nil
 	})
 }
 
-// copier is an engine that writes a batch of events its own way, faster
-// than INSERT statements. PostgreSQL's also makes hosts sharing a database
-// write their batches in turn, so that ids follow commit order and a
-// follower paging by id (Follow) never passes an id whose event is not
-// committed yet.
-type copier interface {
-	copyEvents(ctx context.Context, sqlDB *sql.DB, events []Event) error
-}
+// maxKeptBatch is the largest encoded batch whose buffer the writer keeps
+// for the next.
+const maxKeptBatch = 1 << 20
 
-// eventRow is an event's columns, in eventColumns' order without the id.
-func eventRow(e Event) []any {
-	return []any{stamp(e.Time), e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID, payloadJSON(e.Payload)}
+// copier is an engine that writes a batch of events its own way, faster
+// than INSERT statements: data is the batch as appendCopyBatch encodes it.
+// PostgreSQL's also makes hosts sharing a database write their batches in
+// turn, so that ids follow commit order and a follower paging by id
+// (Follow) never passes an id whose event is not committed yet.
+type copier interface {
+	copyEvents(ctx context.Context, sqlDB *sql.DB, data []byte) error
 }
 
 // rowsPerInsert is how many events one INSERT statement writes;
@@ -434,19 +442,6 @@ func insertSQL(rows int) string {
 	row := "(" + strings.Repeat("?, ", eventFields-1) + "?)"
 	return `INSERT OR FAIL INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload) VALUES ` +
 		strings.Repeat(row+", ", rows-1) + row
-}
-
-// payloadJSON encodes a payload, nil as {}; one that cannot be encoded
-// becomes {"encode_error": "..."} so that the event is kept.
-func payloadJSON(p map[string]any) string {
-	if p == nil {
-		return "{}"
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"encode_error": err.Error()})
-	}
-	return string(b)
 }
 
 // EventFilter selects events; every set field must match.

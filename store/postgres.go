@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -9,7 +10,6 @@ import (
 	"net"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib" // also the database/sql driver "pgx"
 )
@@ -59,35 +59,27 @@ func (postgres) lock(ctx context.Context, tx db, key string) error {
 const changesChannel = "toolhost_changes"
 
 // copyEvents writes a batch of events with COPY, which costs the server a
-// fraction of INSERT's work, in one transaction that takes the events lock
-// first (see EventWriter.insert).
-func (postgres) copyEvents(ctx context.Context, sqlDB *sql.DB, events []Event) error {
+// fraction of INSERT's work. The events lock (see EventWriter.insert) and the
+// COPY go in one message, so they run in one implicit transaction and the
+// batch costs one round trip.
+func (postgres) copyEvents(ctx context.Context, sqlDB *sql.DB, data []byte) error {
 	conn, err := sqlDB.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		tx, err := dc.(*stdlib.Conn).Conn().Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, lockKey("events")); err != nil {
-			return err
-		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventCopyColumns, pgx.CopyFromSlice(len(events), func(i int) ([]any, error) {
-			return eventRow(events[i]), nil
-		}))
-		if err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
+		_, err := dc.(*stdlib.Conn).Conn().PgConn().CopyFrom(ctx, bytes.NewReader(data), copyEventsSQL)
+		return err
 	})
 }
 
 // eventCopyColumns are the columns copyEvents fills: all but the id.
 var eventCopyColumns = []string{"ts", "type", "call_id", "agent_id", "role", "tool", "group_id", "parent_id", "payload"}
+
+// copyEventsSQL takes the events lock, then copies a batch in binary.
+var copyEventsSQL = "SELECT pg_advisory_xact_lock(hashtext('" + lockKey("events") + "')); COPY events (" +
+	strings.Join(eventCopyColumns, ", ") + ") FROM STDIN (FORMAT binary)"
 
 // lockKey is the text whose hash names the advisory lock of key.
 func lockKey(key string) string { return "toolhost:" + key }
