@@ -579,3 +579,27 @@ func TestToolConfigTimeout(t *testing.T) {
 		t.Fatalf("echo: %v", err)
 	}
 }
+
+// TestCallIDsSortByTime: the ids the host chooses are unique and sort in
+// the order they were made, a millisecond apart or more (so the events'
+// index of call ids grows at its end), with 80 random bits each.
+func TestCallIDsSortByTime(t *testing.T) {
+	seen := map[string]bool{}
+	var last string
+	for round := range 5 {
+		var batch []string
+		for range 2000 {
+			id := newCallID()
+			if seen[id] || len(id) != len("call_")+32 || !strings.HasPrefix(id, "call_") {
+				t.Fatalf("id %q: repeated or malformed", id)
+			}
+			seen[id] = true
+			batch = append(batch, id)
+		}
+		if first := slices.Min(batch); round > 0 && first <= last {
+			t.Fatalf("round %d: id %q sorts before %q, made a millisecond earlier", round, first, last)
+		}
+		last = slices.Max(batch)
+		time.Sleep(2 * time.Millisecond)
+	}
+}
