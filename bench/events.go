@@ -177,7 +177,8 @@ func emitEvents(ctx context.Context, w *store.EventWriter, emitters, n int) (tim
 
 // callEvent returns the i-th event of a stream like the host's for no-op
 // calls: a tool_call.started, then its tool_call.completed, with the
-// payloads the host gives them (a fresh map each, as the host makes).
+// payloads the host gives them (a fresh map each, as the host makes) and
+// call ids that sort in the order made, as the host's do.
 func callEvent(i int) store.Event {
 	e := store.Event{CallID: fmt.Sprintf("call_%024x", i/2), AgentID: "agent_bench", Role: "bench", Tool: "noop", Group: "noop"}
 	if i%2 == 0 {
