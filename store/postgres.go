@@ -59,7 +59,7 @@ func (postgres) lock(ctx context.Context, tx db, key string) error {
 const changesChannel = "toolhost_changes"
 
 // copyEvents writes a batch of events with COPY, which costs the server a
-// fraction of INSERT's work. The events lock (see EventWriter.insert) and the
+// fraction of INSERT's work. The events lock (see copier) and the
 // COPY go in one message, so they run in one implicit transaction and the
 // batch costs one round trip.
 func (postgres) copyEvents(ctx context.Context, sqlDB *sql.DB, data []byte) error {
