@@ -215,10 +215,12 @@ func until(t *testing.T, st *store.Store, id, what string, ok func(store.Agent) 
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		a, err := st.Agent(context.Background(), id)
-		if err != nil {
+		if err != nil && !st.Unavailable(err) {
 			t.Fatal(err)
 		}
-		if ok(a) {
+		// A read may fail while the database is away, or on a pooled
+		// connection the server closed as it stopped (57P01): look again.
+		if err == nil && ok(a) {
 			return a
 		}
 		if time.Now().After(deadline) {
