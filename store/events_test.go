@@ -504,3 +504,36 @@ func TestFollowAcrossWriters(t *testing.T) {
 		t.Fatalf("the follower saw %d of %d events", len(seen), 2*per)
 	}
 }
+
+// TestFirstQueriesAfterARestart: PostgreSQL restarted (an upgrade, a
+// failover) closes every connection of the store's pool. The first query
+// on each idle one used to fail ("terminating connection due to
+// administrator command"), so the first requests a host served once the
+// database was back failed too; now the store drops its idle connections
+// as soon as its listener loses its own, and every query succeeds.
+func TestFirstQueriesAfterARestart(t *testing.T) {
+	cluster := pgtest.New(t)
+	s := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: cluster.CreateDB(t)})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 4 { // several connections, of which the pool keeps some idle
+		wg.Go(func() {
+			if _, err := s.Roles(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if idle := s.sqlDB.Stats().Idle; idle == 0 {
+		t.Fatal("no idle connection in the pool: the test shows nothing")
+	}
+	cluster.Stop()
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := s.Roles(ctx); err != nil {
+			t.Fatalf("query %d after the restart: %v", i+1, err)
+		}
+	}
+}
