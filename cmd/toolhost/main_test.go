@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 func TestMain(m *testing.M) {
@@ -40,7 +40,7 @@ func TestScripts(t *testing.T) {
 			for k, v := range goEnv {
 				env.Setenv(k, v)
 			}
-			port, err := freePort()
+			port, err := proctest.FreePort()
 			env.Setenv("PORT", strconv.Itoa(port))
 			return err
 		},
@@ -106,13 +106,4 @@ func capture(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("capture: %s does not match %s", args[1], args[2])
 	}
 	ts.Setenv(args[0], m[1])
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

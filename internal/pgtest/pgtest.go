@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // BinEnv names the environment variable that holds the directory of the
@@ -274,7 +275,7 @@ func newCluster() (*Cluster, error) {
 	}
 	// A free port can be taken before postgres binds it: try another.
 	for try := 0; ; try++ {
-		if c.port, err = freePort(); err != nil {
+		if c.port, err = proctest.FreePort(); err != nil {
 			return fail(err)
 		}
 		if err = c.start(); err == nil {
@@ -501,16 +502,6 @@ func env() []string {
 		}
 	}
 	return out
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // dbName returns a database name unique in the cluster, after the test's
