@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -388,12 +388,7 @@ func (h *Host) Plugins() []PluginStatus {
 // random bytes, in hex. Ids made later sort later, so the events' index
 // of call ids (both engines) grows at its end instead of at a random page
 // for each call, which cost SQLite a page written per call at each commit.
-func newCallID() string {
-	b := make([]byte, 16)
-	binary.BigEndian.PutUint64(b, uint64(time.Now().UnixMilli())<<16)
-	_, _ = rand.Read(b[6:])
-	return "call_" + hex.EncodeToString(b)
-}
+func newCallID() string { return randomID(fmt.Sprintf("call_%012x", time.Now().UnixMilli()), 10) }
 
 // randomID is prefix and n random bytes in hex.
 func randomID(prefix string, n int) string {

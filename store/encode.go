@@ -27,9 +27,22 @@ type batchBuf struct {
 // appendRow appends an event's columns to args, in eventCopyColumns' order,
 // as SQLite's INSERT takes them.
 func (b *batchBuf) appendRow(args []any, e Event) []any {
+	args = append(args, stamp(e.Time))
+	for _, s := range eventText(e) {
+		args = append(args, s)
+	}
 	b.payload = b.appendPayload(b.payload[:0], e.Payload)
-	return append(args, stamp(e.Time), cleanText(e.Type), cleanText(e.CallID), cleanText(e.AgentID), cleanText(e.Role),
-		cleanText(e.Tool), cleanText(e.Group), cleanText(e.ParentID), string(b.payload))
+	return append(args, string(b.payload))
+}
+
+// eventText is an event's text columns between its time and its payload,
+// in eventCopyColumns' order, each cleaned by cleanText.
+func eventText(e Event) [7]string {
+	t := [...]string{e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID}
+	for i, s := range t {
+		t[i] = cleanText(s)
+	}
+	return t
 }
 
 // copyHeader starts a binary COPY stream: the signature, no flags, no
@@ -45,8 +58,7 @@ func (b *batchBuf) appendCopyBatch(dst []byte, events []Event) []byte {
 		at := len(dst)
 		dst = appendStamp(append(dst, 0, 0, 0, 0), e.Time)
 		binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
-		for _, s := range [...]string{e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID} {
-			s = cleanText(s)
+		for _, s := range eventText(e) {
 			dst = append(binary.BigEndian.AppendUint32(dst, uint32(len(s))), s...)
 		}
 		at = len(dst)

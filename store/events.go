@@ -380,14 +380,13 @@ func (w *EventWriter) recovered() {
 // for the writer's life; PostgreSQL's with COPY.
 func (w *EventWriter) insert(events []Event) error {
 	ctx := context.Background()
-	defer func() {
+	if c, ok := w.store.eng.(copier); ok { // PostgreSQL
+		w.buf.data = w.buf.appendCopyBatch(w.buf.data[:0], events)
+		err := c.copyEvents(ctx, w.store.sqlDB, w.buf.data)
 		if cap(w.buf.data) > maxKeptBatch {
 			w.buf.data = nil // an unusually large batch: let it go
 		}
-	}()
-	if c, ok := w.store.eng.(copier); ok { // PostgreSQL
-		w.buf.data = w.buf.appendCopyBatch(w.buf.data[:0], events)
-		return c.copyEvents(ctx, w.store.sqlDB, w.buf.data)
+		return err
 	}
 	return w.store.tx(ctx, func(tx db) error {
 		args := w.buf.args[:0]
