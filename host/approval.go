@@ -352,6 +352,12 @@ func (q *ApprovalQueue) Waiting() int {
 	return len(q.waiting)
 }
 
+// notPending is Decide's error for an id that is not pending, why said
+// after it.
+func notPending(id, why string) error {
+	return &toolhost.Error{Code: toolhost.CodeValidation, Message: "no pending approval " + id + why, Err: store.ErrNotFound}
+}
+
 // Decide answers a pending call, on this host or, through the store, on
 // any host sharing it. It fails with validation if id is not pending
 // (decided already, expired, past its deadline, or never asked; wrapping
@@ -384,7 +390,7 @@ func (q *ApprovalQueue) Decide(id string, d Decision) error {
 		}
 		q.mu.Unlock()
 		if p == nil {
-			return &toolhost.Error{Code: toolhost.CodeValidation, Message: "no pending approval " + id, Err: store.ErrNotFound}
+			return notPending(id, "")
 		}
 		return nil
 	}
@@ -394,11 +400,11 @@ func (q *ApprovalQueue) Decide(id string, d Decision) error {
 	a, err := st.DecideApproval(ctx, id, store.ApprovalDecision{Status: status, Reason: d.Reason, Arguments: d.Arguments})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return &toolhost.Error{Code: toolhost.CodeValidation, Message: "no pending approval " + id, Err: store.ErrNotFound}
+		return notPending(id, "")
 	case errors.Is(err, store.ErrNotPending) && a.Status == store.ApprovalPending:
-		return &toolhost.Error{Code: toolhost.CodeValidation, Message: "no pending approval " + id + ": it is past its deadline", Err: store.ErrNotFound}
+		return notPending(id, ": it is past its deadline")
 	case errors.Is(err, store.ErrNotPending):
-		return &toolhost.Error{Code: toolhost.CodeValidation, Message: "no pending approval " + id + ": it was " + a.Status + " already", Err: store.ErrNotFound}
+		return notPending(id, ": it was "+a.Status+" already")
 	case err != nil && p == nil:
 		return toolhost.Errorf(toolhost.CodeInternal, "deciding approval %s: %w", id, err)
 	case err != nil:
