@@ -78,6 +78,11 @@ func redactMap(m map[string]any) (map[string]any, bool) {
 // When nothing is redacted raw itself is returned, keeping its layout; else
 // the result is compact, with object keys sorted and numbers as written.
 func JSON(raw []byte) ([]byte, bool) {
+	if bytes.IndexByte(raw, '"') < 0 && json.Valid(raw) {
+		// A document without strings has no keys and no text to redact:
+		// the arguments of most calls ("{}"), kept without decoding.
+		return raw, false
+	}
 	if v, err := decode(raw); err == nil {
 		r, changed := Value(v)
 		if !changed {

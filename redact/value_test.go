@@ -95,6 +95,8 @@ func TestJSON(t *testing.T) {
 		{"trailing data makes it invalid", `{"a": 1} {"token": "t0k3n"}`, `{"a": 1} {"token": "***REDACTED***"}`, true},
 		{"invalid JSON without secrets", `{"a": `, `{"a": `, false},
 		{"empty", ``, ``, false},
+		{"a document without strings", ` [ {}, 1.50, true, null, [] ] `, ` [ {}, 1.50, true, null, [] ] `, false},
+		{"invalid text without quotes is still redacted as text", `{token=t0k3n}`, `{token=***REDACTED***}`, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,5 +108,15 @@ func TestJSON(t *testing.T) {
 				t.Errorf("not idempotent: JSON(%s) = %s, %v", got, again, changed)
 			}
 		})
+	}
+}
+
+// TestJSONWithoutStringsDoesNotAllocate: most calls' arguments are "{}",
+// which is checked, not decoded, before its call's started event is written.
+func TestJSONWithoutStringsDoesNotAllocate(t *testing.T) {
+	for _, doc := range [][]byte{[]byte(`{}`), []byte(`[1, 2.5, true, null, {}]`)} {
+		if n := testing.AllocsPerRun(10, func() { JSON(doc) }); n != 0 {
+			t.Errorf("JSON(%s) allocates %v times", doc, n)
+		}
 	}
 }
