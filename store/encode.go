@@ -49,6 +49,25 @@ func eventText(e Event) [7]string {
 // header extension.
 const copyHeader = "PGCOPY\n\xff\r\n\x00" + "\x00\x00\x00\x00" + "\x00\x00\x00\x00"
 
+// appendCopyMessages appends what copyEvents sends for events, framed as
+// protocol messages: the query copyEventsSQL, the batch as one CopyData
+// message (appendCopyBatch), and CopyDone.
+func (b *batchBuf) appendCopyMessages(dst []byte, events []Event) []byte {
+	dst = appendMessage(dst, 'Q', func(dst []byte) []byte { return append(append(dst, copyEventsSQL...), 0) })
+	dst = appendMessage(dst, 'd', func(dst []byte) []byte { return b.appendCopyBatch(dst, events) })
+	return append(dst, 'c', 0, 0, 0, 4)
+}
+
+// appendMessage appends a protocol message of type typ whose body body
+// appends, with its length.
+func appendMessage(dst []byte, typ byte, body func([]byte) []byte) []byte {
+	dst = append(dst, typ, 0, 0, 0, 0)
+	at := len(dst) - 4
+	dst = body(dst)
+	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at))
+	return dst
+}
+
 // appendCopyBatch appends events as PostgreSQL's binary COPY stream of
 // eventCopyColumns, all text.
 func (b *batchBuf) appendCopyBatch(dst []byte, events []Event) []byte {

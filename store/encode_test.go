@@ -1,8 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -10,7 +14,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"pgregory.net/rapid"
+
+	"github.com/toolhost/toolhost/internal/pgtest"
 )
 
 // scalarGen draws the values the writer encodes itself: strings (any bytes,
@@ -117,4 +124,33 @@ func TestHostileTextDoesNotLoseOtherEvents(t *testing.T) {
 			t.Fatalf("the other events: %+v, %+v", got[0], got[2])
 		}
 	})
+}
+
+// TestCopyAfterAFailedCopy: copyEvents sends a batch in one write, then
+// reads the server's answers itself. After a batch the server refuses, it
+// must have read them all, so that its connection serves the next batch and
+// the next query.
+func TestCopyAfterAFailedCopy(t *testing.T) {
+	ctx := context.Background()
+	s := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: pgtest.Start(t)})
+	s.sqlDB.SetMaxOpenConns(1) // one connection, used by every step
+	var b batchBuf
+	e := Event{Time: time.Now(), Type: EventCallStarted, CallID: "call_1", Tool: "noop", Payload: map[string]any{"arguments": "{}"}}
+	bad := b.appendCopyMessages(nil, []Event{e, e})
+	at := bytes.Index(bad, []byte(copyHeader)) + len(copyHeader)
+	binary.BigEndian.PutUint16(bad[at:], 3) // the first row says it has 3 fields
+	var pe *pgconn.PgError
+	if err := (postgres{}).copyEvents(ctx, s.sqlDB, bad); !errors.As(err, &pe) || pe.Code != "22P04" {
+		t.Fatalf("a malformed batch: %v, want bad_copy_file_format (22P04)", err)
+	}
+	for i := range 2 {
+		e.CallID = fmt.Sprintf("call_%d", i+2)
+		if err := (postgres{}).copyEvents(ctx, s.sqlDB, b.appendCopyMessages(nil, []Event{e})); err != nil {
+			t.Fatalf("batch %d after the failed one: %v", i+1, err)
+		}
+	}
+	got, err := s.Events(ctx, EventFilter{First: true})
+	if err != nil || len(got) != 2 || got[0].CallID != "call_2" || got[1].CallID != "call_3" {
+		t.Fatalf("Events = %+v, %v; want call_2 and call_3 only", got, err)
+	}
 }

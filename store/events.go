@@ -381,7 +381,7 @@ func (w *EventWriter) recovered() {
 func (w *EventWriter) insert(events []Event) error {
 	ctx := context.Background()
 	if c, ok := w.store.eng.(copier); ok { // PostgreSQL
-		w.buf.data = w.buf.appendCopyBatch(w.buf.data[:0], events)
+		w.buf.data = w.buf.appendCopyMessages(w.buf.data[:0], events)
 		err := c.copyEvents(ctx, w.store.sqlDB, w.buf.data)
 		if cap(w.buf.data) > maxKeptBatch {
 			w.buf.data = nil // an unusually large batch: let it go
@@ -419,7 +419,7 @@ func (w *EventWriter) insert(events []Event) error {
 const maxKeptBatch = 1 << 20
 
 // copier is an engine that writes a batch of events its own way, faster
-// than INSERT statements: data is the batch as appendCopyBatch encodes it.
+// than INSERT statements: data is the batch as appendCopyMessages encodes it.
 // PostgreSQL's also makes hosts sharing a database write their batches in
 // turn, so that ids follow commit order and a follower paging by id
 // (Follow) never passes an id whose event is not committed yet.

@@ -1,16 +1,17 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/stdlib" // also the database/sql driver "pgx"
 )
 
@@ -59,9 +60,16 @@ func (postgres) lock(ctx context.Context, tx db, key string) error {
 const changesChannel = "toolhost_changes"
 
 // copyEvents writes a batch of events with COPY, which costs the server a
-// fraction of INSERT's work. The events lock (see copier) and the
-// COPY go in one message, so they run in one implicit transaction and the
-// batch costs one round trip.
+// fraction of INSERT's work. data is the batch as appendCopyMessages frames
+// it: the events lock (see copier) and the COPY in one query message, so
+// they run in one implicit transaction, then the rows and the end of the
+// copy. It goes out in one write, and the server's answers are read on
+// this goroutine: the batch costs one round trip and starts no goroutine
+// (pgconn's CopyFrom starts two, and makes three writes).
+//
+// Sending the rows before the server asks for them is what the protocol
+// allows: should the lock's statement fail, the server ignores the rows
+// and the end of the copy that follow.
 func (postgres) copyEvents(ctx context.Context, sqlDB *sql.DB, data []byte) error {
 	conn, err := sqlDB.Conn(ctx)
 	if err != nil {
@@ -69,8 +77,26 @@ func (postgres) copyEvents(ctx context.Context, sqlDB *sql.DB, data []byte) erro
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		_, err := dc.(*stdlib.Conn).Conn().PgConn().CopyFrom(ctx, bytes.NewReader(data), copyEventsSQL)
-		return err
+		pc := dc.(*stdlib.Conn).Conn().PgConn()
+		if err := pc.SyncConn(ctx); err != nil {
+			return err
+		}
+		if _, err := pc.Conn().Write(data); err != nil {
+			return fmt.Errorf("%w: %w", driver.ErrBadConn, err) // database/sql closes the connection
+		}
+		var failed error
+		for {
+			msg, err := pc.ReceiveMessage(ctx)
+			if err != nil {
+				return err
+			}
+			switch msg := msg.(type) {
+			case *pgproto3.ErrorResponse:
+				failed = pgconn.ErrorResponseToPgError(msg)
+			case *pgproto3.ReadyForQuery:
+				return failed
+			}
+		}
 	})
 }
 
