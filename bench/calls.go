@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/trace"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -72,6 +73,20 @@ type callRig struct {
 	hosts   []*host.Host // every in-process host started, whose events (and spans) are flushed between turns
 	sink    *otlpSink    // the traced path's collector, nil when it does not run
 	closers []func()
+	traced  bool // an execution trace is on (-trace): each call is a region
+}
+
+// call returns path i's call, in a region of the execution trace named
+// after the path when one is on.
+func (r *callRig) call(i int) func(context.Context) error {
+	p := r.paths[i]
+	if !r.traced {
+		return p.call
+	}
+	return func(ctx context.Context) (err error) {
+		trace.WithRegion(ctx, p.name, func() { err = p.call(ctx) })
+		return err
+	}
 }
 
 // Close stops everything the rig started, last started first.
@@ -554,7 +569,7 @@ func runCalls(ctx context.Context, r *callRig, plan callPlan, logf func(string, 
 		for round := range plan.Rounds {
 			for k := range r.paths {
 				i := (k + round) % len(r.paths) // a different order each round
-				lat, wall, err := runRound(ctx, r.paths[i].call, conc, n)
+				lat, wall, err := runRound(ctx, r.call(i), conc, n)
 				if err != nil {
 					return nil, fmt.Errorf("%s at c=%d: %w", r.paths[i].name, conc, err)
 				}

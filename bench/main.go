@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,7 @@ type options struct {
 	quick     bool   // a fast smoke run with small counts
 	since     int64  // when scripts/bench started, in Unix nanoseconds; 0 when not known
 	cpuprof   string // a CPU profile of the no-op call phase, when set
+	trace     string // an execution trace of the no-op call phase, when set
 	paths     string // a regular expression: only the call paths it matches, and nothing else, when set
 	concs     string // the concurrencies of the call phase, comma-separated
 	pgDSN     string // a PostgreSQL server for the PostgreSQL paths and events/s, "" to skip them
@@ -56,6 +58,8 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 20, "repetitions of kill/restart (cold start runs a quarter as many, at least 3)")
 	flag.Int64Var(&o.since, "since", 0, "when scripts/bench started (Unix ns), to report its wall time")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the no-op call phase (this process: host, server and clients) to this file, and a heap profile at its end to FILE.heap")
+	flag.StringVar(&o.trace, "trace", "", "write a Go execution trace of the no-op call phase to this file, each call a region named after its path "+
+		"and each batch of the event writers a region (go tool trace FILE: user-defined regions)")
 	flag.StringVar(&o.paths, "paths", "", "a regular expression: call the no-op tool only through the paths whose names it matches (such as '^MCP HTTP' or 'Host.Call$'), "+
 		"measure nothing else (but events/s when it matches \""+eventsName+"\") and write no report")
 	flag.StringVar(&o.concs, "conc", "1,8,32,64", "the numbers of concurrent callers of the call phase, comma-separated")
@@ -169,8 +173,22 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	if o.trace != "" {
+		f, err := os.Create(o.trace)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		rig.traced = true
+	}
 	if wantCalls {
 		rep.Calls, err = runCalls(ctx, rig, rep.Plan, logf)
+	}
+	if o.trace != "" {
+		trace.Stop()
 	}
 	if o.cpuprof != "" {
 		pprof.StopCPUProfile()

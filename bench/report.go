@@ -231,6 +231,8 @@ func (r *report) write(w io.Writer) {
 		"To study where a path's time goes, `-paths REGEXP -conc 1 -cpuprofile FILE` calls only through the paths the expression matches, " +
 		"such as `'^MCP HTTP'` or `'Host.Call$'`, measures nothing else, writes no report and profiles the bench process in that phase " +
 		"(CPU, and the heap at its end): clients, in-process hosts and our HTTP server. " +
+		"`-trace FILE` writes a Go execution trace of that phase, each call a region named after its path and each batch of the event writers one too: " +
+		"`go tool trace FILE` shows, under user-defined regions, what the slowest calls waited for (the scheduler, GC, a batch). " +
 		"A `-paths` matching `" + eventsName + "` runs section 8, events/s, as well.\n")
 
 	p("## Summary: ratios against targets\n")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -305,7 +306,9 @@ func (w *EventWriter) run() {
 		batch := w.queue[0]
 		w.queue = slices.Delete(w.queue, 0, 1)
 		w.mu.Unlock()
+		region := trace.StartRegion(context.Background(), "store: write events") // for go tool trace; nothing when off
 		err := w.writeRetrying(batch)
+		region.End()
 		w.mu.Lock()
 		w.finished += int64(len(batch))
 		if err != nil {
