@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,7 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 	defer h.inflight.Done()
 	h.metrics.callStarted()
 	c := &call{h: h, req: *req, start: time.Now(), chosenID: req.Context.CallID != ""}
+	c.req.Tool = cutToolName(c.req.Tool)
 	idErr := checkCallID(req.Context.CallID)
 	if !c.chosenID || idErr != nil {
 		// A refused id is not used: the refusal is recorded under a new one.
@@ -104,6 +106,25 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 	c.emitEnded()
 	h.metrics.callEnded(c)
 	return c.res, c.err
+}
+
+// maxToolNameShown is how much of a tool name longer than any tool's (at
+// most 64 bytes: toolhost.ValidToolName) a call keeps.
+const maxToolNameShown = 64
+
+// cutToolName bounds a caller's tool name: one longer than maxToolNameShown
+// names no tool, and is kept as its first bytes and its length, so that the
+// call's error, events and span do not carry (and store) whatever a caller
+// sends. The "…" keeps the cut name from naming a tool.
+func cutToolName(name string) string {
+	if len(name) <= maxToolNameShown {
+		return name
+	}
+	n := maxToolNameShown
+	for n > 0 && !utf8.RuneStart(name[n]) {
+		n--
+	}
+	return name[:n] + "… (" + strconv.Itoa(len(name)) + " bytes)"
 }
 
 // maxCallIDLen is the longest call id a caller may choose, in bytes.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
@@ -301,6 +302,35 @@ func TestHostileCallIDsAreRefused(t *testing.T) {
 	// A printable id of any script, at the limit, is fine.
 	if _, err := do(h, "echo", `{"text":"x"}`, "调用-"+strings.Repeat("é", 124)+"x"); err != nil {
 		t.Fatalf("a printable id: %v", err)
+	}
+}
+
+// TestLongToolNamesAreCut: a caller naming a tool with a megabyte of text
+// gets unknown_tool, and neither the error nor the audit events carry the
+// megabyte: each such call would otherwise store it three times over.
+func TestLongToolNamesAreCut(t *testing.T) {
+	h, _ := probeHost(t, nil, nil)
+	ctx := context.Background()
+	name := "echo" + strings.Repeat("\u00e9", 1<<19) // 1 MiB + 4 bytes
+	_, err := h.Call(ctx, &toolhost.CallRequest{Tool: name, Arguments: []byte(`{}`)})
+	if !errors.Is(err, toolhost.ErrUnknownTool) || len(err.Error()) > 200 || !strings.Contains(err.Error(), "(1048580 bytes)") {
+		t.Fatalf("a 1 MiB tool name: %.300v; want unknown_tool naming its first bytes and its length", err)
+	}
+	if err := h.FlushEvents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := h.Events(ctx, store.EventFilter{Type: "tool_call.", Limit: 10})
+	if len(evs) != 2 {
+		t.Fatalf("%d events, want a started and a failed", len(evs))
+	}
+	for _, e := range evs {
+		if b, _ := json.Marshal(e); len(b) > 1000 || !utf8.ValidString(e.Tool) || !strings.HasPrefix(e.Tool, "echo\u00e9") {
+			t.Fatalf("event %s: %d bytes, tool %.80q", e.Type, len(b), e.Tool)
+		}
+	}
+	// A name at the limit is a name like any other.
+	if got := cutToolName(strings.Repeat("a", maxToolNameShown)); got != strings.Repeat("a", maxToolNameShown) {
+		t.Fatalf("cutToolName cut a 64-byte name: %q", got)
 	}
 }
 
