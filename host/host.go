@@ -305,20 +305,42 @@ func (h *Host) register(g *Group) error {
 	if err != nil {
 		return err
 	}
-	h.events.Emit(store.Event{Type: store.EventGroupRegistered, Group: g.Spec.ID,
-		Payload: map[string]any{"source": g.SourceName, "kind": g.Kind, "tools": len(g.Spec.Tools)}})
 	if replaced != nil {
 		h.log.Warn("group replaced", "code", toolhost.CodeDuplicateGroupID, "group", g.Spec.ID,
 			"old_source", replaced.SourceName, "new_source", g.SourceName)
 	}
+	h.registered(g, false)
+	return nil
+}
+
+// update puts g in old's place at once (see Manager.Replace): calls to the
+// tools both have never find them gone. Nothing is done when old is no
+// longer registered.
+func (h *Host) update(old, g *Group) error {
+	if ok, err := h.mgr.Replace(old, g); !ok || err != nil {
+		return err
+	}
+	h.registered(g, true)
+	return nil
+}
+
+// registered records and announces a group just registered: the event
+// group.registered (with "updated" when it replaced its own earlier
+// version), the log lines of its conflicts, and the change to the roles'
+// views.
+func (h *Host) registered(g *Group, updated bool) {
+	payload := map[string]any{"source": g.SourceName, "kind": g.Kind, "tools": len(g.Spec.Tools)}
+	if updated {
+		payload["updated"] = true
+	}
+	h.events.Emit(store.Event{Type: store.EventGroupRegistered, Group: g.Spec.ID, Payload: payload})
 	for _, d := range h.mgr.Diagnostics() {
 		if d.Group == g.Spec.ID || d.Plugin == g.SourceName {
 			h.log.Error(d.Message, "plugin", d.Plugin)
 		}
 	}
-	h.log.Info("group registered", "group", g.Spec.ID, "tools", len(g.Spec.Tools), "source", g.SourceName)
+	h.log.Info("group registered", "group", g.Spec.ID, "tools", len(g.Spec.Tools), "source", g.SourceName, "updated", updated)
 	h.changed()
-	return nil
 }
 
 func (h *Host) unregister(g *Group) {

@@ -291,6 +291,47 @@ func TestHostilePluginMatrix(t *testing.T) {
 	}
 }
 
+// TestUpdateKeepsTheToolsCallable: a group that its source describes again
+// (an MCP server's tools/list_changed; a server may send it as often as it
+// likes) is replaced in one step. Before, it was unregistered and then
+// registered: calls in between failed with unknown_tool (a reference MCP
+// server's own list_changed at start once failed TestMCPReferenceServers).
+func TestUpdateKeepsTheToolsCallable(t *testing.T) {
+	h := startHost(t, testPlugin("good", "good", nil))
+	s := h.supervisor("good")
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				s.refresh()
+			}
+		}
+	}()
+	unknown := 0
+	for range 300 {
+		if _, err := callTool(t, h, "echo", map[string]any{"text": "x"}); errors.Is(err, toolhost.ErrUnknownTool) {
+			unknown++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	if unknown > 0 {
+		t.Fatalf("%d of 300 calls found the tool gone while its group was updated", unknown)
+	}
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if evs, _ := h.Events(context.Background(), store.EventFilter{Type: store.EventGroupUnregistered}); len(evs) != 0 {
+		t.Fatalf("an update recorded %d group.unregistered events", len(evs))
+	}
+}
+
 func TestUnloadStopsAndUnregisters(t *testing.T) {
 	h := startHost(t, testPlugin("good", "good", nil))
 	g, _ := group(h, "testgroup")

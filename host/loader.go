@@ -251,8 +251,7 @@ func (s *supervisor) refresh() {
 		if !current {
 			return
 		}
-		s.h.unregister(old)
-		err = s.h.register(g)
+		err = s.h.update(old, g)
 	}
 	if err != nil {
 		s.h.log.Error("group not updated", "plugin", s.cfg.Name, "error", err)

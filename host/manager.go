@@ -99,6 +99,21 @@ func NewManager() *Manager {
 // shadowed until the winner goes away. A plugin group whose id equals a core
 // tool's name is blocked whole.
 func (m *Manager) Register(g *Group) (replaced *Group, err error) {
+	return m.put(g, nil)
+}
+
+// Replace puts g in old's place in one step, so that no lookup meanwhile
+// finds neither (an MCP server's tools/list_changed updates its group so).
+// It reports false, registering nothing, when old is no longer the group
+// registered under its id. g is checked as Register checks it.
+func (m *Manager) Replace(old, g *Group) (bool, error) {
+	replaced, err := m.put(g, old)
+	return replaced != nil, err
+}
+
+// put registers g, in place of only when only is not nil (and only if
+// only is still registered), returning the group it replaced.
+func (m *Manager) put(g *Group, only *Group) (replaced *Group, err error) {
 	if err := g.Spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -120,11 +135,17 @@ func (m *Manager) Register(g *Group) (replaced *Group, err error) {
 	m.seq++
 	g.seq = m.seq
 	old := m.snap.Load()
+	if only != nil && old.groups[only.Spec.ID] != only {
+		return nil, nil
+	}
 	groups := make(map[string]*Group, len(old.groups)+1)
 	for id, x := range old.groups {
 		groups[id] = x
 	}
-	replaced = groups[g.Spec.ID]
+	if only != nil {
+		delete(groups, only.Spec.ID)
+	}
+	replaced = cmp.Or(only, groups[g.Spec.ID])
 	groups[g.Spec.ID] = g
 	m.snap.Store(newSnapshot(groups))
 	return replaced, nil

@@ -225,6 +225,30 @@ func TestDuplicateReplacesAndOwnerUnregisterIsSafe(t *testing.T) {
 	}
 }
 
+// TestReplaceOnlyTheCurrentGroup: an update of a group that another source
+// has replaced meanwhile changes nothing.
+func TestReplaceOnlyTheCurrentGroup(t *testing.T) {
+	m := NewManager()
+	v1 := &Group{Spec: toolhost.GroupSpec{ID: "notes"}, Kind: SourcePlugin, SourceName: "a"}
+	v2 := &Group{Spec: toolhost.GroupSpec{ID: "notes", Description: "v2"}, Kind: SourcePlugin, SourceName: "a"}
+	other := &Group{Spec: toolhost.GroupSpec{ID: "notes"}, Kind: SourcePlugin, SourceName: "b"}
+	if _, err := m.Register(v1); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := m.Replace(v1, v2); !ok || err != nil {
+		t.Fatalf("Replace(v1, v2) = %v, %v", ok, err)
+	}
+	if _, err := m.Register(other); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := m.Replace(v2, v1); ok || err != nil {
+		t.Fatalf("Replace of a group no longer registered = %v, %v", ok, err)
+	}
+	if g, _ := m.Get("notes"); g != other {
+		t.Fatalf("the group registered is %+v, want b's", g)
+	}
+}
+
 func hasTool(g *Group, name string) bool {
 	_, ok := g.Tool(name)
 	return ok
