@@ -291,23 +291,28 @@ func TestHostilePluginMatrix(t *testing.T) {
 	}
 }
 
-// TestUpdateKeepsTheToolsCallable: a group that its source describes again
+// TestUpdateKeepsTheToolsCallable: a group that its source describes anew
 // (an MCP server's tools/list_changed; a server may send it as often as it
 // likes) is replaced in one step. Before, it was unregistered and then
 // registered: calls in between failed with unknown_tool (a reference MCP
 // server's own list_changed at start once failed TestMCPReferenceServers).
 func TestUpdateKeepsTheToolsCallable(t *testing.T) {
 	h := startHost(t, testPlugin("good", "good", nil))
-	s := h.supervisor("good")
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		for {
+		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
 			default:
-				s.refresh()
+			}
+			old, _ := h.Manager().Get("testgroup")
+			g := &Group{Spec: old.Spec, Kind: old.Kind, SourceName: old.SourceName, Provider: old.Provider, conf: old.conf, refused: old.refused}
+			g.Spec.Description = "version " + strconv.Itoa(i)
+			if err := h.update(old, g); err != nil {
+				t.Error(err)
+				return
 			}
 		}
 	}()

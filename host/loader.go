@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"time"
 
@@ -230,7 +231,7 @@ func (s *supervisor) describeGroup(ctx context.Context, m module) (*Group, error
 }
 
 // refresh describes a running module's group again and registers it in
-// place of the old one: an MCP server's tools changed.
+// place of the old one when it changed: an MCP server's tools changed.
 func (s *supervisor) refresh() {
 	s.mu.Lock()
 	m, old := s.mod, s.group
@@ -241,6 +242,9 @@ func (s *supervisor) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), s.h.opts.DescribeTimeout)
 	defer cancel()
 	g, err := s.describeGroup(ctx, m)
+	if err == nil && reflect.DeepEqual(g.Spec, old.Spec) {
+		return // nothing changed: no event, no list_changed to the sessions
+	}
 	if err == nil {
 		s.mu.Lock()
 		current := s.group == old

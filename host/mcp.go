@@ -29,13 +29,48 @@ func (s *supervisor) startMCP() (module, error) {
 	srv, err := mcpsource.Start(context.Background(), mcpsource.Options{
 		ID: s.cfg.Name, Command: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, Dir: s.h.workDir(), Sandbox: s.h.sandboxOf(&s.cfg),
 		URL: s.cfg.URL, Headers: s.cfg.Headers, Description: s.cfg.Description, ToolPrefix: s.cfg.ToolPrefix,
-		StartTimeout: s.cfg.StartTimeout, Logger: s.h.log.Named(s.cfg.Name), ToolsChanged: func() { go changed() },
+		StartTimeout: s.cfg.StartTimeout, Logger: s.h.log.Named(s.cfg.Name), ToolsChanged: coalesce(changed),
 	})
 	if err != nil {
 		return nil, err
 	}
 	started.Store(srv)
 	return mcpModule{srv}, nil
+}
+
+// coalesce returns a trigger of f that never waits: f runs on a goroutine of
+// its own, one run at a time, and the triggers that come while it runs make
+// one more run, not one each. A server announcing list_changed a million
+// times costs a re-listing or two, not a million goroutines each waiting on
+// a tools/list.
+func coalesce(f func()) func() {
+	var state atomic.Int32 // 0: idle; 1: running; 2: running, and to run again
+	run := func() {
+		for {
+			f()
+			if state.CompareAndSwap(1, 0) {
+				return
+			}
+			state.Store(1)
+		}
+	}
+	return func() {
+		for {
+			switch state.Load() {
+			case 0:
+				if state.CompareAndSwap(0, 1) {
+					go run()
+					return
+				}
+			case 1:
+				if state.CompareAndSwap(1, 2) {
+					return
+				}
+			default:
+				return
+			}
+		}
+	}
 }
 
 // mcpModule is an MCP server as a module.

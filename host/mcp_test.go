@@ -8,7 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/internal/mcptest"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
+	"github.com/toolhost/toolhost/store"
 )
 
 // testMCP is an mcp_server block running this binary as an MCP server of
@@ -246,6 +250,84 @@ func TestMCPReferenceServers(t *testing.T) {
 	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "fs_read_text_file", Arguments: []byte(`{"path":"/etc/passwd"}`)})
 	if err != nil || res.OK || res.Error.Code != toolhost.CodeToolExec {
 		t.Errorf("reading outside the server's directory: %+v, %v", res, err)
+	}
+}
+
+// TestMCPListChangedFloodIsCoalesced: a server announcing tools/list_changed
+// 20000 times is listed again once or twice, not 20000 times (each
+// announcement used to start a goroutine that asked for tools/list), its
+// unchanged tools record no update, and the host goes on calling it.
+func TestMCPListChangedFloodIsCoalesced(t *testing.T) {
+	lists := filepath.Join(t.TempDir(), "lists")
+	flood := testMCP("flood", "flood")
+	flood.Env["TOOLHOST_TEST_MCP_LISTS"] = lists
+	h := startHost(t, flood)
+	if _, err := callTool(t, h, "flood", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() int {
+		b, _ := os.ReadFile(lists)
+		n, _ := strconv.Atoi(string(b))
+		return n
+	}
+	last, since := -1, time.Now()
+	for time.Since(since) < 500*time.Millisecond { // until no tools/list came for 0.5 s
+		if n := read(); n != last {
+			last, since = n, time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if last < 2 || last > 4 { // the first listing, then one or two for the flood
+		t.Fatalf("the server was listed %d times (once at start, then for %d announcements); want 2 to 4", last, floodNotices)
+	}
+	if res, err := callTool(t, h, "echo", map[string]any{}); err != nil || !strings.Contains(res.Stdout, "still here") {
+		t.Fatalf("echo after the flood: %+v, %v", res, err)
+	}
+	if err := h.FlushEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if evs, _ := h.Events(context.Background(), store.EventFilter{Type: store.EventGroupRegistered}); len(evs) != 1 {
+		t.Fatalf("%d group.registered events, want the first only: the tools did not change", len(evs))
+	}
+}
+
+// TestCoalesce: the function never runs twice at once, and each trigger is
+// followed by a run that starts after it, however the triggers come.
+func TestCoalesce(t *testing.T) {
+	var running, overlaps, runs atomic.Int32
+	var lastStart atomic.Int64 // of the latest run, in UnixNano
+	trigger := coalesce(func() {
+		if running.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		lastStart.Store(time.Now().UnixNano())
+		runs.Add(1)
+		time.Sleep(time.Millisecond)
+		running.Add(-1)
+	})
+	for round := range 20 {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 100 {
+					trigger()
+				}
+			})
+		}
+		wg.Wait()
+		last := time.Now().UnixNano()
+		deadline := time.Now().Add(5 * time.Second)
+		for lastStart.Load() < last || running.Load() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no run began after the last trigger", round)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// A run takes 1 ms and the triggers of a round come in far less (more
+	// under the race detector): a few runs a round, never one a trigger.
+	if overlaps.Load() != 0 || runs.Load() > 20*800/10 {
+		t.Fatalf("%d runs overlapped; %d runs for 20 rounds of 800 triggers", overlaps.Load(), runs.Load())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,8 +24,13 @@ const testMCPEnv = "TOOLHOST_TEST_MCP"
 //   - "junk": a line that is not JSON-RPC on stdout, then silence;
 //   - "silent": never answers initialize;
 //   - "crash-on-list": answers initialize, then exits on tools/list.
+//   - "flood": two tools, echo and flood, which announces tools/list_changed
+//     floodNotices times at once; it counts its tools/list requests in the
+//     file $TOOLHOST_TEST_MCP_LISTS.
 func serveTestMCP(behaviour string) {
 	switch behaviour {
+	case "flood":
+		serveFloodMCP()
 	case "junk":
 		fmt.Println("hello, I am not an MCP server")
 		time.Sleep(time.Minute)
@@ -51,6 +57,43 @@ func serveTestMCP(behaviour string) {
 		}
 	default:
 		serveGoodMCP()
+	}
+}
+
+// floodNotices is how many tools/list_changed the "flood" server sends.
+const floodNotices = 20000
+
+func serveFloodMCP() {
+	out := bufio.NewWriter(os.Stdout)
+	lists := 0
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(sc.Bytes(), &msg)
+		switch msg.Method {
+		case "initialize":
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"flood","version":"1"}}}`+"\n", msg.ID)
+		case "tools/list":
+			lists++
+			_ = os.WriteFile(os.Getenv("TOOLHOST_TEST_MCP_LISTS"), []byte(fmt.Sprint(lists)), 0o600)
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"echo","description":"Echo.","inputSchema":{"type":"object"}},{"name":"flood","description":"Flood.","inputSchema":{"type":"object"}}]}}`+"\n", msg.ID)
+		case "tools/call":
+			if strings.Contains(sc.Text(), `"name":"flood"`) {
+				for range floodNotices {
+					fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+				}
+			}
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"still here"}]}}`+"\n", msg.ID)
+		default:
+			if len(msg.ID) > 0 {
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
+			}
+		}
+		_ = out.Flush()
 	}
 }
 
