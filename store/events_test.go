@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
@@ -534,6 +535,38 @@ func TestFirstQueriesAfterARestart(t *testing.T) {
 	for i := range 4 {
 		if _, err := s.Roles(ctx); err != nil {
 			t.Fatalf("query %d after the restart: %v", i+1, err)
+		}
+	}
+}
+
+// TestQueryAfterItsConnectionWasEnded: a pooled connection whose backend
+// was ended while it sat idle (pg_terminate_backend here; a restart or a
+// failover alike) is not used for the next query, which would fail with
+// 57P01: the pool peeks at it first, finds the server's goodbye, and takes
+// another. The listener keeps its own connection, so nothing else drops
+// the pool's.
+func TestQueryAfterItsConnectionWasEnded(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: dsn})
+	s.sqlDB.SetMaxOpenConns(1) // one connection: the one ended
+	var pid int
+	if err := s.sqlDB.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var ended bool
+	if err := admin.QueryRowContext(ctx, "SELECT pg_terminate_backend($1)", pid).Scan(&ended); err != nil || !ended {
+		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, ended, err)
+	}
+	time.Sleep(100 * time.Millisecond) // the goodbye reaches the socket; the connection stays idle under a second
+	for i := range 3 {
+		if _, err := s.Roles(ctx); err != nil {
+			t.Fatalf("query %d after its connection was ended: %v", i+1, err)
 		}
 	}
 }

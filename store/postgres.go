@@ -9,7 +9,10 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/stdlib" // also the database/sql driver "pgx"
@@ -53,6 +56,56 @@ func (postgres) unavailable(err error) bool {
 func (postgres) lock(ctx context.Context, tx db, key string) error {
 	_, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(?))`, lockKey(key))
 	return err
+}
+
+// openPostgres opens a pool of connections to dsn that database/sql checks
+// before reusing one (shouldPing).
+func openPostgres(dsn string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return stdlib.OpenDB(*cfg, stdlib.OptionShouldPing(shouldPing)), nil
+}
+
+// shouldPing says whether to ping a pooled connection before reusing it:
+// when it has been idle for over a second (pgx's default), or when the
+// server wrote to it or closed it while it sat idle, which is what a
+// backend that was ended leaves (pg_terminate_backend, a restart, a
+// failover): its FATAL 57P01, then the end of the stream. A ping that fails
+// makes database/sql take another connection, where the query would
+// otherwise have failed.
+func shouldPing(_ context.Context, p stdlib.ShouldPingParams) bool {
+	return p.IdleDuration > time.Second || !quiet(p.Conn.PgConn())
+}
+
+// quiet reports whether nothing waits to be read on an idle connection, by
+// a peek at its socket that does not wait.
+func quiet(pc *pgconn.PgConn) bool {
+	if pc.Frontend().ReadBufferLen() > 0 {
+		return false
+	}
+	conn := pc.Conn()
+	if t, ok := conn.(interface{ NetConn() net.Conn }); ok { // TLS
+		conn = t.NetConn()
+	}
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var peekErr error
+	if err := rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, peekErr = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return true // never wait
+	}); err != nil {
+		return false
+	}
+	return errors.Is(peekErr, syscall.EAGAIN) // not data, not the end of the stream
 }
 
 // changesChannel is the channel PostgreSQL's triggers notify with the name

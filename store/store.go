@@ -100,7 +100,7 @@ func OpenWith(ctx context.Context, dir string, o Options) (*Store, error) {
 		s.sqlDB, err = sql.Open("sqlite", sqliteDSN(s.path))
 	case DriverPostgres:
 		s.eng = postgres{}
-		s.sqlDB, err = sql.Open("pgx", o.DSN)
+		s.sqlDB, err = openPostgres(o.DSN)
 	default:
 		return nil, fmt.Errorf("store: unknown driver %q: want %s or %s", o.Driver, DriverSQLite, DriverPostgres)
 	}
