@@ -18,6 +18,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,27 +164,24 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	if o.cpuprof != "" {
-		f, err := os.Create(o.cpuprof)
+	// The recordings of the call phase asked for: a CPU profile, a trace.
+	for _, r := range []struct {
+		path  string
+		start func(io.Writer) error
+	}{{o.cpuprof, pprof.StartCPUProfile}, {o.trace, trace.Start}} {
+		if r.path == "" {
+			continue
+		}
+		f, err := os.Create(r.path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		if err := r.start(f); err != nil {
 			return err
 		}
 	}
-	if o.trace != "" {
-		f, err := os.Create(o.trace)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return err
-		}
-		rig.traced = true
-	}
+	rig.traced = o.trace != ""
 	if wantCalls {
 		rep.Calls, err = runCalls(ctx, rig, rep.Plan, logf)
 	}

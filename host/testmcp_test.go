@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -37,24 +38,12 @@ func serveTestMCP(behaviour string) {
 	case "silent":
 		time.Sleep(time.Minute)
 	case "crash-on-list":
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			var msg struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			_ = json.Unmarshal(sc.Bytes(), &msg)
-			switch msg.Method {
-			case "initialize":
-				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"crash","version":"1"}}}`+"\n", msg.ID)
-			case "tools/list":
+		serveRawMCP("crash", false, func(_ io.Writer, method string, _ json.RawMessage, _ string) bool {
+			if method == "tools/list" {
 				os.Exit(3)
-			default: // a request of a newer protocol (server/discover): not found, so the client falls back
-				if len(msg.ID) > 0 {
-					fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
-				}
 			}
-		}
+			return false
+		})
 	default:
 		serveGoodMCP()
 	}
@@ -64,8 +53,34 @@ func serveTestMCP(behaviour string) {
 const floodNotices = 20000
 
 func serveFloodMCP() {
-	out := bufio.NewWriter(os.Stdout)
 	lists := 0
+	serveRawMCP("flood", true, func(out io.Writer, method string, id json.RawMessage, line string) bool {
+		switch method {
+		case "tools/list":
+			lists++
+			_ = os.WriteFile(os.Getenv("TOOLHOST_TEST_MCP_LISTS"), []byte(fmt.Sprint(lists)), 0o600)
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"echo","description":"Echo.","inputSchema":{"type":"object"}},{"name":"flood","description":"Flood.","inputSchema":{"type":"object"}}]}}`+"\n", id)
+		case "tools/call":
+			if strings.Contains(line, `"name":"flood"`) {
+				for range floodNotices {
+					fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+				}
+			}
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"still here"}]}}`+"\n", id)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// serveRawMCP answers JSON-RPC lines on stdin by hand, for the servers the
+// go-sdk would not let misbehave: initialize, as name (announcing
+// tools/list_changed when listChanged), then each message by handle, or a
+// request by "method not found" when handle returns false (one of a newer
+// protocol, such as server/discover, so that the client falls back).
+func serveRawMCP(name string, listChanged bool, handle func(out io.Writer, method string, id json.RawMessage, line string) bool) {
+	out := bufio.NewWriter(os.Stdout)
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -74,24 +89,12 @@ func serveFloodMCP() {
 			Method string          `json:"method"`
 		}
 		_ = json.Unmarshal(sc.Bytes(), &msg)
-		switch msg.Method {
-		case "initialize":
-			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"flood","version":"1"}}}`+"\n", msg.ID)
-		case "tools/list":
-			lists++
-			_ = os.WriteFile(os.Getenv("TOOLHOST_TEST_MCP_LISTS"), []byte(fmt.Sprint(lists)), 0o600)
-			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"echo","description":"Echo.","inputSchema":{"type":"object"}},{"name":"flood","description":"Flood.","inputSchema":{"type":"object"}}]}}`+"\n", msg.ID)
-		case "tools/call":
-			if strings.Contains(sc.Text(), `"name":"flood"`) {
-				for range floodNotices {
-					fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
-				}
-			}
-			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"still here"}]}}`+"\n", msg.ID)
-		default:
-			if len(msg.ID) > 0 {
-				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
-			}
+		switch {
+		case msg.Method == "initialize":
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":%t}},"serverInfo":{"name":%q,"version":"1"}}}`+"\n", msg.ID, listChanged, name)
+		case handle(out, msg.Method, msg.ID, sc.Text()):
+		case len(msg.ID) > 0:
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
 		}
 		_ = out.Flush()
 	}
