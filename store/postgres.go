@@ -75,14 +75,18 @@ func openPostgres(dsn string) (*sql.DB, error) {
 // failover): its FATAL 57P01, then the end of the stream. A ping that fails
 // makes database/sql take another connection, where the query would
 // otherwise have failed.
-func shouldPing(_ context.Context, p stdlib.ShouldPingParams) bool {
-	return p.IdleDuration > time.Second || !quiet(p.Conn.PgConn())
+func shouldPing(ctx context.Context, p stdlib.ShouldPingParams) bool {
+	return p.IdleDuration > time.Second || !quiet(ctx, p.Conn.PgConn())
 }
 
 // quiet reports whether nothing waits to be read on an idle connection, by
-// a peek at its socket that does not wait.
-func quiet(pc *pgconn.PgConn) bool {
-	if pc.Frontend().ReadBufferLen() > 0 {
+// a peek at its socket that does not wait. SyncConn first stops pgconn's
+// background reader, which a slow write starts and which may still be
+// blocked reading the socket (the peek would wait for it), and drains
+// what it read; it returns at once when there is neither, as there
+// usually is not.
+func quiet(ctx context.Context, pc *pgconn.PgConn) bool {
+	if err := pc.SyncConn(ctx); err != nil {
 		return false
 	}
 	conn := pc.Conn()
