@@ -13,11 +13,9 @@ import (
 // connection of its own, and passes them to the store's watches; a change
 // to tokens or roles also drops the token cache. While the database is
 // unreachable it reconnects, and once back it wakes every watch, since it
-// may have missed a change. When its connection is lost it calls lost, and
-// again once it is back (the database may have restarted meanwhile).
+// may have missed a change.
 type listener struct {
 	tokens *tokenCache
-	lost   func()
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -31,12 +29,10 @@ type watched struct {
 	tables []string
 }
 
-// listen starts following dsn's notifications; lost is called each time
-// the connection, once listening, is lost, and each time it listens again
-// after that.
-func listen(dsn string, tokens *tokenCache, lost func()) *listener {
+// listen starts following dsn's notifications.
+func listen(dsn string, tokens *tokenCache) *listener {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &listener{tokens: tokens, lost: lost, cancel: cancel, done: make(chan struct{}), watches: map[*ChangeWatch]watched{}}
+	l := &listener{tokens: tokens, cancel: cancel, done: make(chan struct{}), watches: map[*ChangeWatch]watched{}}
 	go l.run(ctx, dsn)
 	return l
 }
@@ -50,14 +46,9 @@ const (
 
 func (l *listener) run(ctx context.Context, dsn string) {
 	defer close(l.done)
-	wait, again := relistenFirst, false
+	wait := relistenFirst
 	for ctx.Err() == nil {
-		err := l.follow(ctx, dsn, func() {
-			if again {
-				l.lost()
-			}
-			wait, again = relistenFirst, true
-		})
+		err := l.follow(ctx, dsn, func() { wait = relistenFirst })
 		if ctx.Err() != nil {
 			return
 		}
@@ -87,9 +78,6 @@ func (l *listener) follow(ctx context.Context, dsn string, connected func()) err
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				l.lost()
-			}
 			return err
 		}
 		l.changed(n.Payload)

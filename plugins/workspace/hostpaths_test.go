@@ -68,6 +68,27 @@ func newHostFixture(t testing.TB) hostFixture {
 
 // snapshot records every entry of the data directory but the database's
 // files (a running host writes them): its mode and, for a file, its content.
+// startHost starts a host on a config.hcl in the fixture's root: blocks,
+// then the workspace module built from this package, with no roots (so its
+// root is the root). The host is closed when t ends.
+func (f hostFixture) startHost(t testing.TB, blocks string) (*host.Host, *config.Config) {
+	t.Helper()
+	src := blocks + fmt.Sprintf("builtin \"workspace\" {\n  path = %q\n}\n", sdktest.Build(t, "."))
+	cfg, err := config.Parse([]byte(src), filepath.Join(f.root, "config.hcl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return h, cfg
+}
+
 func (f hostFixture) snapshot(t testing.TB) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -241,21 +262,9 @@ func TestHostPathsRefused(t *testing.T) {
 // which holds the data directory the host passes it.
 func TestHostPathsThroughHost(t *testing.T) {
 	f := newHostFixture(t)
-	src := fmt.Sprintf("builtin \"workspace\" {\n  path = %q\n}\n", sdktest.Build(t, "."))
-	cfg, err := config.Parse([]byte(src), filepath.Join(f.root, "config.hcl"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, cfg := f.startHost(t, "")
 	if cfg.DataDir != f.data {
 		t.Fatalf("data_dir = %s, want %s", cfg.DataDir, f.data)
-	}
-	h, err := host.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
 	}
 	if ps := h.Plugins(); len(ps) != 1 || ps[0].State != host.StateRunning {
 		t.Fatalf("plugins: %+v", ps)
@@ -341,19 +350,7 @@ func BenchmarkReadFile(b *testing.B) {
 func TestArtifactDirIsAHostPath(t *testing.T) {
 	f := newHostFixture(t)
 	writeFiles(t, f.root, map[string]string{"shared-artifacts/ab/abcd": "another role's artifact\n"})
-	src := fmt.Sprintf("store {\n  artifact_dir = \"shared-artifacts\"\n}\nbuiltin \"workspace\" {\n  path = %q\n}\n", sdktest.Build(t, "."))
-	cfg, err := config.Parse([]byte(src), filepath.Join(f.root, "config.hcl"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := host.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	h, _ := f.startHost(t, "store {\n  artifact_dir = \"shared-artifacts\"\n}\n")
 	for tool, args := range map[string]string{
 		"read_file":  `{"path": "shared-artifacts/ab/abcd"}`,
 		"list_files": `{"path": "shared-artifacts/ab"}`,
