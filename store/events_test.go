@@ -510,8 +510,8 @@ func TestFollowAcrossWriters(t *testing.T) {
 // failover) closes every connection of the store's pool. The first query
 // on each idle one used to fail ("terminating connection due to
 // administrator command"), so the first requests a host served once the
-// database was back failed too; now the store drops its idle connections
-// as soon as its listener loses its own, and every query succeeds.
+// database was back failed too; now the pool's peek before reusing a
+// connection (shouldPing) finds each one ended, and every query succeeds.
 func TestFirstQueriesAfterARestart(t *testing.T) {
 	cluster := pgtest.New(t)
 	s := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: cluster.CreateDB(t)})

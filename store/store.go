@@ -117,23 +117,9 @@ func OpenWith(ctx context.Context, dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	if o.Driver == DriverPostgres {
-		s.sqlDB.SetMaxIdleConns(idleConns)
-		s.changes = listen(o.DSN, &s.tokens, s.dropIdle)
+		s.changes = listen(o.DSN, &s.tokens)
 	}
 	return s, nil
-}
-
-// idleConns is how many idle connections the pool keeps (database/sql's
-// default).
-const idleConns = 2
-
-// dropIdle closes the pool's idle connections. It runs when the listener
-// loses its connection: the server went away, so they are dead too, and the
-// first query on each would fail once it is back (pgx checks only those idle
-// for over a second before reusing them).
-func (s *Store) dropIdle() {
-	s.sqlDB.SetMaxIdleConns(0)
-	s.sqlDB.SetMaxIdleConns(idleConns)
 }
 
 // Path returns the SQLite database file's path; "" on PostgreSQL.
