@@ -420,9 +420,9 @@ func (r *report) writeEvents(p func(string, ...any)) {
 		"bench process; PostgreSQL in its own, on the same cores, so that events/s is bounded by the CPU each event costs: "+
 		"the table gives it, the bench process's (getrusage: the emitters, the writer, SQLite or pgx) and the PostgreSQL server's "+
 		"(its processes' times in /proc, when it runs on this machine). Neither engine syncs each commit to disk: SQLite runs in WAL mode "+
-		"with synchronous=NORMAL, and the settings of the PostgreSQL server are below. The writer's goroutine has a thread of its own at "+
-		"nice 19, SQLite's work with it, while PostgreSQL's processes keep their priority: on a machine busy with other work that favours "+
-		"PostgreSQL. Baseline: SQLite, the default engine.\n", e.Emitters, e.Rounds, e.Warmup)
+		"with synchronous=NORMAL, and the settings of the PostgreSQL server are below. The writer's goroutine has a thread of its own, "+
+		"SQLite's work with it: at nice 19 while that thread gets a CPU when it needs one, at the process's priority once it waits too long "+
+		"(store/priority.go); PostgreSQL's processes keep their priority. Baseline: SQLite, the default engine.\n", e.Emitters, e.Rounds, e.Warmup)
 	if r.Postgres != "" {
 		p("PostgreSQL: %s.\n", r.Postgres)
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -124,6 +123,7 @@ type EventWriter struct {
 	stopped  chan struct{}     // closed when the goroutine returns
 	stmts    map[int]*sql.Stmt // the goroutine's INSERTs (SQLite), by rows
 	buf      batchBuf          // the goroutine's, to encode batches in
+	prio     threadPriority    // the goroutine's thread's
 
 	written atomic.Int64
 	dropped atomic.Int64
@@ -275,20 +275,29 @@ func (w *EventWriter) Failed() int64 {
 // freeChunks is how many written chunks the writer keeps for reuse.
 const freeChunks = 4
 
-// run is the writer's goroutine: it takes the oldest chunk of the queue,
-// writes it as a batch, and repeats until closed and drained.
+// run is the writer's goroutine: it writes batches (write) until closed and
+// drained, or until its thread is starved at nice 19: then it hands the work
+// to a goroutine whose thread has the process's priority (threadPriority).
+// It keeps its own thread and never unlocks it, so that the thread, and its
+// priority, end with the goroutine.
 func (w *EventWriter) run() {
-	defer close(w.stopped)
-	// Writing is background work: the goroutine keeps its own thread, at the
-	// lowest priority, so that the calls (and the plugins, on a small
-	// machine) get the CPU first. Its thread ends with it.
 	runtime.LockOSThread()
-	_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19)
-	defer func() {
-		for _, stmt := range w.stmts {
-			_ = stmt.Close()
-		}
-	}()
+	w.prio.attach()
+	if w.write() {
+		go w.run()
+		return
+	}
+	w.prio.detach()
+	for _, stmt := range w.stmts {
+		_ = stmt.Close()
+	}
+	close(w.stopped)
+}
+
+// write takes the oldest chunk of the queue, writes it as a batch, and
+// repeats until closed and drained (false) or until the thread should be
+// left (true).
+func (w *EventWriter) write() (leave bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
@@ -296,7 +305,7 @@ func (w *EventWriter) run() {
 			w.ready.Wait()
 		}
 		if len(w.queue) == 0 {
-			return
+			return false
 		}
 		if w.opts.Linger > 0 && !w.closed && len(w.queue) == 1 && len(w.queue[0]) < w.opts.MaxBatch/4 {
 			w.mu.Unlock()
@@ -309,6 +318,7 @@ func (w *EventWriter) run() {
 		region := trace.StartRegion(context.Background(), "store: write events") // for go tool trace; nothing when off
 		err := w.writeRetrying(batch)
 		region.End()
+		leave := w.prio.observe()
 		w.mu.Lock()
 		w.finished += int64(len(batch))
 		if err != nil {
@@ -323,6 +333,9 @@ func (w *EventWriter) run() {
 		if len(w.free) < freeChunks {
 			clear(batch) // let the payloads go
 			w.free = append(w.free, batch[:0])
+		}
+		if leave {
+			return true
 		}
 	}
 }
