@@ -41,6 +41,9 @@ const (
 	lowNice = 19
 )
 
+// schedstatPath is where a thread reads its own run delay (tests change it).
+var schedstatPath = "/proc/thread-self/schedstat"
+
 // runSample is a thread's run delay (time runnable but waiting for a CPU)
 // at a time, both since a fixed origin.
 type runSample struct {
@@ -109,7 +112,7 @@ func (t *threadPriority) attach() {
 	if t.origin.IsZero() {
 		t.origin = time.Now()
 	}
-	f, err := os.Open("/proc/thread-self/schedstat")
+	f, err := os.Open(schedstatPath)
 	if err != nil {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -112,80 +113,159 @@ func TestPriorityBackoff(t *testing.T) {
 // starves the writer's thread at nice 19 on that core, and each of the
 // garbage collector's stop-the-world phases then waits for that thread,
 // stalling every call for tens of milliseconds (docs/several-hosts.md). The
-// writer must move to a thread at the process's priority, and go back to
-// nice 19 once the work stops. A busy loop and the writer's thread are
-// pinned to one core, so that the rest of the machine stays free.
+// writer must move to a thread at the process's priority. A busy loop and
+// the writer's thread are pinned to one core, so that the rest of the
+// machine stays free; the thread is pinned before the first batch, so that
+// nothing else can have moved the writer first.
 func TestStarvedWriterLeavesNice19(t *testing.T) {
-	s := open(t, t.TempDir())
-	w := s.NewEventWriter(nil)
-	defer w.Close()
-	ctx := context.Background()
-	// emitUntil writes small batches, as calls would, until cond holds.
-	emitUntil := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for i := 0; !cond(); i++ {
-			if time.Now().After(deadline) {
-				t.Fatalf("after 30 s: not %s", what)
-			}
-			for j := range 10 {
-				w.Emit(benchEvent(i*10 + j))
-			}
-			if err := w.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	// The process's priority: this goroutine's thread's (not the main
 	// thread's, which an earlier writer may have taken and left at nice 19).
 	runtime.LockOSThread()
 	own := threadNice(t, syscall.Gettid())
 	runtime.UnlockOSThread()
-	emitUntil("at nice 19 on an idle machine", func() bool { return w.prio.low.Load() })
-	tid := int(w.prio.tid.Load())
+
+	s := open(t, t.TempDir())
+	w := s.NewEventWriter(nil)
+	defer w.Close()
+	var tid int
+	for tid == 0 || !w.prio.low.Load() {
+		time.Sleep(time.Millisecond)
+		tid = int(w.prio.tid.Load())
+	}
 	if n := threadNice(t, tid); n != lowNice {
 		t.Fatalf("writer's thread %d at nice %d, want %d", tid, n, lowNice)
 	}
-
 	var cpus unix.CPUSet
 	if err := unix.SchedGetaffinity(tid, &cpus); err != nil {
 		t.Fatal(err)
 	}
-	core := -1
+	var one unix.CPUSet
 	for c := range 1024 {
 		if cpus.IsSet(c) {
-			core = c
+			one.Zero()
+			one.Set(c)
 		}
 	}
-	var one unix.CPUSet
-	one.Set(core)
 	busy := exec.Command("sh", "-c", "while :; do :; done")
 	if err := busy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stopBusy := func() {
+	defer func() {
 		_ = busy.Process.Kill()
 		_ = busy.Wait()
-	}
-	defer stopBusy()
+	}()
 	if err := unix.SchedSetaffinity(busy.Process.Pid, &one); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.SchedSetaffinity(tid, &one); err != nil {
 		t.Fatal(err)
 	}
-	emitUntil("off nice 19 with a busy loop on its core", func() bool { return !w.prio.low.Load() })
-	stopBusy()
-	// The thread that took over has the process's priority; the starved
-	// one ended with its goroutine.
-	if moved := int(w.prio.tid.Load()); moved == tid || threadNice(t, moved) != own {
-		t.Fatalf("writer on thread %d (was %d), at nice %d, want a new thread at nice %d", moved, tid, threadNice(t, moved), own)
+
+	// Small batches, as calls would make, until the writer moves.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; w.prio.low.Load(); i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("after 30 s with a busy loop on its core, the writer is still at nice 19")
+		}
+		for j := range 10 {
+			w.Emit(benchEvent(i*10 + j))
+		}
+		if err := w.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
-	emitUntil("back at nice 19 once the busy loop stopped", func() bool { return w.prio.low.Load() })
-	if tid := int(w.prio.tid.Load()); threadNice(t, tid) != lowNice {
-		t.Fatalf("writer's thread %d back at nice %d, want %d", tid, threadNice(t, tid), lowNice)
+	// The thread that takes over has the process's priority; the starved
+	// one ends with its goroutine.
+	moved := int(w.prio.tid.Load())
+	for ; moved == tid; moved = int(w.prio.tid.Load()) {
+		if time.Now().After(deadline) {
+			t.Fatal("after 30 s, no thread took over from the starved one")
+		}
+		time.Sleep(time.Millisecond)
 	}
+	if n := threadNice(t, moved); n != own {
+		t.Fatalf("writer moved to thread %d at nice %d, want %d", moved, n, own)
+	}
+	// (Unless it was the main thread, which Go parks instead of ending.)
+	for tid != os.Getpid() {
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s, the starved thread %d still exists", tid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestThreadPriorityFollowsRunDelay drives threadPriority with a run delay
+// the test writes, on threads of its own: the thread starts at nice 19; a
+// cycle starved past starvedDelay makes observe ask for another thread,
+// which keeps the process's priority until a calm window has passed, and
+// then goes to nice 19 itself.
+func TestThreadPriorityFollowsRunDelay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schedstat")
+	delay := func(d time.Duration) {
+		if err := os.WriteFile(path, fmt.Appendf(nil, "123 %d 45\n", d), 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func(old string) { schedstatPath = old }(schedstatPath)
+	schedstatPath = path
+	var p threadPriority
+	// onThread runs f on a goroutine locked to a thread of its own, which
+	// ends with it (its nice value with it).
+	onThread := func(f func(tid int)) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread()
+			f(syscall.Gettid())
+		}()
+		<-done
+	}
+	var own int
+	onThread(func(tid int) { own = threadNice(t, tid) })
+
+	onThread(func(tid int) {
+		delay(time.Second)
+		p.attach()
+		if n := threadNice(t, tid); n != lowNice || !p.low.Load() {
+			t.Errorf("first thread at nice %d (low %v), want %d", n, p.low.Load(), lowNice)
+		}
+		delay(time.Second + starvedDelay)
+		if p.observe() {
+			t.Error("observe left after a wait of starvedDelay")
+		}
+		delay(time.Second + 2*starvedDelay + time.Nanosecond)
+		if !p.observe() || p.low.Load() {
+			t.Error("observe stayed after a wait over starvedDelay")
+		}
+	})
+	onThread(func(tid int) {
+		delay(5 * time.Second) // another thread's run delay
+		p.attach()
+		if n := threadNice(t, tid); n != own || p.low.Load() {
+			t.Errorf("thread that took over at nice %d (low %v), want %d", n, p.low.Load(), own)
+		}
+		start := time.Now()
+		for !p.low.Load() {
+			if time.Since(start) > maxCalm {
+				t.Fatal("still not at nice 19 after a calm maxCalm")
+			}
+			time.Sleep(10 * time.Millisecond)
+			if p.observe() {
+				t.Fatal("observe asked for another thread while calm")
+			}
+		}
+		if waited := time.Since(start); waited < minCalm {
+			t.Errorf("back at nice 19 after %v, before a calm window of %v", waited, minCalm)
+		}
+		if n := threadNice(t, tid); n != lowNice {
+			t.Errorf("back at nice %d, want %d", n, lowNice)
+		}
+		p.detach()
+	})
 }
 
 // threadNice reads a thread's nice value (field 19 of /proc/self/task/TID/stat).
