@@ -123,7 +123,7 @@ type EventWriter struct {
 	stopped  chan struct{}     // closed when the goroutine returns
 	stmts    map[int]*sql.Stmt // the goroutine's INSERTs (SQLite), by rows
 	buf      batchBuf          // the goroutine's, to encode batches in
-	prio     threadPriority    // the goroutine's thread's
+	prio     threadPriority    // the goroutines' threads'
 
 	written atomic.Int64
 	dropped atomic.Int64
@@ -146,6 +146,7 @@ func (s *Store) NewEventWriter(opts *WriterOptions) *EventWriter {
 		w.opts.Linger = 2 * time.Millisecond
 	}
 	w.ready.L, w.space.L = &w.mu, &w.mu
+	w.prio.origin = time.Now()
 	go w.run()
 	return w
 }
@@ -275,19 +276,63 @@ func (w *EventWriter) Failed() int64 {
 // freeChunks is how many written chunks the writer keeps for reuse.
 const freeChunks = 4
 
-// run is the writer's goroutine: it writes batches (write) until closed and
-// drained, or until its thread is starved at nice 19: then it hands the work
-// to a goroutine whose thread has the process's priority (threadPriority).
-// It keeps its own thread and never unlocks it, so that the thread, and its
-// priority, end with the goroutine.
+// run is the writer's goroutine. It keeps a thread of its own at nice 19
+// and writes batches (write) until closed and drained. When that thread is
+// starved, it hands the work to a second goroutine, whose thread has the
+// process's priority, until a calm window gives it back (threadPriority).
 func (w *EventWriter) run() {
 	runtime.LockOSThread()
-	w.prio.attach()
-	if w.write() {
-		go w.run()
+	low := w.prio.watch(true)
+	if low == nil { // not watched: write at the process's priority
+		w.prio.resume(nil)
+		w.write(nil)
+		w.finish()
+		runtime.UnlockOSThread()
 		return
 	}
-	w.prio.detach()
+	w.prio.resume(low)
+	var toNormal, toLow chan bool // true: write; false: stop
+	for w.write(low) {
+		if toNormal == nil {
+			toNormal, toLow = make(chan bool), make(chan bool)
+			go w.runNormal(toNormal, toLow)
+		}
+		toNormal <- true
+		if !<-toLow { // closed and drained there; it has stopped
+			toNormal = nil
+			break
+		}
+		w.prio.resume(low)
+	}
+	if toNormal != nil {
+		toNormal <- false
+	}
+	low.close()
+	w.finish()
+	endLockedThread() // a thread at nice 19 must not go back to the pool
+}
+
+// runNormal is the writer's second goroutine, on a thread at the process's
+// priority: it writes while told to (work), and reports on back whether it
+// stopped writing for the thread at nice 19 (true) or because the writer
+// is closed and drained (false).
+func (w *EventWriter) runNormal(work <-chan bool, back chan<- bool) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread() // its priority is the process's
+	normal := w.prio.watch(false)
+	defer normal.close()
+	for <-work {
+		w.prio.resume(normal)
+		more := w.write(normal)
+		back <- more
+		if !more {
+			return
+		}
+	}
+}
+
+// finish releases what the writer's goroutines held, once they are done.
+func (w *EventWriter) finish() {
 	for _, stmt := range w.stmts {
 		_ = stmt.Close()
 	}
@@ -295,9 +340,9 @@ func (w *EventWriter) run() {
 }
 
 // write takes the oldest chunk of the queue, writes it as a batch, and
-// repeats until closed and drained (false) or until the thread should be
-// left (true).
-func (w *EventWriter) write() (leave bool) {
+// repeats until closed and drained (false) or until the work should move to
+// the writer's other thread (true); th is the thread it runs on.
+func (w *EventWriter) write(th *writerThread) (leave bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
@@ -318,7 +363,7 @@ func (w *EventWriter) write() (leave bool) {
 		region := trace.StartRegion(context.Background(), "store: write events") // for go tool trace; nothing when off
 		err := w.writeRetrying(batch)
 		region.End()
-		leave := w.prio.observe()
+		leave := w.prio.observe(th)
 		w.mu.Lock()
 		w.finished += int64(len(batch))
 		if err != nil {

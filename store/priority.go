@@ -94,89 +94,103 @@ func (p *priorityPolicy) next(s runSample) bool {
 	return true
 }
 
-// threadPriority applies a priorityPolicy to the writer's thread.
+// threadPriority runs a priorityPolicy over the writer's two threads: one at
+// nice 19 and, from the first time that one is starved, one at the process's
+// priority. The work moves between them (EventWriter.run); neither thread
+// ends while the writer runs, because a child process started with a
+// parent-death signal (as plugins are) gets it when the thread that started
+// it ends, and either thread may have started one before the writer took it.
 type threadPriority struct {
 	policy priorityPolicy
-	stat   *os.File // the thread's schedstat; nil: not watched
 	origin time.Time
-	// tid is the thread's id and low says it is at nice 19 (read by tests).
+	// tid is the id of the thread writing now, and low says it is the one
+	// at nice 19 (read by tests).
 	tid atomic.Int32
 	low atomic.Bool
 }
 
-// attach takes the calling goroutine's thread, which must be locked to it:
-// it keeps the process's priority unless its run delay can be read and the
-// policy says low.
-func (t *threadPriority) attach() {
-	t.tid.Store(int32(syscall.Gettid()))
-	if t.origin.IsZero() {
-		t.origin = time.Now()
-	}
+// writerThread is one of the writer's threads, watched.
+type writerThread struct {
+	stat *os.File // its schedstat
+	tid  int32
+}
+
+// watch takes the calling goroutine's thread, which must be locked to it,
+// and with low puts it at nice 19. It returns nil when the thread's run
+// delay cannot be read or its priority cannot be set: the thread then keeps
+// the process's priority, unwatched.
+func (t *threadPriority) watch(low bool) *writerThread {
+	th := &writerThread{tid: int32(syscall.Gettid())}
 	f, err := os.Open(schedstatPath)
 	if err != nil {
-		return
+		return nil
 	}
-	t.stat = f
-	s, ok := t.sample()
+	th.stat = f
+	s, ok := th.sample(t.origin)
+	if ok && low {
+		ok = syscall.Setpriority(syscall.PRIO_PROCESS, int(th.tid), lowNice) == nil
+	}
 	if !ok {
-		t.detach()
-		return
+		th.close()
+		return nil
 	}
-	if t.policy.calm == 0 { // the first thread
+	if t.policy.calm == 0 {
 		t.policy = newPriorityPolicy(s)
-	} else { // one that took over: its run delay counts from its start
-		t.policy.last, t.policy.from = s, s
 	}
-	if t.policy.low {
-		t.setLow()
-	}
+	return th
 }
 
-// observe samples the thread after a batch cycle. It reports true when the
-// thread should be left for one at the process's priority (a thread cannot
-// lower its own nice value without privileges); it has then detached it.
-func (t *threadPriority) observe() (leave bool) {
-	if t.stat == nil {
-		return false
-	}
-	s, ok := t.sample()
-	if !ok || !t.policy.next(s) {
-		return false
-	}
-	if t.policy.low {
-		t.setLow()
-		return false
-	}
-	t.detach()
-	return true
-}
-
-// setLow puts the thread at lowNice, or leaves the policy unwatched if it
-// cannot.
-func (t *threadPriority) setLow() {
-	if err := syscall.Setpriority(syscall.PRIO_PROCESS, int(t.tid.Load()), lowNice); err != nil {
-		t.policy.low = false
-		t.detach()
+// resume makes th the thread that writes: its own run delay counts from now.
+// th may be nil (unwatched).
+func (t *threadPriority) resume(th *writerThread) {
+	if th == nil {
+		t.tid.Store(int32(syscall.Gettid()))
+		t.low.Store(false)
 		return
 	}
-	t.low.Store(true)
+	if s, ok := th.sample(t.origin); ok {
+		t.policy.last = s
+		if !t.policy.low {
+			t.policy.from = s
+		}
+	}
+	t.tid.Store(th.tid)
+	t.low.Store(t.policy.low)
 }
 
-// detach stops watching the thread, which ends at the process's priority
-// or with its goroutine.
-func (t *threadPriority) detach() {
-	if t.stat != nil {
-		_ = t.stat.Close()
-		t.stat = nil
+// observe samples th, the thread that writes, after a batch cycle: true when
+// the work should move to the other thread.
+func (t *threadPriority) observe(th *writerThread) bool {
+	if th == nil {
+		return false
 	}
-	t.low.Store(false)
+	s, ok := th.sample(t.origin)
+	return ok && t.policy.next(s)
+}
+
+// close stops watching th; nil does nothing.
+func (th *writerThread) close() {
+	if th != nil {
+		_ = th.stat.Close()
+	}
+}
+
+// endLockedThread lets the calling goroutine, locked to its thread for good,
+// end and take the thread with it, unless the thread started child
+// processes before the goroutine took it (their parent-death signal would
+// kill them): then the goroutine parks forever, keeping the thread.
+func endLockedThread() {
+	b, err := os.ReadFile("/proc/thread-self/children")
+	if err != nil || len(strings.TrimSpace(string(b))) > 0 {
+		select {}
+	}
 }
 
 // sample reads the thread's run delay: the second of schedstat's fields
 // (time on a CPU, time waiting for one, time slices), in nanoseconds.
-func (t *threadPriority) sample() (runSample, bool) {
+func (th *writerThread) sample(origin time.Time) (runSample, bool) {
 	var buf [80]byte
-	n, _ := t.stat.ReadAt(buf[:], 0)
+	n, _ := th.stat.ReadAt(buf[:], 0)
 	_, rest, ok := strings.Cut(string(buf[:n]), " ")
 	if !ok {
 		return runSample{}, false
@@ -186,5 +200,5 @@ func (t *threadPriority) sample() (runSample, bool) {
 	if err != nil || delay < 0 {
 		return runSample{}, false
 	}
-	return runSample{at: time.Since(t.origin), delay: time.Duration(delay)}, true
+	return runSample{at: time.Since(origin), delay: time.Duration(delay)}, true
 }

@@ -17,6 +17,11 @@ import (
 	"pgregory.net/rapid"
 )
 
+// The main goroutine keeps the main thread, so that no test goroutine runs
+// there: a goroutine that ends locked to the main thread does not end it,
+// and the tests below need locked goroutines whose threads do end.
+func init() { runtime.LockOSThread() }
+
 // TestPriorityPolicy checks the writer's priority decisions against what
 // they must guarantee, over random histories of its thread's run delay: a
 // cycle starved at nice 19 always leaves it; it goes back only after a calm
@@ -118,12 +123,7 @@ func TestPriorityBackoff(t *testing.T) {
 // machine stays free; the thread is pinned before the first batch, so that
 // nothing else can have moved the writer first.
 func TestStarvedWriterLeavesNice19(t *testing.T) {
-	// The process's priority: this goroutine's thread's (not the main
-	// thread's, which an earlier writer may have taken and left at nice 19).
-	runtime.LockOSThread()
-	own := threadNice(t, syscall.Gettid())
-	runtime.UnlockOSThread()
-
+	own := processNice(t)
 	s := open(t, t.TempDir())
 	w := s.NewEventWriter(nil)
 	defer w.Close()
@@ -160,12 +160,121 @@ func TestStarvedWriterLeavesNice19(t *testing.T) {
 	if err := unix.SchedSetaffinity(tid, &one); err != nil {
 		t.Fatal(err)
 	}
+	emitUntil(t, w, 30*time.Second, "off nice 19 with a busy loop on its core", func() bool {
+		return !w.prio.low.Load() && int(w.prio.tid.Load()) != tid
+	})
+	if moved := int(w.prio.tid.Load()); threadNice(t, moved) != own {
+		t.Fatalf("writer moved to thread %d at nice %d, want %d", moved, threadNice(t, moved), own)
+	}
+}
 
-	// Small batches, as calls would make, until the writer moves.
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; w.prio.low.Load(); i++ {
+// TestWriterMovesBetweenItsThreads drives a real writer with a run delay the
+// test writes: a batch starved past starvedDelay moves the work to a second
+// thread, at the process's priority; once a calm window has passed, the
+// work goes back to the first thread, still at nice 19. Neither thread
+// ends on the way: a thread's end would kill the plugins it started.
+func TestWriterMovesBetweenItsThreads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schedstat")
+	delay := func(d time.Duration) {
+		if err := os.WriteFile(path, fmt.Appendf(nil, "123 %d 45\n", d), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func(old string) { schedstatPath = old }(schedstatPath)
+	schedstatPath = path
+	delay(time.Second)
+	own := processNice(t)
+	s := open(t, t.TempDir())
+	w := s.NewEventWriter(nil)
+	defer w.Close()
+
+	emitUntil(t, w, 10*time.Second, "at nice 19", w.prio.low.Load)
+	first := int(w.prio.tid.Load())
+	if n := threadNice(t, first); n != lowNice {
+		t.Fatalf("first thread %d at nice %d, want %d", first, n, lowNice)
+	}
+	delay(time.Second + 2*starvedDelay)
+	emitUntil(t, w, 10*time.Second, "on the second thread after a starved batch", func() bool {
+		return !w.prio.low.Load() && int(w.prio.tid.Load()) != first
+	})
+	second := int(w.prio.tid.Load())
+	if n := threadNice(t, second); n != own {
+		t.Fatalf("second thread %d at nice %d, want %d", second, n, own)
+	}
+	start := time.Now()
+	emitUntil(t, w, 2*maxCalm, "back on the first thread after a calm window", func() bool {
+		return w.prio.low.Load() && int(w.prio.tid.Load()) == first
+	})
+	if waited := time.Since(start); waited < minCalm {
+		t.Errorf("back after %v, before a calm window of %v", waited, minCalm)
+	}
+	for tid, want := range map[int]int{first: lowNice, second: own} {
+		if n := threadNice(t, tid); n != want {
+			t.Errorf("thread %d at nice %d, want %d", tid, n, want)
+		}
+	}
+}
+
+// TestEndLockedThreadKeepsChildren: a goroutine that ends locked to its
+// thread ends the thread, and a child process that the thread started with
+// a parent-death signal (as plugins are started) gets it. So the writer's
+// goroutine at nice 19, whose thread may have started plugins before it
+// took the thread, keeps the thread instead when it has children.
+func TestEndLockedThreadKeepsChildren(t *testing.T) {
+	exited := make(chan error, 1)
+	started := make(chan *exec.Cmd, 1)
+	go func() {
+		runtime.LockOSThread()
+		child := exec.Command("sleep", "60")
+		child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := child.Start(); err != nil {
+			exited <- err
+			return
+		}
+		started <- child
+		go func() { exited <- child.Wait() }()
+		endLockedThread()
+	}()
+	var child *exec.Cmd
+	select {
+	case child = <-started:
+	case err := <-exited:
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill() }()
+	select {
+	case err := <-exited:
+		t.Fatalf("the child of the ended thread exited: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+
+	// Without children, the thread ends.
+	done := make(chan int)
+	go func() {
+		runtime.LockOSThread()
+		tid := syscall.Gettid()
+		defer func() { done <- tid }()
+		endLockedThread()
+	}()
+	tid := <-done
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); err != nil {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("after 30 s with a busy loop on its core, the writer is still at nice 19")
+			t.Fatalf("thread %d, without children, did not end", tid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// emitUntil writes small batches to w, as calls would, until cond holds.
+func emitUntil(t *testing.T, w *EventWriter, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for i := 0; !cond(); i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: not %s", limit, what)
 		}
 		for j := range 10 {
 			w.Emit(benchEvent(i*10 + j))
@@ -173,99 +282,17 @@ func TestStarvedWriterLeavesNice19(t *testing.T) {
 		if err := w.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-	}
-	// The thread that takes over has the process's priority; the starved
-	// one ends with its goroutine.
-	moved := int(w.prio.tid.Load())
-	for ; moved == tid; moved = int(w.prio.tid.Load()) {
-		if time.Now().After(deadline) {
-			t.Fatal("after 30 s, no thread took over from the starved one")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if n := threadNice(t, moved); n != own {
-		t.Fatalf("writer moved to thread %d at nice %d, want %d", moved, n, own)
-	}
-	// (Unless it was the main thread, which Go parks instead of ending.)
-	for tid != os.Getpid() {
-		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s, the starved thread %d still exists", tid)
-		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// TestThreadPriorityFollowsRunDelay drives threadPriority with a run delay
-// the test writes, on threads of its own: the thread starts at nice 19; a
-// cycle starved past starvedDelay makes observe ask for another thread,
-// which keeps the process's priority until a calm window has passed, and
-// then goes to nice 19 itself.
-func TestThreadPriorityFollowsRunDelay(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "schedstat")
-	delay := func(d time.Duration) {
-		if err := os.WriteFile(path, fmt.Appendf(nil, "123 %d 45\n", d), 0o600); err != nil {
-			t.Error(err)
-		}
-	}
-	defer func(old string) { schedstatPath = old }(schedstatPath)
-	schedstatPath = path
-	var p threadPriority
-	// onThread runs f on a goroutine locked to a thread of its own, which
-	// ends with it (its nice value with it).
-	onThread := func(f func(tid int)) {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			runtime.LockOSThread()
-			f(syscall.Gettid())
-		}()
-		<-done
-	}
-	var own int
-	onThread(func(tid int) { own = threadNice(t, tid) })
-
-	onThread(func(tid int) {
-		delay(time.Second)
-		p.attach()
-		if n := threadNice(t, tid); n != lowNice || !p.low.Load() {
-			t.Errorf("first thread at nice %d (low %v), want %d", n, p.low.Load(), lowNice)
-		}
-		delay(time.Second + starvedDelay)
-		if p.observe() {
-			t.Error("observe left after a wait of starvedDelay")
-		}
-		delay(time.Second + 2*starvedDelay + time.Nanosecond)
-		if !p.observe() || p.low.Load() {
-			t.Error("observe stayed after a wait over starvedDelay")
-		}
-	})
-	onThread(func(tid int) {
-		delay(5 * time.Second) // another thread's run delay
-		p.attach()
-		if n := threadNice(t, tid); n != own || p.low.Load() {
-			t.Errorf("thread that took over at nice %d (low %v), want %d", n, p.low.Load(), own)
-		}
-		start := time.Now()
-		for !p.low.Load() {
-			if time.Since(start) > maxCalm {
-				t.Fatal("still not at nice 19 after a calm maxCalm")
-			}
-			time.Sleep(10 * time.Millisecond)
-			if p.observe() {
-				t.Fatal("observe asked for another thread while calm")
-			}
-		}
-		if waited := time.Since(start); waited < minCalm {
-			t.Errorf("back at nice 19 after %v, before a calm window of %v", waited, minCalm)
-		}
-		if n := threadNice(t, tid); n != lowNice {
-			t.Errorf("back at nice %d, want %d", n, lowNice)
-		}
-		p.detach()
-	})
+// processNice is the process's nice value: that of a thread of the pool
+// (not the main thread's, which an earlier writer may have left at nice 19).
+func processNice(t *testing.T) int {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return threadNice(t, syscall.Gettid())
 }
 
 // threadNice reads a thread's nice value (field 19 of /proc/self/task/TID/stat).
