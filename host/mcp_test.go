@@ -277,8 +277,12 @@ func TestMCPListChangedFloodIsCoalesced(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if last < 2 || last > 4 { // the first listing, then one or two for the flood
-		t.Fatalf("the server was listed %d times (once at start, then for %d announcements); want 2 to 4", last, floodNotices)
+	// The first listing, then one for each listing the flood outlasts: one
+	// or two on an idle machine, a few more when a listing waits behind the
+	// announcements on a loaded one (CI saw 5, with one timed out), against
+	// one per announcement without coalescing.
+	if last < 2 || last > 20 {
+		t.Fatalf("the server was listed %d times (once at start, then for %d announcements); want 2 to 20", last, floodNotices)
 	}
 	if res, err := callTool(t, h, "echo", map[string]any{}); err != nil || !strings.Contains(res.Stdout, "still here") {
 		t.Fatalf("echo after the flood: %+v, %v", res, err)
