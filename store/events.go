@@ -120,10 +120,10 @@ type EventWriter struct {
 	down     bool
 	overflow int64
 	progress chan struct{}     // closed when finished advances; nil until Flush waits
-	stopped  chan struct{}     // closed when the goroutine returns
+	stopped  chan struct{}     // closed when the goroutines are done
 	stmts    map[int]*sql.Stmt // the goroutine's INSERTs (SQLite), by rows
 	buf      batchBuf          // the goroutine's, to encode batches in
-	prio     threadPriority    // the goroutines' threads'
+	prio     threadPriority    // the priority of the goroutines' threads
 
 	written atomic.Int64
 	dropped atomic.Int64

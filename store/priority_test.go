@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/proctest"
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 )
@@ -295,15 +295,13 @@ func processNice(t *testing.T) int {
 	return threadNice(t, syscall.Gettid())
 }
 
-// threadNice reads a thread's nice value (field 19 of /proc/self/task/TID/stat).
+// threadNice reads a thread's nice value (field 19 of its stat file).
 func threadNice(t *testing.T, tid int) int {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
-	if err != nil {
-		t.Fatal(err)
+	fields := proctest.StatFields(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+	if len(fields) < 17 {
+		t.Fatalf("thread %d: no stat fields to read its nice value from", tid)
 	}
-	// The command, field 2, is in parentheses and may hold spaces.
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	n, err := strconv.Atoi(fields[16])
 	if err != nil {
 		t.Fatal(err)
