@@ -506,6 +506,11 @@ func TestAgentMidTurnOutlivesAnOutage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { // what the host did, when the agent never answered
+			if t.Failed() {
+				t.Logf("host log:\n%s", a.log.String())
+			}
+		})
 		ctx := context.Background()
 		if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
 			t.Fatal(err)
