@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/pgtest"
@@ -530,5 +531,92 @@ func TestAgentMidTurnOutlivesAnOutage(t *testing.T) {
 		if got.Final() {
 			t.Fatalf("the agent ended %s: %s; log:\n%s", got.Status, got.Error, a.log.String())
 		}
+	}
+}
+
+// TestNoOutageSplitsAnAgentsSaves: a failure of the store between two of
+// the loop's writes must not leave the agent half saved. The database
+// refuses, once each, as a lost connection does (SQLSTATE 08006): the
+// update that records the first answer, then the insert of the mail that
+// brings the second task. Each time the agent stops and resumes, and it
+// answers both, once each. Before, the conversation was saved apart from
+// the agent's answer and counts, and taken mail apart from the
+// conversation: the first answer never reached the agent's record (it
+// stayed running, then waiting with no answer, as a CI run saw), and the
+// second task was marked read but never stored, so it was never answered.
+func TestNoOutageSplitsAnAgentsSaves(t *testing.T) {
+	c := pgtest.New(t)
+	dsn := c.CreateDB(t)
+	a, err := startLeaseHost(t, leaseConfig(t, dsn, 2*time.Second), serving(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `
+CREATE SEQUENCE answer_fails;
+CREATE SEQUENCE mail_fails;
+CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_TABLE_NAME = 'agents' THEN
+    IF NEW.answer <> '' AND nextval('answer_fails') = 1 THEN
+      RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
+    END IF;
+  ELSIF NEW.content = 'second' AND nextval('mail_fails') = 1 THEN
+    RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER fail_once BEFORE UPDATE ON agents FOR EACH ROW EXECUTE FUNCTION fail_once();
+CREATE TRIGGER fail_once BEFORE INSERT ON agent_messages FOR EACH ROW EXECUTE FUNCTION fail_once();`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("host log:\n%s", a.log.String())
+		}
+	})
+	if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
+		t.Fatal(err)
+	}
+	ag, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := func(want string) {
+		t.Helper()
+		got := until(t, a.h.Store(), ag.ID, "the answer "+want, func(x store.Agent) bool {
+			return x.Answer == want && x.Status == store.StatusWaiting || x.Final()
+		})
+		if got.Final() {
+			t.Fatalf("the agent ended %s: %s", got.Status, got.Error)
+		}
+	}
+	answered("answer 1 to first")
+	if _, err := a.rt.Send(ctx, "", ag.ID, "second"); err != nil {
+		t.Fatal(err)
+	}
+	answered("answer 2 to second")
+	for _, seq := range []string{"answer_fails", "mail_fails"} {
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT last_value FROM `+seq).Scan(&n); err != nil || n < 2 {
+			t.Errorf("%s: the failure was not injected, then passed (%d, %v)", seq, n, err)
+		}
+	}
+	msgs, err := a.h.Store().Messages(ctx, ag.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Role+": "+m.Content)
+	}
+	want := []string{"user: first", "assistant: answer 1 to first", "user: second", "assistant: answer 2 to second"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("conversation:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

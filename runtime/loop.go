@@ -51,12 +51,17 @@ func (rt *Runtime) loop(ctx context.Context, a *agent) {
 			return
 		}
 		if !work {
-			if !rt.setStatus(ctx, a, store.StatusWaiting) || !rt.sleep(ctx, a) {
+			if err := rt.save(ctx, a, store.StatusWaiting); err != nil {
+				rt.finish(ctx, a, err)
+				return
+			}
+			if !rt.sleep(ctx, a) {
 				return
 			}
 			continue
 		}
-		if !rt.setStatus(ctx, a, store.StatusRunning) {
+		if err := rt.save(ctx, a, store.StatusRunning); err != nil {
+			rt.finish(ctx, a, err)
 			return
 		}
 		rt.mu.Lock()
@@ -76,7 +81,8 @@ func (rt *Runtime) loop(ctx context.Context, a *agent) {
 		a.rec.Answer = answer
 		rec := a.rec
 		rt.mu.Unlock()
-		if !rt.setStatus(ctx, a, store.StatusWaiting) {
+		if err := rt.save(ctx, a, store.StatusWaiting); err != nil { // the answer with the agent's state
+			rt.finish(ctx, a, err)
 			return
 		}
 		payload := map[string]any{"answer": answer, "turns": rec.Turns, "tokens": rec.Tokens}
@@ -133,21 +139,24 @@ func (rt *Runtime) load(ctx context.Context, a *agent) error {
 	return nil
 }
 
-// takeInput adds the unread mail to the conversation and reports whether
-// the agent has work: a conversation that does not end with an answer.
+// takeInput adds the unread mail to the conversation, in the store in the
+// transaction that takes it, and reports whether the agent has work: a
+// conversation that does not end with an answer.
 func (rt *Runtime) takeInput(ctx context.Context, a *agent) (bool, error) {
-	mail, err := rt.st.TakeUnread(ctx, a.id)
-	if err != nil {
+	var taken []model.Message
+	if _, err := rt.st.TakeUnread(ctx, a.id, func(m store.Mail) store.AgentMessage {
+		msg := model.Message{Role: model.RoleUser, Content: rt.mailText(m)}
+		taken = append(taken, msg)
+		return toStored(msg)
+	}); err != nil {
 		return false, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 	}
 	a.convMu.Lock()
-	for _, m := range mail {
-		a.msgs = append(a.msgs, model.Message{Role: model.RoleUser, Content: rt.mailText(m)})
-	}
+	defer a.convMu.Unlock()
+	a.msgs = append(a.msgs, taken...)
+	a.stored += len(taken)
 	n := len(a.msgs)
-	work := n > 0 && (a.msgs[n-1].Role != model.RoleAssistant || len(a.msgs[n-1].ToolCalls) > 0)
-	a.convMu.Unlock()
-	return work, rt.persist(ctx, a)
+	return n > 0 && (a.msgs[n-1].Role != model.RoleAssistant || len(a.msgs[n-1].ToolCalls) > 0), nil
 }
 
 // mailText is how a message reaches its recipient's model.
@@ -171,44 +180,59 @@ func (rt *Runtime) persist(ctx context.Context, a *agent) error {
 	if a.stored == len(a.msgs) {
 		return nil
 	}
-	out := make([]store.AgentMessage, 0, len(a.msgs)-a.stored)
-	for _, m := range a.msgs[a.stored:] {
-		out = append(out, toStored(m))
-	}
-	if err := rt.st.AppendMessages(context.WithoutCancel(ctx), a.id, out); err != nil {
+	if err := rt.st.AppendMessages(context.WithoutCancel(ctx), a.id, a.unsaved()); err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 	}
 	a.stored = len(a.msgs)
 	return nil
 }
 
-// setStatus saves the agent's status and counts, then shows them to Wait;
-// false when the agent must stop (terminated elsewhere, or the runtime
-// closing).
-func (rt *Runtime) setStatus(ctx context.Context, a *agent, status string) bool {
+// unsaved returns the messages not yet stored, for the store; a.convMu is
+// held.
+func (a *agent) unsaved() []store.AgentMessage {
+	out := make([]store.AgentMessage, 0, len(a.msgs)-a.stored)
+	for _, m := range a.msgs[a.stored:] {
+		out = append(out, toStored(m))
+	}
+	return out
+}
+
+// save stores the messages not yet stored and the agent's state with
+// status, in one transaction, so that a crash or an outage never leaves the
+// conversation ahead of the answer and counts; then it shows the state to
+// Wait. Its error is for finish: the context's once the loop must stop, one
+// wrapping store.ErrFinal when another process ended the agent (which
+// stopped records here too), the store's otherwise.
+func (rt *Runtime) save(ctx context.Context, a *agent, status string) error {
 	if ctx.Err() != nil {
-		return false
+		return ctxErr(ctx)
 	}
 	rt.mu.Lock()
 	rec := a.rec
 	rt.mu.Unlock()
 	rec.Status = status
-	if !sameState(rec, a.saved) {
-		stored, err := rt.st.UpdateAgent(context.WithoutCancel(ctx), rec)
-		if errors.Is(err, store.ErrFinal) {
-			rt.stopped(a.id, stored)
-			return false
+	a.convMu.Lock()
+	msgs := a.unsaved()
+	if len(msgs) > 0 || !sameState(rec, a.saved) {
+		stored, err := rt.st.SaveAgent(context.WithoutCancel(ctx), rec, msgs)
+		if err != nil && !errors.Is(err, store.ErrFinal) {
+			a.convMu.Unlock()
+			return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 		}
+		a.stored = len(a.msgs)
 		if err != nil {
-			rt.log.Error("saving an agent's status", "agent", a.id, "error", err)
+			a.convMu.Unlock()
+			rt.stopped(a.id, stored)
+			return err
 		}
 		a.saved = rec
 	}
+	a.convMu.Unlock()
 	rt.mu.Lock()
 	a.rec.Status = status
 	rt.changed.Broadcast()
 	rt.mu.Unlock()
-	return true
+	return nil
 }
 
 // sameState reports whether saving a would change nothing in the store.
@@ -234,17 +258,16 @@ func (rt *Runtime) finish(ctx context.Context, a *agent, err error) {
 	}
 	code := toolhost.CodeOf(err)
 	rt.mu.Lock()
-	rec := a.rec
+	a.rec.ErrorCode, a.rec.Error = string(code), err.Error()
 	rt.mu.Unlock()
-	rec.Status, rec.ErrorCode, rec.Error = store.StatusFailed, string(code), err.Error()
-	if perr := rt.persist(ctx, a); perr != nil {
-		rt.log.Error("saving a conversation", "agent", a.id, "error", perr)
-	}
-	if _, uerr := rt.st.UpdateAgent(context.WithoutCancel(ctx), rec); uerr != nil && !errors.Is(uerr, store.ErrFinal) {
-		rt.log.Error("saving an agent's status", "agent", a.id, "error", uerr)
+	if serr := rt.save(context.WithoutCancel(ctx), a, store.StatusFailed); errors.Is(serr, store.ErrFinal) {
+		return // ended elsewhere meanwhile: that stands
+	} else if serr != nil {
+		rt.log.Error("saving a failed agent", "agent", a.id, "error", serr)
 	}
 	rt.mu.Lock()
-	a.rec = rec
+	a.rec.Status = store.StatusFailed
+	rec := a.rec
 	rt.changed.Broadcast()
 	rt.mu.Unlock()
 	rt.h.Emit(store.Event{Type: EventAgentFailed, AgentID: a.id, Role: a.role,
@@ -275,14 +298,11 @@ func (rt *Runtime) work(ctx context.Context, a *agent) (string, error) {
 			return "", err
 		}
 		answer, done, err := rt.tracedTurn(ctx, a, &t)
-		if perr := rt.persist(ctx, a); perr != nil && err == nil {
-			err = perr
-		}
-		if err != nil || done {
+		if err != nil || done { // the loop saves the answer, finish what a failure leaves
 			return answer, err
 		}
-		if !rt.setStatus(ctx, a, store.StatusRunning) {
-			return "", ctxErr(ctx)
+		if err := rt.save(ctx, a, store.StatusRunning); err != nil {
+			return "", err
 		}
 		if t.tokens > rt.cfg.MaxTokens {
 			return "", toolhost.Errorf(toolhost.CodePolicy, "max_tokens (%d) reached: this task used %d", rt.cfg.MaxTokens, t.tokens)

@@ -117,15 +117,42 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 // already final in the store (another process terminated it): then it
 // returns the stored agent with ErrFinal.
 func (s *Store) UpdateAgent(ctx context.Context, a Agent) (Agent, error) {
+	return updateAgent(ctx, s.db, a)
+}
+
+// SaveAgent appends msgs to an agent's conversation and saves its state as
+// UpdateAgent does, in one transaction, so that no crash or outage leaves
+// the conversation ahead of the agent's answer and counts. The messages are
+// kept when the agent is already final (ErrFinal).
+func (s *Store) SaveAgent(ctx context.Context, a Agent, msgs []AgentMessage) (Agent, error) {
+	var final error
+	err := s.tx(ctx, func(tx db) error {
+		if err := appendMessages(ctx, tx, a.ID, msgs); err != nil {
+			return fmt.Errorf("store: append messages: %w", err)
+		}
+		a, final = updateAgent(ctx, tx, a)
+		if errors.Is(final, ErrFinal) {
+			return nil // the messages stay
+		}
+		return final
+	})
+	if err != nil {
+		return a, err
+	}
+	return a, final
+}
+
+// updateAgent is UpdateAgent on q.
+func updateAgent(ctx context.Context, q db, a Agent) (Agent, error) {
 	a.UpdatedAt = time.Now().UTC()
-	res, err := s.db.exec(ctx, `UPDATE agents SET status = ?, answer = ?, error_code = ?, error = ?, turns = ?, tokens = ?, updated_at = ?
+	res, err := q.exec(ctx, `UPDATE agents SET status = ?, answer = ?, error_code = ?, error = ?, turns = ?, tokens = ?, updated_at = ?
 		WHERE id = ? AND status NOT IN ('failed', 'terminated')`,
 		a.Status, a.Answer, a.ErrorCode, a.Error, a.Turns, a.Tokens, stamp(a.UpdatedAt), a.ID)
 	if err != nil {
 		return a, fmt.Errorf("store: update agent: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		stored, err := s.Agent(ctx, a.ID)
+		stored, err := agent(ctx, q, a.ID)
 		if err != nil {
 			return a, err
 		}
@@ -237,7 +264,12 @@ func (s *Store) ReleaseAgent(ctx context.Context, id, owner string) (bool, error
 
 // Agent returns the agent with the id.
 func (s *Store) Agent(ctx context.Context, id string) (Agent, error) {
-	a, err := scanAgent(s.db.queryRow(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = ?`, id))
+	return agent(ctx, s.db, id)
+}
+
+// agent is Agent on q.
+func agent(ctx context.Context, q db, id string) (Agent, error) {
+	a, err := scanAgent(q.queryRow(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("store: agent %q: %w", id, ErrNotFound)
 	}

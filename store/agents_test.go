@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -409,4 +411,61 @@ func TestRenewalsDoNotNotify(t *testing.T) {
 	if got := next(func() { claim(t, s, x.ID, "B", "", time.Hour) }); got != fmt.Sprint("sentinel", sentinel) {
 		t.Fatalf("a claim that took nothing notified %q", got)
 	}
+}
+
+// TestSavesKeepTheConversationWithItsAgent: SaveAgent stores messages and
+// the agent's state together, keeping the messages of an agent ended
+// meanwhile (ErrFinal); TakeUnread appends what it makes of the taken mail
+// to the conversation, each message once, numbered after the last.
+func TestSavesKeepTheConversationWithItsAgent(t *testing.T) {
+	engines(t, func(t *testing.T, open opener) {
+		s := open(t, t.TempDir())
+		ctx := context.Background()
+		a := runtimeAgent(t, s, "", time.Time{})
+		conversation := func() string {
+			t.Helper()
+			msgs, err := s.Messages(ctx, a.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, m := range msgs {
+				out = append(out, fmt.Sprintf("%d %s %s", m.Seq, m.Role, m.Content))
+			}
+			return fmt.Sprint(out)
+		}
+		a.Status, a.Answer, a.Turns = StatusWaiting, "four", 1
+		if _, err := s.SaveAgent(ctx, a, []AgentMessage{{Role: "user", Content: "2+2?"}, {Role: "assistant", Content: "four"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Agent(ctx, a.ID); err != nil || got.Answer != "four" || got.Turns != 1 {
+			t.Fatalf("agent %+v, %v: want the answer four after 1 turn", got, err)
+		}
+		for _, body := range []string{"one", "two"} {
+			if _, err := s.Send(ctx, Mail{To: a.ID, Body: body}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		into := func(m Mail) AgentMessage { return AgentMessage{Role: "user", Content: "mail: " + m.Body} }
+		for want := 2; want >= 0; want -= 2 { // the second take finds nothing
+			if mail, err := s.TakeUnread(ctx, a.ID, into); err != nil || len(mail) != want {
+				t.Fatalf("took %v, %v: want %d messages", mail, err, want)
+			}
+		}
+		const taken = "[1 user 2+2? 2 assistant four 3 user mail: one 4 user mail: two]"
+		if got := conversation(); got != taken {
+			t.Fatalf("conversation %s, want %s", got, taken)
+		}
+		if _, err := s.TerminateAgent(ctx, a.ID, "stop"); err != nil {
+			t.Fatal(err)
+		}
+		a.Answer = "late"
+		got, err := s.SaveAgent(ctx, a, []AgentMessage{{Role: "assistant", Content: "late"}})
+		if !errors.Is(err, ErrFinal) || got.Status != StatusTerminated || got.Answer != "four" {
+			t.Fatalf("saving a terminated agent: %+v, %v; want it as stored, with ErrFinal", got, err)
+		}
+		if got := conversation(); got != strings.TrimSuffix(taken, "]")+" 5 assistant late]" {
+			t.Fatalf("conversation %s: the last message was not kept", got)
+		}
+	})
 }

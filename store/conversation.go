@@ -26,17 +26,22 @@ type AgentMessage struct {
 // AppendMessages adds messages to the end of an agent's conversation,
 // numbering them after the last.
 func (s *Store) AppendMessages(ctx context.Context, agentID string, msgs []AgentMessage) error {
-	err := s.tx(ctx, func(tx db) error {
-		var last int
-		if err := tx.queryRow(ctx, `SELECT coalesce(max(seq), 0) FROM agent_messages WHERE agent_id = ?`, agentID).Scan(&last); err != nil {
-			return err
-		}
-		return insertMessages(ctx, tx, agentID, last, msgs)
-	})
-	if err != nil {
+	if err := s.tx(ctx, func(tx db) error { return appendMessages(ctx, tx, agentID, msgs) }); err != nil {
 		return fmt.Errorf("store: append messages: %w", err)
 	}
 	return nil
+}
+
+// appendMessages is AppendMessages in the transaction tx.
+func appendMessages(ctx context.Context, tx db, agentID string, msgs []AgentMessage) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	var last int
+	if err := tx.queryRow(ctx, `SELECT coalesce(max(seq), 0) FROM agent_messages WHERE agent_id = ?`, agentID).Scan(&last); err != nil {
+		return err
+	}
+	return insertMessages(ctx, tx, agentID, last, msgs)
 }
 
 // ReplaceMessages makes msgs the agent's whole conversation (after a
@@ -117,8 +122,10 @@ func (s *Store) Send(ctx context.Context, m Mail) (Mail, error) {
 }
 
 // TakeUnread marks an agent's unread messages read and returns them, oldest
-// first: each message is taken once.
-func (s *Store) TakeUnread(ctx context.Context, agentID string) ([]Mail, error) {
+// first: each message is taken once. In the same transaction it appends
+// what into makes of each to the agent's conversation (into nil: nothing),
+// so that a message is never taken without reaching the conversation.
+func (s *Store) TakeUnread(ctx context.Context, agentID string, into func(Mail) AgentMessage) ([]Mail, error) {
 	var out []Mail
 	err := s.tx(ctx, func(tx db) error {
 		var err error
@@ -131,8 +138,14 @@ func (s *Store) TakeUnread(ctx context.Context, agentID string) ([]Mail, error) 
 		for i := range out {
 			out[i].Read = read
 		}
-		_, err = tx.exec(ctx, `UPDATE mailbox SET read_at = ? WHERE to_agent = ? AND read_at = '' AND id <= ?`, stamp(read), agentID, out[len(out)-1].ID)
-		return err
+		if _, err = tx.exec(ctx, `UPDATE mailbox SET read_at = ? WHERE to_agent = ? AND read_at = '' AND id <= ?`, stamp(read), agentID, out[len(out)-1].ID); err != nil || into == nil {
+			return err
+		}
+		msgs := make([]AgentMessage, len(out))
+		for i, m := range out {
+			msgs[i] = into(m)
+		}
+		return appendMessages(ctx, tx, agentID, msgs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: take unread: %w", err)
