@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/toolhost/toolhost/internal/procstat"
 )
 
 // pgCluster is the PostgreSQL server of -pg-dsn, on which the bench creates
@@ -147,8 +148,8 @@ const clockTick = 10 * time.Millisecond
 // procStat returns a process's parent and the CPU time it has used
 // (utime + stime); cpu is -1 when it cannot be read.
 func procStat(pid int) (ppid int, cpu time.Duration) {
-	f := procStatFields(pid)
-	if f == nil {
+	f := procstat.Of(pid)
+	if len(f) < 15 {
 		return 0, -1
 	}
 	ppid, _ = strconv.Atoi(f[1])
@@ -158,8 +159,8 @@ func procStat(pid int) (ppid int, cpu time.Duration) {
 // procCPU returns the CPU time a process has used, with its waited-for
 // children's when children is set; -1 when it cannot be read.
 func procCPU(pid int, children bool) time.Duration {
-	f := procStatFields(pid)
-	if f == nil {
+	f := procstat.Of(pid)
+	if len(f) < 15 {
 		return -1
 	}
 	cpu := ticks(f[11]) + ticks(f[12])
@@ -167,24 +168,6 @@ func procCPU(pid int, children bool) time.Duration {
 		cpu += ticks(f[13]) + ticks(f[14])
 	}
 	return cpu
-}
-
-// procStatFields returns the fields of /proc/PID/stat after the command's
-// name: state first (field 3 of proc(5)); nil when it cannot be read.
-func procStatFields(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return nil
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 15 {
-		return nil
-	}
-	return f
 }
 
 func ticks(s string) time.Duration {

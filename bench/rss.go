@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/procstat"
 )
 
 // rssRow is the resident memory of one process (and optionally its descendants).
@@ -43,36 +45,6 @@ func procField(file, name string) (int64, error) {
 	return 0, fmt.Errorf("%s: no %s", file, name)
 }
 
-// descendants lists every live process below pid, read from /proc/*/stat.
-func descendants(pid int) []int {
-	children := map[int][]int{}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		fields := strings.Fields(s[i+1:]) // state, ppid, ...
-		if len(fields) < 2 {
-			continue
-		}
-		self, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Dir(f), "/proc/"), "/"))
-		ppid, _ := strconv.Atoi(fields[1])
-		children[ppid] = append(children[ppid], self)
-	}
-	var out []int
-	todo := []int{pid}
-	for len(todo) > 0 {
-		p := todo[0]
-		todo = todo[1:]
-		out = append(out, children[p]...)
-		todo = append(todo, children[p]...)
-	}
-	return out
-}
-
 // pluginProcess is the plugin's own process for the pid the host reports:
 // that pid itself, or for a sandboxed plugin (the pid is bubblewrap's) the
 // deepest process below it that runs the same executable as the first one
@@ -84,7 +56,7 @@ func pluginProcess(pid int) (int, bool) {
 		return pid, false
 	}
 	plugin, want := pid, ""
-	for _, p := range descendants(pid) { // breadth first: deeper ones last
+	for _, p := range procstat.Descendants(pid) { // breadth first: deeper ones last
 		switch e := exe(p); {
 		case e == "" || filepath.Base(e) == "bwrap":
 		case want == "":
@@ -98,7 +70,7 @@ func pluginProcess(pid int) (int, bool) {
 
 // treeMem sums the VmRSS and the Pss of pid's descendants.
 func treeMem(pid int) (rss, pssSum int64) {
-	for _, p := range descendants(pid) {
+	for _, p := range procstat.Descendants(pid) {
 		if kib, err := vmRSS(p); err == nil {
 			rss += kib
 		}

@@ -7,11 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/procstat"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -46,15 +46,8 @@ func hostID(dir string) (string, error) {
 // clock ticks since boot), which a reused pid does not share; "" when
 // unknown, or when the process is a zombie (dead, not yet reaped).
 func procStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	// The command name, in parentheses, may hold spaces: count after it.
-	if i := bytes.LastIndexByte(b, ')'); i >= 0 {
-		if f := strings.Fields(string(b[i+1:])); len(f) > 19 && f[0] != "Z" {
-			return f[19]
-		}
+	if f := procstat.Of(pid); len(f) > 19 && f[0] != "Z" {
+		return f[19]
 	}
 	return ""
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/proctest"
+	"github.com/toolhost/toolhost/internal/procstat"
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 )
@@ -298,7 +298,7 @@ func processNice(t *testing.T) int {
 // threadNice reads a thread's nice value (field 19 of its stat file).
 func threadNice(t *testing.T, tid int) int {
 	t.Helper()
-	fields := proctest.StatFields(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+	fields := procstat.File(fmt.Sprintf("/proc/self/task/%d/stat", tid))
 	if len(fields) < 17 {
 		t.Fatalf("thread %d: no stat fields to read its nice value from", tid)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
+	"github.com/toolhost/toolhost/internal/procstat"
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 
@@ -209,18 +209,7 @@ func killedChild() {
 	}
 	defer conn.Close(context.Background())
 	pids := []int{shared.pg.Process.Pid}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		b, _ := os.ReadFile(f)
-		s := string(b)
-		if i := strings.LastIndexByte(s, ')'); i > 0 {
-			fields := strings.Fields(s[i+1:])
-			if len(fields) > 1 && fields[1] == strconv.Itoa(pids[0]) {
-				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-				pids = append(pids, pid)
-			}
-		}
-	}
+	pids = append(pids, procstat.Descendants(pids[0])...)
 	fmt.Println("PGTEST-CHILD", shared.dir, strings.Trim(fmt.Sprint(pids), "[]"))
 	time.Sleep(time.Minute)
 	os.Exit(1)

@@ -11,31 +11,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/procstat"
 )
 
 // Alive reports whether pid is a live process. A zombie counts as dead: it
 // has exited and only waits to be reaped (in a container whose init does not
 // reap orphans, it may wait forever).
 func Alive(pid int) bool {
-	f := StatFields("/proc/" + strconv.Itoa(pid) + "/stat")
+	f := procstat.Of(pid)
 	return f != nil && f[0] != "Z"
-}
-
-// StatFields returns the fields of a process's or thread's stat file in
-// /proc after its command's name, which is in parentheses and may hold
-// spaces: the state first (field 3 of proc(5)). It returns nil when the
-// file cannot be read.
-func StatFields(path string) []string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) == 0 {
-		return nil
-	}
-	return f
 }
 
 // Running counts the live processes whose command line is exactly argv:
