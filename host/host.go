@@ -161,7 +161,8 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		_ = h.closeDB()
 		return nil, err
 	}
-	h.events = h.store.NewEventWriter(&store.WriterOptions{OnError: func(err error) { h.log.Error("writing events", "error", err) }})
+	h.events = h.store.NewEventWriter(&store.WriterOptions{OnError: func(err error) { h.log.Error("writing events", "error", err) },
+		Urgent: cfg.Audit.Mode == "strict"})
 	if !o.DisableMetrics {
 		h.metrics = newMetrics(h)
 	}

@@ -76,6 +76,11 @@ type WriterOptions struct {
 	// The writer waits for it, so it must not call Emit or Flush. Nil: such
 	// errors are only reported by Flush and Close.
 	OnError func(error)
+	// Urgent says that calls wait for the writer (Flush on their path, as
+	// strict audit does): its thread then keeps the process's priority
+	// instead of starting at nice 19, where a busy machine would stall
+	// those calls until the writer was found starved.
+	Urgent bool
 }
 
 // writeAttempts is how many times a batch is tried before it is dropped;
@@ -277,13 +282,17 @@ func (w *EventWriter) Failed() int64 {
 const freeChunks = 4
 
 // run is the writer's goroutine. It keeps a thread of its own at nice 19
-// and writes batches (write) until closed and drained. When that thread is
+// (at the process's priority when Urgent) and writes batches (write) until
+// closed and drained. When that thread is
 // starved, it hands the work to a second goroutine, whose thread has the
 // process's priority, until a calm window gives it back (threadPriority).
 func (w *EventWriter) run() {
 	runtime.LockOSThread()
-	low := w.prio.watch(true)
-	if low == nil { // not watched: write at the process's priority
+	var low *writerThread
+	if !w.opts.Urgent {
+		low = w.prio.watch(true)
+	}
+	if low == nil { // urgent, or not watched: write at the process's priority
 		w.prio.resume(nil)
 		w.write(nil)
 		w.finish()

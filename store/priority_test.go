@@ -308,3 +308,21 @@ func threadNice(t *testing.T, tid int) int {
 	}
 	return n
 }
+
+// TestUrgentWriterKeepsTheProcessPriority: the writer that strict audit's
+// calls wait for never takes nice 19, where a busy machine would stall each
+// of them until the writer was found starved.
+func TestUrgentWriterKeepsTheProcessPriority(t *testing.T) {
+	own := processNice(t)
+	s := open(t, t.TempDir())
+	w := s.NewEventWriter(&WriterOptions{Urgent: true})
+	defer w.Close()
+	emitUntil(t, w, 10*time.Second, "writing", func() bool { return w.Written() > 0 })
+	tid := int(w.prio.tid.Load())
+	if tid == 0 || w.prio.low.Load() {
+		t.Fatalf("the urgent writer writes on thread %d, at nice 19: %v", tid, w.prio.low.Load())
+	}
+	if n := threadNice(t, tid); n != own {
+		t.Fatalf("the urgent writer's thread %d is at nice %d, want the process's %d", tid, n, own)
+	}
+}
