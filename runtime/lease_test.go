@@ -537,13 +537,15 @@ func TestAgentMidTurnOutlivesAnOutage(t *testing.T) {
 // TestNoOutageSplitsAnAgentsSaves: a failure of the store between two of
 // the loop's writes must not leave the agent half saved. The database
 // refuses, once each, as a lost connection does (SQLSTATE 08006): the
-// update that records the first answer, then the insert of the mail that
-// brings the second task. Each time the agent stops and resumes, and it
-// answers both, once each. Before, the conversation was saved apart from
-// the agent's answer and counts, and taken mail apart from the
-// conversation: the first answer never reached the agent's record (it
-// stayed running, then waiting with no answer, as a CI run saw), and the
-// second task was marked read but never stored, so it was never answered.
+// update that records the first answer, the insert of the mail that brings
+// the second task into the conversation, and the report of a child agent to
+// it. Each time the agent stops and resumes, and it answers, or reports,
+// once. Before, the conversation was saved apart from the agent's answer
+// and counts, taken mail apart from the conversation, and a report after
+// the answer: the first answer never reached the agent's record (it stayed
+// running, then waiting with no answer, as a CI run saw), the second task
+// was marked read but never stored, so it was never answered, and the
+// child's report was never sent, so its parent would wait for it forever.
 func TestNoOutageSplitsAnAgentsSaves(t *testing.T) {
 	c := pgtest.New(t)
 	dsn := c.CreateDB(t)
@@ -560,10 +562,15 @@ func TestNoOutageSplitsAnAgentsSaves(t *testing.T) {
 	if _, err := conn.Exec(ctx, `
 CREATE SEQUENCE answer_fails;
 CREATE SEQUENCE mail_fails;
+CREATE SEQUENCE report_fails;
 CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_TABLE_NAME = 'agents' THEN
     IF NEW.answer <> '' AND nextval('answer_fails') = 1 THEN
+      RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
+    END IF;
+  ELSIF TG_TABLE_NAME = 'mailbox' THEN
+    IF NEW.from_agent <> '' AND nextval('report_fails') = 1 THEN
       RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
     END IF;
   ELSIF NEW.content = 'second' AND nextval('mail_fails') = 1 THEN
@@ -572,7 +579,8 @@ BEGIN
   RETURN NEW;
 END $$;
 CREATE TRIGGER fail_once BEFORE UPDATE ON agents FOR EACH ROW EXECUTE FUNCTION fail_once();
-CREATE TRIGGER fail_once BEFORE INSERT ON agent_messages FOR EACH ROW EXECUTE FUNCTION fail_once();`); err != nil {
+CREATE TRIGGER fail_once BEFORE INSERT ON agent_messages FOR EACH ROW EXECUTE FUNCTION fail_once();
+CREATE TRIGGER fail_once BEFORE INSERT ON mailbox FOR EACH ROW EXECUTE FUNCTION fail_once();`); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -587,21 +595,42 @@ CREATE TRIGGER fail_once BEFORE INSERT ON agent_messages FOR EACH ROW EXECUTE FU
 	if err != nil {
 		t.Fatal(err)
 	}
-	answered := func(want string) {
+	answered := func(id, want string) {
 		t.Helper()
-		got := until(t, a.h.Store(), ag.ID, "the answer "+want, func(x store.Agent) bool {
+		got := until(t, a.h.Store(), id, "the answer "+want, func(x store.Agent) bool {
 			return x.Answer == want && x.Status == store.StatusWaiting || x.Final()
 		})
 		if got.Final() {
 			t.Fatalf("the agent ended %s: %s", got.Status, got.Error)
 		}
 	}
-	answered("answer 1 to first")
+	answered(ag.ID, "answer 1 to first")
 	if _, err := a.rt.Send(ctx, "", ag.ID, "second"); err != nil {
 		t.Fatal(err)
 	}
-	answered("answer 2 to second")
-	for _, seq := range []string{"answer_fails", "mail_fails"} {
+	answered(ag.ID, "answer 2 to second")
+	child, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "third", ParentID: ag.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered(child.ID, "answer 1 to third")
+	var reports []string
+	for deadline := time.Now().Add(20 * time.Second); len(reports) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mail, err := a.h.Store().Mailbox(ctx, ag.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports = reports[:0]
+		for _, m := range mail {
+			if m.From != "" {
+				reports = append(reports, m.From+": "+m.Body)
+			}
+		}
+	}
+	if want := child.ID + ": answer 1 to third"; len(reports) != 1 || reports[0] != want {
+		t.Errorf("reports to the parent %q, want one: %q", reports, want)
+	}
+	for _, seq := range []string{"answer_fails", "mail_fails", "report_fails"} {
 		var n int64
 		if err := conn.QueryRow(ctx, `SELECT last_value FROM `+seq).Scan(&n); err != nil || n < 2 {
 			t.Errorf("%s: the failure was not injected, then passed (%d, %v)", seq, n, err)
@@ -612,7 +641,7 @@ CREATE TRIGGER fail_once BEFORE INSERT ON agent_messages FOR EACH ROW EXECUTE FU
 		t.Fatal(err)
 	}
 	var got []string
-	for _, m := range msgs {
+	for _, m := range msgs[:min(4, len(msgs))] { // then the report, and the answer to it
 		got = append(got, m.Role+": "+m.Content)
 	}
 	want := []string{"user: first", "assistant: answer 1 to first", "user: second", "assistant: answer 2 to second"}

@@ -81,16 +81,28 @@ func (rt *Runtime) loop(ctx context.Context, a *agent) {
 		a.rec.Answer = answer
 		rec := a.rec
 		rt.mu.Unlock()
-		if err := rt.save(ctx, a, store.StatusWaiting); err != nil { // the answer with the agent's state
+		payload := map[string]any{"answer": answer, "turns": rec.Turns, "tokens": rec.Tokens}
+		var report []store.Mail
+		if rec.ParentID != "" {
+			err := rt.recipient(ctx, rec.ParentID)
+			switch {
+			case rt.st.Unavailable(err):
+				rt.finish(ctx, a, err)
+				return
+			case err != nil:
+				payload["reported_to"], payload["report_error"] = "", err.Error()
+			default:
+				payload["reported_to"] = rec.ParentID
+				report = []store.Mail{{To: rec.ParentID, From: rec.ID, Body: answer}}
+			}
+		}
+		// The answer, with the agent's state and its report.
+		if err := rt.save(ctx, a, store.StatusWaiting, report...); err != nil {
 			rt.finish(ctx, a, err)
 			return
 		}
-		payload := map[string]any{"answer": answer, "turns": rec.Turns, "tokens": rec.Tokens}
-		if rec.ParentID != "" {
-			payload["reported_to"] = rec.ParentID
-			if _, err := rt.Send(ctx, rec.ID, rec.ParentID, answer); err != nil {
-				payload["reported_to"], payload["report_error"] = "", err.Error()
-			}
+		if report != nil {
+			rt.wake(rec.ParentID)
 		}
 		rt.h.Emit(store.Event{Type: EventAgentCompleted, AgentID: a.id, Role: a.role, Payload: payload})
 	}
@@ -198,12 +210,12 @@ func (a *agent) unsaved() []store.AgentMessage {
 }
 
 // save stores the messages not yet stored and the agent's state with
-// status, in one transaction, so that a crash or an outage never leaves the
-// conversation ahead of the answer and counts; then it shows the state to
-// Wait. Its error is for finish: the context's once the loop must stop, one
+// status, and sends mail, in one transaction, so that a crash or an outage
+// never leaves the conversation ahead of the answer and counts, or a report
+// unsent; then it shows the state to Wait. Its error is for finish: the context's once the loop must stop, one
 // wrapping store.ErrFinal when another process ended the agent (which
 // stopped records here too), the store's otherwise.
-func (rt *Runtime) save(ctx context.Context, a *agent, status string) error {
+func (rt *Runtime) save(ctx context.Context, a *agent, status string, mail ...store.Mail) error {
 	if ctx.Err() != nil {
 		return ctxErr(ctx)
 	}
@@ -213,8 +225,8 @@ func (rt *Runtime) save(ctx context.Context, a *agent, status string) error {
 	rec.Status = status
 	a.convMu.Lock()
 	msgs := a.unsaved()
-	if len(msgs) > 0 || !sameState(rec, a.saved) {
-		stored, err := rt.st.SaveAgent(context.WithoutCancel(ctx), rec, msgs)
+	if len(msgs) > 0 || len(mail) > 0 || !sameState(rec, a.saved) {
+		stored, err := rt.st.SaveAgent(context.WithoutCancel(ctx), rec, msgs, mail...)
 		if err != nil && !errors.Is(err, store.ErrFinal) {
 			a.convMu.Unlock()
 			return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)

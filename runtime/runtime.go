@@ -290,15 +290,8 @@ func (rt *Runtime) role(nameOrID string) (store.Role, error) {
 // Send puts a message in an agent's mailbox and wakes the agent. from is
 // the sending agent, empty for an operator.
 func (rt *Runtime) Send(ctx context.Context, from, to, body string) (store.Mail, error) {
-	target, err := rt.st.Agent(ctx, to)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Mail{}, noAgent(to)
-	}
-	if err != nil {
-		return store.Mail{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
-	}
-	if target.Final() {
-		return store.Mail{}, toolhost.Errorf(toolhost.CodeValidation, "agent %s is %s: it reads no more messages", to, target.Status)
+	if err := rt.recipient(ctx, to); err != nil {
+		return store.Mail{}, err
 	}
 	m, err := rt.st.Send(ctx, store.Mail{To: to, From: from, Body: body})
 	if err != nil {
@@ -306,6 +299,21 @@ func (rt *Runtime) Send(ctx context.Context, from, to, body string) (store.Mail,
 	}
 	rt.wake(to)
 	return m, nil
+}
+
+// recipient checks that agent to exists and reads mail: not final.
+func (rt *Runtime) recipient(ctx context.Context, to string) error {
+	target, err := rt.st.Agent(ctx, to)
+	if errors.Is(err, store.ErrNotFound) {
+		return noAgent(to)
+	}
+	if err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	if target.Final() {
+		return toolhost.Errorf(toolhost.CodeValidation, "agent %s is %s: it reads no more messages", to, target.Status)
+	}
+	return nil
 }
 
 // wake tells an agent run here that mail is waiting.

@@ -120,11 +120,13 @@ func (s *Store) UpdateAgent(ctx context.Context, a Agent) (Agent, error) {
 	return updateAgent(ctx, s.db, a)
 }
 
-// SaveAgent appends msgs to an agent's conversation and saves its state as
-// UpdateAgent does, in one transaction, so that no crash or outage leaves
-// the conversation ahead of the agent's answer and counts. The messages are
-// kept when the agent is already final (ErrFinal).
-func (s *Store) SaveAgent(ctx context.Context, a Agent, msgs []AgentMessage) (Agent, error) {
+// SaveAgent appends msgs to an agent's conversation, saves its state as
+// UpdateAgent does and sends mail (such as its report to its parent), in
+// one transaction, so that no crash or outage leaves the conversation ahead
+// of the agent's answer and counts, or the answer recorded and its report
+// unsent. When the agent is already final (ErrFinal) the messages are kept
+// and no mail is sent.
+func (s *Store) SaveAgent(ctx context.Context, a Agent, msgs []AgentMessage, mail ...Mail) (Agent, error) {
 	var final error
 	err := s.tx(ctx, func(tx db) error {
 		if err := appendMessages(ctx, tx, a.ID, msgs); err != nil {
@@ -134,7 +136,15 @@ func (s *Store) SaveAgent(ctx context.Context, a Agent, msgs []AgentMessage) (Ag
 		if errors.Is(final, ErrFinal) {
 			return nil // the messages stay
 		}
-		return final
+		if final != nil {
+			return final
+		}
+		for _, m := range mail {
+			if _, err := send(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return a, err

@@ -413,15 +413,24 @@ func TestRenewalsDoNotNotify(t *testing.T) {
 	}
 }
 
-// TestSavesKeepTheConversationWithItsAgent: SaveAgent stores messages and
-// the agent's state together, keeping the messages of an agent ended
-// meanwhile (ErrFinal); TakeUnread appends what it makes of the taken mail
+// TestSavesKeepTheConversationWithItsAgent: SaveAgent stores messages, the
+// agent's state and its mail together, keeping the messages of an agent
+// ended meanwhile (ErrFinal) but sending none of its mail; TakeUnread appends what it makes of the taken mail
 // to the conversation, each message once, numbered after the last.
 func TestSavesKeepTheConversationWithItsAgent(t *testing.T) {
 	engines(t, func(t *testing.T, open opener) {
 		s := open(t, t.TempDir())
 		ctx := context.Background()
 		a := runtimeAgent(t, s, "", time.Time{})
+		parent := runtimeAgent(t, s, "", time.Time{})
+		reports := func() int {
+			t.Helper()
+			mail, err := s.Mailbox(ctx, parent.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(mail)
+		}
 		conversation := func() string {
 			t.Helper()
 			msgs, err := s.Messages(ctx, a.ID)
@@ -435,8 +444,12 @@ func TestSavesKeepTheConversationWithItsAgent(t *testing.T) {
 			return fmt.Sprint(out)
 		}
 		a.Status, a.Answer, a.Turns = StatusWaiting, "four", 1
-		if _, err := s.SaveAgent(ctx, a, []AgentMessage{{Role: "user", Content: "2+2?"}, {Role: "assistant", Content: "four"}}); err != nil {
+		report := Mail{To: parent.ID, From: a.ID, Body: "four"}
+		if _, err := s.SaveAgent(ctx, a, []AgentMessage{{Role: "user", Content: "2+2?"}, {Role: "assistant", Content: "four"}}, report); err != nil {
 			t.Fatal(err)
+		}
+		if n := reports(); n != 1 {
+			t.Fatalf("the parent has %d reports, want 1", n)
 		}
 		if got, err := s.Agent(ctx, a.ID); err != nil || got.Answer != "four" || got.Turns != 1 {
 			t.Fatalf("agent %+v, %v: want the answer four after 1 turn", got, err)
@@ -460,12 +473,15 @@ func TestSavesKeepTheConversationWithItsAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.Answer = "late"
-		got, err := s.SaveAgent(ctx, a, []AgentMessage{{Role: "assistant", Content: "late"}})
+		got, err := s.SaveAgent(ctx, a, []AgentMessage{{Role: "assistant", Content: "late"}}, report)
 		if !errors.Is(err, ErrFinal) || got.Status != StatusTerminated || got.Answer != "four" {
 			t.Fatalf("saving a terminated agent: %+v, %v; want it as stored, with ErrFinal", got, err)
 		}
 		if got := conversation(); got != strings.TrimSuffix(taken, "]")+" 5 assistant late]" {
 			t.Fatalf("conversation %s: the last message was not kept", got)
+		}
+		if n := reports(); n != 1 {
+			t.Fatalf("the parent has %d reports, want 1: a terminated agent reported", n)
 		}
 	})
 }

@@ -112,8 +112,13 @@ type Mail struct {
 
 // Send puts a message in an agent's mailbox and returns it with its id.
 func (s *Store) Send(ctx context.Context, m Mail) (Mail, error) {
+	return send(ctx, s.db, m)
+}
+
+// send is Send on q.
+func send(ctx context.Context, q db, m Mail) (Mail, error) {
 	m.Sent = time.Now().UTC()
-	err := s.db.queryRow(ctx, `INSERT INTO mailbox (to_agent, from_agent, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+	err := q.queryRow(ctx, `INSERT INTO mailbox (to_agent, from_agent, body, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
 		m.To, m.From, m.Body, stamp(m.Sent)).Scan(&m.ID)
 	if err != nil {
 		return m, fmt.Errorf("store: send: %w", err)
