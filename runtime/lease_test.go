@@ -538,14 +538,16 @@ func TestAgentMidTurnOutlivesAnOutage(t *testing.T) {
 // the loop's writes must not leave the agent half saved. The database
 // refuses, once each, as a lost connection does (SQLSTATE 08006): the
 // update that records the first answer, the insert of the mail that brings
-// the second task into the conversation, and the report of a child agent to
-// it. Each time the agent stops and resumes, and it answers, or reports,
-// once. Before, the conversation was saved apart from the agent's answer
-// and counts, taken mail apart from the conversation, and a report after
-// the answer: the first answer never reached the agent's record (it stayed
-// running, then waiting with no answer, as a CI run saw), the second task
-// was marked read but never stored, so it was never answered, and the
-// child's report was never sent, so its parent would wait for it forever.
+// the second task into the conversation, the report of a child agent to
+// it, and the insert of another agent's task. Each time the agent stops and
+// resumes, and it answers, or reports, once. Before, the conversation was
+// saved apart from the agent's answer and counts, taken mail apart from the
+// conversation, a report after the answer, and a task after its agent: the
+// first answer never reached the agent's record (it stayed running, then
+// waiting with no answer, as a CI run saw), the second task was marked read
+// but never stored, so it was never answered, the child's report was never
+// sent, so its parent would wait for it forever, and Spawn failed, leaving
+// an agent without its task to wait forever.
 func TestNoOutageSplitsAnAgentsSaves(t *testing.T) {
 	c := pgtest.New(t)
 	dsn := c.CreateDB(t)
@@ -563,18 +565,29 @@ func TestNoOutageSplitsAnAgentsSaves(t *testing.T) {
 CREATE SEQUENCE answer_fails;
 CREATE SEQUENCE mail_fails;
 CREATE SEQUENCE report_fails;
+CREATE SEQUENCE task_fails;
 CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_TABLE_NAME = 'agents' THEN
-    IF NEW.answer <> '' AND nextval('answer_fails') = 1 THEN
-      RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
+    IF NEW.answer <> '' THEN
+      IF nextval('answer_fails') = 1 THEN
+        RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
+      END IF;
     END IF;
   ELSIF TG_TABLE_NAME = 'mailbox' THEN
-    IF NEW.from_agent <> '' AND nextval('report_fails') = 1 THEN
+    IF NEW.from_agent <> '' THEN
+      IF nextval('report_fails') = 1 THEN
+        RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
+      END IF;
+    END IF;
+  ELSIF NEW.content = 'second' THEN
+    IF nextval('mail_fails') = 1 THEN
       RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
     END IF;
-  ELSIF NEW.content = 'second' AND nextval('mail_fails') = 1 THEN
-    RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
+  ELSIF NEW.content = 'fourth' THEN
+    IF nextval('task_fails') = 1 THEN
+      RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
+    END IF;
   END IF;
   RETURN NEW;
 END $$;
@@ -630,11 +643,19 @@ CREATE TRIGGER fail_once BEFORE INSERT ON mailbox FOR EACH ROW EXECUTE FUNCTION 
 	if want := child.ID + ": answer 1 to third"; len(reports) != 1 || reports[0] != want {
 		t.Errorf("reports to the parent %q, want one: %q", reports, want)
 	}
-	for _, seq := range []string{"answer_fails", "mail_fails", "report_fails"} {
+	fourth, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "fourth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered(fourth.ID, "answer 1 to fourth")
+	for _, seq := range []string{"answer_fails", "mail_fails", "report_fails", "task_fails"} {
 		var n int64
 		if err := conn.QueryRow(ctx, `SELECT last_value FROM `+seq).Scan(&n); err != nil || n < 2 {
 			t.Errorf("%s: the failure was not injected, then passed (%d, %v)", seq, n, err)
 		}
+	}
+	if n := strings.Count(a.log.String(), "agent stopped here: the store is unavailable"); n != 4 {
+		t.Errorf("the agents stopped %d times for the store, want 4: once for each failure", n)
 	}
 	msgs, err := a.h.Store().Messages(ctx, ag.ID)
 	if err != nil {

@@ -129,19 +129,27 @@ func (rt *Runtime) sleep(ctx context.Context, a *agent) bool {
 	return true
 }
 
-// load reads the agent's conversation from the store. Tool calls left
-// without a result (the host stopped during a turn) get one saying so.
+// load reads the agent's conversation from the store. An agent's task,
+// stored with the agent, opens a conversation not yet begun (the first save
+// stores it). Tool calls left without a result (the host stopped during a
+// turn) get one saying so.
 func (rt *Runtime) load(ctx context.Context, a *agent) error {
 	stored, err := rt.st.Messages(ctx, a.id)
 	if err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 	}
+	rt.mu.Lock()
+	task := a.rec.Task
+	rt.mu.Unlock()
 	a.convMu.Lock()
 	defer a.convMu.Unlock()
 	for _, m := range stored {
 		a.msgs = append(a.msgs, fromStored(m))
 	}
 	a.stored = len(a.msgs)
+	if len(a.msgs) == 0 && task != "" {
+		a.msgs = append(a.msgs, model.Message{Role: model.RoleUser, Content: task})
+	}
 	if n := len(a.msgs); n > 0 && a.msgs[n-1].Role == model.RoleAssistant {
 		for _, c := range a.msgs[n-1].ToolCalls {
 			a.msgs = append(a.msgs, model.Message{Role: model.RoleTool, ToolCallID: c.ID, Name: c.Name,

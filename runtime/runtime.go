@@ -243,20 +243,16 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (AgentSummary, e
 			return AgentSummary{}, toolhost.Errorf(toolhost.CodeValidation, "no agent %q to be the parent", req.ParentID)
 		}
 	}
-	// The agent is this runtime's from the start, so that no server adopts
-	// it before its task is stored; one that does not run agents releases
-	// it then, for a server to adopt.
+	// The agent, its task with it (the first save of its loop opens its
+	// conversation with the task), is this runtime's from the start, so
+	// that no other server adopts it as it starts here; one that does not
+	// run agents releases it, for a server to adopt.
 	begun := time.Now()
 	rec := store.Agent{ParentID: req.ParentID, Kind: store.AgentRuntime, Task: req.Task, Status: store.StatusWaiting,
 		Owner: rt.owner, LeaseUntil: begun.Add(rt.lease)}
 	rec, err = rt.h.CreateAgent(ctx, role.Name, rec)
 	if err != nil {
 		return AgentSummary{}, err
-	}
-	if req.Task != "" {
-		if err := rt.st.AppendMessages(ctx, rec.ID, []store.AgentMessage{{Role: model.RoleUser, Content: req.Task}}); err != nil {
-			return AgentSummary{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
-		}
 	}
 	rt.h.Emit(store.Event{Type: EventAgentSpawned, AgentID: rec.ID, Role: role.Name, ParentID: req.CallID,
 		Payload: map[string]any{"parent_agent": req.ParentID, "task": req.Task}})
