@@ -176,14 +176,30 @@ func updateAgent(ctx context.Context, q db, a Agent) (Agent, error) {
 var ErrFinal = errors.New("agent is final")
 
 // TerminateAgent marks an agent terminated, with the reason, unless it is
-// already final (ErrFinal).
+// already final (ErrFinal), and returns it as stored. It changes the status
+// and error only: what the agent's own saves stored (its answer, counts)
+// stands, however they interleave.
 func (s *Store) TerminateAgent(ctx context.Context, id, reason string) (Agent, error) {
-	a, err := s.Agent(ctx, id)
+	var a Agent
+	var final error
+	err := s.tx(ctx, func(tx db) error {
+		res, err := tx.exec(ctx, `UPDATE agents SET status = ?, error = ?, updated_at = ?
+			WHERE id = ? AND status NOT IN ('failed', 'terminated')`, StatusTerminated, reason, now(), id)
+		if err != nil {
+			return fmt.Errorf("store: terminate agent: %w", err)
+		}
+		if a, err = agent(ctx, tx, id); err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			final = fmt.Errorf("store: agent %s is %s: %w", id, a.Status, ErrFinal)
+		}
+		return nil
+	})
 	if err != nil {
 		return a, err
 	}
-	a.Status, a.Error = StatusTerminated, reason
-	return s.UpdateAgent(ctx, a)
+	return a, final
 }
 
 // ClaimAgent makes owner the owner of an agent that is not final, with a

@@ -485,3 +485,43 @@ func TestSavesKeepTheConversationWithItsAgent(t *testing.T) {
 		}
 	})
 }
+
+// TestTerminationKeepsTheLastSave: an agent saving its counts while another
+// host terminates it keeps the last counts it saved: the termination
+// changes its status and error only, and no save lands after it.
+func TestTerminationKeepsTheLastSave(t *testing.T) {
+	engines(t, func(t *testing.T, open opener) {
+		s := open(t, t.TempDir())
+		ctx := context.Background()
+		for round := range 30 {
+			a := runtimeAgent(t, s, "", time.Time{})
+			saved := make(chan int)
+			go func() {
+				last := 0
+				for turns := 1; ; turns++ {
+					a.Status, a.Turns = StatusRunning, turns
+					if _, err := s.SaveAgent(ctx, a, nil); err != nil {
+						if !errors.Is(err, ErrFinal) {
+							t.Error(err)
+						}
+						saved <- last
+						return
+					}
+					last = turns
+				}
+			}()
+			time.Sleep(time.Duration(round%5) * time.Millisecond)
+			if _, err := s.TerminateAgent(ctx, a.ID, "stop"); err != nil {
+				t.Fatal(err)
+			}
+			last := <-saved
+			got, err := s.Agent(ctx, a.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != StatusTerminated || got.Error != "stop" || got.Turns != last {
+				t.Fatalf("round %d: stored %s (%q) with %d turns, want terminated (stop) with the last save's %d", round, got.Status, got.Error, got.Turns, last)
+			}
+		}
+	})
+}
