@@ -567,27 +567,17 @@ CREATE SEQUENCE mail_fails;
 CREATE SEQUENCE report_fails;
 CREATE SEQUENCE task_fails;
 CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE seq text;
 BEGIN
   IF TG_TABLE_NAME = 'agents' THEN
-    IF NEW.answer <> '' THEN
-      IF nextval('answer_fails') = 1 THEN
-        RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
-      END IF;
-    END IF;
+    IF NEW.answer <> '' THEN seq := 'answer_fails'; END IF;
   ELSIF TG_TABLE_NAME = 'mailbox' THEN
-    IF NEW.from_agent <> '' THEN
-      IF nextval('report_fails') = 1 THEN
-        RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
-      END IF;
-    END IF;
-  ELSIF NEW.content = 'second' THEN
-    IF nextval('mail_fails') = 1 THEN
-      RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
-    END IF;
-  ELSIF NEW.content = 'fourth' THEN
-    IF nextval('task_fails') = 1 THEN
-      RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
-    END IF;
+    IF NEW.from_agent <> '' THEN seq := 'report_fails'; END IF;
+  ELSIF NEW.content = 'second' THEN seq := 'mail_fails';
+  ELSIF NEW.content = 'fourth' THEN seq := 'task_fails';
+  END IF;
+  IF seq IS NOT NULL AND nextval(seq) = 1 THEN
+    RAISE EXCEPTION 'injected: the connection broke' USING ERRCODE = '08006';
   END IF;
   RETURN NEW;
 END $$;

@@ -220,9 +220,10 @@ func (a *agent) unsaved() []store.AgentMessage {
 // save stores the messages not yet stored and the agent's state with
 // status, and sends mail, in one transaction, so that a crash or an outage
 // never leaves the conversation ahead of the answer and counts, or a report
-// unsent; then it shows the state to Wait. Its error is for finish: the context's once the loop must stop, one
-// wrapping store.ErrFinal when another process ended the agent (which
-// stopped records here too), the store's otherwise.
+// unsent; then it shows the state to Wait. Its error is for finish: the
+// context's once the loop must stop, one wrapping store.ErrFinal when
+// another process ended the agent (which stopped records here too), the
+// store's otherwise.
 func (rt *Runtime) save(ctx context.Context, a *agent, status string, mail ...store.Mail) error {
 	if ctx.Err() != nil {
 		return ctxErr(ctx)

@@ -113,19 +113,13 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 	return a, nil
 }
 
-// UpdateAgent saves an agent's status, answer, error and counts, unless it is
-// already final in the store (another process terminated it): then it
-// returns the stored agent with ErrFinal.
-func (s *Store) UpdateAgent(ctx context.Context, a Agent) (Agent, error) {
-	return updateAgent(ctx, s.db, a)
-}
-
-// SaveAgent appends msgs to an agent's conversation, saves its state as
-// UpdateAgent does and sends mail (such as its report to its parent), in
-// one transaction, so that no crash or outage leaves the conversation ahead
-// of the agent's answer and counts, or the answer recorded and its report
-// unsent. When the agent is already final (ErrFinal) the messages are kept
-// and no mail is sent.
+// SaveAgent appends msgs to an agent's conversation, saves its status,
+// answer, error and counts, and sends mail (such as its report to its
+// parent), in one transaction, so that no crash or outage leaves the
+// conversation ahead of the agent's answer and counts, or the answer
+// recorded and its report unsent. When the agent is already final in the
+// store (another process terminated it), it returns the stored agent with
+// ErrFinal: the messages are kept and no mail is sent.
 func (s *Store) SaveAgent(ctx context.Context, a Agent, msgs []AgentMessage, mail ...Mail) (Agent, error) {
 	var final error
 	err := s.tx(ctx, func(tx db) error {
@@ -152,7 +146,8 @@ func (s *Store) SaveAgent(ctx context.Context, a Agent, msgs []AgentMessage, mai
 	return a, final
 }
 
-// updateAgent is UpdateAgent on q.
+// updateAgent saves an agent's status, answer, error and counts on q, as
+// SaveAgent does.
 func updateAgent(ctx context.Context, q db, a Agent) (Agent, error) {
 	a.UpdatedAt = time.Now().UTC()
 	res, err := q.exec(ctx, `UPDATE agents SET status = ?, answer = ?, error_code = ?, error = ?, turns = ?, tokens = ?, updated_at = ?
