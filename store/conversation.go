@@ -128,8 +128,8 @@ func send(ctx context.Context, q db, m Mail) (Mail, error) {
 
 // TakeUnread marks an agent's unread messages read and returns them, oldest
 // first: each message is taken once. In the same transaction it appends
-// what into makes of each to the agent's conversation (into nil: nothing),
-// so that a message is never taken without reaching the conversation.
+// what into makes of each to the agent's conversation, so that a message is
+// never taken without reaching the conversation.
 func (s *Store) TakeUnread(ctx context.Context, agentID string, into func(Mail) AgentMessage) ([]Mail, error) {
 	var out []Mail
 	err := s.tx(ctx, func(tx db) error {
@@ -143,7 +143,7 @@ func (s *Store) TakeUnread(ctx context.Context, agentID string, into func(Mail) 
 		for i := range out {
 			out[i].Read = read
 		}
-		if _, err = tx.exec(ctx, `UPDATE mailbox SET read_at = ? WHERE to_agent = ? AND read_at = '' AND id <= ?`, stamp(read), agentID, out[len(out)-1].ID); err != nil || into == nil {
+		if _, err = tx.exec(ctx, `UPDATE mailbox SET read_at = ? WHERE to_agent = ? AND read_at = '' AND id <= ?`, stamp(read), agentID, out[len(out)-1].ID); err != nil {
 			return err
 		}
 		msgs := make([]AgentMessage, len(out))

@@ -283,9 +283,9 @@ const freeChunks = 4
 
 // run is the writer's goroutine. It keeps a thread of its own at nice 19
 // (at the process's priority when Urgent) and writes batches (write) until
-// closed and drained. When that thread is
-// starved, it hands the work to a second goroutine, whose thread has the
-// process's priority, until a calm window gives it back (threadPriority).
+// closed and drained. When that thread is starved, it hands the work to a
+// second goroutine, whose thread has the process's priority, until a calm
+// window gives it back (threadPriority).
 func (w *EventWriter) run() {
 	runtime.LockOSThread()
 	var low *writerThread

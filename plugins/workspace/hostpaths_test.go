@@ -66,8 +66,6 @@ func newHostFixture(t testing.TB) hostFixture {
 	return f
 }
 
-// snapshot records every entry of the data directory but the database's
-// files (a running host writes them): its mode and, for a file, its content.
 // startHost starts a host on a config.hcl in the fixture's root: blocks,
 // then the workspace module built from this package, with no roots (so its
 // root is the root). The host is closed when t ends.
@@ -89,6 +87,8 @@ func (f hostFixture) startHost(t testing.TB, blocks string) (*host.Host, *config
 	return h, cfg
 }
 
+// snapshot records every entry of the data directory but the database's
+// files (a running host writes them): its mode and, for a file, its content.
 func (f hostFixture) snapshot(t testing.TB) map[string]string {
 	t.Helper()
 	out := map[string]string{}
