@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -42,7 +43,7 @@ func TestCrashLoopBacksOff(t *testing.T) {
 
 			cpu0, wall0 := cpuTime(t), time.Now()
 			h := startHost(t, newConfig(t, p), opts)
-			waitFor(t, "the plugin is failed", 60*time.Second, func() bool { return pluginStatus(h, "crasher").State == host.StateFailed })
+			proctest.Eventually(t, "the plugin is failed", func() bool { return pluginStatus(h, "crasher").State == host.StateFailed })
 			cpu, wall := cpuTime(t)-cpu0, time.Since(wall0)
 			share := cpu.Seconds() / wall.Seconds()
 			t.Logf("host CPU over the loop: %s in %s (%.1f%% of one core)", cpu, wall.Round(time.Millisecond), 100*share)

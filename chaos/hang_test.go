@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -82,7 +83,7 @@ func TestHangingPluginTimesOut(t *testing.T) {
 			for i := range concurrent {
 				id := fmt.Sprintf("hang-%02d", i)
 				var why []byte
-				waitFor(t, "the plugin saw the context of "+id+" end", 10*time.Second, func() bool {
+				proctest.Eventually(t, "the plugin saw the context of "+id+" end", func() bool {
 					why, _ = os.ReadFile(filepath.Join(cancelDir, id))
 					return len(why) > 0
 				})
@@ -99,7 +100,7 @@ func TestHangingPluginTimesOut(t *testing.T) {
 					t.Errorf("call %s failed with code %v, want timeout", e.CallID, e.Payload["code"])
 				}
 			}
-			waitFor(t, "no hang call left running in the plugin, which still serves", 10*time.Second, func() bool {
+			proctest.Eventually(t, "no hang call left running in the plugin, which still serves", func() bool {
 				res, err := call(h, "hanger_running", nil)
 				if err != nil {
 					t.Fatalf("the plugin after the timeouts: %v", err)

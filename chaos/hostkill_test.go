@@ -37,7 +37,7 @@ func TestHostKilledLeavesNoPlugin(t *testing.T) {
 	})
 
 	var pids []int
-	waitFor(t, "the host wrote its plugins' pids", 30*time.Second, func() bool {
+	proctest.Eventually(t, "the host wrote its plugins' pids", func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("the host exited before it was killed: %v", err)

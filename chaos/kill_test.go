@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -46,7 +47,7 @@ func TestSIGKILLUnder1000Calls(t *testing.T) {
 			done <- outcome{time.Now(), err}
 		}()
 	}
-	waitFor(t, fmt.Sprintf("%d sleep calls running in the plugin", calls), 30*time.Second, func() bool {
+	proctest.Eventually(t, fmt.Sprintf("%d sleep calls running in the plugin", calls), func() bool {
 		res, err := call(h, "victim_running", nil)
 		if err != nil {
 			t.Fatalf("victim_running: %v", err)
@@ -84,7 +85,7 @@ func TestSIGKILLUnder1000Calls(t *testing.T) {
 	if res, err := call(h, "bystander_noop", nil); err != nil || !res.OK {
 		t.Fatalf("the host stopped serving the other plugin: %+v, %v", res, err)
 	}
-	waitFor(t, "the victim's group is back with a new process", 30*time.Second, func() bool {
+	proctest.Eventually(t, "the victim's group is back with a new process", func() bool {
 		for _, g := range h.Groups() {
 			if g.ID == "victim" && g.Source.Pid != 0 && g.Source.Pid != old.Pid && g.Source.State == host.StateRunning {
 				return true
@@ -156,13 +157,13 @@ func TestCrashesLeakNothing(t *testing.T) {
 		if err := syscall.Kill(old.Pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the plugin is back", 10*time.Second, func() bool {
+		proctest.Eventually(t, "the plugin is back", func() bool {
 			st := pluginStatus(h, "phoenix")
 			return st.State == host.StateRunning && st.Pid != old.Pid && st.Restarts == i+1
 		})
 	}
 	var after int
-	waitFor(t, "the goroutines to settle", 5*time.Second, func() bool { after = settled(); return after <= before+2 })
+	proctest.Eventually(t, "the goroutines to settle", func() bool { after = settled(); return after <= before+2 })
 	t.Logf("goroutines: %d before %d kills, %d after", before, kills, after)
 	entries, err := os.ReadDir(sockets)
 	if err != nil {

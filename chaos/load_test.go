@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -81,7 +82,7 @@ func TestSustainedLoad(t *testing.T) {
 	}
 	rss1 := rss(t)
 	after := runtime.NumGoroutine()
-	waitFor(t, fmt.Sprintf("the goroutines settle to at most %d + %d (now %d)", goroutines, goroutineSlack, after), 10*time.Second, func() bool {
+	proctest.Eventually(t, fmt.Sprintf("the goroutines settle to at most %d + %d (now %d)", goroutines, goroutineSlack, after), func() bool {
 		after = runtime.NumGoroutine()
 		return after <= goroutines+goroutineSlack
 	})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
@@ -111,20 +112,6 @@ type testLog struct{ t testing.TB }
 func (w testLog) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
-}
-
-// waitFor polls cond every few milliseconds until it holds, failing the test
-// if it does not within limit. It is a wait, not a timing assertion: the
-// limits are generous.
-func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not so within %s: %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // newAgent creates a role with the groups and an agent of it, and returns the

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolhost/toolhost/internal/pgtest"
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // pairConfig is a serve of TestTwoServesShareOnePostgres: the workspace
@@ -75,19 +75,9 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// within retries f every 10 ms until it holds, for at most d.
-func within(t *testing.T, d time.Duration, what string, f func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !f(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-	}
-}
-
 // TestTwoServesShareOnePostgres: two real serve processes on one
 // PostgreSQL database act as one: a role created through A is served by B
-// within a second; a call id used on A and repeated on B replays A's
+// (told by PostgreSQL, which nothing polls); a call id used on A and repeated on B replays A's
 // result; a token made on A opens B and, revoked on A, is refused by B
 // within a second; an MCP session A opened is unknown to B (404); B's
 // audit log shows A's calls.
@@ -101,7 +91,7 @@ func TestTwoServesShareOnePostgres(t *testing.T) {
 	if code, body := a.api("POST", "/api/roles", "", map[string]any{"name": "reader", "toolGroups": []string{"workspace"}}); code != 201 {
 		t.Fatalf("create a role on A: %d %v", code, body)
 	}
-	within(t, time.Second, "B serves the role A created", func() bool {
+	proctest.Eventually(t, "B serves the role A created", func() bool {
 		code, _ := b.api("GET", "/api/roles/reader/tools", "", nil)
 		return code == 200
 	})
@@ -119,7 +109,7 @@ func TestTwoServesShareOnePostgres(t *testing.T) {
 		t.Fatalf("A's token on B: %d", code)
 	}
 	a.cli("tokens revoke", "pair")
-	within(t, time.Second, "B refuses the token revoked on A", func() bool {
+	proctest.Eventually(t, "B refuses the token revoked on A", func() bool {
 		code, _ := b.api("GET", "/api/roles/reader/tools", secret, nil)
 		return code == 401
 	})
@@ -136,7 +126,7 @@ func TestTwoServesShareOnePostgres(t *testing.T) {
 		t.Fatalf("A's MCP session on B: %d, want 404", code)
 	}
 
-	within(t, 5*time.Second, "B's events show A's call", func() bool {
+	proctest.Eventually(t, "B's events show A's call", func() bool {
 		out := b.cli("events", "-type", "tool_call.completed", "-json")
 		return strings.Contains(out, `"pair-1"`)
 	})

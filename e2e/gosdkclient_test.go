@@ -11,10 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 
@@ -126,21 +126,13 @@ func TestGoSDKClient(t *testing.T) {
 						"command": "sleep " + marker, "timeout_seconds": 600}})
 					done <- err
 				}()
-				for deadline := time.Now().Add(10 * time.Second); proctest.Running("sleep", marker) == 0; time.Sleep(10 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						cancel()
-						t.Fatalf("sleep %s did not start in 10 s", marker)
-					}
-				}
+				t.Cleanup(cancel)
+				proctest.Eventually(t, "the call's sleep runs", func() bool { return proctest.Running("sleep", marker) > 0 })
 				cancel()
 				if err := <-done; !errors.Is(err, context.Canceled) {
 					t.Errorf("the cancelled call returned %v", err)
 				}
-				for cancelled := time.Now(); proctest.Running("sleep", marker) > 0; time.Sleep(10 * time.Millisecond) {
-					if time.Since(cancelled) > 5*time.Second {
-						t.Fatalf("sleep %s still runs 5 s after the client cancelled its call", marker)
-					}
-				}
+				proctest.Eventually(t, "the cancelled call's sleep is gone", func() bool { return proctest.Running("sleep", marker) == 0 })
 				if err := cs.Ping(context.Background(), nil); err != nil {
 					t.Errorf("the session after the cancellation: %v", err)
 				}

@@ -16,10 +16,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // The hostile-agent suite: a real `toolhost serve` with real plugins and a
@@ -123,17 +124,14 @@ func (h *hostile) start() *exec.Cmd {
 			t.Logf("serve's log:\n%s", h.stderr)
 		}
 	})
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(h.base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+	proctest.Eventually(t, "serve is ready", func() bool {
+		resp, err := http.Get(h.base + "/readyz")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not answer in 20s:\n%s", h.stderr)
-		}
-	}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
 	return cmd
 }
 

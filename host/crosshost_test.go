@@ -3,14 +3,15 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/pgtest"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -113,11 +114,7 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	waitCalls := func(n int64, what string) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); calls.Load() < n; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d calls, want %d", what, calls.Load(), n)
-			}
-		}
+		proctest.Eventually(t, fmt.Sprintf("%d calls %s", n, what), func() bool { return calls.Load() >= n })
 	}
 	waitCalls(100, "before the outage")
 	cluster.Stop()
@@ -129,22 +126,10 @@ func TestPostgresOutage(t *testing.T) {
 	if err := cluster.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); h.Ready(ctx) != nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready 10s after PostgreSQL came back: %v", h.Ready(ctx))
-		}
-	}
+	proctest.Eventually(t, "ready after PostgreSQL came back", func() bool { return h.Ready(ctx) == nil })
 	close(stop)
 	wg.Wait()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		err := h.FlushEvents(ctx)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events not written after PostgreSQL came back: %v", err)
-		}
-	}
+	proctest.Eventually(t, "the events are written after PostgreSQL came back", func() bool { return h.FlushEvents(ctx) == nil })
 	evs, err := h.Events(ctx, store.EventFilter{Type: store.EventCallCompleted, Limit: 1 << 20})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"

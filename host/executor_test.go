@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -159,7 +160,7 @@ func TestApprovers(t *testing.T) {
 				res, err := do(h, "guarded", args, "")
 				done <- out{res, err}
 			}()
-			eventually(t, "the call is pending", func() bool { return len(q.Pending()) == 1 })
+			proctest.Eventually(t, "the call is pending", func() bool { return len(q.Pending()) == 1 })
 			pend := q.Pending()[0]
 			if pend.Tool != "guarded" || pend.Group != "probe" || string(pend.Arguments) != args {
 				t.Fatalf("pending = %+v", pend)
@@ -363,7 +364,7 @@ func TestIdempotencyWindow(t *testing.T) {
 	cfg := &config.Config{Executor: config.Executor{Approver: "approve", IdempotencyWindow: time.Nanosecond}}
 	h, p := probeHost(t, cfg, nil)
 	do(h, "echo", `{}`, "old")
-	eventually(t, "the result is saved", func() bool {
+	proctest.Eventually(t, "the result is saved", func() bool {
 		_, saving := h.flights.m.Load("old") // in memory until saved
 		_, err := h.store.CallResult(context.Background(), "old", time.Time{})
 		return err == nil && !saving
@@ -371,7 +372,7 @@ func TestIdempotencyWindow(t *testing.T) {
 	if res, err := do(h, "echo", `{}`, "old"); err != nil || res.Meta["replayed"] != nil || p.calls.Load() != 2 {
 		t.Fatalf("a call id past the window: %+v, %v (ran %d)", res, err, p.calls.Load())
 	}
-	eventually(t, "the second result is saved", func() bool { _, saving := h.flights.m.Load("old"); return !saving })
+	proctest.Eventually(t, "the second result is saved", func() bool { _, saving := h.flights.m.Load("old"); return !saving })
 	h.pruneCallResults(context.Background())
 	if _, err := h.store.CallResult(context.Background(), "old", time.Time{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a result past the window was not pruned: %v", err)
@@ -535,7 +536,7 @@ func TestCloseEndsCallsInFlight(t *testing.T) {
 		_, err := do(h, "block", `{}`, "inflight-1")
 		done <- err
 	}()
-	eventually(t, "the call runs", func() bool { return p.running.Load() == 1 })
+	proctest.Eventually(t, "the call runs", func() bool { return p.running.Load() == 1 })
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,18 +6,21 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/toolhost/toolhost/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/proctest"
+
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/sandbox"
@@ -37,7 +40,7 @@ func testOptions(t testing.TB) *Options {
 	return &Options{
 		Logger:         hclog.New(&hclog.LoggerOptions{Output: testLog{t}, Level: hclog.Info}),
 		RestartBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
-		DescribeTimeout: 2 * time.Second,
+		DescribeTimeout: 20 * time.Second,
 	}
 }
 
@@ -68,18 +71,6 @@ func callTool(t *testing.T, h *Host, tool string, args any) (*toolhost.Result, e
 	return h.Call(context.Background(), &toolhost.CallRequest{Tool: tool, Arguments: raw})
 }
 
-// eventually waits up to 5s for cond; it is a wait, not a timing assertion.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func group(h *Host, id string) (GroupInfo, bool) {
 	for _, g := range h.Groups() {
 		if g.ID == id {
@@ -101,7 +92,7 @@ func plugin(h *Host, name string) PluginStatus {
 func readPid(t *testing.T, file string) int {
 	t.Helper()
 	var pid int
-	eventually(t, "the plugin wrote its pid", func() bool {
+	proctest.Eventually(t, "the plugin wrote its pid", func() bool {
 		b, _ := os.ReadFile(file)
 		pid, _ = strconv.Atoi(string(b))
 		return pid > 0
@@ -156,14 +147,15 @@ func TestConfiguredTimeout(t *testing.T) {
 	if !errors.Is(err, toolhost.ErrTimeout) || !strings.Contains(err.Error(), "tool sleep timed out after 100ms") {
 		t.Fatalf("err = %v, want timeout after 100ms", err)
 	}
-	eventually(t, "the plugin saw its context end", func() bool {
+	proctest.Eventually(t, "the plugin saw its context end", func() bool {
 		b, _ := os.ReadFile(mark)
 		return len(b) > 0
 	})
 }
 
 func TestSIGKILLUnregistersFailsInFlightAndRestarts(t *testing.T) {
-	h := startHost(t, testPlugin("good", "good", nil))
+	env, reached := sleepStarts(t)
+	h := startHost(t, testPlugin("good", "good", env))
 	g, _ := group(h, "testgroup")
 	oldPid := g.Source.Pid
 
@@ -173,7 +165,7 @@ func TestSIGKILLUnregistersFailsInFlightAndRestarts(t *testing.T) {
 			Context: toolhost.CallContext{CallID: "killed-mid-call"}})
 		inflight <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // let the call reach the plugin
+	reached()
 	if err := syscall.Kill(oldPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +174,10 @@ func TestSIGKILLUnregistersFailsInFlightAndRestarts(t *testing.T) {
 		if !errors.Is(err, toolhost.ErrPluginExited) {
 			t.Fatalf("in-flight call: err = %v, want plugin_exited", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(proctest.Patience):
 		t.Fatal("in-flight call did not return")
 	}
-	eventually(t, "the group is back with a new process", func() bool {
+	proctest.Eventually(t, "the group is back with a new process", func() bool {
 		g, ok := group(h, "testgroup")
 		return ok && g.Source.Pid != oldPid && g.Source.Pid != 0
 	})
@@ -218,8 +210,8 @@ func TestExitedGroupIsUnlistedUntilBack(t *testing.T) {
 	if err := syscall.Kill(g.Source.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the group is unregistered", func() bool { _, ok := group(h, "testgroup"); return !ok })
-	eventually(t, "the plugin is failed", func() bool { return plugin(h, "good").State == StateFailed })
+	proctest.Eventually(t, "the group is unregistered", func() bool { _, ok := group(h, "testgroup"); return !ok })
+	proctest.Eventually(t, "the plugin is failed", func() bool { return plugin(h, "good").State == StateFailed })
 	st := plugin(h, "good")
 	if st.Restarts != 0 || st.ErrorCode != toolhost.CodePluginExited || !strings.Contains(st.LastError, "killed") {
 		t.Fatalf("status = %+v", st)
@@ -247,10 +239,15 @@ func TestHostilePluginMatrix(t *testing.T) {
 		{"nohandshake", "no handshake within the start timeout of 500ms", toolhost.CodeTimeout, 1},
 		{"exit", "exited before the handshake (exit status 1)", toolhost.CodePluginExited, 1},
 		{"crashloop", "exited before the handshake (exit status 1)", toolhost.CodePluginExited, 3},
-		{"slowdescribe", "describe: no answer within 2s", toolhost.CodeTimeout, 1},
+		{"slowdescribe", "describe: no answer within 10s", toolhost.CodeTimeout, 1},
 	}
+	// Each plugin's process is found by its pid file's name in its
+	// environment, not by the pid it writes there: the one that never shakes
+	// hands may be killed, on a busy machine, before its race-built binary
+	// gets that far.
 	dir := t.TempDir()
-	plugins := []config.Plugin{testPlugin("good", "good", nil)}
+	marker := func(name string) string { return pidFileEnv + "=" + filepath.Join(dir, name) }
+	plugins := []config.Plugin{testPlugin("good", "good", map[string]string{pidFileEnv: filepath.Join(dir, "good")})}
 	for _, c := range cases {
 		behaviour := c.behaviour
 		if behaviour == "crashloop" {
@@ -259,18 +256,25 @@ func TestHostilePluginMatrix(t *testing.T) {
 		p := testPlugin(c.behaviour, behaviour, map[string]string{pidFileEnv: filepath.Join(dir, c.behaviour)})
 		// Only the plugin that never shakes hands waits for the timeout: eleven
 		// race-built test binaries starting at once on a busy machine may take
-		// more than its 500ms to answer (bigspec once did, and was refused
+		// seconds to answer (bigspec once took more than 500ms, and was refused
 		// for that instead of for its spec).
-		p.StartTimeout, p.MaxRestarts = 10*time.Second, c.maxRestarts
+		p.StartTimeout, p.MaxRestarts = proctest.Patience, c.maxRestarts
 		if c.behaviour == "nohandshake" {
 			p.StartTimeout = 500 * time.Millisecond
 		}
 		plugins = append(plugins, p)
 	}
-	h := startHost(t, plugins...)
+	opts := testOptions(t)
+	opts.DescribeTimeout = 10 * time.Second // what slowdescribe waits; the others answer in milliseconds
+	h := runHost(t, &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: plugins}, opts)
+	// The marker finds a live plugin: its absence below means the process is
+	// gone, not that the search is blind.
+	if g, _ := group(h, "testgroup"); !slices.Equal(proctest.WithEnv(marker("good")), []int{g.Source.Pid}) {
+		t.Fatalf("processes marked as the good plugin = %v, want its pid %d", proctest.WithEnv(marker("good")), g.Source.Pid)
+	}
 	for _, c := range cases {
 		t.Run(c.behaviour, func(t *testing.T) {
-			eventually(t, "the plugin is failed", func() bool { return plugin(h, c.behaviour).State == StateFailed })
+			proctest.Eventually(t, "the plugin is failed", func() bool { return plugin(h, c.behaviour).State == StateFailed })
 			st := plugin(h, c.behaviour)
 			t.Logf("%s: %s", st.ErrorCode, st.LastError)
 			if !strings.Contains(st.LastError, c.want) || st.ErrorCode != c.code {
@@ -279,8 +283,7 @@ func TestHostilePluginMatrix(t *testing.T) {
 			if c.behaviour == "crashloop" && st.Restarts != c.maxRestarts {
 				t.Errorf("restarts = %d, want %d", st.Restarts, c.maxRestarts)
 			}
-			pid := readPid(t, filepath.Join(dir, c.behaviour))
-			eventually(t, "its process is gone", func() bool { return !proctest.Alive(pid) })
+			proctest.Eventually(t, "its process is gone", func() bool { return len(proctest.WithEnv(marker(c.behaviour))) == 0 })
 		})
 	}
 	if res, err := callTool(t, h, "echo", map[string]any{"text": "ok"}); err != nil || !res.OK {
@@ -374,7 +377,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 	if proctest.Alive(g.Source.Pid) {
 		t.Error("plugin alive after Close")
 	}
-	eventually(t, "the grandchild is gone", func() bool { return !proctest.Alive(grandchild) })
+	proctest.Eventually(t, "the grandchild is gone", func() bool { return !proctest.Alive(grandchild) })
 }
 
 func TestDuplicateGroupReplacesAndSurvivesOldExit(t *testing.T) {
@@ -396,7 +399,7 @@ func TestDuplicateGroupReplacesAndSurvivesOldExit(t *testing.T) {
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the first plugin has exited", func() bool { return !proctest.Alive(first) && plugin(h, "first").Pid != first })
+	proctest.Eventually(t, "the first plugin has exited", func() bool { return !proctest.Alive(first) && plugin(h, "first").Pid != first })
 	if g, ok := group(h, "shared"); !ok || g.Source.Name == "" {
 		t.Fatalf("the replaced plugin's exit removed the group: %+v", h.Groups())
 	}
@@ -453,12 +456,12 @@ func TestHostKilledLeavesNoPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	pluginPid := readPid(t, pidFile)
-	eventually(t, "the plugin runs", func() bool { return proctest.Alive(pluginPid) })
+	proctest.Eventually(t, "the plugin runs", func() bool { return proctest.Alive(pluginPid) })
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	eventually(t, "the orphaned plugin is gone", func() bool { return !proctest.Alive(pluginPid) })
+	proctest.Eventually(t, "the orphaned plugin is gone", func() bool { return !proctest.Alive(pluginPid) })
 }
 
 // TestSHA256Pinning: a pinned plugin runs when its executable matches and
@@ -509,7 +512,7 @@ func TestPluginLogsKeepTheirLevels(t *testing.T) {
 	if res, err := callTool(t, h, "log", map[string]any{"text": "hello host"}); err != nil || !res.OK {
 		t.Fatalf("log: %+v, %v", res, err)
 	}
-	eventually(t, "the plugin's line is logged", func() bool {
+	proctest.Eventually(t, "the plugin's line is logged", func() bool {
 		// The relayed fields come in no fixed order.
 		for _, line := range strings.Split(buf.String(), "\n") {
 			if regexp.MustCompile(`\[WARN\] +good(\.[a-z.-]+)?: plugin says: `).MatchString(line) &&

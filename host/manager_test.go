@@ -6,8 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/toolhost/toolhost"
 	"pgregory.net/rapid"
+
+	"github.com/toolhost/toolhost"
 )
 
 // Names are drawn from small pools so that groups collide on ids and tool names.

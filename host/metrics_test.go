@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // gathered returns the value (a counter's, a gauge's or a histogram's
@@ -42,7 +43,8 @@ func gathered(t *testing.T, m *Metrics, name string, labels ...string) (float64,
 // TestMetricsOfAKilledPlugin: a call failed by its plugin's death counts as
 // plugin_exited, and the plugin's restart and state show at the next scrape.
 func TestMetricsOfAKilledPlugin(t *testing.T) {
-	h := startHost(t, testPlugin("good", "good", nil))
+	env, reached := sleepStarts(t)
+	h := startHost(t, testPlugin("good", "good", env))
 	if v, ok := gathered(t, h.Metrics(), "toolhost_plugin_state", "plugin=good", "state=running"); !ok || v != 1 {
 		t.Fatalf("running before the kill = %v %v", v, ok)
 	}
@@ -52,18 +54,18 @@ func TestMetricsOfAKilledPlugin(t *testing.T) {
 		_, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "sleep", Arguments: []byte(`{"ms":60000}`)})
 		inflight <- err
 	}()
-	eventually(t, "the call is in flight", func() bool {
+	proctest.Eventually(t, "the call is in flight", func() bool {
 		v, _ := gathered(t, h.Metrics(), "toolhost_tool_calls_in_flight")
 		return v == 1
 	})
-	time.Sleep(50 * time.Millisecond) // let the call reach the plugin
+	reached()
 	if err := syscall.Kill(g.Source.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-inflight; !errors.Is(err, toolhost.ErrPluginExited) {
 		t.Fatalf("in-flight call: %v", err)
 	}
-	eventually(t, "the plugin is back", func() bool { return plugin(h, "good").State == StateRunning && plugin(h, "good").Restarts == 1 })
+	proctest.Eventually(t, "the plugin is back", func() bool { return plugin(h, "good").State == StateRunning && plugin(h, "good").Restarts == 1 })
 	for _, c := range []struct {
 		name   string
 		labels []string

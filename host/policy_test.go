@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
-	"pgregory.net/rapid"
 )
 
 // tb is what the helpers need of a *testing.T or a *rapid.T.
@@ -510,7 +512,7 @@ func TestWatchSeesGroupAndRoleChanges(t *testing.T) {
 		t.Helper()
 		select {
 		case <-fired:
-		case <-time.After(5 * time.Second):
+		case <-time.After(proctest.Patience):
 			t.Fatalf("no notification after %s", what)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/proctest"
@@ -57,7 +58,7 @@ func sandboxedPid(t *testing.T, marker string) int {
 	t.Helper()
 	exe, _ := os.Executable()
 	var pid int
-	eventually(t, "the sandboxed plugin runs", func() bool {
+	proctest.Eventually(t, "the sandboxed plugin runs", func() bool {
 		for p, args := range markedProcs(marker) {
 			if slices.Equal(args, []string{exe, marker}) {
 				pid = p
@@ -209,7 +210,7 @@ func TestSandboxedPluginLifecycle(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the group is back with a new sandbox", func() bool {
+	proctest.Eventually(t, "the group is back with a new sandbox", func() bool {
 		g, ok := group(h, "testgroup")
 		return ok && g.Source.Pid != bwrapPid && g.Source.Pid != 0
 	})
@@ -217,7 +218,7 @@ func TestSandboxedPluginLifecycle(t *testing.T) {
 		t.Fatalf("after the kill: %+v", st)
 	}
 	for old := range first {
-		eventually(t, "the killed sandbox's processes are gone", func() bool { return !proctest.Alive(old) })
+		proctest.Eventually(t, "the killed sandbox's processes are gone", func() bool { return !proctest.Alive(old) })
 	}
 	if _, err := os.Stat(socketDir); !os.IsNotExist(err) {
 		t.Errorf("the killed plugin's socket directory is left: %v", err)

@@ -25,9 +25,9 @@ const testMCPEnv = "TOOLHOST_TEST_MCP"
 //   - "junk": a line that is not JSON-RPC on stdout, then silence;
 //   - "silent": never answers initialize;
 //   - "crash-on-list": answers initialize, then exits on tools/list.
-//   - "flood": two tools, echo and flood, which announces tools/list_changed
-//     floodNotices times at once; it counts its tools/list requests in the
-//     file $TOOLHOST_TEST_MCP_LISTS.
+//   - "flood": echo; flood, which announces tools/list_changed floodNotices
+//     times at once; and finish, which adds a tool, after, and announces it
+//     once. It counts its tools/list requests in $TOOLHOST_TEST_MCP_LISTS.
 func serveTestMCP(behaviour string) {
 	switch behaviour {
 	case "flood":
@@ -53,18 +53,23 @@ func serveTestMCP(behaviour string) {
 const floodNotices = 20000
 
 func serveFloodMCP() {
-	lists := 0
+	lists, tools := 0, `{"name":"echo","description":"Echo.","inputSchema":{"type":"object"}},{"name":"flood","description":"Flood.","inputSchema":{"type":"object"}},{"name":"finish","description":"Add a tool.","inputSchema":{"type":"object"}}`
 	serveRawMCP("flood", true, func(out io.Writer, method string, id json.RawMessage, line string) bool {
 		switch method {
 		case "tools/list":
 			lists++
 			_ = os.WriteFile(os.Getenv("TOOLHOST_TEST_MCP_LISTS"), []byte(fmt.Sprint(lists)), 0o600)
-			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"echo","description":"Echo.","inputSchema":{"type":"object"}},{"name":"flood","description":"Flood.","inputSchema":{"type":"object"}}]}}`+"\n", id)
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s]}}`+"\n", id, tools)
 		case "tools/call":
-			if strings.Contains(line, `"name":"flood"`) {
-				for range floodNotices {
-					fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
-				}
+			notices := 0
+			switch {
+			case strings.Contains(line, `"name":"flood"`):
+				notices = floodNotices
+			case strings.Contains(line, `"name":"finish"`):
+				tools, notices = tools+`,{"name":"after","description":"Listed after finish.","inputSchema":{"type":"object"}}`, 1
+			}
+			for range notices {
+				fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
 			}
 			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"still here"}]}}`+"\n", id)
 		default:

@@ -12,14 +12,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel"
+
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/internal/rpcplugin"
 	"github.com/toolhost/toolhost/sdk"
-	"go.opentelemetry.io/otel"
 )
 
 // The test binary re-executes itself as a plugin when testPluginEnv names
@@ -28,6 +31,7 @@ const (
 	testPluginEnv = "TOOLHOST_TEST_PLUGIN"
 	groupIDEnv    = "TOOLHOST_TEST_GROUP"
 	pidFileEnv    = "TOOLHOST_TEST_PIDFILE"
+	startFileEnv  = "TOOLHOST_TEST_STARTFILE"   // the sleep tool writes here when it starts
 	cancelFileEnv = "TOOLHOST_TEST_CANCELFILE"  // the sleep tool writes here when its ctx ends
 	sandboxOutEnv = "TOOLHOST_TEST_SANDBOXFILE" // Configure writes the sandbox it was sent here
 )
@@ -63,6 +67,9 @@ func testGroup() *sdk.Group {
 				return sdk.Text(r.Args.Text), nil
 			}),
 			sdk.NewTool("sleep", "Sleep, or until cancelled.", func(ctx context.Context, r *sdk.Request[sleepArgs]) (*sdk.Result, error) {
+				if f := os.Getenv(startFileEnv); f != "" {
+					_ = os.WriteFile(f, []byte("started"), 0o644)
+				}
 				select {
 				case <-time.After(time.Duration(r.Args.Ms) * time.Millisecond):
 					return sdk.Text("slept"), nil
@@ -224,6 +231,16 @@ func serveTestPlugin(name string) {
 	}
 }
 
+// sleepStarts returns the env that makes the sleep tool say when it starts,
+// and a wait until a call of it has.
+func sleepStarts(t *testing.T) (map[string]string, func()) {
+	f := filepath.Join(t.TempDir(), "started")
+	return map[string]string{startFileEnv: f}, func() {
+		t.Helper()
+		proctest.Eventually(t, "the call reached the plugin", func() bool { _, err := os.Stat(f); return err == nil })
+	}
+}
+
 // testPlugin returns a config block that runs this test binary as the named
 // test plugin.
 func testPlugin(name, behaviour string, env map[string]string) config.Plugin {
@@ -237,6 +254,6 @@ func testPlugin(name, behaviour string, env map[string]string) config.Plugin {
 	}
 	return config.Plugin{
 		Name: name, Kind: config.KindPlugin, Path: exe, Env: e,
-		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 5 * time.Second, Config: []byte("{}"),
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: proctest.Patience, Config: []byte("{}"),
 	}
 }

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/store"
-	"pgregory.net/rapid"
 )
 
 // defNames are the names of definitions, sorted.

@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
-	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // TestTraceOfACallIncludesThePlugin: a call to a real subprocess plugin
@@ -70,7 +71,7 @@ func TestTraceOfACallIncludesThePlugin(t *testing.T) {
 	if err != nil || len(evs) != 1 || evs[0].Payload["trace_id"] != tid.String() {
 		t.Errorf("started events %+v (%v), want one with trace_id %s", evs, err, tid)
 	}
-	eventually(t, "the plugin's line carries the trace id", func() bool {
+	proctest.Eventually(t, "the plugin's line carries the trace id", func() bool {
 		return regexp.MustCompile(`traced call: .*\btrace_id=` + tid.String()).MatchString(logs.String())
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )
@@ -49,7 +50,7 @@ func TestWatchersHearOfRoleChangesOnly(t *testing.T) {
 	if _, err := other.CreateRole(ctx, store.Role{Name: "elsewhere"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the watchers hear of the new role", func() bool { return heard.Load() == 1 })
+	proctest.Eventually(t, "the watchers hear of the new role", func() bool { return heard.Load() == 1 })
 	if _, err := h.Role("elsewhere"); err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/pgtest"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/store"
 )
@@ -52,14 +52,7 @@ func TestTwoHostsShareAgentsArtifactsAndTrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, ok := b.h.Agent(agent.ID); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("B does not know the agent A created, a second later")
-		}
-	}
+	proctest.Eventually(t, "B knows the agent A created", func() bool { _, ok := b.h.Agent(agent.ID); return ok })
 	put := call(a.h, agent.ID, "put_artifact", map[string]any{"name": "note.txt", "content": "shared across hosts"})
 	id, _ := put.Meta[toolhost.MetaStructuredContent].(map[string]any)["id"].(string)
 	if got := call(b.h, agent.ID, "get_artifact", map[string]any{"id": id}); got.Stdout != "shared across hosts" {

@@ -15,12 +15,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/netpolicy"
 	"github.com/toolhost/toolhost/sandbox/internal/stage"
-	"pgregory.net/rapid"
 )
 
 // run runs a bash command line under p in dir and returns its combined
@@ -294,18 +294,10 @@ func TestKillEndsEverything(t *testing.T) {
 	if _, err := out.Read(buf); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); sleepers(marker) != 2; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sleepers running, want 2", sleepers(marker))
-		}
-	}
+	proctest.Eventually(t, "2 sleepers run", func() bool { return sleepers(marker) == 2 })
 	cancel()
 	_ = cmd.Wait()
-	for deadline := time.Now().Add(5 * time.Second); sleepers(marker) > 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sleepers outlived the sandbox", sleepers(marker))
-		}
-	}
+	proctest.Eventually(t, "no sleeper outlives the sandbox", func() bool { return sleepers(marker) == 0 })
 	if _, err := os.Stat(cmd.tmp); err == nil {
 		t.Errorf("the proxy's directory %s is still there", cmd.tmp)
 	}

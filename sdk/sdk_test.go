@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/internal/rpcplugin"
@@ -184,7 +186,7 @@ func TestCancellationReachesHandler(t *testing.T) {
 		if err == nil {
 			t.Fatal("handler context ended without an error")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(proctest.Patience):
 		t.Fatal("the handler's context was never cancelled")
 	}
 }
@@ -297,11 +299,7 @@ func TestPluginExitsWhenItsParentDies(t *testing.T) {
 		t.Fatalf("pid %q: %v", out, err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	for deadline := time.Now().Add(5 * time.Second); proctest.Alive(pid); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("orphaned plugin %d still running", pid)
-		}
-	}
+	proctest.Eventually(t, fmt.Sprintf("the orphaned plugin %d is gone", pid), func() bool { return !proctest.Alive(pid) })
 }
 
 func TestFailKeepsOutput(t *testing.T) {

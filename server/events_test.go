@@ -12,6 +12,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )
@@ -49,11 +50,10 @@ func TestApprovalsAPI(t *testing.T) {
 			done <- answer{code, string(raw)}
 		}()
 		var pending []host.ApprovalRequest
-		deadline := time.Now().Add(5 * time.Second)
-		for len(pending) == 0 && time.Now().Before(deadline) {
+		proctest.Eventually(t, "the call is pending", func() bool {
 			do(t, "GET", srv.URL+"/api/approvals", nil, &pending)
-			time.Sleep(5 * time.Millisecond)
-		}
+			return len(pending) > 0
+		})
 		var args map[string]string
 		if len(pending) == 1 {
 			_ = json.Unmarshal(pending[0].Arguments, &args)

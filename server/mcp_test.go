@@ -14,10 +14,12 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )
@@ -160,8 +162,8 @@ func waitChanged(t *testing.T, changed chan struct{}) {
 	t.Helper()
 	select {
 	case <-changed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no notifications/tools/list_changed within 5s")
+	case <-time.After(proctest.Patience):
+		t.Fatal("no notifications/tools/list_changed")
 	}
 }
 

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/sdk"
 )
@@ -50,7 +52,7 @@ func TestMCPSessionLoadsDeferredTools(t *testing.T) {
 	}
 	select {
 	case <-aChanged:
-	case <-time.After(5 * time.Second):
+	case <-time.After(proctest.Patience):
 		t.Fatal("the loading session got no list_changed")
 	}
 	if got := mcptest.ToolNames(t, a); !slices.Equal(got, []string{"console_print", "find_tools", "load_tools", "peek"}) {

@@ -9,14 +9,15 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )
@@ -59,9 +60,8 @@ func TestParseFastCall(t *testing.T) {
 }
 
 // slowGroup has a tool reporting three steps of progress, 60 ms apart, and
-// one that waits until its call is cancelled, and then sends its context's
-// error on cancelled.
-func slowGroup(cancelled chan<- error) *sdk.Group {
+// one, wait, that waits until its call is cancelled, telling w.
+func slowGroup(w *waiter) *sdk.Group {
 	return &sdk.Group{ID: "slow", Description: "Slow tools.", Tools: []sdk.Tool{
 		sdk.NewTool("steps", "Three steps.", func(_ context.Context, r *sdk.Request[struct{}]) (*sdk.Result, error) {
 			for i := 1; i <= 3; i++ {
@@ -71,28 +71,66 @@ func slowGroup(cancelled chan<- error) *sdk.Group {
 			return sdk.Text("done"), nil
 		}),
 		sdk.NewTool("wait", "Wait to be cancelled.", func(ctx context.Context, _ *sdk.Request[struct{}]) (*sdk.Result, error) {
+			w.started <- struct{}{}
 			<-ctx.Done()
-			cancelled <- ctx.Err()
+			w.cancelled <- ctx.Err()
 			return nil, ctx.Err()
 		}),
 	}}
 }
 
-// fastConfig has a role with the console and slow groups.
-var fastConfig = &config.Config{Roles: []config.Role{{Name: "worker", ToolGroups: []string{"console", "slow"}, Pos: "config.hcl:1,1"}}}
+// waiter hears from slowGroup's wait tool: when a call of it starts, and
+// its context's error when the call is cancelled.
+type waiter struct {
+	started   chan struct{}
+	cancelled chan error
+}
 
-// waitCancelled waits until the wait tool's call is cancelled.
-func waitCancelled(t *testing.T, cancelled <-chan error) {
+func newWaiter() *waiter {
+	return &waiter{started: make(chan struct{}, 1), cancelled: make(chan error, 1)}
+}
+
+// cancelOnStart returns a context that is cancelled once the wait tool's
+// call has started: a client that goes away mid-call, however long the call
+// took to arrive.
+func (w *waiter) cancelOnStart(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		select {
+		case <-w.started:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx
+}
+
+// waitStarted waits until the wait tool's call has started.
+func (w *waiter) waitStarted(t *testing.T) {
 	t.Helper()
 	select {
-	case err := <-cancelled:
+	case <-w.started:
+	case <-time.After(proctest.Patience):
+		t.Fatalf("the wait tool's call did not start within %s", proctest.Patience)
+	}
+}
+
+// waitCancelled waits until the wait tool's call is cancelled.
+func (w *waiter) waitCancelled(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-w.cancelled:
 		if err == nil {
 			t.Error("the call ended without its context's error")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call was not cancelled within 5s")
+	case <-time.After(proctest.Patience):
+		t.Fatalf("the call was not cancelled within %s", proctest.Patience)
 	}
 }
+
+// fastConfig has a role with the console and slow groups.
+var fastConfig = &config.Config{Roles: []config.Role{{Name: "worker", ToolGroups: []string{"console", "slow"}, Pos: "config.hcl:1,1"}}}
 
 // call is a tools/call request of id; its params have _meta when meta is
 // not "".
@@ -188,8 +226,8 @@ func sseData(contentType string, body []byte) [][]byte {
 // token gets the stream, its progress notifications before the result; both
 // run as the session's agent; a call whose client goes away is cancelled.
 func TestMCPFastPathHTTP(t *testing.T) {
-	cancelled := make(chan error, 1)
-	srv, h := serve(t, fastConfig, group("console", "console_print"), group("artifact", "get_artifact"), slowGroup(cancelled))
+	w := newWaiter()
+	srv, h := serve(t, fastConfig, group("console", "console_print"), group("artifact", "get_artifact"), slowGroup(w))
 	s := &httpSession{url: srv.URL + "/mcp/worker", version: "2025-06-18"}
 	s.post(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	s.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -226,9 +264,7 @@ func TestMCPFastPathHTTP(t *testing.T) {
 	}
 
 	// A client that goes away cancels its call.
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", s.url, strings.NewReader(call(11, "wait", `{}`, "")))
+	req, _ := http.NewRequestWithContext(w.cancelOnStart(t), "POST", s.url, strings.NewReader(call(11, "wait", `{}`, "")))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", s.id)
@@ -237,7 +273,7 @@ func TestMCPFastPathHTTP(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("wait answered %s", resp.Status)
 	}
-	waitCancelled(t, cancelled)
+	w.waitCancelled(t)
 }
 
 // TestMCPFastPathSDKClient: the go-sdk client, over streamable HTTP and
@@ -245,8 +281,8 @@ func TestMCPFastPathHTTP(t *testing.T) {
 // progress when it asks, and cancels a call of the fast path with
 // notifications/cancelled.
 func TestMCPFastPathSDKClient(t *testing.T) {
-	cancelled := make(chan error, 1)
-	srv, h := serve(t, fastConfig, group("console", "console_print"), slowGroup(cancelled))
+	w := newWaiter()
+	srv, h := serve(t, fastConfig, group("console", "console_print"), slowGroup(w))
 	for name, open := range map[string]func(t *testing.T, c *mcp.Client) *mcp.ClientSession{
 		"http": func(t *testing.T, c *mcp.Client) *mcp.ClientSession {
 			cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/worker"}, nil)
@@ -293,25 +329,21 @@ func TestMCPFastPathSDKClient(t *testing.T) {
 				t.Fatalf("steps: %+v, %v", res, err)
 			}
 			// The client may handle the last notification after the result.
-			want := []string{"step 1", "step 2", "step 3"}
-			for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+			proctest.Eventually(t, "the progress of the three steps", func() bool {
 				mu.Lock()
-				got := slices.Clone(progress)
-				mu.Unlock()
-				if reflect.DeepEqual(got, want) {
-					break
-				}
-				if time.Since(start) > 5*time.Second {
-					t.Fatalf("progress %q, want %q", got, want)
-				}
+				defer mu.Unlock()
+				return len(progress) >= 3
+			})
+			mu.Lock()
+			if want := []string{"step 1", "step 2", "step 3"}; !reflect.DeepEqual(progress, want) {
+				t.Errorf("progress %q, want %q", progress, want)
 			}
+			mu.Unlock()
 
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			defer cancel()
-			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{}}); err == nil {
+			if _, err := cs.CallTool(w.cancelOnStart(t), &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{}}); err == nil {
 				t.Fatal("wait: no error")
 			}
-			waitCancelled(t, cancelled)
+			w.waitCancelled(t)
 		})
 	}
 }
@@ -374,8 +406,8 @@ func (c *lineClient) await(t *testing.T, id int) []rpcResponse {
 // the SDK does — in a session that began with initialize, and with the
 // per-request protocol — and notifications/cancelled cancels it.
 func TestMCPFastPathLines(t *testing.T) {
-	cancelled := make(chan error, 1)
-	_, h := serve(t, fastConfig, group("console", "console_print"), slowGroup(cancelled))
+	w := newWaiter()
+	_, h := serve(t, fastConfig, group("console", "console_print"), slowGroup(w))
 	serveWorker := func(tr mcp.Transport) error { return ServeMCP(context.Background(), h, "worker", tr) }
 	const perRequest = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}`
 	for _, tt := range []struct {
@@ -408,9 +440,9 @@ func TestMCPFastPathLines(t *testing.T) {
 				}
 			}
 			c.send(t, call(20, "wait", `{}`, tt.meta))
-			time.Sleep(50 * time.Millisecond)
+			w.waitStarted(t)
 			c.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":20}}`)
-			waitCancelled(t, cancelled)
+			w.waitCancelled(t)
 			if res := c.await(t, 20); !strings.Contains(string(res[len(res)-1].Result), `"isError":true`) {
 				t.Errorf("the cancelled call answered %s", res[len(res)-1].Result)
 			}

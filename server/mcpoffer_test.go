@@ -3,15 +3,16 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
@@ -70,13 +71,7 @@ func serveLogged(t *testing.T, cfg *config.Config, groups ...toolhost.Provider) 
 // waitTools waits until the session lists exactly the tools want (sorted).
 func waitTools(t *testing.T, cs *mcp.ClientSession, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for got := mcptest.ToolNames(t, cs); !slices.Equal(got, want); got = mcptest.ToolNames(t, cs) {
-		if time.Now().After(deadline) {
-			t.Fatalf("tools = %v, want %v", got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.Eventually(t, fmt.Sprintf("the session lists %v", want), func() bool { return slices.Equal(mcptest.ToolNames(t, cs), want) })
 }
 
 // offerDiagnostics returns GET /api/diagnostics' entries about the group's

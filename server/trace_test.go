@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/host"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
 )
 
 // TestCallersTraceContextIsKept: a caller in a trace has its call's span

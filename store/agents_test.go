@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/toolhost/toolhost/internal/pgtest"
 	"pgregory.net/rapid"
+
+	"github.com/toolhost/toolhost/internal/pgtest"
 )
 
 // runtimeAgent creates a runtime agent of the root role, with no owner

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 func TestApprovals(t *testing.T) {
@@ -127,7 +129,7 @@ func TestApprovalsAcrossStores(t *testing.T) {
 		if _, err := b.DecideApproval(ctx, "appr_1", ApprovalDecision{Status: ApprovalDenied, Reason: "no"}); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.After(5 * time.Second)
+		deadline := time.After(proctest.Patience)
 		for {
 			select {
 			case <-w.C:

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/pgtest"
 	"pgregory.net/rapid"
+
+	"github.com/toolhost/toolhost/internal/pgtest"
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // writeEvents emits events through a new writer, closes it, and returns
@@ -414,7 +416,7 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 	}()
 	select {
 	case <-emitted:
-	case <-time.After(10 * time.Second):
+	case <-time.After(proctest.Patience):
 		t.Fatal("Emit blocked while the database was down")
 	}
 	if err := w.Flush(ctx); !errors.Is(err, ErrUnavailable) {
@@ -451,7 +453,7 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 		if !strings.Contains(err.Error(), "events lost") {
 			t.Fatalf("reported %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(proctest.Patience):
 		t.Fatal("the loss was not reported")
 	}
 	t.Logf("%d events queued through the outage and written after it, %d lost past the queue's bound", len(got), lost)
@@ -563,7 +565,10 @@ func TestQueryAfterItsConnectionWasEnded(t *testing.T) {
 	if err := admin.QueryRowContext(ctx, "SELECT pg_terminate_backend($1)", pid).Scan(&ended); err != nil || !ended {
 		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, ended, err)
 	}
-	time.Sleep(100 * time.Millisecond) // the goodbye reaches the socket; the connection stays idle under a second
+	// Once the backend's process is gone, its goodbye is in our socket (a
+	// process's files close before it exits); the connection stays idle
+	// under a second, as the pool's peek allows.
+	proctest.Eventually(t, "the ended backend's process is gone", func() bool { return !proctest.Alive(pid) })
 	for i := range 3 {
 		if _, err := s.Roles(ctx); err != nil {
 			t.Fatalf("query %d after its connection was ended: %v", i+1, err)

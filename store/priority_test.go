@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/procstat"
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
+
+	"github.com/toolhost/toolhost/internal/procstat"
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // The main goroutine keeps the main thread, so that no test goroutine runs
@@ -257,15 +259,10 @@ func TestEndLockedThreadKeepsChildren(t *testing.T) {
 		endLockedThread()
 	}()
 	tid := <-done
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("thread %d, without children, did not end", tid)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	proctest.Eventually(t, fmt.Sprintf("thread %d, without children, ends", tid), func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid))
+		return err != nil
+	})
 }
 
 // emitUntil writes small batches to w, as calls would, until cond holds.

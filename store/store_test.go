@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 func TestOpenCreatesRootAndIsIdempotent(t *testing.T) {
@@ -169,7 +171,7 @@ func TestChangesSeesOtherConnections(t *testing.T) {
 		}
 		select {
 		case <-w.C:
-		case <-time.After(10 * time.Second):
+		case <-time.After(proctest.Patience):
 			t.Fatal("a commit by another store went unnoticed")
 		}
 		if _, err := a.Role(ctx, "from-cli"); err != nil {

@@ -44,11 +44,11 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PORT", strconv.Itoa(port))
 			return err
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"httpget": httpget, "sleep": sleep, "capture": capture},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"httpget": httpget, "waitfile": waitfile, "capture": capture},
 	})
 }
 
-// httpget [-token T] URL FILE [REGEXP] waits up to 10s for URL to answer
+// httpget [-token T] URL FILE [REGEXP] waits for URL to answer
 // (and, with REGEXP, for its body to match), then writes the status line and
 // body to FILE. With -token it sends Authorization: Bearer T.
 func httpget(ts *testscript.TestScript, neg bool, args []string) {
@@ -65,7 +65,7 @@ func httpget(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	var out []byte
 	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(proctest.Patience); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		req, _ := http.NewRequest(http.MethodGet, args[0], nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -85,14 +85,22 @@ func httpget(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), out, 0o644))
 }
 
-// sleep DURATION waits, giving a background command time to act.
-func sleep(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: sleep DURATION")
+// waitfile FILE N REGEXP waits until FILE (written by a background
+// command) has at least N lines matching REGEXP: what the command was to do
+// by then, whenever it gets to it.
+func waitfile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: waitfile FILE N REGEXP")
 	}
-	d, err := time.ParseDuration(args[0])
+	n, err := strconv.Atoi(args[1])
 	ts.Check(err)
-	time.Sleep(d)
+	re := regexp.MustCompile("(?m)" + args[2])
+	matches := func() int { b, _ := os.ReadFile(ts.MkAbs(args[0])); return len(re.FindAll(b, -1)) }
+	for deadline := time.Now().Add(proctest.Patience); matches() < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfile: %s has %d lines matching %s after %s, want %d", args[0], matches(), args[2], proctest.Patience, n)
+		}
+	}
 }
 
 // capture VAR FILE REGEXP sets VAR to REGEXP's first submatch in FILE (such

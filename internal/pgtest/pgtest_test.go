@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/toolhost/toolhost/internal/procstat"
 	"github.com/toolhost/toolhost/internal/proctest"
 )
@@ -133,7 +134,11 @@ func TestStopAndStartAgain(t *testing.T) {
 		_, err := busy.Exec(ctx, "SELECT pg_sleep(60)")
 		inFlight <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	proctest.Eventually(t, "the query runs", func() bool {
+		var n int
+		err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)' AND state = 'active'").Scan(&n)
+		return err == nil && n == 1
+	})
 
 	start = time.Now()
 	c.Stop()
@@ -144,7 +149,7 @@ func TestStopAndStartAgain(t *testing.T) {
 			t.Fatal("the query in flight survived Stop")
 		}
 		t.Logf("query in flight: %v", err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(proctest.Patience):
 		t.Fatal("the query in flight still runs after Stop")
 	}
 	c.Stop() // stopping a stopped cluster does nothing
@@ -298,7 +303,7 @@ func TestKilledBinaryLeavesNothing(t *testing.T) {
 		if ok {
 			t.Fatal("more from the child")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(proctest.Patience):
 		t.Fatal("the child's stdout is still open: something it started holds it")
 	}
 }

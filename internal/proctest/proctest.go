@@ -7,9 +7,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/procstat"
@@ -38,6 +40,42 @@ func Running(argv ...string) int {
 		}
 	}
 	return n
+}
+
+// WithEnv lists the live processes whose environment holds entry
+// ("KEY=value"): the way to find a process that the test had started with a
+// value of its own, whether or not it got far enough to say its pid.
+func WithEnv(entry string) []int {
+	files, _ := filepath.Glob("/proc/[0-9]*/environ")
+	var pids []int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), entry) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil && Alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Patience is how long a test waits for something it expects to happen:
+// long enough for a 2-core machine whose cores are both busy to start
+// race-built processes and answer, so that reaching it means the thing
+// never happens. A passing test waits only as long as the thing takes.
+const Patience = 60 * time.Second
+
+// Eventually polls cond until it holds, and fails the test, naming what it
+// waited for, if it does not within Patience. It is a wait, not a timing
+// assertion.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(Patience); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s", Patience, what)
+		}
+	}
 }
 
 // Marker is a number of seconds that no other test's sleep uses, for a

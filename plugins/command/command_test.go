@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolhost/toolhost/internal/proctest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/proctest"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/sdk"
@@ -243,24 +244,14 @@ func do(ctx context.Context, p *sdktest.Plugin, tool string, args any) (*sdk.Res
 
 // waitFor waits until a file exists and is not empty.
 func waitFor(t *testing.T, name string) {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(name); err == nil && len(b) > 0 {
-			return
-		}
-	}
-	t.Errorf("%s never appeared", name)
+	t.Helper()
+	proctest.Eventually(t, name+" is written", func() bool { b, err := os.ReadFile(name); return err == nil && len(b) > 0 })
 }
 
-// waitGone fails the test unless every sleep MARKER is gone (or a zombie)
-// within a few seconds.
+// waitGone fails the test unless every sleep MARKER is gone (or a zombie).
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if proctest.Running("sleep", marker) == 0 {
-			return
-		}
-	}
-	t.Errorf("sleep %s outlived the command", marker)
+	proctest.Eventually(t, "sleep "+marker+" is gone with its command", func() bool { return proctest.Running("sleep", marker) == 0 })
 }
 
 // TestProgressReportsLines: a caller wanting progress gets the command's
