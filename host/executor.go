@@ -443,7 +443,7 @@ func (c *call) finish(in *toolhost.Result) *toolhost.Result {
 // the file's path ("" if it could not be written, which is logged).
 func (c *call) saveFullOutput(stdout, stderr string) string {
 	dir := filepath.Join(c.h.DataDir(), "outputs")
-	path := filepath.Join(dir, c.req.Context.CallID+".log")
+	path := filepath.Join(dir, outputName(c.req.Context.CallID))
 	data := stdout
 	if stderr != "" {
 		data += "\n--- stderr ---\n" + stderr
@@ -457,6 +457,15 @@ func (c *call) saveFullOutput(stdout, stderr string) string {
 		return ""
 	}
 	return path
+}
+
+// outputName is the name of the file a call's cut output is saved in: a
+// hash of the call id, which a caller may choose and which is data, never
+// a path ("../../tmp/x" names a file in the outputs directory like any
+// other id).
+func outputName(callID string) string {
+	sum := sha256.Sum256([]byte(callID))
+	return hex.EncodeToString(sum[:16]) + ".log"
 }
 
 // redactError redacts an error's message, keeping its code.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -423,6 +425,50 @@ func TestOutputLimits(t *testing.T) {
 	if err != nil || strings.Count(string(full), "\n") != 3000 || !strings.HasPrefix(string(full), "line 0\n") {
 		t.Fatalf("full output at %q: %d lines, %v", path, strings.Count(string(full), "\n"), err)
 	}
+}
+
+// TestCallIDIsNeverAPath: a caller-chosen call id that reads as a path
+// names a file inside data_dir/outputs like any other id; nothing is
+// written where the path points (before, "../escaped" wrote
+// data_dir/escaped.log, and "../../../../tmp/x/pwned" /tmp/x/pwned.log).
+func TestCallIDIsNeverAPath(t *testing.T) {
+	h, _ := probeHost(t, nil, nil)
+	outputs := filepath.Join(h.DataDir(), "outputs")
+	for _, id := range []string{"../escaped", "../../escaped-further", "/abs/escaped", "a/../../escaped-inside", "..", ".", "x/", "ok-id"} {
+		t.Run(id, func(t *testing.T) {
+			res, err := do(h, "tail", `{}`, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path, _ := res.Meta["full_output"].(string)
+			if filepath.Dir(path) != outputs || !regexp.MustCompile(`^[0-9a-f]{32}\.log$`).MatchString(filepath.Base(path)) {
+				t.Fatalf("saved at %q, want a hashed name in %s", path, outputs)
+			}
+			if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("saved output %s: %v", path, err)
+			}
+			if where := filepath.Join(outputs, id+".log"); filepath.Dir(where) != outputs {
+				if _, err := os.Lstat(where); err == nil {
+					t.Fatalf("the id %q wrote %s", id, where)
+				}
+			}
+		})
+	}
+}
+
+// FuzzOutputName: whatever the call id, its output's file is one hashed
+// name directly in the outputs directory.
+func FuzzOutputName(f *testing.F) {
+	for _, id := range []string{"", "..", "../../../../tmp/x/pwned", "/etc/passwd", "a\x00b", "call_0123"} {
+		f.Add(id)
+	}
+	name := regexp.MustCompile(`^[0-9a-f]{32}\.log$`)
+	f.Fuzz(func(t *testing.T, id string) {
+		dir := "/data/outputs"
+		if p := filepath.Join(dir, outputName(id)); filepath.Dir(p) != dir || !name.MatchString(filepath.Base(p)) {
+			t.Fatalf("id %q: output at %q", id, p)
+		}
+	})
 }
 
 // TestStructuredContentIsHeldToTheByteLimit: a module's structured content
