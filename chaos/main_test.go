@@ -50,6 +50,7 @@ func pluginBlock(group, behaviour string, env map[string]string) config.Plugin {
 	return config.Plugin{
 		Name: group, Kind: config.KindPlugin, Path: exe, Env: e,
 		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 10 * time.Second, Config: []byte("{}"),
+		Sandbox: &sandbox.Policy{Off: true}, // what chaos breaks is the plugin, not its sandbox
 	}
 }
 

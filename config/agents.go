@@ -67,7 +67,7 @@ type Runtime struct {
 	// verbatim; default 8.
 	KeepRecent int
 	// Workspace is the absolute directory put_artifact reads `path` from;
-	// default the config file's directory.
+	// default Config.Workspace.
 	Workspace string
 	// Lease is how long a host's claim on a runtime agent lasts unless
 	// renewed (every Lease/3): the agents of a host that died are adopted

@@ -32,6 +32,15 @@ type Config struct {
 	// PluginDir is the absolute directory holding plugin executables; default <dir of file>/bin/plugins,
 	// TOOLHOST_PLUGIN_DIR overrides (a relative value resolves against the current working directory).
 	PluginDir string
+	// Workspace is the absolute directory agents work in: the workspace
+	// module's root and the command module's workdir unless their config
+	// says otherwise, and the runtime's workspace; default <dir of
+	// file>/workspace, TOOLHOST_WORKSPACE overrides. The host creates it.
+	// Like every path an agent can write, it may not hold the config file,
+	// the data or plugin directory or an executable the host runs (see
+	// CheckTrust). "" (a Config built in code) leaves the modules' defaults.
+	Workspace    string
+	workspacePos string // where the file sets workspace, "" when it does not
 	// LogFormat is how the host logs to stderr: "text" (the default) or
 	// "json", a JSON object per line for a log collector.
 	LogFormat string
@@ -50,6 +59,9 @@ type Config struct {
 	Executor Executor
 	// Auth protects the HTTP server, from the `auth` block.
 	Auth Auth
+	// MCP bounds the sessions of the MCP endpoints (/mcp/ROLE), from the
+	// `mcp` block.
+	MCP MCP
 	// Models are the model blocks, in file order: the providers agents call.
 	Models []Model
 	// Runtime says how agents run, from the `runtime` block.
@@ -153,6 +165,27 @@ type Auth struct {
 
 // MinTokenLength is the shortest admin token accepted from the config.
 const MinTokenLength = 16
+
+// MCP is the `mcp` block: how long a session of a streamable HTTP MCP
+// endpoint (/mcp/ROLE) lives unused, and how many one credential may hold.
+type MCP struct {
+	// SessionIdleTimeout ends a session that has had no request open for
+	// this long: its agent is marked terminated, and a request with its id
+	// gets 404, so the client initializes a new one. 0 means
+	// DefaultMCPSessionIdleTimeout.
+	SessionIdleTimeout time.Duration
+	// MaxSessionsPerCredential is how many sessions one credential (the
+	// admin token, or one role token) may hold open at once; an initialize
+	// past it is refused with 429. 0 means
+	// DefaultMCPMaxSessionsPerCredential.
+	MaxSessionsPerCredential int
+}
+
+// The defaults of the mcp block.
+const (
+	DefaultMCPSessionIdleTimeout       = 30 * time.Minute
+	DefaultMCPMaxSessionsPerCredential = 100
+)
 
 // Executor tunes how calls run: batches, approvals and idempotency.
 type Executor struct {
@@ -315,10 +348,11 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 		Listen:    "127.0.0.1:8741",
 		DataDir:   filepath.Join(dir, "data"),
 		PluginDir: filepath.Join(dir, "bin", "plugins"),
+		Workspace: filepath.Join(dir, "workspace"),
 		Limits:    Limits{Timeout: 30 * time.Second, MaxOutputLines: 2000, MaxOutputBytes: 51200},
 		Executor:  Executor{Mode: "sequential", MaxParallel: 4, Approver: "queue", ApprovalTimeout: 5 * time.Minute, IdempotencyWindow: 24 * time.Hour},
 		Runtime: Runtime{MaxTurns: 50, MaxWallTime: 10 * time.Minute, MaxTokens: 1_000_000, ContextBudget: 128_000, NoProgress: 3,
-			MaxBadOutputs: 3, KeepRecent: 8, Workspace: dir, Lease: 15 * time.Second},
+			MaxBadOutputs: 3, KeepRecent: 8, Lease: 15 * time.Second},
 	}
 	d := &decoder{ctx: evalContext(getenv), dir: dir}
 	diags := fromHCL(d.decodeFile(cfg, src, filename), filename)
@@ -333,6 +367,16 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 		if cfg.Plugins[i].Kind != KindMCP {
 			cfg.Plugins[i].Path = resolve(cfg.PluginDir, cfg.Plugins[i].Path)
 		}
+	}
+	if cfg.Runtime.Workspace == "" {
+		cfg.Runtime.Workspace = cfg.Workspace
+	}
+	if diags := cfg.placeWorkspace(); len(diags) > 0 {
+		return nil, diags
+	}
+	exe, _ := os.Executable()
+	if diags := cfg.CheckTrust(exe); len(diags) > 0 {
+		return nil, diags
 	}
 	return cfg, nil
 }
@@ -362,7 +406,7 @@ func (c *Config) override(getenv func(string) string) Diagnostics {
 	dirs := []struct {
 		name string
 		dst  *string
-	}{{"TOOLHOST_DATA_DIR", &c.DataDir}, {"TOOLHOST_PLUGIN_DIR", &c.PluginDir}}
+	}{{"TOOLHOST_DATA_DIR", &c.DataDir}, {"TOOLHOST_PLUGIN_DIR", &c.PluginDir}, {"TOOLHOST_WORKSPACE", &c.Workspace}}
 	for _, d := range dirs {
 		if v := getenv(d.name); v != "" {
 			abs, err := filepath.Abs(v)

@@ -87,29 +87,14 @@ func render(t *testing.T, dir string, src []byte, filename string) string {
 		Limits  limits
 		Plugins []plugin
 	}{Config: cfg, Limits: limits{cfg.Limits, cfg.Limits.Timeout.String()}}
-	placeholder := strings.NewReplacer(filepath.ToSlash(dir), "$DIR")
-	rel := func(p string) string { return placeholder.Replace(filepath.ToSlash(p)) }
-	cfg.File, cfg.DataDir, cfg.PluginDir = rel(cfg.File), rel(cfg.DataDir), rel(cfg.PluginDir)
-	cfg.Runtime.Workspace = rel(cfg.Runtime.Workspace)
-	for i := range cfg.Models {
-		cfg.Models[i].Script = rel(cfg.Models[i].Script)
-	}
 	for _, p := range cfg.Plugins {
-		p.Path = rel(p.Path)
-		if p.Sandbox != nil {
-			for _, list := range [][]string{p.Sandbox.ReadWrite, p.Sandbox.ReadOnly} {
-				for i := range list {
-					list[i] = rel(list[i])
-				}
-			}
-		}
 		view.Plugins = append(view.Plugins, plugin{p, p.StartTimeout.String()})
 	}
 	out, err := json.MarshalIndent(view, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(out) + "\n"
+	return strings.ReplaceAll(string(out), filepath.ToSlash(dir), "$DIR") + "\n"
 }
 
 func TestEnvOverrides(t *testing.T) {

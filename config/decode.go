@@ -15,7 +15,7 @@ import (
 
 // rootSchema is the top level of config.hcl.
 var rootSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "data_dir"}, {Name: "plugin_dir"}, {Name: "website_url"}, {Name: "log_format"}},
+	Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "data_dir"}, {Name: "plugin_dir"}, {Name: "workspace"}, {Name: "website_url"}, {Name: "log_format"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "limits"},
 		{Type: "executor"},
@@ -26,6 +26,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "audit"},
 		{Type: "telemetry"},
 		{Type: "store"},
+		{Type: "mcp"},
 		{Type: "model", LabelNames: []string{"name"}},
 		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
@@ -106,6 +107,10 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 	attr(d, content.Attributes, "listen", &cfg.Listen, listenAddr)
 	attr(d, content.Attributes, "data_dir", &cfg.DataDir, d.path)
 	attr(d, content.Attributes, "plugin_dir", &cfg.PluginDir, d.path)
+	attr(d, content.Attributes, "workspace", &cfg.Workspace, d.path)
+	if a, ok := content.Attributes["workspace"]; ok {
+		cfg.workspacePos = position(a.Range)
+	}
 	attr(d, content.Attributes, "website_url", &cfg.WebsiteURL, httpURL)
 	attr(d, content.Attributes, "log_format", &cfg.LogFormat, oneOf("text", "json"))
 	if blk := d.onlyBlock(content.Blocks.OfType("limits")); blk != nil {
@@ -147,6 +152,12 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		attr(d, st.Attributes, "dsn", &cfg.Store.DSN, asIs[string])
 		attr(d, st.Attributes, "artifacts", &cfg.Store.Artifacts, oneOf("files", "database"))
 		attr(d, st.Attributes, "artifact_dir", &cfg.Store.ArtifactDir, d.path)
+	}
+	if blk := d.onlyBlock(content.Blocks.OfType("mcp")); blk != nil {
+		m, diags := blk.Body.Content(mcpSchema)
+		d.add(diags)
+		attr(d, m.Attributes, "session_idle_timeout", &cfg.MCP.SessionIdleTimeout, duration)
+		attr(d, m.Attributes, "max_sessions_per_credential", &cfg.MCP.MaxSessionsPerCredential, positive)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
 		cfg.Tools = d.toolPolicy(blk.Body)
@@ -283,6 +294,8 @@ var metricsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "pu
 var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode"}}}
 
 var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}, {Name: "artifacts"}, {Name: "artifact_dir"}}}
+
+var mcpSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "session_idle_timeout"}, {Name: "max_sessions_per_credential"}}}
 
 var telemetrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "traces"}, {Name: "endpoint"}, {Name: "protocol"}, {Name: "sample_ratio"}, {Name: "service_name"},

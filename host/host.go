@@ -130,6 +130,9 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if cfg == nil {
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "host: nil config")
 	}
+	if err := checkTrust(cfg); err != nil {
+		return nil, err
+	}
 	o := opts.withDefaults()
 	h := &Host{cfg: cfg, opts: o, log: o.Logger, mgr: NewManager(), store: o.Store, closeDB: func() error { return nil }, started: make(chan struct{})}
 	if h.store == nil {
@@ -188,6 +191,22 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	h.flights.saves, h.flights.done = make(chan *flight, 1024), make(chan struct{})
 	go h.flights.saveLoop(h)
 	return h, nil
+}
+
+// checkTrust refuses a config in which agents could write what the host
+// trusts (config.Config.CheckTrust, for a Config built in code too; Parse
+// has checked a file's), and makes the workspace directory.
+func checkTrust(cfg *config.Config) error {
+	exe, _ := os.Executable()
+	if diags := cfg.CheckTrust(exe); len(diags) > 0 {
+		return toolhost.Errorf(toolhost.CodePolicy, "host: %w", diags)
+	}
+	if cfg.Workspace != "" {
+		if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
+			return toolhost.Errorf(toolhost.CodeInternal, "host: the workspace: %w", err)
+		}
+	}
+	return nil
 }
 
 // Approvals returns the queue of calls waiting for a decision, or nil when

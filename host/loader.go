@@ -60,6 +60,8 @@ type supervisor struct {
 	lastErr  error
 	group    *Group
 	mod      module // while running
+
+	pinned pin // the executable as the first launch verified it
 }
 
 func newSupervisor(h *Host, cfg config.Plugin) *supervisor {
@@ -104,6 +106,8 @@ func (s *supervisor) run() {
 			s.set(func() { s.lastErr, s.pid = err, 0 })
 			if permanent(err) || s.cfg.Restart == config.RestartNever {
 				s.set(func() { s.state = StateFailed })
+				s.h.events.Emit(store.Event{Type: store.EventPluginRefused,
+					Payload: map[string]any{"plugin": s.cfg.Name, "code": toolhost.CodeOf(err), "error": err.Error()}})
 				return
 			}
 			s.readyOne.Do(func() { close(s.ready) }) // the first attempt's outcome is recorded
@@ -176,6 +180,10 @@ var starters = map[SourceKind]func(*supervisor) (module, error){
 // launch starts the module, configures it, describes its group and
 // registers it. On error the module is stopped.
 func (s *supervisor) launch() (module, error) {
+	if err := s.verify(); err != nil {
+		return nil, err
+	}
+	s.warnUnconfined()
 	m, err := starters[s.kind](s)
 	if err != nil {
 		return nil, err

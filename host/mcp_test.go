@@ -29,14 +29,14 @@ import (
 )
 
 // testMCP is an mcp_server block running this binary as an MCP server of
-// the behaviour (see serveTestMCP).
+// the behaviour (see serveTestMCP), unconfined.
 func testMCP(name, behaviour string) config.Plugin {
 	exe, err := os.Executable()
 	if err != nil {
 		panic(err)
 	}
 	return config.Plugin{Name: name, Kind: config.KindMCP, Path: exe, Env: map[string]string{testMCPEnv: behaviour},
-		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: proctest.Patience}
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: proctest.Patience, Sandbox: &sandbox.Policy{Off: true}}
 }
 
 // toolNames lists a group's tool names, sorted.
@@ -169,11 +169,12 @@ func TestMCPHTTPServer(t *testing.T) {
 func TestMCPReferenceServers(t *testing.T) {
 	dir := t.TempDir()
 	memory := config.Plugin{Name: "memory", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-memory"),
-		Env: map[string]string{"MEMORY_FILE_PATH": dir + "/memory.jsonl"}, Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second}
+		Env: map[string]string{"MEMORY_FILE_PATH": dir + "/memory.jsonl"}, Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second,
+		Sandbox: mcptest.NPMSandbox(dir)}
 	fs := config.Plugin{Name: "fs", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-filesystem"), Args: []string{dir},
-		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second}
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second, Sandbox: mcptest.NPMSandbox(dir)}
 	everything := config.Plugin{Name: "everything", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-everything"),
-		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second}
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second, Sandbox: mcptest.NPMSandbox()}
 	prefixed := fs
 	prefixed.Name, prefixed.ToolPrefix = "fs2", "fs_"
 	cfg := &config.Config{Limits: config.Limits{Timeout: 20 * time.Second}, Plugins: []config.Plugin{memory, fs, everything, prefixed},

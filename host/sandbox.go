@@ -18,14 +18,16 @@ func confinesOwn(p *config.Plugin) bool {
 	return p.Kind == config.KindBuiltin && selfConfined[p.Name]
 }
 
-// sandboxOf is the sandbox the block's process runs in: its policy with the
-// host's paths hidden; nil without a sandbox block, with sandbox = "off",
-// and for a module that confines what it starts itself.
+// sandboxOf is the sandbox the block's process runs in: its confinement
+// (config.Config.Confinement: the block's sandbox, else a default that
+// confines it) with the host's paths hidden; nil with sandbox = "off", for
+// an HTTP mcp_server, and for a module that confines what it starts itself.
 func (h *Host) sandboxOf(p *config.Plugin) *sandbox.Policy {
-	if p.Sandbox == nil || p.Sandbox.Off || confinesOwn(p) {
+	conf := h.cfg.Confinement(p)
+	if conf == nil || conf.Off || confinesOwn(p) {
 		return nil
 	}
-	pol := *p.Sandbox
+	pol := *conf
 	pol.Hidden = append(slices.Clone(pol.Hidden), h.hostPaths()...)
 	return &pol
 }
@@ -40,29 +42,31 @@ func moduleSandbox(p *config.Plugin) *sandbox.Policy {
 	return nil
 }
 
-// logSandboxes says at start how each block is confined: a warning for a
-// plugin block without a sandbox, for sandbox = "off" and for each way a
-// sandbox is looser than the default; and once, at info level, what
-// sandbox this machine gives, when a block is sandboxed or a module
-// sandboxes what it starts. Builtin blocks without a sandbox block are
-// first-party: no warning.
+// logSandboxes says at start how a sandbox block is looser than the
+// default, for each block that has one (sandbox = "off" is said at each
+// launch instead, see warnUnconfined), and once, at info level, what
+// sandbox this machine gives when any module runs confined. Blocks without
+// a sandbox block run in their default confinement, said nowhere.
 func (h *Host) logSandboxes() {
 	status := false
 	for i := range h.cfg.Plugins {
 		p := &h.cfg.Plugins[i]
-		log := h.log.With("plugin", p.Name)
-		switch {
-		case p.Sandbox != nil:
+		if p.Sandbox != nil && !p.Sandbox.Off {
 			for _, l := range p.Sandbox.Loosened() {
-				log.Warn("sandbox: " + l)
+				h.log.With("plugin", p.Name).Warn("sandbox: " + l)
 			}
-			status = status || !p.Sandbox.Off
-		case p.Kind == config.KindPlugin:
-			log.Warn(`sandbox: runs unconfined: confine it with a sandbox { } block, or write sandbox = "off" to run it so on purpose`)
 		}
-		status = status || confinesOwn(p)
+		status = status || h.sandboxOf(p) != nil || confinesOwn(p)
 	}
 	if status {
 		h.log.Info("sandbox", "status", sandbox.Status())
+	}
+}
+
+// warnUnconfined says, at each launch of a module whose block says
+// sandbox = "off", that it runs unconfined.
+func (s *supervisor) warnUnconfined() {
+	if s.h.cfg.Unconfined(&s.cfg) {
+		s.h.log.With("plugin", s.cfg.Name).Warn(`sandbox: starts unconfined (sandbox = "off"): it can read and write whatever the host can`)
 	}
 }

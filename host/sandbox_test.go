@@ -88,10 +88,10 @@ func environ(t *testing.T, pid int) map[string]string {
 
 // TestSandboxConfinesPlugin: a plugin that reaches for a private key under
 // $HOME, a service on the host's loopback and the host's database gets all
-// three without a sandbox, and none of them in one, where it still serves
-// its other tools. A read_write root is reachable, the host's data directory
-// inside it is not; with network "allowed" the proxy refuses the host's
-// loopback.
+// three with sandbox = "off", and none of them in a sandbox, where it still
+// serves its other tools: a block that says nothing about its sandbox runs
+// in the default one (it got all three before). A read_write root is
+// reachable; with network "allowed" the proxy refuses the host's loopback.
 func TestSandboxConfinesPlugin(t *testing.T) {
 	const secret = "sandbox-test-marker in id_rsa"
 	home := t.TempDir()
@@ -107,7 +107,7 @@ func TestSandboxConfinesPlugin(t *testing.T) {
 	defer srv.Close()
 
 	// The attacks; a row's reach says which succeed, with what output.
-	attacks := func(root string) []struct {
+	attacks := func(root, data string) []struct {
 		name, tool string
 		args       map[string]any
 	} {
@@ -119,7 +119,7 @@ func TestSandboxConfinesPlugin(t *testing.T) {
 			{"ssh key by its path", "read_file", map[string]any{"path": key}},
 			{"host loopback", "dial", map[string]any{"addr": srv.Listener.Addr().String()}},
 			{"host loopback over HTTP", "http_get", map[string]any{"url": srv.URL}},
-			{"host database", "read_file", map[string]any{"path": filepath.Join(root, "data", store.FileName)}},
+			{"host database", "read_file", map[string]any{"path": filepath.Join(data, store.FileName)}},
 			{"file in the root", "read_file", map[string]any{"path": filepath.Join(root, "notes.txt")}},
 		}
 	}
@@ -128,15 +128,18 @@ func TestSandboxConfinesPlugin(t *testing.T) {
 		sandbox func(root string) *sandbox.Policy
 		reach   map[string]string // attack → a part of its output; the others are refused
 	}{{
-		name:    "no sandbox",
+		name:    "no sandbox block",
 		sandbox: func(string) *sandbox.Policy { return nil },
+	}, {
+		name:    "sandbox off",
+		sandbox: func(string) *sandbox.Policy { return &sandbox.Policy{Off: true} },
 		reach: map[string]string{"ssh key through $HOME": secret, "ssh key by its path": secret, "host loopback": "connected",
 			"host loopback over HTTP": "200 OK", "host database": "SQLite format 3", "file in the root": "notes"},
 	}, {
 		name:    "sandbox {}",
 		sandbox: func(string) *sandbox.Policy { return &sandbox.Policy{} },
 	}, {
-		name:    "read_write root holding the data dir",
+		name:    "read_write root",
 		sandbox: func(root string) *sandbox.Policy { return &sandbox.Policy{ReadWrite: []string{root}} },
 		reach:   map[string]string{"file in the root": "notes"},
 	}, {
@@ -150,13 +153,14 @@ func TestSandboxConfinesPlugin(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("notes"), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			data := filepath.Join(t.TempDir(), "data")
 			p, _ := sandboxedPlugin("snoop", "snoop", row.sandbox(root), nil)
-			cfg := &config.Config{DataDir: filepath.Join(root, "data"), Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{p}}
+			cfg := &config.Config{DataDir: data, Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{p}}
 			h := runHost(t, cfg, testOptions(t))
 			if st := plugin(h, "snoop"); st.State != StateRunning {
 				t.Fatalf("plugin not running: %+v", st)
 			}
-			for _, a := range attacks(root) {
+			for _, a := range attacks(root, data) {
 				res, err := callTool(t, h, a.tool, a.args)
 				want, reach := row.reach[a.name]
 				switch {
@@ -318,11 +322,12 @@ func TestCommandBuiltinGetsItsSandbox(t *testing.T) {
 // warned about.
 func TestSandboxStartLogs(t *testing.T) {
 	bare := testPlugin("bare", "good", map[string]string{groupIDEnv: "bare"})
+	bare.Sandbox = nil // the default sandbox
 	legacy := testPlugin("legacy", "good", map[string]string{groupIDEnv: "legacy"})
 	legacy.Sandbox = &sandbox.Policy{Off: true}
 	hostnet, _ := sandboxedPlugin("hostnet", "good", &sandbox.Policy{Network: sandbox.NetworkHost}, map[string]string{groupIDEnv: "hostnet"})
 	workspace := testPlugin("workspace", "good", map[string]string{groupIDEnv: "workspace"})
-	workspace.Kind = config.KindBuiltin
+	workspace.Kind, workspace.Sandbox = config.KindBuiltin, nil
 	var buf proctest.Buffer
 	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{bare, legacy, hostnet, workspace}}
 	h := runHost(t, cfg, &Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})})
@@ -339,8 +344,7 @@ func TestSandboxStartLogs(t *testing.T) {
 		})
 	}
 	for _, want := range []struct{ level, text, plugin string }{
-		{"WARN", `sandbox: runs unconfined: confine it with a sandbox { } block`, "plugin=bare"},
-		{"WARN", `sandbox: runs unconfined (sandbox = "off")`, "plugin=legacy"},
+		{"WARN", `sandbox: starts unconfined (sandbox = "off")`, "plugin=legacy"},
 		{"WARN", `sandbox: shares the host's network`, "plugin=hostnet"},
 		{"INFO", "sandbox: status=", ""},
 	} {
@@ -348,9 +352,23 @@ func TestSandboxStartLogs(t *testing.T) {
 			t.Errorf("no [%s] %q line for %q", want.level, want.text, want.plugin)
 		}
 	}
-	if slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "plugin=workspace") }) {
-		t.Error("a sandbox line about the workspace builtin")
+	for _, confined := range []string{"plugin=workspace", "plugin=bare"} {
+		if slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, confined) }) {
+			t.Errorf("a sandbox line about %s, which runs in its default sandbox", confined)
+		}
 	}
+	for _, name := range []string{"bare", "workspace"} {
+		if st := plugin(h, name); st.State != StateRunning {
+			t.Errorf("%s in its default sandbox: %+v", name, st)
+		}
+	}
+	// Said again at each start of the unconfined module.
+	if err := syscall.Kill(plugin(h, "legacy").Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	proctest.Eventually(t, "the unconfined module's restart is logged", func() bool {
+		return strings.Count(buf.String(), "whatever the host can: plugin=legacy") == 2
+	})
 	if n := strings.Count(buf.String(), "sandbox: status="); n != 1 {
 		t.Errorf("the sandbox's status logged %d times, want once", n)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
 )
 
@@ -242,7 +243,8 @@ func sleepStarts(t *testing.T) (map[string]string, func()) {
 }
 
 // testPlugin returns a config block that runs this test binary as the named
-// test plugin.
+// test plugin, unconfined (sandbox = "off"): the sandbox tests confine it
+// themselves.
 func testPlugin(name, behaviour string, env map[string]string) config.Plugin {
 	exe, err := os.Executable()
 	if err != nil {
@@ -255,5 +257,6 @@ func testPlugin(name, behaviour string, env map[string]string) config.Plugin {
 	return config.Plugin{
 		Name: name, Kind: config.KindPlugin, Path: exe, Env: e,
 		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: proctest.Patience, Config: []byte("{}"),
+		Sandbox: &sandbox.Policy{Off: true},
 	}
 }

@@ -22,7 +22,7 @@ func TestMCPServerGroup(t *testing.T) {
 	cfg := &config.Config{
 		Limits: config.Limits{Timeout: 30 * time.Second},
 		Plugins: []config.Plugin{{Name: "everything", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-everything"),
-			Restart: config.RestartOnFailure, MaxRestarts: 1, StartTimeout: 20 * time.Second}},
+			Restart: config.RestartOnFailure, MaxRestarts: 1, StartTimeout: 20 * time.Second, Sandbox: mcptest.NPMSandbox()}},
 		Roles: []config.Role{{Name: "tester", ToolGroups: []string{"everything"}}},
 	}
 	srv, _ := serve(t, cfg)

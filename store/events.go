@@ -25,6 +25,7 @@ const (
 	EventGroupUnregistered = "group.unregistered"  // a tool group was removed
 	EventPluginExited      = "plugin.exited"       // a plugin process exited
 	EventPluginRestarted   = "plugin.restarted"    // a plugin process was started again
+	EventPluginRefused     = "plugin.refused"      // a plugin was refused for good: it stays down, the payload says why
 	EventTokenCreated      = "token.created"       // a role token was made
 	EventTokenRevoked      = "token.revoked"       // a role token was revoked
 )

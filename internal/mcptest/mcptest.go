@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // ToolNames lists the session's tools by name, sorted.
@@ -53,6 +55,13 @@ func CallText(t testing.TB, cs *mcp.ClientSession, tool string, args any) (strin
 func NPMServer(t testing.TB, name string) string {
 	t.Helper()
 	return npmPath(t, name, filepath.Join(".bin", name))
+}
+
+// NPMSandbox is the sandbox an npm server from NPMDir runs in: the default
+// one (nothing but the system, read-only, no network) plus the cache
+// directory read-only and rw read-write.
+func NPMSandbox(rw ...string) *sandbox.Policy {
+	return &sandbox.Policy{ReadOnly: []string{NPMDir()}, ReadWrite: rw}
 }
 
 // NPMPackage is the directory of a package installed from npm

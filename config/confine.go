@@ -1,0 +1,83 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/toolhost/toolhost/sandbox"
+)
+
+// moduleLimits are the limits of a default module sandbox: the sandbox
+// package's defaults, but no CPU time limit, since a module's process
+// lives as long as the host and its CPU time only grows.
+var moduleLimits = sandbox.Limits{CPUSeconds: -1}
+
+// Confinement is the sandbox that block p's module process runs in: the
+// block's own sandbox when it has one (Off for sandbox = "off"), else a
+// default that confines it, so that a block which says nothing runs
+// confined:
+//   - the workspace builtin may write its roots;
+//   - the network builtin shares the host's network, whose every dial its
+//     own network policy checks on the resolved address, and sees no files
+//     but the system's;
+//   - a plugin, and an mcp_server's command, see the system read-only and
+//     their executable, with no network.
+//
+// It is nil for an HTTP mcp_server (no process of the host's) and for the
+// command builtin without a sandbox block: that module confines the
+// commands it runs itself, with its own default.
+func (c *Config) Confinement(p *Plugin) *sandbox.Policy {
+	switch {
+	case p.Sandbox != nil:
+		return p.Sandbox
+	case p.Kind == KindMCP && p.URL != "", p.Kind == KindBuiltin && p.Name == "command":
+		return nil
+	}
+	pol := &sandbox.Policy{Limits: moduleLimits}
+	switch {
+	case p.Kind == KindBuiltin && p.Name == "workspace":
+		pol.ReadWrite = moduleRoots(p.Config, c.moduleDir())
+	case p.Kind == KindBuiltin && p.Name == "network":
+		pol.Network = sandbox.NetworkHost
+	case p.Kind == KindMCP && filepath.IsAbs(p.Path):
+		pol.ReadOnly = []string{p.Path}
+	}
+	return pol
+}
+
+// Unconfined reports whether block p's module process runs outside any
+// sandbox: it says sandbox = "off".
+func (c *Config) Unconfined(p *Plugin) bool {
+	pol := c.Confinement(p)
+	return pol != nil && pol.Off
+}
+
+// moduleDir is a module process's working directory: the config file's
+// directory, or the host's own for a Config built in code.
+func (c *Config) moduleDir() string {
+	if c.File != "" {
+		return filepath.Dir(c.File)
+	}
+	wd, _ := os.Getwd()
+	return wd
+}
+
+// writablePaths is what block p's module may write: its sandbox's
+// read_write paths, and for the first-party modules that agents write
+// through, their roots and workdir (the command module's commands write
+// there whatever its own process's confinement).
+func (c *Config) writablePaths(p *Plugin) []string {
+	var out []string
+	if _, ok := workspaceKeys[p.Name]; ok && p.Kind == KindBuiltin {
+		out = moduleRoots(p.Config, c.moduleDir())
+	}
+	if pol := c.Confinement(p); pol != nil && !pol.Off {
+		for _, rw := range pol.ReadWrite {
+			if !slices.Contains(out, rw) {
+				out = append(out, rw)
+			}
+		}
+	}
+	return out
+}
