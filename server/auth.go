@@ -84,6 +84,16 @@ func (p principal) opens(roleID string) bool {
 	return p.admin || p.token.Scope == store.ScopeRole && p.token.RoleID == roleID
 }
 
+// credential names the credential the principal came with, for the limits
+// held per credential and the messages about them: "the admin token" (every
+// request's, with auth disabled), or a token by its name.
+func (p principal) credential() string {
+	if p.admin {
+		return "the admin token"
+	}
+	return fmt.Sprintf("token %q", p.token.Name)
+}
+
 // permits reports whether the principal may reach the route with the
 // pattern: the admin every route, a metrics token GET /metrics alone, a role
 // token the role routes (whose handlers check its role).

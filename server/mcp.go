@@ -2,34 +2,37 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/store"
 	"go.opentelemetry.io/otel/propagation"
 )
 
 // routesMCP serves each role's MCP server as streamable HTTP at /mcp/{role},
-// to the admin and to the role's tokens. A tools/call that needs no stream
-// gets a plain JSON response from the fast path (mcpfast.go); every other
-// request is the SDK's.
+// to the admin and to the role's tokens, in sessions that end when idle and
+// that a credential holds a bounded number of (mcpsessions.go). A tools/call
+// that needs no stream gets a plain JSON response from the fast path
+// (mcpfast.go); every other request is the SDK's.
 func (s *Server) routesMCP() {
-	f := &mcpFront{h: s.h}
+	f := newMCPFront(s.h)
 	s.mcp = f
 	s.roleRoute("/mcp/{role}", func(w http.ResponseWriter, r *http.Request) {
 		if role, ok := s.openRole(w, r, r.PathValue("role")); ok {
-			if mr := f.role(role.Name); !mr.serveFastHTTP(w, r) {
-				mr.http.ServeHTTP(w, r)
-			}
+			f.serveHTTP(w, r, f.role(role.Name), principalOf(r).credential())
 		}
 	})
 }
@@ -44,8 +47,9 @@ func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) e
 	if _, err := h.Role(role); err != nil {
 		return err
 	}
-	r := newMCPRole(h, role)
+	r := newMCPRole(h, role, nil)
 	defer r.cancel()
+	defer r.forgetting.Wait() // the session's agent is marked terminated on return
 	switch t := t.(type) {
 	case *mcp.IOTransport:
 		return r.serveLines(ctx, t.Reader, t.Writer, t.Writer.Close, t.MaxLineLength)
@@ -58,8 +62,17 @@ func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) e
 // mcpFront routes /mcp/{role} to the role's MCP server, made on first use.
 type mcpFront struct {
 	h     *host.Host
-	mu    sync.Mutex // held to make a role's server
-	roles sync.Map   // role name → *mcpRole
+	open  *sessionTable // the sessions of every role's server
+	mu    sync.Mutex    // held to make a role's server
+	roles sync.Map      // role name → *mcpRole
+}
+
+// newMCPFront returns the front of h's roles, its sessions bounded by the
+// config's mcp block.
+func newMCPFront(h *host.Host) *mcpFront {
+	c := h.Config().MCP
+	return &mcpFront{h: h, open: newSessionTable(cmp.Or(c.SessionIdleTimeout, config.DefaultMCPSessionIdleTimeout),
+		cmp.Or(c.MaxSessionsPerCredential, config.DefaultMCPMaxSessionsPerCredential))}
 }
 
 func (f *mcpFront) role(name string) *mcpRole {
@@ -71,7 +84,7 @@ func (f *mcpFront) role(name string) *mcpRole {
 	if r, ok := f.roles.Load(name); ok {
 		return r.(*mcpRole)
 	}
-	r := newMCPRole(f.h, name)
+	r := newMCPRole(f.h, name, f.open)
 	f.roles.Store(name, r)
 	return r
 }
@@ -84,13 +97,16 @@ type mcpRole struct {
 	impl   *mcp.Implementation // srv's
 	srv    *mcp.Server
 	http   *mcp.StreamableHTTPHandler
-	cancel func() // stops following the host's changes
+	cancel func()        // stops following the host's changes
+	open   *sessionTable // the front's, where http's sessions are; nil over other transports
 
 	mu       sync.Mutex               // held to change tools or to add a session
 	tools    map[string]host.Function // registered on srv
 	offered  map[string]*mcp.Tool     // of tools, those srv took, as clients see them
 	send     mcp.MethodHandler        // the SDK's sending handler
 	sessions sync.Map                 // session id → *mcpSession
+
+	forgetting sync.WaitGroup // the sessions' forget, running until each session ends
 }
 
 // mcpSession is a client's session with a role's MCP server: the agent it
@@ -104,10 +120,13 @@ type mcpSession struct {
 	mu      sync.Mutex
 	calls   map[string]context.CancelFunc // fast-path calls, by request id (see idKey)
 	visible []string                      // the tools its list holds, as last listed or announced
+	why     string                        // why the session is ending, when the front ends it
 }
 
-func newMCPRole(h *host.Host, role string) *mcpRole {
-	r := &mcpRole{h: h, role: role, tools: map[string]host.Function{}, offered: map[string]*mcp.Tool{},
+// newMCPRole returns the MCP server of a role; open is where its HTTP
+// sessions are kept, nil when it serves none.
+func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
+	r := &mcpRole{h: h, role: role, open: open, tools: map[string]host.Function{}, offered: map[string]*mcp.Tool{},
 		impl: &mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role, Version: toolhost.Version(), WebsiteURL: h.Config().WebsiteURL}}
 	r.srv = mcp.NewServer(r.impl, &mcp.ServerOptions{
 		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -318,19 +337,50 @@ func (r *mcpRole) session(ctx context.Context, ss *mcp.ServerSession) (*mcpSessi
 		s.version = p.ProtocolVersion
 	}
 	r.sessions.Store(s.id, s)
-	go r.forget(ss, s)
+	r.forgetting.Go(func() { r.forget(ss, s) })
 	return s, nil
 }
 
-// forget drops a session's record when the session ends, and cancels its
-// fast-path calls.
+// forget drops a session's record when the session ends, however it ends,
+// cancels its fast-path calls, and marks its agent terminated with the
+// reason the front gave, if it ended the session.
 func (r *mcpRole) forget(ss *mcp.ServerSession, s *mcpSession) {
 	_ = ss.Wait()
 	r.sessions.CompareAndDelete(s.id, s)
+	if r.open != nil {
+		r.open.drop(s.id, ss)
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, cancel := range s.calls {
 		cancel()
+	}
+	why := cmp.Or(s.why, "the MCP session ended")
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), endAgentTimeout)
+	defer cancel()
+	if _, err := r.h.Store().TerminateAgent(ctx, s.agentID, why); err != nil && !errors.Is(err, store.ErrFinal) {
+		r.h.Logger().Warn("mcp: the agent of an ended session is not marked terminated", "role", r.role, "agent", s.agentID, "error", err)
+	}
+}
+
+// endAgentTimeout bounds the store's write that marks a session's agent
+// terminated.
+const endAgentTimeout = 30 * time.Second
+
+// end ends a session, its agent marked terminated for the reason why.
+func (r *mcpRole) end(ss *mcp.ServerSession, why string) {
+	r.ending(ss.ID(), why)
+	_ = ss.Close()
+}
+
+// ending records why the session with the id is about to end, for its
+// agent's record.
+func (r *mcpRole) ending(id, why string) {
+	if s, ok := r.sessions.Load(id); ok {
+		s := s.(*mcpSession)
+		s.mu.Lock()
+		s.why = why
+		s.mu.Unlock()
 	}
 }
 

@@ -71,14 +71,20 @@ func parseFastCall(msg []byte) (c fastCall, ok bool) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(msg))
 	dec.DisallowUnknownFields()
-	if dec.Decode(&m) != nil || dec.More() || m.JSONRPC != "2.0" || m.Method != "tools/call" || len(m.ID) == 0 ||
-		!strings.ContainsRune(`"-0123456789`, rune(m.ID[0])) || m.Params == nil || m.Params.Name == "" {
+	if dec.Decode(&m) != nil || dec.More() || m.JSONRPC != "2.0" || m.Method != "tools/call" || !isRequestID(m.ID) ||
+		m.Params == nil || m.Params.Name == "" {
 		return fastCall{}, false
 	}
 	meta := m.Params.Meta
 	c = fastCall{id: m.ID, tool: m.Params.Name, args: m.Params.Arguments,
 		perRequest: meta != nil && (meta.ProtocolVersion != "" || meta.ClientInfo != nil || meta.ClientCapabilities != nil)}
 	return c, !c.perRequest || meta.valid()
+}
+
+// isRequestID reports whether id, as a message holds it, is a request's: a
+// string or a number.
+func isRequestID(id json.RawMessage) bool {
+	return len(id) > 0 && strings.ContainsRune(`"-0123456789`, rune(id[0]))
 }
 
 // perRequestMeta is the _meta that a client of requestVersion sends with

@@ -455,7 +455,7 @@ func TestMCPFastPathLines(t *testing.T) {
 // longer than its buffer whole, even one that is a tools/call.
 func TestLinesRouting(t *testing.T) {
 	_, h := serve(t, fastConfig, group("console", "console_print"))
-	r := newMCPRole(h, "worker")
+	r := newMCPRole(h, "worker", nil)
 	defer r.cancel()
 	a, err := h.CreateAgent(context.Background(), "worker", store.Agent{})
 	if err != nil {

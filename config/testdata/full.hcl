@@ -41,3 +41,8 @@ plugin "notes" {
 plugin "fetch-2" {
   path = "../tools/fetch"
 }
+
+mcp {
+  session_idle_timeout        = "10m"
+  max_sessions_per_credential = 20
+}
