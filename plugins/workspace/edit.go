@@ -22,7 +22,7 @@ type EditArgs struct {
 	All     bool   `json:"all,omitempty" jsonschema:"replace every occurrence of find, not only a single one"`
 }
 
-func (w *workspace) edit(_ context.Context, req *sdk.Request[EditArgs]) (*sdk.Result, error) {
+func (w *workspace) edit(ctx context.Context, req *sdk.Request[EditArgs]) (*sdk.Result, error) {
 	a := req.Args
 	if a.Find == "" {
 		return nil, sdk.Errorf(sdk.CodeValidation, "find must not be empty")
@@ -31,7 +31,7 @@ func (w *workspace) edit(_ context.Context, req *sdk.Request[EditArgs]) (*sdk.Re
 	if err != nil {
 		return nil, err
 	}
-	content, err := readSmall(r, rel, a.Path)
+	content, err := readSmall(ctx, r, rel, a.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +41,9 @@ func (w *workspace) edit(_ context.Context, req *sdk.Request[EditArgs]) (*sdk.Re
 		return nil, sdk.Errorf(sdk.CodeToolExec, "find text not found in %s", a.Path)
 	case n > 1 && !a.All:
 		return nil, sdk.Errorf(sdk.CodeToolExec, "find text matches %d times in %s: pass all=true to replace every occurrence, or a longer find that matches once", n, a.Path)
+	}
+	if size := int64(len(content)) + int64(n)*(int64(len(a.Replace))-int64(len(a.Find))); size > maxEditBytes {
+		return nil, sdk.Errorf(sdk.CodeToolExec, "%s: the edit would make it %d bytes, larger than edit_file's limit of %d", a.Path, size, maxEditBytes)
 	}
 	d, err := r.subroot(filepath.Dir(rel), false)
 	if err == nil {
@@ -55,9 +58,9 @@ func (w *workspace) edit(_ context.Context, req *sdk.Request[EditArgs]) (*sdk.Re
 	return res, nil
 }
 
-// readSmall reads the regular file rel of r whole, refusing one larger than
-// maxEditBytes; path is the caller's name for it.
-func readSmall(r root, rel, path string) (string, error) {
+// readSmall reads the regular file rel of r whole, until ctx ends, refusing
+// one larger than maxEditBytes; path is the caller's name for it.
+func readSmall(ctx context.Context, r root, rel, path string) (string, error) {
 	f, err := r.open(rel, os.O_RDONLY)
 	if err != nil {
 		return "", fsError(path, err)
@@ -67,14 +70,10 @@ func readSmall(r root, rel, path string) (string, error) {
 	switch {
 	case err != nil:
 		return "", fsError(path, err)
-	case info.IsDir():
-		return "", sdk.Errorf(sdk.CodeToolExec, "%s: is a directory", path)
-	case !info.Mode().IsRegular():
-		return "", sdk.Errorf(sdk.CodeToolExec, "%s: not a regular file", path)
 	case info.Size() > maxEditBytes:
 		return "", sdk.Errorf(sdk.CodeToolExec, "%s: %d bytes is larger than edit_file's limit of %d", path, info.Size(), maxEditBytes)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
+	b, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, maxEditBytes+1))
 	if err != nil {
 		return "", fsError(path, err)
 	}

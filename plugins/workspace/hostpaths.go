@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/toolhost/toolhost/sdk"
 )
@@ -48,18 +49,44 @@ func guardRoots(roots []root, hostPaths []string) error {
 // fdPath is the /proc/self/fd link of an open file.
 func fdPath(f *os.File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
 
-// open opens rel of r with flag, which must not create or truncate, and
-// checks where it leads.
+// open opens the regular file rel of r with flag, which must not create or
+// truncate, and checks where it leads. Anything but a regular file with a
+// single link is refused (regular, files.go), before any byte moves.
 func (r root) open(rel string, flag int) (*os.File, error) {
-	f, err := r.fs.OpenFile(rel, flag, 0)
+	f, _, err := r.openAny(rel, flag)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.hidden.Check(f); err != nil {
+	if err := regularFile(f); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
+}
+
+// openAny opens rel of r with flag, which must not create or truncate,
+// whatever kind of file it is, and checks where it leads: it returns the file
+// and where it really is ("" when r holds no host path). The open never
+// waits, as it would for a named pipe without a writer (O_NONBLOCK): a pipe
+// opened for writing without a reader is refused as the pipe it is.
+func (r root) openAny(rel string, flag int) (*os.File, string, error) {
+	f, err := r.fs.OpenFile(rel, flag|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ENXIO) {
+		if info, serr := r.fs.Stat(rel); serr == nil {
+			if kind := regular(info); kind != nil {
+				err = kind
+			}
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	real, err := r.hidden.Check(f)
+	if err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	return f, real, nil
 }
 
 // subdir is a directory of a root opened as a root of its own by subroot, so
@@ -155,7 +182,7 @@ func (w walkFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrInvalid}
 	}
-	f, err := w.d.Open(name)
+	f, err := w.d.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY, 0) // never waits on a pipe swapped in
 	if err != nil {
 		return nil, err
 	}

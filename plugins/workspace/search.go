@@ -91,29 +91,29 @@ type searchDir struct {
 const fileArg = "/dev/fd/3"
 
 // openDir opens rel of r for a program to run on: a directory, or a file when
-// file is set. The program starts in the very directory opened (through
-// /proc/self/fd), or reads the very file opened (as fileArg), so no symlink
-// swapped in after the check can move it out of the root or into the host's
-// files; the host paths below the directory are excluded.
+// file is set, which must be a regular file with a single link (regular). The
+// program starts in the very directory opened (through /proc/self/fd), or
+// reads the very file opened (as fileArg), so no symlink swapped in after the
+// check can move it out of the root or into the host's files; the host paths
+// below the directory are excluded.
 func openDir(r root, rel, path string, file bool) (*searchDir, error) {
-	f, err := r.fs.Open(rel)
+	f, real, err := r.openAny(rel, os.O_RDONLY)
 	if err != nil {
 		return nil, fsError(path, err)
 	}
-	real, err := r.hidden.Check(f)
-	var info os.FileInfo
-	if err == nil {
-		info, err = f.Stat()
+	info, err := f.Stat()
+	if err == nil && !info.IsDir() {
+		if !file {
+			f.Close()
+			return nil, sdk.Errorf(sdk.CodeToolExec, "%s: not a directory", path)
+		}
+		if err = regular(info); err == nil {
+			return &searchDir{f: f, file: true}, nil
+		}
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		f.Close()
 		return nil, fsError(path, err)
-	case !info.IsDir() && file:
-		return &searchDir{f: f, file: true}, nil
-	case !info.IsDir():
-		f.Close()
-		return nil, sdk.Errorf(sdk.CodeToolExec, "%s: not a directory", path)
 	}
 	d := &searchDir{f: f, path: filepath.Join(r.dir, rel), exclude: r.below(real)}
 	if procFDs {

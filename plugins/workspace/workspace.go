@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -189,14 +187,19 @@ func outside(path string) error {
 }
 
 // fsError turns an error of an *os.Root into the call's error: policy for a
-// path leading out of the root or into the host's files, tool_exec naming the
-// caller's path otherwise.
+// path leading out of the root or into the host's files, or for a file with
+// other hard links; the call's cancellation or deadline unchanged; tool_exec
+// naming the caller's path otherwise.
 func fsError(path string, err error) error {
 	switch {
 	case errors.Is(err, errEscapes):
 		return outside(path)
 	case errors.Is(err, sdk.ErrHostPath):
 		return sdk.HostPathRefused(path)
+	case errors.As(err, new(linked)):
+		return sdk.Errorf(sdk.CodePolicy, "%s: %v", path, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
 	case errors.Is(err, fs.ErrNotExist):
 		return sdk.Errorf(sdk.CodeToolExec, "%s: no such file or directory", path)
 	}
@@ -277,7 +280,7 @@ func (w *workspace) list(_ context.Context, req *sdk.Request[ListArgs]) (*sdk.Re
 	return res, nil
 }
 
-func (w *workspace) read(_ context.Context, req *sdk.Request[ReadArgs]) (*sdk.Result, error) {
+func (w *workspace) read(ctx context.Context, req *sdk.Request[ReadArgs]) (*sdk.Result, error) {
 	offset, err := positive("offset", req.Args.Offset, 1)
 	if err != nil {
 		return nil, err
@@ -295,32 +298,22 @@ func (w *workspace) read(_ context.Context, req *sdk.Request[ReadArgs]) (*sdk.Re
 		return nil, fsError(req.Args.Path, err)
 	}
 	defer f.Close()
-	next := offset + limit // the first line after the page
-	var page strings.Builder
-	lines := 0 // lines read so far
-	for br := bufio.NewReader(f); lines < next; {
-		s, err := br.ReadString('\n')
-		if s != "" {
-			lines++
-			if lines >= offset && lines < next {
-				page.WriteString(s)
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fsError(req.Args.Path, err)
-		}
+	p, err := readPage(ctx, f, offset, limit)
+	if err != nil {
+		return nil, fsError(req.Args.Path, err)
 	}
-	if offset > 1 && lines < offset {
-		return nil, sdk.Errorf(sdk.CodeValidation, "offset %d is past the end of %s (%d lines)", offset, req.Args.Path, lines)
+	if offset > 1 && p.lines < offset {
+		return nil, sdk.Errorf(sdk.CodeValidation, "offset %d is past the end of %s (%d lines)", offset, req.Args.Path, p.lines)
 	}
-	res := sdk.Text(page.String())
-	if lines == next { // a line follows the page
+	res := sdk.Text(p.text)
+	if p.next > 0 { // a line follows the page
 		res.TruncatedLines = true
-		res.NextPageCursor = strconv.Itoa(next)
-		res.Stdout += fmt.Sprintf("[continue with offset=%d]", next)
+		res.NextPageCursor = strconv.Itoa(p.next)
+		res.Stdout += fmt.Sprintf("[continue with offset=%d]", p.next)
+	}
+	if p.cut > 0 {
+		res.TruncatedBytes = true
+		res.Meta = map[string]any{"cut_bytes": p.cut}
 	}
 	return res, nil
 }
@@ -356,7 +349,8 @@ func (w *workspace) write(_ context.Context, req *sdk.Request[WriteArgs]) (*sdk.
 // subroot), with content atomically: it writes a temporary file in d and
 // renames it over the name. The new file gets the old one's permission bits.
 // A name that is a symlink is written through, in place, so the link
-// survives; where it leads is checked before the file is emptied.
+// survives; where it leads is checked before the file is emptied. Only a
+// regular file with a single link is replaced or written (regular).
 func overwrite(r root, d subdir, rel, content string) error {
 	name := filepath.Base(rel)
 	if err := d.name(r, name); err != nil {
@@ -371,9 +365,10 @@ func overwrite(r root, d subdir, rel, content string) error {
 			return err
 		}
 		return writeTo(f, true, content)
-	case err == nil && info.IsDir():
-		return errors.New("is a directory")
 	case err == nil:
+		if err := regular(info); err != nil {
+			return err
+		}
 		perm = info.Mode().Perm()
 	case !errors.Is(err, fs.ErrNotExist):
 		return err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/toolhost/toolhost"
@@ -385,6 +386,10 @@ func TestSubprocess(t *testing.T) {
 		t.Errorf("read back %q", got)
 	}
 	sdktest.Fails(t, p.Call("read_file", ReadArgs{Path: "link.txt"}), sdk.CodePolicy)
+	if err := syscall.Mkfifo(filepath.Join(f.root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sdktest.Fails(t, p.Call("read_file", ReadArgs{Path: "fifo"}), sdk.CodeToolExec) // at once, not at the call's timeout
 	if got := sdktest.OK(t, p.Call("edit_file", EditArgs{Path: "smoke.txt", Find: "smoke", Replace: "fire"})); got != "replaced 1 occurrence(s)" {
 		t.Errorf("edit_file = %q", got)
 	}
