@@ -88,10 +88,10 @@ role "developer" {
 }
 
 role "researcher" {
-  description = "Reads the web and keeps notes in the workspace."
+  description = "Reads the web and the workspace; changes nothing."
   tool_groups = ["chrome", "workspace"]
   tools {
-    deny = ["write_file"]   # reads only
+    read_only = true   # only the tools marked read-only (readOnlyHint): no write_file, edit_file, click …
   }
 }
 

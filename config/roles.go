@@ -26,6 +26,11 @@ type Role struct {
 	DeferredGroups []string
 	// Tools allows optional tools and denies tools for this role.
 	Tools ToolPolicy
+	// ReadOnlyTools, the tools block's read_only, keeps only the role's
+	// read-only tools: those whose MCP annotations say readOnlyHint, as the
+	// module reports them or as a tool block's read_only overrides them. The
+	// global tools block has no read_only: it is said of a role.
+	ReadOnlyTools bool
 	// Pos is where the block is declared, "file:line,col".
 	Pos string
 }
@@ -53,7 +58,7 @@ var roleSchema = &hcl.BodySchema{
 }
 
 var toolsSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "allow"}, {Name: "deny"}},
+	Attributes: []hcl.AttributeSchema{{Name: "allow"}, {Name: "deny"}, {Name: "read_only"}},
 }
 
 // role decodes a role block; declared maps the role names seen so far to their blocks.
@@ -85,19 +90,32 @@ func (d *decoder) role(blk *hcl.Block, declared map[string]hcl.Range) Role {
 		}
 	}
 	if blk := d.onlyBlock(content.Blocks); blk != nil {
-		r.Tools = d.toolPolicy(blk.Body)
+		var attrs hcl.Attributes
+		r.Tools, attrs = d.tools(blk.Body)
+		attr(d, attrs, "read_only", &r.ReadOnlyTools, asIs)
 	}
 	return r
 }
 
-// toolPolicy decodes a tools block.
+// toolPolicy decodes the global tools block, which refuses read_only.
 func (d *decoder) toolPolicy(body hcl.Body) ToolPolicy {
+	p, attrs := d.tools(body)
+	if a, ok := attrs["read_only"]; ok {
+		d.fail(a.NameRange, "read_only is a role's",
+			`The global tools block applies to every caller; say read_only = true in the tools block of each role that only reads.`)
+	}
+	return p
+}
+
+// tools decodes a tools block's allow and deny, and returns its attributes
+// for the rest.
+func (d *decoder) tools(body hcl.Body) (ToolPolicy, hcl.Attributes) {
 	var p ToolPolicy
 	content, diags := body.Content(toolsSchema)
 	d.add(diags)
 	attr(d, content.Attributes, "allow", &p.Allow, policyItems)
 	attr(d, content.Attributes, "deny", &p.Deny, policyItems)
-	return p
+	return p, content.Attributes
 }
 
 // groupIDs checks a list of group ids and drops duplicates; an empty list

@@ -83,16 +83,22 @@ type viewTool struct {
 // compile builds the view of a role (nil: a caller without a role, such as
 // an operator's CLI call) over a snapshot of the groups. The root role gets
 // org_management only; a role without groups gets every group. Optional tools
-// need an allow entry; a deny entry hides any tool; deny wins. A role with
-// deferred groups gets tool_search too, and only such a role does.
+// need an allow entry; a deny entry hides any tool; deny wins. A read-only
+// role (store.Role.ReadOnlyTools) keeps only the tools whose readOnlyHint
+// says so. A role with deferred groups gets tool_search too, and only
+// such a role does; a read-only one gets all of it, since tool_search is not
+// one of its groups but how it reaches them (load_tools changes only which
+// definitions the agent's own requests carry).
 func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy) *view {
 	v := &view{snap: s, rev: rev, tools: map[string]viewTool{}}
 	ids, allow, deny := s.ids, global.Allow, global.Deny
 	var deferred []string
+	readOnly := false
 	if role != nil {
 		v.role = role.Name
 		allow = append(slices.Clip(allow), role.Allow...)
 		deny = append(slices.Clip(deny), role.Deny...)
+		readOnly = role.ReadOnlyTools
 		switch {
 		case role.Name == store.RootRole:
 			ids = []string{"org_management"}
@@ -114,7 +120,8 @@ func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy
 			continue
 		}
 		for _, t := range g.Spec.Tools {
-			if s.owner[t.Name] != g || mentions(deny, t.Name, g) || (t.Optional && !mentions(allow, t.Name, g)) {
+			if s.owner[t.Name] != g || mentions(deny, t.Name, g) || (t.Optional && !mentions(allow, t.Name, g)) ||
+				(readOnly && id != ToolSearchGroup && !readOnlyHint(t)) {
 				continue
 			}
 			v.add(g, t)
@@ -160,6 +167,21 @@ func (v *view) add(g *Group, t toolhost.ToolSpec) {
 	v.tools[t.Name] = viewTool{group: g, spec: t}
 	v.defs = append(v.defs, ToolDefinition{Type: "function", Function: Function{Name: t.Name, Description: t.Description, Parameters: t.InputSchema,
 		Title: t.Title, Annotations: t.Annotations, OutputSchema: t.OutputSchema}})
+}
+
+// readOnlyHint reports whether the tool's annotations say readOnlyHint:
+// true: the module's own word, or the operator's, whose tool block
+// (read_only) replaced it at registration (withSettings). No annotations, a
+// false or absent hint, or annotations that are not an object with a boolean
+// readOnlyHint, are not read-only. A module's word is taken here, unlike for
+// approvals (trustedReadOnly): a role that names a group already trusts the
+// module's code with its calls, and a lying hint can be corrected by a tool
+// block; an agent, whom a read-only role bounds, can change neither.
+func readOnlyHint(t toolhost.ToolSpec) bool {
+	var h struct {
+		ReadOnly bool `json:"readOnlyHint"`
+	}
+	return json.Unmarshal(t.Annotations, &h) == nil && h.ReadOnly
 }
 
 // mentions reports whether a policy list names the tool, its group, its plugin,
@@ -350,7 +372,8 @@ func DefinitionTokens(defs []ToolDefinition) int {
 
 // RolePrompt builds the system prompt for a role: its own prompt, then the
 // tool groups it works with (seed 001 req 3.5). A role without configured
-// groups is told every group is available, with no hint of restriction.
+// groups is told every group is available, with no hint of restriction; a
+// read-only role is told it only reads.
 func (h *Host) RolePrompt(role string) (string, error) {
 	r, rev := h.dir.role(role)
 	if r == nil {
@@ -376,6 +399,9 @@ func (h *Host) RolePrompt(role string) (string, error) {
 	}
 	if len(v.groups) == 0 {
 		b.WriteString("- (none is running at the moment)\n")
+	}
+	if r.ReadOnlyTools {
+		b.WriteString("\nYour role only reads: of these groups' tools you have those that change nothing.\n")
 	}
 	if v.lazy != nil {
 		b.WriteString("\nThe tools of the groups loaded on demand are not among your tools until you load them: find them with find_tools, then load_tools.\n")

@@ -202,7 +202,10 @@ type RoleSpec struct {
 	DeferredGroups []string `json:"deferredGroups,omitempty"`
 	Allow          []string `json:"allow,omitempty"`
 	Deny           []string `json:"deny,omitempty"`
-	CreatedBy      string   `json:"createdBy,omitempty"`
+	// ReadOnlyTools keeps only the read-only tools of the role's groups
+	// (see store.Role.ReadOnlyTools).
+	ReadOnlyTools bool   `json:"readOnlyTools,omitempty"`
+	CreatedBy     string `json:"createdBy,omitempty"`
 }
 
 // CreateRole stores a new, editable role. Its name must be free and valid,
@@ -222,7 +225,7 @@ func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error
 	defer h.dir.edit.Unlock()
 	r, err := h.store.CreateRole(ctx, store.Role{
 		Name: spec.Name, Description: spec.Description, Prompt: spec.Prompt, ToolGroups: dedupe(spec.ToolGroups),
-		Deferred: dedupe(spec.DeferredGroups), Allow: spec.Allow, Deny: spec.Deny, CreatedBy: spec.CreatedBy,
+		Deferred: dedupe(spec.DeferredGroups), Allow: spec.Allow, Deny: spec.Deny, ReadOnlyTools: spec.ReadOnlyTools, CreatedBy: spec.CreatedBy,
 	})
 	if errors.Is(err, store.ErrExists) {
 		return r, &toolhost.Error{Code: toolhost.CodeValidation, Message: fmt.Sprintf("a role named %q already exists", spec.Name), Err: err}
@@ -232,7 +235,7 @@ func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error
 	}
 	h.dir.putRole(r.Name, &r)
 	h.changed()
-	h.log.Info("role created", "role", r.Name, "tool_groups", r.ToolGroups)
+	h.log.Info("role created", "role", r.Name, "tool_groups", r.ToolGroups, "read_only_tools", r.ReadOnlyTools)
 	return r, nil
 }
 
@@ -248,6 +251,8 @@ type RoleUpdate struct {
 	DeferredGroups *[]string
 	Allow          *[]string
 	Deny           *[]string
+	// ReadOnlyTools sets whether the role keeps only its read-only tools.
+	ReadOnlyTools *bool
 }
 
 // UpdateRole edits a role created at run time; the root role and config
@@ -273,6 +278,7 @@ func (h *Host) UpdateRole(ctx context.Context, name string, u RoleUpdate) (store
 	set(&r.Prompt, u.Prompt)
 	set(&r.Allow, u.Allow)
 	set(&r.Deny, u.Deny)
+	set(&r.ReadOnlyTools, u.ReadOnlyTools)
 	h.dir.edit.Lock()
 	defer h.dir.edit.Unlock()
 	if err := h.store.UpdateRole(ctx, r); err != nil {
@@ -280,7 +286,7 @@ func (h *Host) UpdateRole(ctx context.Context, name string, u RoleUpdate) (store
 	}
 	h.dir.putRole(r.Name, &r)
 	h.changed()
-	h.log.Info("role updated", "role", r.Name, "tool_groups", r.ToolGroups)
+	h.log.Info("role updated", "role", r.Name, "tool_groups", r.ToolGroups, "read_only_tools", r.ReadOnlyTools)
 	return r, nil
 }
 
@@ -412,7 +418,7 @@ func (h *Host) reconcileRoles(ctx context.Context) error {
 	declared := make([]store.Role, len(h.cfg.Roles))
 	for i, r := range h.cfg.Roles {
 		declared[i] = store.Role{Name: r.Name, Description: r.Description, Prompt: r.Prompt, ToolGroups: r.ToolGroups,
-			Deferred: r.DeferredGroups, Allow: r.Tools.Allow, Deny: r.Tools.Deny}
+			Deferred: r.DeferredGroups, Allow: r.Tools.Allow, Deny: r.Tools.Deny, ReadOnlyTools: r.ReadOnlyTools}
 	}
 	changed, err := h.store.ReconcileConfigRoles(ctx, declared)
 	if err != nil {

@@ -99,7 +99,8 @@ func (s *Server) getRole(w http.ResponseWriter, r *http.Request) {
 
 // updateRole applies the fields present in the body: "toolGroups": null
 // clears the groups (every group is then available), "deferredGroups": null
-// or [] defers none, an absent field is left as it is.
+// or [] defers none, "readOnlyTools": true keeps only the role's read-only
+// tools (null or false: all), an absent field is left as it is.
 func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
 	var fields map[string]json.RawMessage
 	if !decode(w, r, maxRoleBody, &fields) {
@@ -121,8 +122,10 @@ func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
 			u.Allow, err = field[[]string](raw)
 		case "deny":
 			u.Deny, err = field[[]string](raw)
+		case "readOnlyTools":
+			u.ReadOnlyTools, err = field[bool](raw)
 		default:
-			err = errors.New("not a field that can be changed (description, prompt, toolGroups, deferredGroups, allow, deny)")
+			err = errors.New("not a field that can be changed (description, prompt, toolGroups, deferredGroups, allow, deny, readOnlyTools)")
 		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "%s: %v", name, err))

@@ -39,6 +39,11 @@ type Role struct {
 	Allow []string `json:"allow,omitempty"`
 	// Deny lists tools, groups or "group:plugins" hidden from the role.
 	Deny []string `json:"deny,omitempty"`
+	// ReadOnlyTools keeps only the read-only tools of the role's groups (a
+	// role block's tools { read_only = true }): those whose MCP annotations
+	// say readOnlyHint. Not to be confused with ReadOnly, whether the role
+	// itself may be edited.
+	ReadOnlyTools bool `json:"readOnlyTools"`
 	// Deferred are groups whose tools the role's agents may call but whose
 	// definitions they get only when they load them (tool_search's
 	// load_tools): the role's context stays small.
@@ -61,11 +66,11 @@ func (r *Role) ReadOnly() (bool, string) {
 	return false, ""
 }
 
-const roleColumns = `id, name, description, prompt, tool_groups, tools_allow, tools_deny, created_by, created_at, status, llm_service_id, source, deferred_groups`
+const roleColumns = `id, name, description, prompt, tool_groups, tools_allow, tools_deny, created_by, created_at, status, llm_service_id, source, deferred_groups, tools_read_only`
 
 // ensureRoot creates the root role and the root agent when missing.
 func (s *Store) ensureRoot(ctx context.Context) error {
-	_, err := s.db.exec(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, '["org_management"]', '[]', '[]', 'system', ?, 'active', '', 'store', '[]') ON CONFLICT DO NOTHING`,
+	_, err := s.db.exec(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, '["org_management"]', '[]', '[]', 'system', ?, 'active', '', 'store', '[]', FALSE) ON CONFLICT DO NOTHING`,
 		RootRoleID, RootRole, "The root of the organisation: creates roles and agents and hands out work.",
 		"You are the root agent. You do not do tasks yourself: you find or create roles, spawn agents for them and send them work.", now())
 	if err == nil {
@@ -84,7 +89,7 @@ func scanRole(row scanner) (Role, error) {
 	var r Role
 	var groups sql.NullString
 	var allow, deny, deferred, created string
-	err := row.Scan(&r.ID, &r.Name, &r.Description, &r.Prompt, &groups, &allow, &deny, &r.CreatedBy, &created, &r.Status, &r.LLMServiceID, &r.Source, &deferred)
+	err := row.Scan(&r.ID, &r.Name, &r.Description, &r.Prompt, &groups, &allow, &deny, &r.CreatedBy, &created, &r.Status, &r.LLMServiceID, &r.Source, &deferred, &r.ReadOnlyTools)
 	if err != nil {
 		return r, err
 	}
@@ -140,22 +145,22 @@ func (s *Store) CreateRole(ctx context.Context, r Role) (Role, error) {
 }
 
 func insertRole(ctx context.Context, tx db, r Role) error {
-	_, err := tx.exec(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.exec(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Name, r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny),
-		r.CreatedBy, stamp(r.CreatedAt), r.Status, r.LLMServiceID, r.Source, listJSON(r.Deferred))
+		r.CreatedBy, stamp(r.CreatedAt), r.Status, r.LLMServiceID, r.Source, listJSON(r.Deferred), r.ReadOnlyTools)
 	return err
 }
 
 // UpdateRole stores every editable field of r (description, prompt, tool
-// groups, allow, deny, deferred groups, status, LLM service), found by its
-// id.
+// groups, allow, deny, read-only tools, deferred groups, status, LLM
+// service), found by its id.
 func (s *Store) UpdateRole(ctx context.Context, r Role) error {
 	return s.tx(ctx, func(tx db) error { return updateRole(ctx, tx, r) })
 }
 
 func updateRole(ctx context.Context, tx db, r Role) error {
-	res, err := tx.exec(ctx, `UPDATE roles SET description = ?, prompt = ?, tool_groups = ?, tools_allow = ?, tools_deny = ?, deferred_groups = ?, status = ?, llm_service_id = ?, source = ? WHERE id = ?`,
-		r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny), listJSON(r.Deferred), r.Status, r.LLMServiceID, r.Source, r.ID)
+	res, err := tx.exec(ctx, `UPDATE roles SET description = ?, prompt = ?, tool_groups = ?, tools_allow = ?, tools_deny = ?, tools_read_only = ?, deferred_groups = ?, status = ?, llm_service_id = ?, source = ? WHERE id = ?`,
+		r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny), r.ReadOnlyTools, listJSON(r.Deferred), r.Status, r.LLMServiceID, r.Source, r.ID)
 	if err != nil {
 		return fmt.Errorf("store: update role %q: %w", r.Name, err)
 	}
@@ -246,7 +251,7 @@ func (s *Store) ReconcileConfigRoles(ctx context.Context, declared []Role) (chan
 func sameDeclaration(old, d Role) bool {
 	return old.Source == SourceConfig && old.Description == d.Description && old.Prompt == d.Prompt &&
 		groupsJSON(old.ToolGroups) == groupsJSON(d.ToolGroups) && listJSON(old.Allow) == listJSON(d.Allow) && listJSON(old.Deny) == listJSON(d.Deny) &&
-		listJSON(old.Deferred) == listJSON(d.Deferred)
+		old.ReadOnlyTools == d.ReadOnlyTools && listJSON(old.Deferred) == listJSON(d.Deferred)
 }
 
 // groupsJSON encodes tool groups, nil (not configured) as SQL NULL.

@@ -15,7 +15,7 @@ import (
 const rolesUsage = `usage:
   toolhost roles list [-config F] [-json]
   toolhost roles show [-config F] [-json] NAME
-  toolhost roles create [-config F] [-description D] [-prompt P] [-groups a,b] [-allow x,y] [-deny x,y] NAME
+  toolhost roles create [-config F] [-description D] [-prompt P] [-groups a,b] [-allow x,y] [-deny x,y] [-read-only] NAME
   toolhost roles set-groups [-config F] NAME [GROUP...]    (no group: every group is available)
   toolhost roles set-deferred [-config F] NAME [GROUP...]  (their tools load on demand; no group: none)
   toolhost roles delete [-config F] NAME`
@@ -36,6 +36,7 @@ func rolesCmd(args []string, stdout, stderr io.Writer) int {
 	groups := fs.String("groups", "", "comma-separated tool groups; empty: every group (create)")
 	allow := fs.String("allow", "", "comma-separated optional tools, groups or group:plugins to allow (create)")
 	deny := fs.String("deny", "", "comma-separated tools, groups or group:plugins to deny (create)")
+	readOnly := fs.Bool("read-only", false, "keep only the tools marked read-only (MCP's readOnlyHint) of the role's groups (create)")
 	if fs.Parse(args[1:]) != nil {
 		return 2
 	}
@@ -56,7 +57,7 @@ func rolesCmd(args []string, stdout, stderr io.Writer) int {
 			role, err = h.Role(fs.Arg(0))
 		case "create":
 			role, err = h.CreateRole(ctx, host.RoleSpec{Name: fs.Arg(0), Description: *desc, Prompt: *prompt,
-				ToolGroups: splitList(*groups), Allow: splitList(*allow), Deny: splitList(*deny), CreatedBy: "cli"})
+				ToolGroups: splitList(*groups), Allow: splitList(*allow), Deny: splitList(*deny), ReadOnlyTools: *readOnly, CreatedBy: "cli"})
 		case "set-groups":
 			ids := groupArgs(fs.Args()[1:])
 			role, err = h.UpdateRole(ctx, fs.Arg(0), host.RoleUpdate{ToolGroups: &ids})
@@ -128,6 +129,9 @@ func printRole(w io.Writer, r store.Role) {
 	}
 	if len(r.Allow) > 0 || len(r.Deny) > 0 {
 		fmt.Fprintf(w, "allow:       %s\ndeny:        %s\n", strings.Join(r.Allow, ","), strings.Join(r.Deny, ","))
+	}
+	if r.ReadOnlyTools {
+		fmt.Fprintln(w, "tools:       read-only (only those marked readOnlyHint)")
 	}
 	fmt.Fprintf(w, "description: %s\nprompt:      %s\ncreated:     %s by %s\n", r.Description, r.Prompt, r.CreatedAt.Format("2006-01-02 15:04:05Z07:00"), r.CreatedBy)
 	if ro, why := r.ReadOnly(); ro {

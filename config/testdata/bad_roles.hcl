@@ -6,7 +6,8 @@ role "dev" {
   tool_groups = ["Workspace"]
   colour      = "blue"
   tools {
-    allow = ["group:everything"]
+    allow     = ["group:everything"]
+    read_only = "maybe"
   }
 }
 
@@ -14,5 +15,7 @@ role "dev" {
   tool_groups = "workspace"
 }
 
-tools {}
+tools {
+  read_only = true
+}
 tools {}

@@ -20,3 +20,11 @@ role "tester" {
 role "generalist" {
   description = "Every group."
 }
+
+role "researcher" {
+  description = "Reads only."
+  tool_groups = ["workspace", "chrome"]
+  tools {
+    read_only = true
+  }
+}

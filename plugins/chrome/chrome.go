@@ -94,7 +94,7 @@ func newGroup(b *browser) *sdk.Group {
 		Version:     "0.1.0",
 		OnConfigure: b.configure,
 		Tools: []sdk.Tool{
-			sdk.NewStructuredTool("navigate", "Load a page in the browser's tab; returns the final URL and the title as JSON.", b.navigate, sdk.OpenWorld()),
+			sdk.NewStructuredTool("navigate", "Load a page in the browser's tab; returns the final URL and the title as JSON.", b.navigate, sdk.ReadOnly(), sdk.OpenWorld()),
 			sdk.NewTool("get_text", "Return the visible text (innerText) of an element of the current page.", b.getText, sdk.ReadOnly()),
 			sdk.NewTool("get_html", "Return the HTML (outerHTML) of an element of the current page, or of the whole page.", b.getHTML, sdk.ReadOnly()),
 			sdk.NewTool("click", "Click the first element matching a CSS selector, once it is visible.", b.click, sdk.Destructive(), sdk.OpenWorld()),

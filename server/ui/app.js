@@ -205,12 +205,17 @@ function groupChips(groups, deferred) {
   return groups.map(chip);
 }
 
+// readsOnlyChip marks a role that keeps only its read-only tools.
+function readsOnlyChip() {
+  return h('span', { class: 'chip reads-only', title: 'only the tools marked read-only (readOnlyHint)' }, 'reads only');
+}
+
 async function rolesPage(main, v) {
   const roles = await api('GET', '/api/roles', undefined, v.signal);
   const rows = roles.map((r) => h('tr', { 'data-role': r.name },
     h('td', {}, h('a', { href: roleHref(r.name), class: 'role-link' }, r.name)),
     h('td', {}, h('span', { class: 'badge' }, r.source || ''), r.readOnly ? h('span', { class: 'badge ro', title: r.readOnlyReason || '' }, 'read-only') : null),
-    h('td', { class: 'groups' }, groupChips(r.toolGroups, r.deferredGroups)),
+    h('td', { class: 'groups' }, groupChips(r.toolGroups, r.deferredGroups), r.readOnlyTools ? readsOnlyChip() : null),
     h('td', {}, r.description || h('span', { class: 'muted' }, '—'))));
   fill(main,
     h('h1', {}, 'Roles'),
@@ -233,6 +238,7 @@ async function rolePage(main, v, name) {
   const missing = (role.toolGroups || []).filter((id) => !known.has(id));
   let saved = role.toolGroups;
   let savedDeferred = role.deferredGroups || [];
+  let savedReadsOnly = !!role.readOnlyTools;
 
   const selected = () => $$('input.group', main).filter((c) => c.checked).map((c) => c.dataset.group);
   // A group is the role's when it is ticked, or when none is (every group).
@@ -265,7 +271,12 @@ async function rolePage(main, v, name) {
   };
 
   const current = h('div', { id: 'current-groups', class: 'groups' });
-  const showCurrent = () => fill(current, 'Saved tool groups: ', groupChips(saved, savedDeferred));
+  const showCurrent = () => fill(current, 'Saved tool groups: ', groupChips(saved, savedDeferred), savedReadsOnly ? readsOnlyChip() : null);
+  // A role that reads only keeps, of its groups' tools, those marked
+  // read-only (readOnlyTools).
+  const readsOnly = h('input', { type: 'checkbox', id: 'reads-only', checked: savedReadsOnly, disabled: ro, onchange: changed });
+  const readsOnlyBox = h('label', { class: 'reads-only-toggle', title: 'Of its groups\' tools the role keeps those that say they change nothing (MCP\'s readOnlyHint); the others are neither listed nor callable.' },
+    readsOnly, 'Reads only: only the tools marked read-only');
   // showDefer offers "load on demand" for the role's groups only.
   const showDefer = () => {
     const sel = selected();
@@ -309,16 +320,19 @@ async function rolePage(main, v, name) {
   }
 
   // updateEager shows what an agent of the saved role starts with when it
-  // defers groups: the definitions of the others (and tool_search's).
+  // defers groups (the definitions of the others, and tool_search's) or
+  // reads only (its read-only tools).
   async function updateEager() {
     try {
       const t = await api('GET', '/api/roles/' + encodeURIComponent(role.name) + '/tools', undefined, v.signal);
       const lazy = (t.deferred || []).length;
       const all = (t.tools || []).length;
       const count = (k, word) => `${fmt(k)} ${word}${k === 1 ? '' : 's'}`;
-      eagerEl.textContent = `${count(t.eagerTokens, 'token')}: ${fmt(all - lazy)} of ${count(all, 'tool')}, ${fmt(lazy)} on demand (as saved)`;
+      eagerEl.textContent = lazy === 0
+        ? `${count(all, 'tool')}, ${count(t.eagerTokens, 'token')} (as saved: reads only)`
+        : `${count(t.eagerTokens, 'token')}: ${fmt(all - lazy)} of ${count(all, 'tool')}, ${fmt(lazy)} on demand (as saved)`;
       eagerEl.dataset.tokens = t.eagerTokens;
-      eagerBox.hidden = lazy === 0;
+      eagerBox.hidden = lazy === 0 && !savedReadsOnly;
     } catch (e) {
       if (v.signal.aborted) return;
       eagerBox.hidden = true;
@@ -327,7 +341,7 @@ async function rolePage(main, v, name) {
 
   const sameSet = (a, b) => a.slice().sort().join(',') === b.slice().sort().join(',');
   function dirty() {
-    return !sameSet(selected(), saved || []) || !sameSet(selectedDeferred(), savedDeferred);
+    return !sameSet(selected(), saved || []) || !sameSet(selectedDeferred(), savedDeferred) || readsOnly.checked !== savedReadsOnly;
   }
 
   function changed() {
@@ -341,7 +355,7 @@ async function rolePage(main, v, name) {
   async function doSave() {
     const sel = selected();
     // deferredGroups goes along always: a group unticked leaves it too.
-    const body = { toolGroups: sel.length ? sel : null, deferredGroups: selectedDeferred() };
+    const body = { toolGroups: sel.length ? sel : null, deferredGroups: selectedDeferred(), readOnlyTools: readsOnly.checked };
     errorEl.hidden = true;
     save.disabled = true;
     status.textContent = 'Saving…';
@@ -349,6 +363,7 @@ async function rolePage(main, v, name) {
       const r = await api('PUT', '/api/roles/' + encodeURIComponent(role.name), body, v.signal);
       saved = r.toolGroups;
       savedDeferred = r.deferredGroups || [];
+      savedReadsOnly = !!r.readOnlyTools;
       showCurrent();
       updateEager();
       status.textContent = 'Saved';
@@ -376,7 +391,8 @@ async function rolePage(main, v, name) {
       current,
       (role.allow && role.allow.length) || (role.deny && role.deny.length)
         ? h('div', { class: 'muted' }, role.allow && role.allow.length ? ['Allow: ', role.allow.join(', '), '. '] : null,
-          role.deny && role.deny.length ? ['Deny: ', role.deny.join(', '), '.'] : null) : null),
+          role.deny && role.deny.length ? ['Deny: ', role.deny.join(', '), '.'] : null) : null,
+      readsOnlyBox),
     h('div', { class: 'role-layout' },
       h('section', {},
         h('h2', {}, 'Tool groups'),
