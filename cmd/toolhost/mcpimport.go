@@ -18,15 +18,21 @@ import (
 	"github.com/toolhost/toolhost"
 )
 
-const mcpImportUsage = "usage: toolhost mcp import FILE   (FILE: a Claude Desktop, Cursor or VS Code MCP config; - for stdin)"
+const mcpImportUsage = "usage: toolhost mcp import [-config F] FILE   (FILE: a Claude Desktop, Cursor or VS Code MCP config; - for stdin)"
 
 // mcpImportCmd prints the mcp_server blocks equivalent to the MCP servers
-// of a client's config file. A file it cannot import is exit status 1, with
-// every problem on stderr and nothing on stdout.
+// of a client's config file, each stdio server's with a sandbox block for
+// this machine and the config file named by -config. A file it cannot
+// import is exit status 1, with every problem on stderr and nothing on
+// stdout.
 func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolhost mcp import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, mcpImportUsage) }
+	configFile := fs.String("config", "config.hcl", "the config file the blocks are for: no sandbox may write what it trusts")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, mcpImportUsage)
+		fs.PrintDefaults()
+	}
 	if fs.Parse(args) != nil {
 		return 2
 	}
@@ -47,7 +53,15 @@ func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return 1
 	}
-	out, err := importMCP(src, file)
+	m, warning, err := localMachine(*configFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 1
+	}
+	if warning != "" {
+		fmt.Fprintf(stderr, "toolhost: warning: %s\n", warning)
+	}
+	out, err := importMCP(src, file, m)
 	if err != nil {
 		var list interface{ Unwrap() []error }
 		errs := []error{err}
@@ -67,9 +81,10 @@ func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // importMCP returns the mcp_server blocks for the servers of a client's
-// config (src, called file in messages), or every problem found, each
-// naming file and the entry.
-func importMCP(src []byte, file string) ([]byte, error) {
+// config (src, called file in messages), each stdio server's with the
+// sandbox it needs on machine m, or every problem found, each naming file
+// and the entry.
+func importMCP(src []byte, file string, m *machine) ([]byte, error) {
 	field, entries, err := parseClientConfig(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
@@ -92,8 +107,9 @@ func importMCP(src []byte, file string) ([]byte, error) {
 		return nil, nil
 	}
 	assignLabels(servers)
-	im := &importer{file: file, names: map[string]bool{}}
+	im := &importer{file: file, machine: m, names: map[string]bool{}}
 	im.convert(servers)
+	im.confine(servers)
 	return im.write(servers), nil
 }
 
@@ -121,6 +137,7 @@ type mcpServer struct {
 	env      []keyValue
 	url      value
 	headers  []keyValue
+	sandbox  *box // a stdio server's
 }
 
 // keyValue is one entry of env or headers.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // The output is written here rather than with hclwrite, which would add a
@@ -36,7 +38,7 @@ func (im *importer) write(servers []*mcpServer) []byte {
 				for i, a := range s.args {
 					elems[i] = a.expr()
 				}
-				attrs = append(attrs, [2]string{"args", "[" + strings.Join(elems, ", ") + "]"})
+				attrs = append(attrs, [2]string{"args", list(elems)})
 			}
 			if len(s.env) > 0 {
 				attrs = append(attrs, [2]string{"env", object(s.env, "  ")})
@@ -44,6 +46,10 @@ func (im *importer) write(servers []*mcpServer) []byte {
 		}
 		fmt.Fprintf(&b, "mcp_server %s {\n", quote(s.label))
 		writeAttrs(&b, attrs, "  ")
+		if s.sandbox != nil {
+			b.WriteByte('\n')
+			s.sandbox.write(&b, "  ")
+		}
 		b.WriteString("}\n")
 	}
 	if len(im.secrets) > 0 {
@@ -61,6 +67,64 @@ func (im *importer) write(servers []*mcpServer) []byte {
 		}
 	}
 	return []byte(b.String())
+}
+
+// write writes the sandbox block at indent.
+func (x *box) write(b *strings.Builder, indent string) {
+	in := indent + "  "
+	b.WriteString(indent + "sandbox {\n")
+	for _, n := range x.notes {
+		writeComment(b, in+"# "+n)
+	}
+	var attrs [][2]string
+	if len(x.readWrite) > 0 || len(x.refused) > 0 {
+		attrs = append(attrs, [2]string{"read_write", x.readWriteList(in)})
+		if len(x.refused) > 0 { // on lines of its own, aligned with nothing
+			writeAttrs(b, attrs, in)
+			attrs = nil
+		}
+	}
+	if len(x.readOnly) > 0 {
+		attrs = append(attrs, [2]string{"read_only", stringList(x.readOnly)})
+	}
+	if x.network {
+		attrs = append(attrs, [2]string{"network", quote(string(sandbox.NetworkAllowed))})
+	}
+	writeAttrs(b, attrs, in)
+	writeComment(b, in+"# no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost")
+	b.WriteString(in + "limits { cpu_seconds = -1 }\n")
+	b.WriteString(indent + "}\n")
+}
+
+// readWriteList is the read_write list: on one line, or one path a line
+// when a refused path is there too, commented out below its reason.
+func (x *box) readWriteList(indent string) string {
+	if len(x.refused) == 0 {
+		return stringList(x.readWrite)
+	}
+	var b strings.Builder
+	b.WriteString("[\n")
+	for _, p := range x.readWrite {
+		b.WriteString(indent + "  " + quote(p) + ",\n")
+	}
+	for _, r := range x.refused {
+		writeComment(&b, indent+"  # toolhost would refuse this one: "+r.why)
+		writeComment(&b, indent+"  # "+quote(r.path)+",")
+	}
+	b.WriteString(indent + "]")
+	return b.String()
+}
+
+// list is a list expression of elems, on one line.
+func list(elems []string) string { return "[" + strings.Join(elems, ", ") + "]" }
+
+// stringList is a list expression of the strings ss, on one line.
+func stringList(ss []string) string {
+	elems := make([]string, len(ss))
+	for i, s := range ss {
+		elems[i] = quote(s)
+	}
+	return list(elems)
 }
 
 // writeComment writes a line comment; text starts with "#", and a control

@@ -14,6 +14,7 @@ import (
 // importer turns entries into values, keeping every secret out of them.
 type importer struct {
 	file    string
+	machine *machine        // where the servers will run
 	names   map[string]bool // environment variables referenced, or to be exported
 	secrets []export        // the variables made for secrets, in the order of the output
 	refs    []string        // the variables the file refers to, in the order of the output

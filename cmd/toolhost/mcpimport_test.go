@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/redact"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -43,7 +44,7 @@ func importFile(t *testing.T, path string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := importMCP(src, filepath.Base(path))
+	out, err := importMCP(src, filepath.Base(path), testMachine())
 	if err != nil {
 		t.Fatalf("import %s: %v", path, err)
 	}
@@ -256,6 +257,18 @@ func TestMCPImportLoads(t *testing.T) {
 	if p := got["search_engine"]; p.Headers["Authorization"] != "Bearer value-of-SEARCH_TOKEN" {
 		t.Errorf("search_engine = %+v", p)
 	}
+	// Each stdio server runs in the sandbox written for it; an HTTP one in none.
+	for name, p := range got {
+		if (p.URL == "") != (p.Sandbox != nil) || p.Sandbox != nil && p.Sandbox.Limits.CPUSeconds != -1 {
+			t.Errorf("%s: sandbox %+v", name, p.Sandbox)
+		}
+	}
+	if p := got["filesystem"].Sandbox; p == nil || !slices.Equal(p.ReadWrite, []string{"/srv/ws"}) || p.Network != sandbox.NetworkAllowed {
+		t.Errorf("filesystem's sandbox = %+v", p)
+	}
+	if p := got["mcp_2nd_brain"].Sandbox; p == nil || !slices.Equal(p.ReadOnly, []string{"/opt/brain"}) || p.Network != "" {
+		t.Errorf("mcp_2nd_brain's sandbox = %+v", p)
+	}
 }
 
 // TestMCPImportLabels maps server names to mcp_server labels.
@@ -333,7 +346,7 @@ func TestMCPImportValues(t *testing.T) {
 		{"numbers and booleans", `{"command": "x", "args": [1, true], "env": {"N": 2.5}}`, `args    = ["1", "true"]`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := importMCP([]byte(`{"mcpServers": {"s": `+tc.server+`}}`), "f.json")
+			out, err := importMCP([]byte(`{"mcpServers": {"s": `+tc.server+`}}`), "f.json", testMachine())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -377,7 +390,7 @@ func TestMCPImportErrors(t *testing.T) {
 		{"headers not an object", `{"mcpServers": {"fs": {"url": "https://x.example.com", "headers": ["a"]}}}`, `mcpServers."fs": headers: want an object of strings, not a list`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := importMCP([]byte(tc.src), "f.json")
+			out, err := importMCP([]byte(tc.src), "f.json", testMachine())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want %q", err, tc.want)
 			}
@@ -387,7 +400,7 @@ func TestMCPImportErrors(t *testing.T) {
 		})
 	}
 	// Every bad entry is reported, not only the first.
-	_, err := importMCP([]byte(`{"mcpServers": {"a": {}, "b": {"command": "x"}, "c": {"url": null}}}`), "f.json")
+	_, err := importMCP([]byte(`{"mcpServers": {"a": {}, "b": {"command": "x"}, "c": {"url": null}}}`), "f.json", testMachine())
 	if got := strings.Split(err.Error(), "\n"); len(got) != 2 || !strings.Contains(got[0], `"a"`) || !strings.Contains(got[1], `"c": url: want a string, not null`) {
 		t.Errorf("errors = %q", got)
 	}
@@ -407,8 +420,8 @@ func TestMCPImportExitStatus(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"mcp", "import", sample}, 0, ""},
-		{[]string{"mcp", "import"}, 2, "usage: toolhost mcp import FILE"},
-		{[]string{"mcp", "import", "a.json", "b.json"}, 2, "usage: toolhost mcp import FILE"},
+		{[]string{"mcp", "import"}, 2, "usage: toolhost mcp import [-config F] FILE"},
+		{[]string{"mcp", "import", "a.json", "b.json"}, 2, "usage: toolhost mcp import [-config F] FILE"},
 		{[]string{"mcp", "import", "-x", sample}, 2, "flag provided but not defined: -x"},
 		{[]string{"mcp", "import", filepath.Join(dir, "missing.json")}, 1, "missing.json: no such file"},
 		{[]string{"mcp", "import", bad}, 1, `bad.json: mcpServers."x": has neither command`},

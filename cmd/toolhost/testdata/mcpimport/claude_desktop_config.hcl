@@ -1,12 +1,39 @@
 mcp_server "filesystem" {
   command = "npx"
-  args    = ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop", "/srv/ws"]
+  args    = ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop", "/srv/ws", "/home/me"]
+
+  sandbox {
+    # npx fetches the server's code each time it starts it: so it may reach the network, through
+    # toolhost's filtering proxy, and what it downloads stays in the sandbox's own HOME, gone at exit.
+    # Better: npm install --prefix DIR PACKAGE, then command = "DIR/node_modules/.bin/NAME",
+    # which starts without the network and runs the code you installed (import it again for its paths).
+    # args[2] "/Users/me/Desktop" is not on this machine: once it is, add it to read_write (a directory) or read_only (a file)
+    read_write = [
+      "/srv/ws",
+      # toolhost would refuse this one: mcp_server "filesystem"'s writable path /home/me holds the config file /home/me/toolhost/config.hcl
+      # "/home/me",
+    ]
+    network = "allowed"
+    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
+    limits { cpu_seconds = -1 }
+  }
 }
 
 mcp_server "fs" {
   command = "npx"
   args    = ["-y", "some-mcp-server", "/srv/ws"]
   env     = { API_KEY = env("FS_API_KEY"), LOG_LEVEL = "debug" }
+
+  sandbox {
+    # npx fetches the server's code each time it starts it: so it may reach the network, through
+    # toolhost's filtering proxy, and what it downloads stays in the sandbox's own HOME, gone at exit.
+    # Better: npm install --prefix DIR PACKAGE, then command = "DIR/node_modules/.bin/NAME",
+    # which starts without the network and runs the code you installed (import it again for its paths).
+    read_write = ["/srv/ws"]
+    network    = "allowed"
+    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
+    limits { cpu_seconds = -1 }
+  }
 }
 
 # from "GitHub Tools"
@@ -16,6 +43,13 @@ mcp_server "github_tools" {
   env     = {
     GITHUB_HOST                  = "github.example.com"
     GITHUB_PERSONAL_ACCESS_TOKEN = env("GITHUB_TOKEN")
+  }
+
+  sandbox {
+    # docker needs its daemon's socket, which this sandbox leaves out: whoever may write to it is root
+    # on this machine. Add read_write = ["/var/run/docker.sock"] only if you accept that.
+    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
+    limits { cpu_seconds = -1 }
   }
 }
 
@@ -30,6 +64,12 @@ mcp_server "mcp_2nd_brain" {
   command = "node"
   args    = ["/opt/brain/index.js", "--db", env("MCP_2ND_BRAIN_DB")]
   env     = { DEBUG = "true", NOTES_DIR = "/var/notes", PORT = "8080" }
+
+  sandbox {
+    read_only = ["/opt/brain"]
+    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
+    limits { cpu_seconds = -1 }
+  }
 }
 
 # from "Tool Search": a reserved group id, so prefixed with mcp_
@@ -43,6 +83,16 @@ mcp_server "mcp_tool_search" {
 mcp_server "mcp_workspace" {
   command = "uvx"
   args    = ["workspace-mcp", "--root", "$${workspaceFolder}"]
+
+  sandbox {
+    # uvx fetches the server's code each time it starts it: so it may reach the network, through
+    # toolhost's filtering proxy, and what it downloads stays in the sandbox's own HOME, gone at exit.
+    # Better: uv tool install PACKAGE (or pipx install PACKAGE), then command = the script it installs,
+    # which starts without the network and runs the code you installed (import it again for its paths).
+    network = "allowed"
+    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
+    limits { cpu_seconds = -1 }
+  }
 }
 
 mcp_server "remote" {
@@ -55,6 +105,12 @@ mcp_server "search-engine" {
   command = "search-mcp"
   args    = ["--api-key", env("SEARCH_ENGINE_API_KEY"), "--token=${env("SEARCH_ENGINE_TOKEN")}"]
   env     = { SLACK_BOT = env("SEARCH_ENGINE_SLACK_BOT") }
+
+  sandbox {
+    read_only = ["/home/me/.local/lib/node_modules"]
+    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
+    limits { cpu_seconds = -1 }
+  }
 }
 
 # from "Search Engine"
@@ -68,6 +124,16 @@ mcp_server "search_engine_2" {
   command = "uvx"
   args    = ["search-engine-mcp"]
   env     = { DATABASE_URL = env("SEARCH_ENGINE_2_DATABASE_URL"), SEARCH_REGION = "eu" }
+
+  sandbox {
+    # uvx fetches the server's code each time it starts it: so it may reach the network, through
+    # toolhost's filtering proxy, and what it downloads stays in the sandbox's own HOME, gone at exit.
+    # Better: uv tool install PACKAGE (or pipx install PACKAGE), then command = the script it installs,
+    # which starts without the network and runs the code you installed (import it again for its paths).
+    network = "allowed"
+    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
+    limits { cpu_seconds = -1 }
+  }
 }
 
 # Secrets stay out of this file: set these in toolhost's environment (values not printed here).

@@ -12,6 +12,11 @@ mcp_server "docs" {
 mcp_server "local-tools" {
   command = "$${workspaceFolder}/bin/tools"
   args    = ["--home", "$${userHome}", "--cache", "${env("XDG_CACHE_HOME")}/tools"]
+
+  sandbox {
+    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
+    limits { cpu_seconds = -1 }
+  }
 }
 
 # from "Perplexity"
@@ -19,6 +24,16 @@ mcp_server "perplexity" {
   command = "npx"
   args    = ["-y", "server-perplexity-ask"]
   env     = { PERPLEXITY_API_KEY = env("PERPLEXITY_PERPLEXITY_API_KEY") }
+
+  sandbox {
+    # npx fetches the server's code each time it starts it: so it may reach the network, through
+    # toolhost's filtering proxy, and what it downloads stays in the sandbox's own HOME, gone at exit.
+    # Better: npm install --prefix DIR PACKAGE, then command = "DIR/node_modules/.bin/NAME",
+    # which starts without the network and runs the code you installed (import it again for its paths).
+    network = "allowed"
+    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
+    limits { cpu_seconds = -1 }
+  }
 }
 
 # Secrets stay out of this file: set these in toolhost's environment (values not printed here).
