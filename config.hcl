@@ -1,10 +1,18 @@
 # The default deployment: `scripts/run` builds everything and serves this file.
-# Relative paths resolve against this file's directory, which is also the
-# working directory of every plugin. See README.md for the reference.
+# Relative paths resolve against this file's directory. See README.md for the
+# reference.
 
 listen     = "127.0.0.1:8741"  # TOOLHOST_LISTEN overrides
 data_dir   = "data"            # TOOLHOST_DATA_DIR overrides
 plugin_dir = "bin/plugins"     # TOOLHOST_PLUGIN_DIR overrides
+# Agents work here, and nowhere that holds what the host trusts: the host
+# refuses a config whose workspace, module roots or sandbox read_write paths
+# hold this file, data_dir, plugin_dir or a module's executable.
+workspace  = "workspace"       # TOOLHOST_WORKSPACE overrides
+
+# Every module runs in a sandbox (bubblewrap + Landlock) unless its block says
+# sandbox = "off": the system read-only, no host secrets, no data_dir, no
+# network unless its block allows it. A sandbox { } block loosens it.
 
 limits {
   timeout          = "30s"
@@ -23,7 +31,7 @@ executor {
 
 # First-party modules with reserved ids.
 builtin "workspace" {
-  # Without roots the workspace is this directory.
+  # Without roots it works in the workspace above, which it alone may write.
   config {}
 }
 

@@ -17,26 +17,39 @@ var moduleLimits = sandbox.Limits{CPUSeconds: -1}
 // block's own sandbox when it has one (Off for sandbox = "off"), else a
 // default that confines it, so that a block which says nothing runs
 // confined:
-//   - the workspace builtin may write its roots;
+//   - the workspace builtin may write its roots, in its block's sandbox
+//     too;
 //   - the network builtin shares the host's network, whose every dial its
 //     own network policy checks on the resolved address, and sees no files
 //     but the system's;
 //   - a plugin, and an mcp_server's command, see the system read-only and
 //     their executable, with no network.
 //
-// It is nil for an HTTP mcp_server (no process of the host's) and for the
-// command builtin without a sandbox block: that module confines the
-// commands it runs itself, with its own default.
+// A block's own sandbox has no CPU time limit unless it names one, as a
+// module's process lives as long as the host. Confinement is nil for an
+// HTTP mcp_server (no process of the host's), and the command builtin's is
+// its block's as written: that module confines the commands it runs with
+// it, or with its own default when nil.
 func (c *Config) Confinement(p *Plugin) *sandbox.Policy {
+	workspace := p.Kind == KindBuiltin && p.Name == "workspace"
 	switch {
+	case p.Kind == KindBuiltin && p.Name == "command", p.Sandbox != nil && p.Sandbox.Off:
+		return p.Sandbox // the command module's is for its commands
 	case p.Sandbox != nil:
-		return p.Sandbox
-	case p.Kind == KindMCP && p.URL != "", p.Kind == KindBuiltin && p.Name == "command":
+		pol := *p.Sandbox
+		if pol.Limits.CPUSeconds == 0 { // a module's process lives as long as the host
+			pol.Limits.CPUSeconds = moduleLimits.CPUSeconds
+		}
+		if workspace {
+			pol.ReadWrite = append(slices.Clone(pol.ReadWrite), moduleRoots(p.Config, c.moduleDir())...)
+		}
+		return &pol
+	case p.Kind == KindMCP && p.URL != "":
 		return nil
 	}
 	pol := &sandbox.Policy{Limits: moduleLimits}
 	switch {
-	case p.Kind == KindBuiltin && p.Name == "workspace":
+	case workspace:
 		pol.ReadWrite = moduleRoots(p.Config, c.moduleDir())
 	case p.Kind == KindBuiltin && p.Name == "network":
 		pol.Network = sandbox.NetworkHost

@@ -56,8 +56,17 @@ plugin "chrome" {
     allow_hosts    = ["127.0.0.1"]
     screenshot_dir = %q
   }
+  sandbox {
+    network     = "allowed"
+    allow_hosts = ["127.0.0.1"]
+    read_write  = [%[4]q]
+    limits {
+      memory_mb = -1
+      processes = 2048
+    }
+  }
 }`, pluginDir, t.TempDir(), hclList(roots), roots[0], filepath.Join(roots[0], "shots"))
-	cfg, err := config.Parse([]byte(src), filepath.Join(roots[0], "config.hcl"), nil)
+	cfg, err := config.Parse([]byte(src), filepath.Join(t.TempDir(), "config.hcl"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

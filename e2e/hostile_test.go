@@ -395,9 +395,9 @@ func TestHostileAgent(t *testing.T) {
 		if tools := mcptest.ToolNames(t, dev); !slices.Contains(tools, "run_command") || slices.Contains(tools, "navigate") {
 			t.Errorf("developer's tools = %v", tools)
 		}
-		// The workspace holds the data directory: the admin token is not
-		// the developer's to read.
-		for _, path := range []string{"data/admin.token", filepath.Join(h.dir, "data", "admin.token"), "data/toolhost.db"} {
+		// The data directory is beside the workspace: the admin token is
+		// not the developer's to read.
+		for _, path := range []string{"../data/admin.token", filepath.Join(h.dir, "data", "admin.token"), "../data/toolhost.db"} {
 			if out, isErr := mcptest.CallText(t, dev, "read_file", map[string]any{"path": path}); !isErr || !strings.HasPrefix(out, "policy:") || strings.Contains(out, h.admin) {
 				t.Errorf("read_file %s: %s, want policy", path, out)
 			}

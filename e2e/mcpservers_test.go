@@ -30,8 +30,8 @@ import (
 // and SIGKILL of a server's process unregisters its group and brings it
 // back. The processes are gone after Close.
 func TestMCPServersBesideModules(t *testing.T) {
-	dir := t.TempDir()
-	servers, err := mcptest.ReferenceServers(dir, filepath.Join(dir, "memory.jsonl"))
+	dir, files := t.TempDir(), t.TempDir()
+	servers, err := mcptest.ReferenceServers(files, filepath.Join(files, "memory.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

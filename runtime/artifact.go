@@ -105,8 +105,9 @@ func (rt *Runtime) putArtifact(ctx context.Context, by string, args putArtifactA
 
 // readWorkspace reads a file inside the runtime's workspace; the path may
 // not leave it, symlinks included (os.Root), nor lead into the host's data
-// directory, which the workspace holds by default: the file opened is placed
-// by the kernel (sdk.HostPaths.Check), not by its path.
+// directory (which the host refuses to put in a workspace, a second layer):
+// the file opened is placed by the kernel (sdk.HostPaths.Check), not by its
+// path.
 func (rt *Runtime) readWorkspace(path string) ([]byte, error) {
 	hidden, err := sdk.ResolveHostPaths([]string{rt.h.DataDir()})
 	if err != nil {

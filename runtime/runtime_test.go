@@ -82,7 +82,7 @@ runtime {
   %s
 }
 `, pluginDir, data, ws, ws, scriptPath, ws, runtimeBlock)
-	cfg, err := config.Parse([]byte(src), filepath.Join(ws, "config.hcl"), nil)
+	cfg, err := config.Parse([]byte(src), filepath.Join(t.TempDir(), "config.hcl"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,13 @@ import (
 // over stdio with the MCP SDK's client, as an MCP client would.
 func TestMCPStdio(t *testing.T) {
 	dir := t.TempDir()
-	for pkg, out := range map[string]string{".": "toolhost", "../../examples/notes": "notes"} {
+	for pkg, out := range map[string]string{".": "bin/toolhost", "../../examples/notes": "bin/notes"} {
 		if b, err := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg).CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", pkg, err, b)
 		}
 	}
 	cfg := filepath.Join(dir, "config.hcl")
-	src := `plugin_dir = "."
+	src := `plugin_dir = "bin"
 plugin "notes" {
   path = "notes"
 }
@@ -41,7 +41,7 @@ role "scribe" {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.Command(filepath.Join(dir, "toolhost"), "mcp", "-role", "scribe", "-config", cfg)
+	cmd := exec.Command(filepath.Join(dir, "bin", "toolhost"), "mcp", "-role", "scribe", "-config", cfg)
 	cmd.Stderr = os.Stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)

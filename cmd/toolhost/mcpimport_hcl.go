@@ -91,8 +91,6 @@ func (x *box) write(b *strings.Builder, indent string) {
 		attrs = append(attrs, [2]string{"network", quote(string(sandbox.NetworkAllowed))})
 	}
 	writeAttrs(b, attrs, in)
-	writeComment(b, in+"# no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost")
-	b.WriteString(in + "limits { cpu_seconds = -1 }\n")
 	b.WriteString(indent + "}\n")
 }
 

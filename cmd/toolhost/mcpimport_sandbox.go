@@ -38,9 +38,8 @@ import (
 //     says so and how to install the package instead. The operator's own
 //     package cache is not made writable: a server could plant code there
 //     that the operator runs later.
-//   - limits { cpu_seconds = -1 }: a module's default sandbox has no CPU
-//     time limit, since the server lives as long as the host, and a block
-//     that named none would get the commands' default of 600 seconds.
+//   - no limits: a module's sandbox block gets the default limits but CPU
+//     time, since the server lives as long as the host.
 
 // machine is what the importer looks at on the machine toolhost runs on:
 // its files, PATH, the user's home, and the config the blocks are for.

@@ -67,9 +67,7 @@ func testMachine() *machine {
 }
 
 // limitsLines end every sandbox block.
-const limitsLines = `    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
-    limits { cpu_seconds = -1 }
-  }
+const limitsLines = `  }
 `
 
 // TestMCPImportSandbox imports one stdio server at a time on testMachine

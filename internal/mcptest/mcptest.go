@@ -106,8 +106,9 @@ func installed(name, rel string) (string, error) {
 
 // ReferenceServers returns the mcp_server blocks of npm's reference servers
 // as installed in NPMDir: fs (filesystem, serving root, its tools prefixed
-// fs_), memory (keeping its graph in memoryFile) and everything. An error
-// names a server that is missing.
+// fs_), memory (keeping its graph in memoryFile) and everything, each in a
+// sandbox that shows NPMDir read-only and what it writes read-write. An
+// error names a server that is missing.
 func ReferenceServers(root, memoryFile string) (string, error) {
 	var bins []any
 	for _, name := range []string{"mcp-server-filesystem", "mcp-server-memory", "mcp-server-everything"} {
@@ -117,17 +118,29 @@ func ReferenceServers(root, memoryFile string) (string, error) {
 		}
 		bins = append(bins, path)
 	}
+	npm := NPMDir()
 	return fmt.Sprintf(`mcp_server "fs" {
   command     = %q
   args        = [%q]
   tool_prefix = "fs_"
+  sandbox {
+    read_only  = [%q]
+    read_write = [%q]
+  }
 }
 mcp_server "memory" {
   command = %q
   env     = { MEMORY_FILE_PATH = %q }
+  sandbox {
+    read_only  = [%q]
+    read_write = [%q]
+  }
 }
 mcp_server "everything" {
   command = %q
+  sandbox {
+    read_only = [%q]
+  }
 }
-`, bins[0], root, bins[1], memoryFile, bins[2]), nil
+`, bins[0], root, npm, root, bins[1], memoryFile, npm, filepath.Dir(memoryFile), bins[2], npm), nil
 }

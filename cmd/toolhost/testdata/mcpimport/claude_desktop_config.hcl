@@ -14,8 +14,6 @@ mcp_server "filesystem" {
       # "/home/me",
     ]
     network = "allowed"
-    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
-    limits { cpu_seconds = -1 }
   }
 }
 
@@ -31,8 +29,6 @@ mcp_server "fs" {
     # which starts without the network and runs the code you installed (import it again for its paths).
     read_write = ["/srv/ws"]
     network    = "allowed"
-    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
-    limits { cpu_seconds = -1 }
   }
 }
 
@@ -48,8 +44,6 @@ mcp_server "github_tools" {
   sandbox {
     # docker needs its daemon's socket, which this sandbox leaves out: whoever may write to it is root
     # on this machine. Add read_write = ["/var/run/docker.sock"] only if you accept that.
-    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
-    limits { cpu_seconds = -1 }
   }
 }
 
@@ -67,8 +61,6 @@ mcp_server "mcp_2nd_brain" {
 
   sandbox {
     read_only = ["/opt/brain"]
-    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
-    limits { cpu_seconds = -1 }
   }
 }
 
@@ -90,8 +82,6 @@ mcp_server "mcp_workspace" {
     # Better: uv tool install PACKAGE (or pipx install PACKAGE), then command = the script it installs,
     # which starts without the network and runs the code you installed (import it again for its paths).
     network = "allowed"
-    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
-    limits { cpu_seconds = -1 }
   }
 }
 
@@ -108,8 +98,6 @@ mcp_server "search-engine" {
 
   sandbox {
     read_only = ["/home/me/.local/lib/node_modules"]
-    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
-    limits { cpu_seconds = -1 }
   }
 }
 
@@ -131,8 +119,6 @@ mcp_server "search_engine_2" {
     # Better: uv tool install PACKAGE (or pipx install PACKAGE), then command = the script it installs,
     # which starts without the network and runs the code you installed (import it again for its paths).
     network = "allowed"
-    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
-    limits { cpu_seconds = -1 }
   }
 }
 

@@ -14,8 +14,6 @@ mcp_server "local-tools" {
   args    = ["--home", "$${userHome}", "--cache", "${env("XDG_CACHE_HOME")}/tools"]
 
   sandbox {
-    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
-    limits { cpu_seconds = -1 }
   }
 }
 
@@ -31,8 +29,6 @@ mcp_server "perplexity" {
     # Better: npm install --prefix DIR PACKAGE, then command = "DIR/node_modules/.bin/NAME",
     # which starts without the network and runs the code you installed (import it again for its paths).
     network = "allowed"
-    # no CPU time limit, as in a module's default sandbox: the server runs as long as toolhost
-    limits { cpu_seconds = -1 }
   }
 }
 
