@@ -26,7 +26,9 @@ func withSettings(spec *toolhost.GroupSpec, conf *config.Plugin) {
 		}
 		if len(set.Hints) > 0 {
 			h := maps.Clone(mcpDefaults)
-			_ = json.Unmarshal(t.Annotations, &h) // the module's, if any
+			var own map[string]bool // the module's, if any: "null" leaves it nil
+			_ = json.Unmarshal(t.Annotations, &own)
+			maps.Copy(h, own)
 			maps.Copy(h, set.Hints)
 			t.Annotations, _ = json.Marshal(h)
 		}
