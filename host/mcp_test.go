@@ -263,6 +263,7 @@ func TestMCPListChangedFloodIsCoalesced(t *testing.T) {
 	lists := filepath.Join(t.TempDir(), "lists")
 	flood := testMCP("flood", "flood")
 	flood.Env["TOOLHOST_TEST_MCP_LISTS"] = lists
+	flood.Limits.Timeout = proctest.Patience // a loaded machine took over 10 s to read the 20000 announcements
 	h := startHost(t, flood)
 	for _, tool := range []string{"flood", "finish"} {
 		if _, err := callTool(t, h, tool, map[string]any{}); err != nil {
