@@ -50,12 +50,18 @@ type Cmd struct {
 	tmp      string // the host-side directory of the proxy's socket
 	proxy    *netpolicy.Proxy
 	cgroup   *cgroup
-	closed   sync.Once
+	hostEnd  *os.File // the write end of the host's pipe (see lifeline.go)
+	status   *os.File // a read end of bubblewrap's --json-status-fd
+	// inherited are this process's copies of what only bubblewrap and the
+	// stage hold once bubblewrap started.
+	inherited []*os.File
+	closed    sync.Once
 }
 
 // Command returns a Cmd that runs argv confined by p. It fails, naming what
 // to install or enable, when bubblewrap cannot run here, and for a Policy
-// that is Off or invalid. The context kills the whole sandbox when done.
+// that is Off or invalid. When the context is done, the sandbox ends: every
+// process in it is killed.
 func Command(ctx context.Context, p *Policy, argv []string) (*Cmd, error) {
 	if p == nil {
 		p = &Policy{}
@@ -75,10 +81,11 @@ func Command(ctx context.Context, p *Policy, argv []string) (*Cmd, error) {
 	}
 	c := &Cmd{Cmd: exec.CommandContext(ctx, bwrap), policy: *p, argv: argv}
 	c.policy.Limits = p.Limits.withDefaults()
-	// bwrap in a process group of its own, killed with the caller's thread;
-	// the sandbox dies with bwrap (--die-with-parent and its PID namespace).
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	// bwrap in a process group of its own, and without a parent-death
+	// signal: the sandbox ends with this process, or when Cancel or Close
+	// closes the host's pipe, through the stage (see lifeline.go).
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return c.hostEnd.Close() }
 	return c, nil
 }
 
@@ -92,6 +99,7 @@ func (c *Cmd) Start() error {
 		c.Close()
 		return err
 	}
+	c.closeInherited()
 	if c.cgroup != nil {
 		c.cgroup.adopt()
 	}
@@ -143,7 +151,7 @@ func (c *Cmd) prepare() error {
 	st := stage.Spec{Rlimits: c.policy.Limits.rlimits(), Argv: c.argv}
 	b := &args{}
 	b.add("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns",
-		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox")
+		"--as-pid-1", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox")
 	if c.policy.network() != NetworkHost {
 		b.add("--unshare-net")
 	}
@@ -206,6 +214,9 @@ func (c *Cmd) prepare() error {
 		}
 	}
 	c.Env = env
+	if err := c.tieLife(b, &st); err != nil {
+		return err
+	}
 
 	if c.policy.Limits.Processes > 0 && os.Geteuid() == 0 {
 		// The kernel exempts root from RLIMIT_NPROC: a pids cgroup holds
@@ -218,9 +229,9 @@ func (c *Cmd) prepare() error {
 			return err
 		}
 		c.cgroup = cg
-		c.ExtraFiles = append(c.ExtraFiles, cg.procs, cg.infoW)
-		st.CgroupFD, st.Cgroup = 2+len(c.ExtraFiles)-1, filepath.Base(cg.dir)
-		b.add("--info-fd", strconv.Itoa(2+len(c.ExtraFiles)))
+		st.CgroupFD, st.Cgroup = c.pass(cg.procs), filepath.Base(cg.dir)
+		b.add("--info-fd", strconv.Itoa(c.pass(cg.infoW)))
+		st.Close = append(st.Close, c.pass(cg.info)) // bwrap's, against SIGPIPE (see lifeline.go)
 	}
 	spec, err := json.Marshal(st)
 	if err != nil {
@@ -265,10 +276,17 @@ func (c *Cmd) startProxy() error {
 // one that resolves and dials without leaving loopback.
 var proxyDialer = func(p *netpolicy.Policy) *netpolicy.Dialer { return &netpolicy.Dialer{Policy: p} }
 
-// Close releases the sandbox's proxy, its socket directory and its cgroup.
-// Wait calls it; it is safe to call more than once.
+// Close ends the sandbox if it still runs, and releases its proxy, its
+// socket directory and its cgroup. Wait calls it; it is safe to call more
+// than once.
 func (c *Cmd) Close() {
 	c.closed.Do(func() {
+		for _, f := range []*os.File{c.hostEnd, c.status} {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+		c.closeInherited()
 		if c.proxy != nil {
 			_ = c.proxy.Close()
 		}

@@ -13,9 +13,10 @@
 //	err = cmd.Run()
 //
 // A binary that uses the package runs a part of itself inside the sandbox
-// (the stage that applies Landlock and the limits, then executes the
-// command): the package's init function takes over when the binary is
-// started as that stage, so nothing is needed in main.
+// (the stage that applies Landlock and the limits, runs the command, and
+// ends the sandbox when the command ends, or the process that started it,
+// SIGKILLed or not): the package's init function takes over when the binary
+// is started as that stage, so nothing is needed in main.
 //
 // When bubblewrap cannot run, Command fails and says what to install or
 // enable; it never runs the command unconfined.

@@ -350,10 +350,11 @@ func TestWithoutBubblewrap(t *testing.T) {
 
 // TestArgsProperty: whatever the policy, bubblewrap's command line makes
 // every namespace but the network's (and that one unless the network is the
-// host's), binds read-write only the policy's ReadWrite paths, binds
-// nothing else of the host but the system directories, the policy's
-// ReadOnly paths and the sandbox's own files, and covers every hidden path
-// inside a bound one after the binds.
+// host's), runs the stage as the sandbox's PID 1 and leaves bubblewrap alive
+// when its parent dies (see lifeline.go), binds read-write only the
+// policy's ReadWrite paths, binds nothing else of the host but the system
+// directories, the policy's ReadOnly paths and the sandbox's own files, and
+// covers every hidden path inside a bound one after the binds.
 func TestArgsProperty(t *testing.T) {
 	base := t.TempDir()
 	pool := []string{"/a", "/a/b", "/a/b/c", "/d", "/d/file", "/e"}
@@ -388,10 +389,13 @@ func TestArgsProperty(t *testing.T) {
 		}
 		defer cmd.Close()
 		args := cmd.Args[1:slices.Index(cmd.Args, "--")]
-		for _, flag := range []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns", "--die-with-parent", "--new-session"} {
+		for _, flag := range []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns", "--as-pid-1", "--new-session"} {
 			if !slices.Contains(args, flag) {
 				rt.Fatalf("no %s in %q", flag, args)
 			}
+		}
+		if slices.Contains(args, "--die-with-parent") { // bubblewrap must outlive its parent while it sets up
+			rt.Fatalf("--die-with-parent in %q", args)
 		}
 		if slices.Contains(args, "--unshare-net") == (p.Network == NetworkHost) {
 			rt.Fatalf("network %q, --unshare-net %v", p.Network, slices.Contains(args, "--unshare-net"))

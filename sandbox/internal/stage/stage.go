@@ -1,9 +1,13 @@
-// Package stage is the part of a sandbox that runs inside bubblewrap: it
-// joins the process limit's cgroup, opens the bridge to the proxy, applies
-// Landlock and the limits, then becomes the command. Package sandbox binds
-// the binary that uses it into the sandbox and starts it as InitPath; the
-// init function here takes over then. The package has few imports, so that
-// it is initialized, and takes over, early in the binary's start.
+// Package stage is the part of a sandbox that runs inside bubblewrap, as
+// the PID 1 of its namespace: it joins the process limit's cgroup, opens the
+// bridge to the proxy and applies Landlock, then runs the command as its
+// child (a second stage that sets the limits and becomes the command), reaps
+// orphans, and ends the sandbox, by exiting, when the command exits or when
+// the process that started the sandbox, or bubblewrap, is gone. Package
+// sandbox binds the binary that uses it into the sandbox and starts it as
+// InitPath; the init function here takes over then. The package has few
+// imports, so that it is initialized, and takes over, early in the binary's
+// start.
 package stage
 
 import (
@@ -37,8 +41,9 @@ type Rlimit struct {
 }
 
 // Spec is what the stage does before it runs the command: join the cgroup,
-// open the bridge to the proxy, apply Landlock, set the limits. It travels
-// as JSON in the stage's argument.
+// open the bridge to the proxy, apply Landlock, set the limits; and what
+// ends the sandbox besides the command's exit. It travels as JSON in the
+// stage's argument.
 type Spec struct {
 	ReadOnly  []string `json:"ro"`
 	ReadWrite []string `json:"rw"`
@@ -46,8 +51,15 @@ type Spec struct {
 	CgroupFD  int      `json:"cgroup_fd,omitempty"` // the cgroup's cgroup.procs, or 0
 	Cgroup    string   `json:"cgroup,omitempty"`    // the cgroup's name, to see whether this process is in it
 	Bridge    bool     `json:"bridge,omitempty"`    // forward 127.0.0.1:BridgePort to the proxy
-	Confined  bool     `json:"confined,omitempty"`  // all but the limits done by the stage that started this one
-	Argv      []string `json:"argv"`
+	// Watch are read ends of pipes whose writers hold them as long as
+	// they live (the process that started the sandbox, bubblewrap outside
+	// it): once one of them reads as the end, the stage ends the sandbox.
+	Watch []int `json:"watch,omitempty"`
+	// Close are inherited descriptors that are not the stage's to keep: it
+	// closes them at once.
+	Close    []int    `json:"close,omitempty"`
+	Confined bool     `json:"confined,omitempty"` // all but the limits done by the stage that started this one
+	Argv     []string `json:"argv"`
 }
 
 // The stage takes over a binary started as InitPath, before main.
@@ -60,42 +72,79 @@ func init() {
 	}
 }
 
-// runStage confines this process and becomes the command. With a bridge,
-// which must outlive the command, it stays, and starts a second stage that
+// runStage confines this process and runs the command as its child
+// (supervise); as the second stage, started by the first with Confined, it
 // sets the limits and becomes the command. It returns only on error.
 func runStage(spec string) error {
 	var st Spec
 	if err := json.Unmarshal([]byte(spec), &st); err != nil || len(st.Argv) == 0 {
 		return fmt.Errorf("bad stage specification: %v", err)
 	}
-	listener := -1
-	if !st.Confined {
-		if err := joinCgroup(st); err != nil {
-			return err
-		}
-		if st.Bridge {
-			var err error
-			if listener, err = listen(); err != nil {
-				return fmt.Errorf("proxy bridge: %w", err)
-			}
-		}
-		if err := restrict(st); err != nil {
-			return err
-		}
-	}
-	if listener >= 0 {
-		go bridge(listener)
-		next, err := json.Marshal(Spec{Rlimits: st.Rlimits, Confined: true, Argv: st.Argv})
+	if st.Confined {
+		path, err := lookPath(st.Argv[0])
 		if err != nil {
 			return err
 		}
-		return runChild(InitPath, []string{InitPath, string(next)})
+		return execLimited(path, st.Argv, st.Rlimits)
 	}
-	path, err := lookPath(st.Argv[0])
+	for _, fd := range st.Close {
+		unix.Close(fd)
+	}
+	for _, fd := range st.Watch {
+		unix.CloseOnExec(fd) // the stage's, not the command's
+	}
+	go watch(st.Watch)
+	if err := joinCgroup(st); err != nil {
+		return err
+	}
+	if st.Bridge {
+		listener, err := listen()
+		if err != nil {
+			return fmt.Errorf("proxy bridge: %w", err)
+		}
+		go bridge(listener)
+	}
+	if err := restrict(st); err != nil {
+		return err
+	}
+	// Bubblewrap is this process's parent: from here on the sandbox also
+	// dies with it by a signal, which a caller that keeps bubblewrap's end
+	// of the watched pipe until the process exits (one that hands the
+	// exec.Cmd to go-plugin) relies on.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent death signal: %w", err)
+	}
+	next, err := json.Marshal(Spec{Rlimits: st.Rlimits, Confined: true, Argv: st.Argv})
 	if err != nil {
 		return err
 	}
-	return execLimited(path, st.Argv, st.Rlimits)
+	return supervise(InitPath, []string{InitPath, string(next)})
+}
+
+// watch ends the sandbox once one of fds reads as the end (see
+// Spec.Watch); what is written to them is read and dropped.
+func watch(fds []int) {
+	polled := make([]unix.PollFd, len(fds))
+	for i, fd := range fds {
+		polled[i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	}
+	buf := make([]byte, 512)
+	for end := len(fds) == 0; !end; {
+		if _, err := unix.Poll(polled, -1); err != nil && err != unix.EINTR {
+			break
+		}
+		for _, p := range polled {
+			if p.Revents == 0 {
+				continue
+			}
+			switch n, err := unix.Read(int(p.Fd), buf); {
+			case err == unix.EINTR || err == unix.EAGAIN:
+			case err != nil || n == 0:
+				end = true
+			}
+		}
+	}
+	exit(128 + int(unix.SIGKILL)) // as if killed
 }
 
 // joinCgroup makes sure this process is in the sandbox's cgroup (the host
@@ -190,24 +239,32 @@ func restrict(st Spec) error {
 	return nil
 }
 
-// runChild runs argv as a child with this process's descriptors and exits
-// as the child exits. (Nothing outside signals it: the sandbox ends with
-// bubblewrap's PID namespace.)
-func runChild(path string, argv []string) error {
+// supervise runs argv as a child with this process's standard descriptors,
+// reaps every process the sandbox orphans meanwhile (this is its PID 1),
+// and exits as the child exits: the kernel then kills whatever else is left
+// in the sandbox's PID namespace.
+func supervise(path string, argv []string) error {
 	proc, err := os.StartProcess(path, argv, &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 	if err != nil {
 		return err
 	}
-	st, err := proc.Wait()
-	if err != nil {
-		return err
+	for {
+		var ws unix.WaitStatus
+		switch pid, err := unix.Wait4(-1, &ws, 0, nil); {
+		case err == unix.EINTR:
+		case err != nil:
+			return fmt.Errorf("wait: %w", err)
+		case pid == proc.Pid && ws.Signaled():
+			exit(128 + int(ws.Signal()))
+		case pid == proc.Pid:
+			exit(ws.ExitStatus())
+		}
 	}
-	if ws := st.Sys().(syscall.WaitStatus); ws.Signaled() {
-		os.Exit(128 + int(ws.Signal()))
-	}
-	os.Exit(st.ExitCode())
-	return nil
 }
+
+// exit ends the stage, and with it the sandbox, at once: it has nothing to
+// flush, and a race detector's wait at exit would hold the sandbox a second.
+func exit(code int) { unix.Exit(code) }
 
 // lookPath finds an executable as a shell would: a name with a slash as it
 // is, any other in PATH. (Not os/exec's, which would make this package
