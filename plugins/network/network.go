@@ -51,7 +51,7 @@ type settings struct {
 type RequestArgs struct {
 	Method         string            `json:"method,omitempty" jsonschema:"the HTTP method: GET (default), HEAD, POST, PUT, PATCH, DELETE or OPTIONS"`
 	URL            string            `json:"url" jsonschema:"the absolute http or https URL to request"`
-	Headers        map[string]string `json:"headers,omitempty" jsonschema:"request headers; Host, Content-Length, Transfer-Encoding and Connection are ignored"`
+	Headers        map[string]string `json:"headers,omitempty" jsonschema:"request headers; Host, Content-Length, Transfer-Encoding and Connection are ignored; a redirect to another server keeps only Accept*, Cache-Control, Pragma, User-Agent and, with the body, Content-*"`
 	Body           string            `json:"body,omitempty" jsonschema:"the request body"`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"give up after this many seconds (default 30, at most the configured max_timeout_seconds)"`
 }
@@ -224,6 +224,7 @@ func (c *client) request(ctx context.Context, req *sdk.Request[RequestArgs]) (Re
 			if err := c.checkURL(r.URL); err != nil {
 				return err
 			}
+			dropForeignHeaders(r, via)
 			redirects = len(via)
 			return nil
 		},

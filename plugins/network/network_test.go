@@ -2,15 +2,21 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -339,5 +345,170 @@ func TestSubprocess(t *testing.T) {
 	r := decode(t, p.Call("http_request", RequestArgs{URL: srv.URL}))
 	if r.Body != "from a subprocess" || r.Status != 200 {
 		t.Errorf("response %+v", r)
+	}
+}
+
+// seenRequest is what a test server received.
+type seenRequest struct {
+	Method string      `json:"method"`
+	Path   string      `json:"path"`
+	Header http.Header `json:"header"`
+	Body   string      `json:"body"`
+}
+
+// recorder is a test server that records every request: /redirect sends
+// the client on to its to parameter with the status in code, /echo answers
+// with the request as JSON.
+type recorder struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+// newRecorder starts a recorder listening on ip, a loopback address.
+func newRecorder(t *testing.T, ip string) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	rec.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen := seenRequest{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: string(b)}
+		rec.mu.Lock()
+		rec.seen = append(rec.seen, seen)
+		rec.mu.Unlock()
+		switch r.URL.Path {
+		case "/redirect":
+			code, _ := strconv.Atoi(r.URL.Query().Get("code"))
+			http.Redirect(w, r, r.URL.Query().Get("to"), cmp.Or(code, http.StatusFound))
+		case "/echo":
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(seen)
+		}
+	}))
+	l, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Listener.Close()
+	rec.Listener = l
+	rec.Start()
+	t.Cleanup(rec.Close)
+	return rec
+}
+
+// requests returns what the recorder received so far, and forgets it.
+func (rec *recorder) requests() []seenRequest {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	seen := rec.seen
+	rec.seen = nil
+	return seen
+}
+
+// redirect is the URL of rec's /redirect on to the URL with the status.
+func (rec *recorder) redirect(to string, code int) string {
+	return rec.URL + "/redirect?" + url.Values{"to": {to}, "code": {strconv.Itoa(code)}}.Encode()
+}
+
+// TestRedirectHeaders: a redirect that leaves the server a call named
+// carries only headers that cannot hold a credential, whatever the
+// credential's name; one row per way to leave, each with the headers the
+// other server must not see, and one that stays, whose server sees all.
+func TestRedirectHeaders(t *testing.T) {
+	origin := newRecorder(t, "127.0.0.1")
+	otherPort := newRecorder(t, "127.0.0.1")
+	otherHost := newRecorder(t, "127.0.0.2") // loopback too: another host name
+	p := newPlugin(t, map[string]any{"allow_hosts": []string{"127.0.0.0/8"}})
+	credentials := map[string]string{
+		"X-Api-Key":     "secret-key",
+		"Private-Token": "secret-gitlab",
+		"Authorization": "Bearer secret-token",
+		"Cookie":        "session=secret-cookie",
+	}
+	safe := map[string]string{"Accept": "application/json", "Accept-Language": "fr", "User-Agent": "agent/1"}
+	for _, tc := range []struct {
+		name    string
+		method  string
+		url     string
+		to      *recorder // where the request ends
+		leaves  bool      // the credentials must not reach it, nor any server but origin
+		body    bool      // the request reaching it has the body, and its Content-Type
+		referer bool      // it is told where the client came from
+	}{
+		{"to another host", "GET", origin.redirect(otherHost.URL+"/echo", http.StatusFound), otherHost, true, false, false},
+		{"to another port of the host", "GET", origin.redirect(otherPort.URL+"/echo", http.StatusFound), otherPort, true, false, false},
+		{"to another host and back", "GET", origin.redirect(otherHost.redirect(origin.URL+"/echo", http.StatusFound), http.StatusFound), origin, true, false, false},
+		{"307 to another host keeps the body", "POST", origin.redirect(otherHost.URL+"/echo", http.StatusTemporaryRedirect), otherHost, true, true, false},
+		{"302 to another host drops the body", "POST", origin.redirect(otherHost.URL+"/echo", http.StatusFound), otherHost, true, false, false},
+		{"within the server, everything", "POST", origin.redirect(origin.URL+"/echo", http.StatusTemporaryRedirect), origin, false, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			headers := map[string]string{"Content-Type": "text/plain"}
+			maps.Copy(headers, credentials)
+			maps.Copy(headers, safe)
+			r := decode(t, p.Call("http_request", RequestArgs{Method: tc.method, URL: tc.url, Headers: headers, Body: "the body"}))
+			var got seenRequest
+			if err := json.Unmarshal([]byte(r.Body), &got); err != nil || got.Path != "/echo" || r.FinalURL != tc.to.URL+"/echo" {
+				t.Fatalf("ended at %s with %q (%v)", r.FinalURL, r.Body, err)
+			}
+			for k, v := range safe {
+				if got.Header.Get(k) != v {
+					t.Errorf("%s: %q, want %q", k, got.Header.Get(k), v)
+				}
+			}
+			if hasBody := got.Body == "the body" && got.Header.Get("Content-Type") == "text/plain"; hasBody != tc.body {
+				t.Errorf("body %q with Content-Type %q, want the body: %v", got.Body, got.Header.Get("Content-Type"), tc.body)
+			}
+			if (got.Header.Get("Referer") != "") != tc.referer {
+				t.Errorf("Referer %q", got.Header.Get("Referer"))
+			}
+			if !tc.leaves {
+				for k, v := range credentials {
+					if got.Header.Get(k) != v {
+						t.Errorf("%s: %q, want %q: a redirect within the server keeps it", k, got.Header.Get(k), v)
+					}
+				}
+			}
+			// What must be unchanged: no credential reached a server the
+			// call did not name, nor the named one after the request left it.
+			seen := map[string][]seenRequest{"origin": origin.requests(), "other port": otherPort.requests(), "other host": otherHost.requests()}
+			for name, reqs := range seen {
+				for i, req := range reqs {
+					if name == "origin" && (i == 0 || !tc.leaves) {
+						continue
+					}
+					for k, vs := range req.Header {
+						if strings.Contains(strings.Join(vs, " "), "secret") {
+							t.Errorf("the %s server got %s: %s at %s", name, k, vs, req.Path)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSameServer: which redirects stay with the server, for headers.
+func TestSameServer(t *testing.T) {
+	for _, tc := range []struct {
+		from, to string
+		same     bool
+	}{
+		{"http://api.example.com/a", "http://api.example.com/b", true},
+		{"http://api.example.com/a", "http://API.example.com:80/b", true},
+		{"https://api.example.com/a", "https://api.example.com:443/b", true},
+		{"http://api.example.com/a", "https://api.example.com/b", true},  // an upgrade
+		{"https://api.example.com/a", "http://api.example.com/b", false}, // a downgrade: in clear
+		{"http://api.example.com:8080/a", "https://api.example.com:8443/b", false},
+		{"http://api.example.com/a", "http://api.example.com:8080/b", false},
+		{"http://api.example.com/a", "http://evil.example.com/b", false},
+		{"http://example.com/a", "http://sub.example.com/b", false},
+		{"http://127.0.0.1:80/a", "http://127.0.0.2:80/b", false},
+		{"http://[::1]:80/a", "http://[::1]/b", true},
+	} {
+		from, _ := url.Parse(tc.from)
+		to, _ := url.Parse(tc.to)
+		if got := sameServer(from, to); got != tc.same {
+			t.Errorf("%s → %s: same server %v, want %v", tc.from, tc.to, got, tc.same)
+		}
 	}
 }
