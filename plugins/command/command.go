@@ -254,7 +254,7 @@ type execSpec struct {
 
 // exec runs a process confined by the sandbox (or, with sandbox = "off",
 // in its own process group), bounded by its timeout and ctx: on either, the
-// whole sandbox or group is killed (grandchildren too) and the output so far
+// whole sandbox or group is ended (grandchildren too) and the output so far
 // returned with timeout or cancelled.
 func (r *runner) exec(ctx context.Context, spec execSpec) (*sdk.Result, error) {
 	timeout, err := r.timeout(spec.timeout)
@@ -273,9 +273,13 @@ func (r *runner) exec(ctx context.Context, spec execSpec) (*sdk.Result, error) {
 		cmd.Stdin = strings.NewReader(spec.stdin)
 	}
 	var killed atomic.Bool
-	cmd.Cancel = func() error { // on timeout or cancellation: the whole group, grandchildren too
+	end := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) } // the whole group, grandchildren too
+	if _, boxed := proc.(*sandbox.Cmd); boxed {
+		end = cmd.Cancel // the sandbox's: it ends the sandbox even while bubblewrap sets it up
+	}
+	cmd.Cancel = func() error { // on timeout or cancellation
 		killed.Store(true)
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return end()
 	}
 	cmd.WaitDelay = waitDelay
 	stdout, stderr := &capped{}, &capped{}
