@@ -1,31 +1,40 @@
 package host
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 )
 
-// pin is a module's executable as its first launch found it.
+// pin is a module's executable as its first launch found it: the file's
+// identity, which any change to it changes (another file renamed over it
+// has another inode; a write sets its change time, which no caller can
+// set back).
 type pin struct {
-	path     string // the file, absolute
-	sha256   string // its digest, hex; "" before the first launch
-	launches int    // how many launches verify has passed
+	path string // the file, absolute
+	id   fileID // zero before the first launch
+}
+
+// fileID identifies a file's content without reading it.
+type fileID struct {
+	dev, ino, size   uint64
+	mtimeNs, ctimeNs int64
 }
 
 // verify makes sure the block's module runs only as it was when the host
-// started it: the first launch records the SHA-256 of its executable (a
+// started it: the first launch records the identity of its executable (a
 // plugin's, or an mcp_server command's file, looked up in PATH if need
 // be), and every restart refuses, with policy, an executable that differs,
-// so that a binary replaced while the host runs is never started, least of
-// all unconfined. A block's own sha256 is checked by go-plugin as before.
-// An HTTP mcp_server has no executable.
+// so that a binary replaced or rewritten while the host runs is never
+// started, least of all unconfined. Comparing identities costs a stat, not
+// a read of the file at every start; a block's own sha256 pins the content
+// across host restarts too (go-plugin checks it). An HTTP mcp_server has no
+// executable.
 func (s *supervisor) verify() error {
 	path := s.cfg.Path
 	if s.cfg.Kind == config.KindMCP {
@@ -40,50 +49,44 @@ func (s *supervisor) verify() error {
 			path = found
 		}
 	}
-	sum, err := fileSHA256(path)
+	id, err := identify(path)
 	if err != nil {
 		return nil // the start says what is wrong with it
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.pinned.sha256 == "":
-		s.pinned = pin{path: path, sha256: sum}
+	case s.pinned.id == fileID{}:
+		s.pinned = pin{path: path, id: id}
 	case path != s.pinned.path:
 		return toolhost.Errorf(toolhost.CodePolicy, "%s %q: its command is now %s, not %s as when the host started it: refused (restart the host to trust it)", s.cfg.Kind, s.cfg.Name, path, s.pinned.path)
-	case sum != s.pinned.sha256:
-		return toolhost.Errorf(toolhost.CodePolicy, "%s %q: the executable %s changed since the host started it (sha256 %.12s…, now %.12s…): refused, the group stays down (restart the host to trust the new binary)", s.cfg.Kind, s.cfg.Name, path, s.pinned.sha256, sum)
+	case id != s.pinned.id:
+		return toolhost.Errorf(toolhost.CodePolicy, "%s %q: the executable %s changed since the host started it (%s): refused, the group stays down (restart the host to trust the new binary)", s.cfg.Kind, s.cfg.Name, path, s.pinned.id.diff(id))
 	}
-	s.pinned.launches++
 	return nil
 }
 
-// pinnedSHA256 is the digest a plugin process must have, which go-plugin
-// checks once more as it starts it: the block's own, else, on a restart,
-// the one the first launch recorded (the first launch has just hashed the
-// file it records).
-func (s *supervisor) pinnedSHA256() string {
-	if s.cfg.SHA256 != "" {
-		return s.cfg.SHA256
+// identify returns the identity of the file at path, links followed.
+func identify(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pinned.launches < 2 {
-		return ""
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, fmt.Errorf("%s: no file identity", path)
 	}
-	return s.pinned.sha256
+	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: uint64(st.Size), mtimeNs: st.Mtim.Nano(), ctimeNs: st.Ctim.Nano()}, nil
 }
 
-// fileSHA256 is the hex SHA-256 of the file at path.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
+// diff says how b differs from a.
+func (a fileID) diff(b fileID) string {
+	switch {
+	case a.dev != b.dev || a.ino != b.ino:
+		return "another file in its place"
+	case a.size != b.size:
+		return fmt.Sprintf("%d bytes, not %d", b.size, a.size)
+	default:
+		return "rewritten"
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -95,3 +95,36 @@ func copyExecutable(t *testing.T, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestFileIdentityChanges: a file rewritten in place with bytes of the same
+// length, as cp does to an executable no process runs, has another
+// identity; so has a file renamed over it; a file left alone keeps its own.
+func TestFileIdentityChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "exe")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\necho one\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	first, err := identify(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := identify(path); again != first {
+		t.Fatalf("the same file: %+v, then %+v", first, again)
+	}
+	if err := os.WriteFile(path, []byte("#!/bin/sh\necho two\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rewritten, _ := identify(path)
+	if rewritten == first || first.diff(rewritten) != "rewritten" {
+		t.Errorf("rewritten in place: %+v, was %+v", rewritten, first)
+	}
+	if err := os.WriteFile(path+".new", []byte("#!/bin/sh\necho three\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	if replaced, _ := identify(path); first.diff(replaced) != "another file in its place" {
+		t.Errorf("renamed over: %+v, was %+v (%s)", replaced, first, first.diff(replaced))
+	}
+}

@@ -9,7 +9,7 @@ import (
 // gRPC), sandboxed when the block says so.
 func (s *supervisor) startPlugin() (module, error) {
 	proc, err := rpcplugin.Launch(rpcplugin.Options{
-		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, SHA256: s.pinnedSHA256(), Dir: s.h.workDir(),
+		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, SHA256: s.cfg.SHA256, Dir: s.h.workDir(),
 		StartTimeout: s.cfg.StartTimeout, Logger: s.h.log.Named(s.cfg.Name), Sandbox: s.h.sandboxOf(&s.cfg),
 	})
 	if err != nil {
