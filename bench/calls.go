@@ -132,8 +132,10 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 	}
 
 	// Host.Call: an in-process host with the no-op plugin, as an agent of a
-	// role holding its group; the HTTP paths serve the same host.
-	noopPlugin := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n}\n", exe.noop)
+	// role holding its group; the HTTP paths serve the same host. The plugin
+	// runs unconfined, as the raw gRPC baseline's does: the ratio is the
+	// host's pipeline, not the sandbox around the plugin.
+	noopPlugin := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\n", exe.noop)
 	var served *host.Host
 	if want(pathHost) || want(pathAPI) || want(pathOursHTTP) {
 		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop", "")
@@ -244,7 +246,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 	// Our MCP front over stdio: toolhost mcp -role bench, with a host of its
 	// own (its own data directory and no-op plugin process), one session.
 	if want(pathOursStdio) {
-		file, err := writeConfig(tmp, fmt.Sprintf("plugin \"noop\" {\n  path = %q\n}\nrole \"bench\" {\n  tool_groups = [\"noop\"]\n}\n", exe.noop))
+		file, err := writeConfig(tmp, fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\nrole \"bench\" {\n  tool_groups = [\"noop\"]\n}\n", exe.noop))
 		if err != nil {
 			return nil, err
 		}
