@@ -259,7 +259,7 @@ func TestMCPImportLoads(t *testing.T) {
 	}
 	// Each stdio server runs in the sandbox written for it; an HTTP one in none.
 	for name, p := range got {
-		if (p.URL == "") != (p.Sandbox != nil) || p.Sandbox != nil && p.Sandbox.Limits.CPUSeconds != -1 {
+		if (p.URL == "") != (p.Sandbox != nil) || p.Sandbox != nil && p.Sandbox.Limits != (sandbox.Limits{}) {
 			t.Errorf("%s: sandbox %+v", name, p.Sandbox)
 		}
 	}

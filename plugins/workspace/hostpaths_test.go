@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -66,13 +65,16 @@ func newHostFixture(t testing.TB) hostFixture {
 	return f
 }
 
-// startHost starts a host on a config.hcl in the fixture's root: blocks,
-// then the workspace module built from this package, with no roots (so its
-// root is the root). The host is closed when t ends.
+// startHost starts a host on a config.hcl of its own whose workspace is
+// the fixture's root, with its data directory elsewhere: blocks, then the
+// workspace module built from this package, with no roots (so its root is
+// the workspace), unconfined: its own guard is under test, not the sandbox
+// that would hide the host's paths too. The host is closed when t ends.
 func (f hostFixture) startHost(t testing.TB, blocks string) (*host.Host, *config.Config) {
 	t.Helper()
-	src := blocks + fmt.Sprintf("builtin \"workspace\" {\n  path = %q\n}\n", sdktest.Build(t, "."))
-	cfg, err := config.Parse([]byte(src), filepath.Join(f.root, "config.hcl"), nil)
+	dir := t.TempDir()
+	src := fmt.Sprintf("workspace = %q\n", f.root) + blocks + fmt.Sprintf("builtin \"workspace\" {\n  path    = %q\n  sandbox = \"off\"\n}\n", sdktest.Build(t, "."))
+	cfg, err := config.Parse([]byte(src), filepath.Join(dir, "config.hcl"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,88 +259,17 @@ func TestHostPathsRefused(t *testing.T) {
 	})
 }
 
-// TestHostPathsThroughHost runs the module as the default deployment does,
-// through a real host: no roots, so its root is the config file's directory,
-// which holds the data directory the host passes it.
+// TestHostPathsThroughHost: the layout the attacks of runHostAttacks need
+// through a host, a workspace holding the host's data directory (the
+// default deployment's before the workspace moved to workspace/), is
+// refused at start, naming both paths; the attacks run against the module
+// alone (TestHostPathsRefused), its second layer.
 func TestHostPathsThroughHost(t *testing.T) {
 	f := newHostFixture(t)
-	h, cfg := f.startHost(t, "")
-	if cfg.DataDir != f.data {
-		t.Fatalf("data_dir = %s, want %s", cfg.DataDir, f.data)
-	}
-	if ps := h.Plugins(); len(ps) != 1 || ps[0].State != host.StateRunning {
-		t.Fatalf("plugins: %+v", ps)
-	}
-	runHostAttacks(t, f, func(tool string, args any) *sdk.Result {
-		t.Helper()
-		raw, _ := json.Marshal(args)
-		res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: tool, Arguments: raw})
-		if err != nil {
-			t.Fatalf("%s: %v", tool, err)
-		}
-		return res
-	})
-}
-
-func TestHostPathsConfig(t *testing.T) {
-	f := newHostFixture(t)
-	other := t.TempDir()
-	for _, tc := range []struct {
-		name      string
-		roots     []string
-		hostPaths []string
-		hidden    [][]string // per root; nil when the configuration is refused
-	}{
-		{"host path inside the root", []string{f.root}, []string{f.data}, [][]string{{f.data}}},
-		{"named through a link", []string{f.root}, []string{filepath.Join(f.root, "d")}, [][]string{{f.data}}},
-		{"host path elsewhere", []string{other}, []string{f.data}, [][]string{nil}},
-		{"one root of two", []string{other, f.root}, []string{f.data}, [][]string{nil, {f.data}}},
-		{"root is the host path", []string{f.data}, []string{f.data}, nil},
-		{"root below the host path", []string{filepath.Join(f.data, "outputs")}, []string{f.data}, nil},
-		{"root inside, through a link", []string{filepath.Join(f.root, "outs")}, []string{f.data}, nil},
-		{"relative host path", []string{f.root}, []string{"data"}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w := &workspace{}
-			err := w.configure(context.Background(), &sdk.ConfigureRequest{Config: rootsConfig(tc.roots...), HostPaths: tc.hostPaths})
-			if tc.hidden == nil {
-				if err == nil || toolhost.CodeOf(err) != sdk.CodeValidation {
-					t.Fatalf("configure = %v, want a validation error", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, r := range w.roots {
-				if fmt.Sprint(r.hidden) != fmt.Sprint(tc.hidden[i]) {
-					t.Errorf("root %s hides %q, want %q", r.dir, r.hidden, tc.hidden[i])
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkReadFile reads a small file with no host path configured and with
-// the host's data directory inside the root.
-func BenchmarkReadFile(b *testing.B) {
-	f := newHostFixture(b)
-	for _, bc := range []struct {
-		name      string
-		hostPaths []string
-	}{{"no host path", nil}, {"host path in root", []string{f.data}}} {
-		b.Run(bc.name, func(b *testing.B) {
-			w := &workspace{}
-			if err := w.configure(context.Background(), &sdk.ConfigureRequest{Config: rootsConfig(f.root), HostPaths: bc.hostPaths}); err != nil {
-				b.Fatal(err)
-			}
-			req := &sdk.Request[ReadArgs]{Args: ReadArgs{Path: "sub/b.txt"}}
-			for b.Loop() {
-				if _, err := w.read(context.Background(), req); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+	src := fmt.Sprintf("workspace = %q\ndata_dir = %q\nbuiltin \"workspace\" {\n  config {}\n}\n", f.root, f.data)
+	_, err := config.Parse([]byte(src), filepath.Join(t.TempDir(), "config.hcl"), nil)
+	if want := "the workspace " + f.root + " holds the data directory " + f.data; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a workspace holding the data directory: %v, want %q", err, want)
 	}
 }
 
@@ -350,7 +281,7 @@ func BenchmarkReadFile(b *testing.B) {
 func TestArtifactDirIsAHostPath(t *testing.T) {
 	f := newHostFixture(t)
 	writeFiles(t, f.root, map[string]string{"shared-artifacts/ab/abcd": "another role's artifact\n"})
-	h, _ := f.startHost(t, "store {\n  artifact_dir = \"shared-artifacts\"\n}\n")
+	h, _ := f.startHost(t, fmt.Sprintf("store {\n  artifact_dir = %q\n}\n", filepath.Join(f.root, "shared-artifacts")))
 	for tool, args := range map[string]string{
 		"read_file":  `{"path": "shared-artifacts/ab/abcd"}`,
 		"list_files": `{"path": "shared-artifacts/ab"}`,
