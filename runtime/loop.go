@@ -286,13 +286,15 @@ func (rt *Runtime) finish(ctx context.Context, a *agent, err error) {
 	} else if serr != nil {
 		rt.log.Error("saving a failed agent", "agent", a.id, "error", serr)
 	}
+	// The event is recorded (an in-memory enqueue) with the status, before
+	// the waiters wake, as agent.completed is: one who waits for the agent,
+	// then flushes the events, finds it.
 	rt.mu.Lock()
 	a.rec.Status = store.StatusFailed
-	rec := a.rec
+	rt.h.Emit(store.Event{Type: EventAgentFailed, AgentID: a.id, Role: a.role,
+		Payload: map[string]any{"code": code, "error": err.Error(), "turns": a.rec.Turns, "tokens": a.rec.Tokens}})
 	rt.changed.Broadcast()
 	rt.mu.Unlock()
-	rt.h.Emit(store.Event{Type: EventAgentFailed, AgentID: a.id, Role: a.role,
-		Payload: map[string]any{"code": code, "error": err.Error(), "turns": rec.Turns, "tokens": rec.Tokens}})
 	rt.log.Warn("agent failed", "agent", a.id, "code", code, "error", err)
 }
 
