@@ -40,11 +40,11 @@ func (rt *Runtime) artifactGroup() *sdk.Group {
 		sdk.NewStructuredTool("put_artifact", "Store text (content) or a workspace file (path) as an artifact; returns its id, the SHA-256 of its bytes.",
 			func(ctx context.Context, r *sdk.Request[putArtifactArgs]) (store.Artifact, error) {
 				return rt.putArtifact(ctx, r.Call.AgentID, r.Args)
-			}, sdk.Additive()),
+			}, sdk.Title("Store artifact"), sdk.Additive()),
 		sdk.NewTool("get_artifact", "Read an artifact by id: text is returned as is, other bytes as an attachment.",
 			func(ctx context.Context, r *sdk.Request[getArtifactArgs]) (*sdk.Result, error) {
 				return rt.getArtifact(ctx, r.Args.ID)
-			}, sdk.ReadOnly()),
+			}, sdk.Title("Read artifact"), sdk.ReadOnly()),
 	}}
 }
 

@@ -76,7 +76,7 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 					return roleView{}, sdk.Errorf(toolhost.CodeValidation, "no role named %q; the roles are: %s", r.Args.Name, strings.Join(names, ", "))
 				}
 				return viewOf(role), nil
-			}, sdk.ReadOnly()),
+			}, sdk.Title("Find role"), sdk.ReadOnly()),
 		sdk.NewStructuredTool("create_role", "Create a role whose agents use the given tool groups (omitted: every group). Unknown groups are refused.",
 			func(ctx context.Context, r *sdk.Request[createRoleArgs]) (roleView, error) {
 				by := r.Call.AgentID
@@ -88,18 +88,18 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 					return roleView{}, err
 				}
 				return viewOf(role), nil
-			}, sdk.Additive()),
+			}, sdk.Title("Create role"), sdk.Additive()),
 		sdk.NewTool("spawn_agent", "Create an agent of a role; it waits for messages (send_message).",
 			func(ctx context.Context, r *sdk.Request[spawnArgs]) (*sdk.Result, error) {
 				return rt.spawnTool(ctx, r.Call, r.Args.RoleID, "")
-			}, sdk.Additive()),
+			}, sdk.Title("Spawn agent"), sdk.Additive()),
 		sdk.NewTool("spawn_agent_with_task", "Create an agent of a role and give it a task; it can report back with send_message.",
 			func(ctx context.Context, r *sdk.Request[spawnTaskArgs]) (*sdk.Result, error) {
 				if strings.TrimSpace(r.Args.Task) == "" {
 					return nil, sdk.Errorf(toolhost.CodeValidation, "field task: must not be empty")
 				}
 				return rt.spawnTool(ctx, r.Call, r.Args.RoleID, r.Args.Task)
-			}, sdk.Additive()),
+			}, sdk.Title("Spawn agent with task"), sdk.Additive()),
 		sdk.NewTool("terminate_agent", "Terminate an agent you spawned (directly or not) and every agent it spawned.",
 			func(ctx context.Context, r *sdk.Request[terminateArgs]) (*sdk.Result, error) {
 				if err := rt.mayTerminate(ctx, r.Call.AgentID, r.Args.AgentID); err != nil {
@@ -114,7 +114,7 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 					return nil, err
 				}
 				return sdk.JSON(map[string]any{"terminated": ids})
-			}, sdk.Destructive()),
+			}, sdk.Title("Terminate agent"), sdk.Destructive()),
 		sdk.NewTool("send_message", "Send a message to another agent; it reads it on its next step (an idle agent wakes up).",
 			func(ctx context.Context, r *sdk.Request[sendArgs]) (*sdk.Result, error) {
 				if r.Args.To == r.Call.AgentID {
@@ -125,7 +125,7 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 					return nil, err
 				}
 				return sdk.JSON(map[string]any{"sent": true, "id": m.ID, "to": m.To})
-			}, sdk.Additive()),
+			}, sdk.Title("Send message"), sdk.Additive()),
 	}}
 }
 
@@ -181,6 +181,6 @@ func (rt *Runtime) consoleGroup() *sdk.Group {
 				rt.h.Emit(store.Event{Type: EventConsolePrint, AgentID: r.Call.AgentID, Role: r.Call.Role, ParentID: r.Call.CallID,
 					Payload: map[string]any{"text": r.Args.Text}})
 				return sdk.Text("printed"), nil
-			}, sdk.Additive()),
+			}, sdk.Title("Print to console"), sdk.Additive()),
 	}}
 }

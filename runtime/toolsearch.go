@@ -65,7 +65,7 @@ func (rt *Runtime) toolSearchGroup() *sdk.Group {
 					out.Tools = append(out.Tools, FoundTool{Name: hit.Name, Group: hit.Group, Description: hit.Description, Loaded: loaded[hit.Name]})
 				}
 				return out, nil
-			}, sdk.NeedsAgent(), sdk.ReadOnly(), sdk.Idempotent()),
+			}, sdk.Title("Find tools"), sdk.NeedsAgent(), sdk.ReadOnly(), sdk.Idempotent()),
 		sdk.NewStructuredTool("load_tools", "Load tools that find_tools found: their definitions are among your tools from your next step on.",
 			func(ctx context.Context, r *sdk.Request[loadToolsArgs]) (LoadedTools, error) {
 				if len(r.Args.Names) == 0 {
@@ -76,6 +76,6 @@ func (rt *Runtime) toolSearchGroup() *sdk.Group {
 					added = []string{}
 				}
 				return LoadedTools{Loaded: added}, err
-			}, sdk.NeedsAgent(), sdk.Additive(), sdk.Idempotent()),
+			}, sdk.Title("Load tools"), sdk.NeedsAgent(), sdk.Additive(), sdk.Idempotent()),
 	}}
 }

@@ -45,9 +45,9 @@ func newGroup() *sdk.Group {
 		Version:     "0.1.0",
 		OnConfigure: nb.configure,
 		Tools: []sdk.Tool{
-			sdk.NewTool("add_note", "Add a note, or replace the note with the same title.", nb.add),
-			sdk.NewTool("get_note", "Read a note by its title.", nb.get),
-			sdk.NewTool("search_notes", "List the titles of notes containing some text.", nb.search),
+			sdk.NewTool("add_note", "Add a note, or replace the note with the same title.", nb.add, sdk.Title("Add note")),
+			sdk.NewTool("get_note", "Read a note by its title.", nb.get, sdk.Title("Read note")),
+			sdk.NewTool("search_notes", "List the titles of notes containing some text.", nb.search, sdk.Title("Search notes")),
 		},
 	}
 }

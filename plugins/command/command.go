@@ -88,8 +88,8 @@ func newGroup() *sdk.Group {
 		Version:     "0.1.0",
 		OnConfigure: r.configure,
 		Tools: []sdk.Tool{
-			sdk.NewTool("run_command", "Run a command with bash -c and return its stdout, stderr and exit status. On timeout, it and every process it started are killed.", r.run, sdk.KeepTail(), sdk.Destructive()),
-			sdk.NewTool("run_javascript", "Run JavaScript with node and return what it prints and its exit status.", r.runJS, sdk.KeepTail(), sdk.Destructive()),
+			sdk.NewTool("run_command", "Run a command with bash -c and return its stdout, stderr and exit status. On timeout, it and every process it started are killed.", r.run, sdk.Title("Run command"), sdk.KeepTail(), sdk.Destructive()),
+			sdk.NewTool("run_javascript", "Run JavaScript with node and return what it prints and its exit status.", r.runJS, sdk.Title("Run JavaScript"), sdk.KeepTail(), sdk.Destructive()),
 		},
 	}
 }

@@ -100,7 +100,7 @@ func (c *client) group() *sdk.Group {
 		Version:     "0.1.0",
 		OnConfigure: c.configure,
 		Tools: []sdk.Tool{
-			sdk.NewStructuredTool("http_request", "Make an HTTP or HTTPS request and return the status, headers and body (text bodies in full up to a size cap, binary bodies summarised). A non-2xx status is still a successful call. Loopback, private and link-local addresses are refused unless configured.", c.request, sdk.Destructive(), sdk.OpenWorld()),
+			sdk.NewStructuredTool("http_request", "Make an HTTP or HTTPS request and return the status, headers and body (text bodies in full up to a size cap, binary bodies summarised). A non-2xx status is still a successful call. Loopback, private and link-local addresses are refused unless configured.", c.request, sdk.Title("Send HTTP request"), sdk.Destructive(), sdk.OpenWorld()),
 		},
 	}
 }

@@ -84,13 +84,13 @@ func newGroup() *sdk.Group {
 		Version:     "0.1.0",
 		OnConfigure: w.configure,
 		Tools: []sdk.Tool{
-			sdk.NewStructuredTool("get_workspace_info", "Show the workspace roots as JSON; relative paths resolve against the first.", w.info, sdk.ReadOnly()),
-			sdk.NewTool("list_files", "List a directory, one entry a line, sorted; directories end with /.", w.list, sdk.ReadOnly()),
-			sdk.NewTool("read_file", "Read lines of a text file, a page at a time (offset, limit).", w.read, sdk.ReadOnly()),
-			sdk.NewTool("write_file", "Write a text file: replace it atomically or append to it. Creates parent directories.", w.write, sdk.Destructive()),
-			sdk.NewTool("edit_file", "Replace an exact piece of text in a file (not a regex): find must occur once, or set all to replace every occurrence. The file is rewritten atomically.", w.edit, sdk.Destructive()),
-			sdk.NewTool("find_files", "Find files and directories by name (a glob such as *.go) below a directory, with fd; one path a line, relative to the directory. Skips hidden and git-ignored entries.", w.find, sdk.ReadOnly()),
-			sdk.NewTool("search_files", "Search file contents for a regular expression (or plain text with literal), with ripgrep; prints PATH:LINE:TEXT per matching line, paths relative to the searched directory. Skips hidden, binary and .gitignored files.", w.search, sdk.ReadOnly()),
+			sdk.NewStructuredTool("get_workspace_info", "Show the workspace roots as JSON; relative paths resolve against the first.", w.info, sdk.Title("Get workspace info"), sdk.ReadOnly()),
+			sdk.NewTool("list_files", "List a directory, one entry a line, sorted; directories end with /.", w.list, sdk.Title("List files"), sdk.ReadOnly()),
+			sdk.NewTool("read_file", "Read lines of a text file, a page at a time (offset, limit).", w.read, sdk.Title("Read file"), sdk.ReadOnly()),
+			sdk.NewTool("write_file", "Write a text file: replace it atomically or append to it. Creates parent directories.", w.write, sdk.Title("Write file"), sdk.Destructive()),
+			sdk.NewTool("edit_file", "Replace an exact piece of text in a file (not a regex): find must occur once, or set all to replace every occurrence. The file is rewritten atomically.", w.edit, sdk.Title("Edit file"), sdk.Destructive()),
+			sdk.NewTool("find_files", "Find files and directories by name (a glob such as *.go) below a directory, with fd; one path a line, relative to the directory. Skips hidden and git-ignored entries.", w.find, sdk.Title("Find files"), sdk.ReadOnly()),
+			sdk.NewTool("search_files", "Search file contents for a regular expression (or plain text with literal), with ripgrep; prints PATH:LINE:TEXT per matching line, paths relative to the searched directory. Skips hidden, binary and .gitignored files.", w.search, sdk.Title("Search file contents"), sdk.ReadOnly()),
 		},
 	}
 }
