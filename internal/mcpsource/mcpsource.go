@@ -1,8 +1,9 @@
 // Package mcpsource runs an MCP server as a tool-group module: it starts the
-// server (a stdio process, sandboxed when the block says so, or a session
-// with a streamable HTTP endpoint), lists its tools page by page, maps their
-// names onto the host's tool-name rule, and calls them. The host supervises
-// it as it supervises a plugin process.
+// server (a stdio process, sandboxed when the block says so, or a streamable
+// HTTP endpoint), speaks the stateless 2026-07-28 protocol to a server that
+// offers it and the 2025 session protocol to the others (era.go), lists its
+// tools page by page, maps their names onto the host's tool-name rule, and
+// calls them. The host supervises it as it supervises a plugin process.
 package mcpsource
 
 import (
@@ -45,10 +46,16 @@ type Options struct {
 	Headers      map[string]string // sent with every HTTP request
 	Description  string            // the group's; "" for the server's instructions or name
 	ToolPrefix   string            // put before each tool name
-	StartTimeout time.Duration     // for initialize and the first tools/list; 0 means 10s
+	StartTimeout time.Duration     // for discover or initialize and the first tools/list; 0 means 10s
 	Logger       hclog.Logger      // the server's stderr lines go here
+	// Protocol is the protocol version to ask for: "" for the newest
+	// (Stateless, through server/discover, falling back to initialize and
+	// what the server offers), Legacy (say) for initialize alone.
+	Protocol string
 	// ToolsChanged is called, from a goroutine of the session, when the
-	// server announces notifications/tools/list_changed.
+	// tools may have changed: the server announced
+	// notifications/tools/list_changed, or, from a stateless server that
+	// announces nothing, the ttlMs of its tool list has passed.
 	ToolsChanged func()
 }
 
@@ -61,17 +68,22 @@ type Server struct {
 	done    context.Context
 	end     context.CancelCauseFunc
 
-	progress sync.Map // progress token → toolhost.Progress of a call in flight
-	tokens   atomic.Uint64
+	progress  sync.Map // progress token → toolhost.Progress of a call in flight
+	tokens    atomic.Uint64
+	heard     atomic.Bool // the stdio server has said something
+	listening atomic.Bool // the server acknowledged subscriptions/listen
 
 	mu      sync.Mutex
 	spec    *toolhost.GroupSpec
 	names   map[string]string // the agent's name → the server's
 	refused []string          // tools that could not be offered, and why
+	refresh *time.Timer       // lists the tools again when their ttlMs has passed
 }
 
-// Start connects to the server (starting its process), initializes the
-// session and lists its tools. On error nothing is left running.
+// Start connects to the server (starting its process), negotiates the
+// protocol version (server/discover, else initialize) and lists its tools.
+// A stdio server that never answered server/discover is started once more
+// and asked with initialize alone. On error nothing is left running.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 10 * time.Second
@@ -79,6 +91,22 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	s, err := start(ctx, opts)
+	if err != nil && retryLegacy(opts, s, err) {
+		opts.Logger.Warn("no answer to server/discover: starting the server again and asking with initialize", "error", err)
+		opts.Protocol = Legacy
+		s, err = start(ctx, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start is one attempt of Start. On error it stops what it started and
+// returns the server too (nil when nothing was started), for what the
+// attempt heard.
+func start(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{opts: opts}
 	s.done, s.end = context.WithCancelCause(context.Background())
 	transport, err := s.transport()
@@ -97,18 +125,20 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			}
 		},
 	})
+	client.AddReceivingMiddleware(s.acknowledged)
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	defer context.AfterFunc(s.done, cancel)() // a server that dies while starting ends the wait
-	s.session, err = client.Connect(ctx, transport, nil)
+	s.session, err = client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: opts.Protocol})
 	if err == nil {
 		go s.watch()
 		err = s.Relist(ctx)
 	}
 	if err != nil {
 		s.Stop()
-		return nil, s.startError(ctx, err)
+		return s, s.startError(ctx, err)
 	}
+	opts.Logger.Debug("started", "protocol", s.Protocol())
 	return s, nil
 }
 
@@ -116,7 +146,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 func (s *Server) transport() (mcp.Transport, error) {
 	o := s.opts
 	if o.URL != "" {
-		client := &http.Client{Transport: headers{h: o.Headers, next: http.DefaultTransport}}
+		client := &http.Client{Transport: httpTransport{h: o.Headers, next: http.DefaultTransport, s: s}}
 		return &mcp.StreamableClientTransport{Endpoint: o.URL, HTTPClient: client, MaxRetries: -1}, nil
 	}
 	path, err := exec.LookPath(o.Command)
@@ -161,10 +191,11 @@ type watched struct {
 
 func (w watched) Connect(ctx context.Context) (mcp.Connection, error) {
 	conn, err := w.CommandTransport.Connect(ctx)
-	if err == nil {
-		go w.s.watchProcess(w.Command.Process.Pid)
+	if err != nil {
+		return nil, err
 	}
-	return conn, err
+	go w.s.watchProcess(w.Command.Process.Pid)
+	return heard{Connection: conn, s: w.s}, nil
 }
 
 // watchProcess waits for the process to exit, leaving it for the SDK to
@@ -208,15 +239,27 @@ func (s *Server) startError(ctx context.Context, err error) error {
 }
 
 // Relist lists the server's tools again, every page, and makes them the
-// group's spec.
+// group's spec. In the stateless era a page the SDK holds, fresh by its
+// ttlMs, is not asked for again (a list_changed notification drops them).
 func (s *Server) Relist(ctx context.Context) error {
 	var tools []*mcp.Tool
-	for t, err := range s.session.Tools(ctx, nil) {
+	ttl := time.Duration(-1) // the shortest of the pages'
+	params := &mcp.ListToolsParams{}
+	for {
+		res, err := s.session.ListTools(ctx, params)
 		if err != nil {
 			return fmt.Errorf("tools/list: %w", err)
 		}
-		tools = append(tools, t)
+		tools = append(tools, res.Tools...)
+		if t := time.Duration(res.GetTTLMs()) * time.Millisecond; ttl < 0 || t < ttl {
+			ttl = t
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
+	s.refreshAfter(ttl)
 	spec, names, refused := s.group(tools)
 	s.mu.Lock()
 	s.spec, s.names, s.refused = spec, names, refused
@@ -397,6 +440,11 @@ func (s *Server) ExitError() error {
 
 // Stop ends the session and the process, with whatever it started.
 func (s *Server) Stop() {
+	s.mu.Lock()
+	if s.refresh != nil {
+		s.refresh.Stop()
+	}
+	s.mu.Unlock()
 	if s.session != nil {
 		_ = s.session.Close() // closes stdin, then SIGTERM after TerminateDuration
 	}
@@ -440,20 +488,6 @@ func ToolName(prefix, name string) string {
 		out = out[:55] + "_" + hex.EncodeToString(sum[:4])
 	}
 	return out
-}
-
-// headers adds the block's headers to every request.
-type headers struct {
-	h    map[string]string
-	next http.RoundTripper
-}
-
-func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.h {
-		r.Header.Set(k, v)
-	}
-	return t.next.RoundTrip(r)
 }
 
 func firstLine(s string) string {
