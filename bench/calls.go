@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/trace"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -42,12 +43,21 @@ const (
 	pathOursStdio  = "MCP stdio (ours)"
 	pathSDKStdio   = "MCP stdio (go-sdk)"
 	pathHostMCP    = "Host.Call → mcp_server"
+
+	// Against peer gateways (peers.go): npm's server-everything behind our
+	// MCP front, behind each peer, and alone.
+	pathPeerOurs     = "/mcp/bench → everything"
+	pathSupergateway = "supergateway → everything"
+	pathMCPProxy     = "mcp-proxy → everything"
+	pathEverything   = "everything over stdio"
 )
 
 // callPaths are all the call paths, in the report's order.
-var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP}
+var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP,
+	pathPeerOurs, pathSupergateway, pathMCPProxy, pathEverything}
 
-// callPath is one way of calling the no-op tool.
+// callPath is one way of calling the no-op tool (or, for the peer paths,
+// server-everything's echo).
 type callPath struct {
 	name string
 	call func(context.Context) error
@@ -67,11 +77,13 @@ type executables struct {
 // in-process host running another process of the go-sdk stdio server as an
 // mcp_server block; and the hosts of the variants of Host.Call (on
 // PostgreSQL, two on one PostgreSQL database, metrics off, audit strict,
-// traced), the traced one exporting to an OTLP sink.
+// traced), the traced one exporting to an OTLP sink; and the peer paths
+// (peers.go).
 type callRig struct {
 	paths   []callPath
 	hosts   []*host.Host // every in-process host started, whose events (and spans) are flushed between turns
 	sink    *otlpSink    // the traced path's collector, nil when it does not run
+	peers   string       // the npm packages and Node.js of the peer paths, "" when none runs
 	closers []func()
 	traced  bool // an execution trace is on (-trace): each call is a region
 }
@@ -235,12 +247,9 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pathSDKHTTP, err)
 		}
-		sess, err := mcpConnect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: benchHTTPClient("")})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", pathSDKHTTP, err)
+		if err := r.addMCP(ctx, pathSDKHTTP, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: benchHTTPClient("")}, noopCallee); err != nil {
+			return nil, err
 		}
-		r.closers = append(r.closers, func() { _ = sess.Close() })
-		r.add(pathSDKHTTP, mcpCall(sess))
 	}
 
 	// Our MCP front over stdio: toolhost mcp -role bench, with a host of its
@@ -250,14 +259,14 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 		if err != nil {
 			return nil, err
 		}
-		if err := r.addStdio(ctx, pathOursStdio, exec.Command(exe.toolhost, "mcp", "-role", "bench", "-config", file)); err != nil {
+		if err := r.addStdio(ctx, pathOursStdio, exec.Command(exe.toolhost, "mcp", "-role", "bench", "-config", file), noopCallee); err != nil {
 			return nil, err
 		}
 	}
 
 	// The baseline MCP server: go-sdk over stdio, one session.
 	if want(pathSDKStdio) {
-		if err := r.addStdio(ctx, pathSDKStdio, exec.Command(exe.mcpnoop)); err != nil {
+		if err := r.addStdio(ctx, pathSDKStdio, exec.Command(exe.mcpnoop), noopCallee); err != nil {
 			return nil, err
 		}
 	}
@@ -269,7 +278,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 	// shadow the server's. The server's tool keeps its name: "noop" already
 	// matches the host's tool-name rule, and the block sets no tool_prefix.
 	if want(pathHostMCP) {
-		mh, mcpAgent, err := r.startHost(ctx, tmp, fmt.Sprintf("mcp_server \"mcpnoop\" {\n  command = %q\n}\n", exe.mcpnoop), nil, "mcpnoop", "")
+		mh, mcpAgent, err := r.startHost(ctx, tmp, mcpServerBlock("mcpnoop", exe.mcpnoop), nil, "mcpnoop", "")
 		if err != nil {
 			return nil, fmt.Errorf("mcp_server host: %w", err)
 		}
@@ -283,7 +292,21 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 		}
 		r.add(pathHostMCP, hostCall(mh, mcpAgent.ID))
 	}
+
+	// Against peer gateways: npm's server-everything behind our MCP front,
+	// supergateway and mcp-proxy, and called directly over stdio.
+	if slices.ContainsFunc(peerPaths, want) {
+		if err := r.startPeers(ctx, tmp, want); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// mcpServerBlock is an mcp_server block named name running command
+// unconfined (sandbox = "off"), as the baselines' processes run.
+func mcpServerBlock(name, command string) string {
+	return fmt.Sprintf("mcp_server %q {\n  command = %q\n  sandbox = \"off\"\n}\n", name, command)
 }
 
 // startHost starts an in-process host for a config made of body (see
@@ -310,42 +333,45 @@ func (r *callRig) startHost(ctx context.Context, tmp, body string, opts *host.Op
 	return h, agent, err
 }
 
-// startServer serves h with server.New on a loopback port, in this process,
-// and adds the HTTP paths want accepts.
+// startServer serves h (see serve) and adds the HTTP paths want accepts.
 func (r *callRig) startServer(ctx context.Context, h *host.Host, want func(string) bool) error {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	base, client, err := r.serve(ctx, h)
 	if err != nil {
 		return err
 	}
-	handler, err := server.New(h, nil)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(lis) }()
-	r.closers = append(r.closers, func() { _ = srv.Close() })
-	base := "http://" + lis.Addr().String()
-	// Both HTTP paths carry the role's token, as an MCP client would: its
-	// lookup in the store is part of what they measure.
-	token, _, err := h.Store().CreateToken(ctx, "bench", "bench", time.Time{})
-	if err != nil {
-		return err
-	}
-	client := benchHTTPClient(token)
 	if want(pathAPI) {
 		body, _ := json.Marshal(server.CallBody{Role: "bench", Tool: "noop", Arguments: []byte("{}")})
 		r.add(pathAPI, func(ctx context.Context) error { return postCall(ctx, client, base+"/api/call", body) })
 	}
 	// Our MCP front: one streamable HTTP session shared by the callers.
 	if want(pathOursHTTP) {
-		sess, err := mcpConnect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/bench", HTTPClient: client})
-		if err != nil {
-			return fmt.Errorf("%s: %w", pathOursHTTP, err)
-		}
-		r.closers = append(r.closers, func() { _ = sess.Close() })
-		r.add(pathOursHTTP, mcpCall(sess))
+		return r.addMCP(ctx, pathOursHTTP, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/bench", HTTPClient: client}, noopCallee)
 	}
 	return nil
+}
+
+// serve serves h with server.New on a loopback port, in this process, and
+// returns its base URL and an HTTP client carrying a token of the role
+// "bench", as an MCP client would: its lookup in the store is part of what
+// the paths through it measure.
+func (r *callRig) serve(ctx context.Context, h *host.Host) (string, *http.Client, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	handler, err := server.New(h, nil)
+	if err != nil {
+		lis.Close()
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(lis) }()
+	r.closers = append(r.closers, func() { _ = srv.Close() })
+	token, _, err := h.Store().CreateToken(ctx, "bench", "bench", time.Time{})
+	if err != nil {
+		return "", nil, err
+	}
+	return "http://" + lis.Addr().String(), benchHTTPClient(token), nil
 }
 
 // startSDKHTTP starts mcpnoop -http and returns the endpoint it serves; the
@@ -372,23 +398,35 @@ func (r *callRig) startSDKHTTP(mcpnoop string) (string, error) {
 	return strings.TrimSpace(line), nil
 }
 
-// addStdio adds a path calling the no-op tool of the MCP server cmd runs,
-// over stdio, one session shared by the callers.
-func (r *callRig) addStdio(ctx context.Context, name string, cmd *exec.Cmd) error {
+// addStdio adds a path calling c over stdio of the MCP server cmd runs.
+func (r *callRig) addStdio(ctx context.Context, name string, cmd *exec.Cmd, c mcpCallee) error {
 	cmd.Stderr = os.Stderr
-	sess, err := mcpConnect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second})
+	return r.addMCP(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, c)
+}
+
+// mcpCallee is what an MCP path calls: a tool with its arguments, in a
+// session that the bench's client, the go-sdk's with its defaults, opens
+// with opts (nil: the newest protocol version the client speaks).
+type mcpCallee struct {
+	tool string
+	args map[string]any
+	opts *mcp.ClientSessionOptions
+}
+
+// noopCallee is the no-op tool, the session opened with the client's
+// defaults.
+var noopCallee = mcpCallee{tool: "noop", args: map[string]any{}}
+
+// addMCP adds a path calling c over an MCP session on t, opened by the
+// bench's client and shared by the callers.
+func (r *callRig) addMCP(ctx context.Context, name string, t mcp.Transport, c mcpCallee) error {
+	sess, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, t, c.opts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	r.closers = append(r.closers, func() { _ = sess.Close() })
-	r.add(name, mcpCall(sess))
+	r.add(name, mcpCall(sess, c))
 	return nil
-}
-
-// mcpConnect opens a session of the bench's MCP client, the go-sdk's with its
-// defaults, on t.
-func mcpConnect(ctx context.Context, t mcp.Transport) (*mcp.ClientSession, error) {
-	return mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, t, nil)
 }
 
 // benchHTTPClient is the HTTP client of the HTTP paths: keep-alive
@@ -526,31 +564,41 @@ func postCall(ctx context.Context, c *http.Client, url string, body []byte) erro
 	return nil
 }
 
-// mcpCall returns a path calling the no-op tool over an MCP session.
-func mcpCall(s *mcp.ClientSession) func(context.Context) error {
+// mcpCall returns a path calling c's tool over an MCP session.
+func mcpCall(s *mcp.ClientSession, c mcpCallee) func(context.Context) error {
 	return func(ctx context.Context) error {
-		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "noop", Arguments: map[string]any{}})
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
 		if err == nil && res.IsError {
-			err = errors.New("noop failed over MCP")
+			content, _ := json.Marshal(res.Content)
+			err = fmt.Errorf("%s failed over MCP: %s", c.tool, content)
 		}
 		return err
 	}
 }
 
 // callPlan says how many calls each path makes at each concurrency, split
-// into rounds in which the paths take turns, so that each sees the same
-// machine.
+// into rounds in which the paths that run at it take turns, so that each
+// sees the same machine.
 type callPlan struct {
-	Concs  []int
-	Calls  func(conc int) int
-	Rounds int
-	Warmup int
+	Concs     []int // of the paths but the peer ones
+	PeerConcs []int // of the peer paths (isPeerPath)
+	Calls     func(conc int) int
+	Rounds    int
+	Warmup    int
 }
 
-// runCalls runs the plan and returns the series, per concurrency in plan
-// order, per path in rig order. Between two runs it waits, untimed, until
-// the hosts' events are written and their spans exported, so one path's
-// backlog does not slow the next.
+// concsOf returns the concurrencies path runs at.
+func (p callPlan) concsOf(path string) []int {
+	if isPeerPath(path) {
+		return p.PeerConcs
+	}
+	return p.Concs
+}
+
+// runCalls runs the plan and returns the series, per concurrency in
+// ascending order, per path that runs at it in rig order. Between two runs
+// it waits, untimed, until the hosts' events are written and their spans
+// exported, so one path's backlog does not slow the next.
 func runCalls(ctx context.Context, r *callRig, plan callPlan, logf func(string, ...any)) ([][]*Series, error) {
 	for _, p := range r.paths {
 		if _, _, err := runRound(ctx, p.call, 8, plan.Warmup); err != nil {
@@ -561,21 +609,31 @@ func runCalls(ctx context.Context, r *callRig, plan callPlan, logf func(string, 
 	for _, p := range r.paths {
 		width = max(width, utf8.RuneCountInString(p.name))
 	}
+	concs := slices.Concat(plan.Concs, plan.PeerConcs)
+	slices.Sort(concs)
 	var out [][]*Series
-	for _, conc := range plan.Concs {
-		row := make([]*Series, len(r.paths))
+	for _, conc := range slices.Compact(concs) {
+		var paths []int // of r.paths, those running at conc
+		var row []*Series
 		for i, p := range r.paths {
-			row[i] = &Series{Path: p.name, Conc: conc}
+			if slices.Contains(plan.concsOf(p.name), conc) {
+				paths = append(paths, i)
+				row = append(row, &Series{Path: p.name, Conc: conc})
+			}
+		}
+		if len(paths) == 0 {
+			continue
 		}
 		n := plan.Calls(conc) / plan.Rounds
 		for round := range plan.Rounds {
-			for k := range r.paths {
-				i := (k + round) % len(r.paths) // a different order each round
+			for k := range paths {
+				j := (k + round) % len(paths) // a different order each round
+				i := paths[j]
 				lat, wall, err := runRound(ctx, r.call(i), conc, n)
 				if err != nil {
 					return nil, fmt.Errorf("%s at c=%d: %w", r.paths[i].name, conc, err)
 				}
-				s := row[i]
+				s := row[j]
 				s.Lat, s.Calls, s.Wall = append(s.Lat, lat...), s.Calls+len(lat), s.Wall+wall
 				if err := r.flush(ctx); err != nil {
 					return nil, err

@@ -8,8 +8,9 @@
 // go-sdk MCP server over streamable HTTP and over stdio, Host.Call of that
 // server as an mcp_server group, Host.Call with metrics off, with strict
 // audit and traced, and, given a PostgreSQL server, Host.Call on it and two
-// hosts sharing one database), the events/s of the event writer on SQLite
-// and PostgreSQL,
+// hosts sharing one database), a call of npm's server-everything behind our
+// MCP front and behind the peer gateways supergateway and mcp-proxy, the
+// events/s of the event writer on SQLite and PostgreSQL,
 // `toolhost serve` cold start, plugin kill and restart, ToolsFor, the RSS of
 // the host and its plugins, and what the sandbox adds to a command.
 package main
@@ -45,6 +46,7 @@ type options struct {
 	trace     string // an execution trace of the no-op call phase, when set
 	paths     string // a regular expression: only the call paths it matches, and nothing else, when set
 	concs     string // the concurrencies of the call phase, comma-separated
+	peerConcs string // those of its peer paths, comma-separated
 	pgDSN     string // a PostgreSQL server for the PostgreSQL paths and events/s, "" to skip them
 	events    int    // events written per engine by the events/s measurement
 }
@@ -64,6 +66,7 @@ func main() {
 	flag.StringVar(&o.paths, "paths", "", "a regular expression: call the no-op tool only through the paths whose names it matches (such as '^MCP HTTP' or 'Host.Call$'), "+
 		"measure nothing else (but events/s when it matches \""+eventsName+"\") and write no report")
 	flag.StringVar(&o.concs, "conc", "1,8,32,64", "the numbers of concurrent callers of the call phase, comma-separated")
+	flag.StringVar(&o.peerConcs, "peer-conc", "1,16", "the numbers of concurrent callers of its paths against peer gateways (server-everything behind our front, supergateway, mcp-proxy, and alone), comma-separated")
 	flag.StringVar(&o.pgDSN, "pg-dsn", "", "a postgres:// URL of a PostgreSQL server on which the bench may create and drop databases "+
 		"(scripts/bench starts one with scripts/dev-postgres): the PostgreSQL call paths and events/s run on it; without it they are skipped")
 	flag.IntVar(&o.events, "events", 200000, "events written per engine (SQLite, PostgreSQL) by the events/s measurement")
@@ -130,12 +133,11 @@ func run(ctx context.Context, o options) error {
 			}
 			return o.calls
 		}}
-	for f := range strings.SplitSeq(o.concs, ",") {
-		c, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || c < 1 {
-			return fmt.Errorf("-conc %q: want positive numbers separated by commas", o.concs)
-		}
-		rep.Plan.Concs = append(rep.Plan.Concs, c)
+	if rep.Plan.Concs, err = parseConcs("conc", o.concs); err != nil {
+		return err
+	}
+	if rep.Plan.PeerConcs, err = parseConcs("peer-conc", o.peerConcs); err != nil {
+		return err
 	}
 	var want func(string) bool
 	if o.paths != "" {
@@ -199,6 +201,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	rep.Peers = rig.peers
 	if rig.sink != nil { // read once closed: the host flushed its last spans on Close
 		rep.Traced = rig.sink.received()
 		rep.Traced.Calls = rep.Plan.Warmup
@@ -248,11 +251,12 @@ func run(ctx context.Context, o options) error {
 
 	if o.plot != "" {
 		var rows [][]*Series
-		for _, row := range rep.Calls {
+		// Without the PostgreSQL paths, which would crowd the legend (the
+		// tables have them), and the peer paths, whose tool is not the
+		// no-op (section 9).
+		for _, row := range rep.rowsOf(func(path string) bool { return !isPGPath(path) && !isPeerPath(path) }) {
 			if c := row[0].Conc; c == 1 || c == 32 {
-				// Without the PostgreSQL paths, which would crowd the
-				// legend (the tables have them).
-				rows = append(rows, slices.DeleteFunc(slices.Clone(row), func(s *Series) bool { return isPGPath(s.Path) }))
+				rows = append(rows, row)
 			}
 		}
 		if err := writePlot(o.plot, rows); err != nil {
@@ -272,4 +276,18 @@ func run(ctx context.Context, o options) error {
 	rep.summary(os.Stdout)
 	fmt.Printf("wrote %s and %s\n", o.out, o.plot)
 	return nil
+}
+
+// parseConcs parses the value of the flag name: numbers of concurrent
+// callers, comma-separated.
+func parseConcs(name, value string) ([]int, error) {
+	var concs []int
+	for f := range strings.SplitSeq(value, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			return nil, fmt.Errorf("-%s %q: want positive numbers separated by commas", name, value)
+		}
+		concs = append(concs, c)
+	}
+	return concs, nil
 }

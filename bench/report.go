@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,7 @@ type report struct {
 	Events     *eventsResult // nil when not measured
 	Postgres   string        // the PostgreSQL server of -pg-dsn (pgCluster.About); "" when there was none
 	Traced     *traceExport  // what the traced path's host exported to the bench's sink, nil when it did not run
+	Peers      string        // the npm packages and Node.js of the peer paths, "" when none ran
 	Wall       time.Duration // the bench program's run
 	ScriptWall time.Duration // scripts/bench from its start (build included); 0 when not run by it
 	Plot       string        // the plot's path relative to the report
@@ -162,6 +164,27 @@ func (r *report) checks() []checked {
 	// ≥ 1/1.3 ≈ 0.77).
 	at(pathHostMCP, pathSDKStdio, 1, .5, 1.3, 0)
 	at(pathHostMCP, pathSDKStdio, 32, rates, 0, 0)
+	// Against peer gateways, each serving server-everything: our front with
+	// it as an mcp_server group against the faster of the peers at p50
+	// with 1 caller and the better one's calls/s at 16, and against the
+	// server called directly over stdio.
+	peer := func(which string, better func(a, b *Series) bool, conc int, q, maxV, minV float64) {
+		var best *Series
+		for _, g := range peerGateways {
+			if s := r.series(g, conc); s != nil && (best == nil || better(s, best)) {
+				best = s
+			}
+		}
+		if best == nil {
+			return
+		}
+		named(func(fig, callers string) string {
+			return fmt.Sprintf("%s %s / the %s peer's, %s (%s)", pathPeerOurs, fig, which, best.Path, callers)
+		}, pathPeerOurs, best.Path, conc, q, maxV, minV)
+	}
+	peer("faster", func(a, b *Series) bool { return a.P(.5) < b.P(.5) }, 1, .5, 0.75, 0)
+	peer("better", func(a, b *Series) bool { return a.Rate() > b.Rate() }, 16, rates, 0, 1.5)
+	at(pathPeerOurs, pathEverything, 1, .5, 2.5, 0)
 	for _, c := range r.Cold {
 		if c.Target > 0 {
 			add("serve ready, "+c.Name+" (median) / target", fmtDur(median(c.Runs)), fmtDur(c.Target), durRatio(median(c.Runs), c.Target), 1, 0)
@@ -242,13 +265,46 @@ func (r *report) write(w io.Writer) {
 	}
 	r.writeCalls(p)
 	r.writeRest(p)
+	r.writePeers(p)
+}
+
+// rowsOf returns the call phase's rows with only the paths keep accepts,
+// those where none ran left out.
+func (r *report) rowsOf(keep func(path string) bool) [][]*Series {
+	var rows [][]*Series
+	for _, row := range r.Calls {
+		if row = slices.DeleteFunc(slices.Clone(row), func(s *Series) bool { return !keep(s.Path) }); len(row) > 0 {
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// writeTables renders a table of rows per concurrency, each series with
+// its ratios to the series of the path base at the same concurrency, whose
+// short name short heads the ratio columns ("–" where base did not run).
+func (r *report) writeTables(p func(string, ...any), rows [][]*Series, base, short string) {
+	for _, row := range rows {
+		b := r.series(base, row[0].Conc)
+		p("**%d caller(s)**\n", row[0].Conc)
+		p("| path | p50 | p99 | calls/s | p50 ÷ %[1]s | p99 ÷ %[1]s | calls/s ÷ %[1]s |\n|---|---:|---:|---:|---:|---:|---:|", short)
+		for _, s := range row {
+			ratios := "– | – | –"
+			if b != nil {
+				ratios = fmt.Sprintf("%.2f | %.2f | %.2f", durRatio(s.P(.5), b.P(.5)), durRatio(s.P(.99), b.P(.99)), s.Rate()/b.Rate())
+			}
+			p("| %s | %s | %s | %.0f | %s |", s.Path, fmtDur(s.P(.5)), fmtDur(s.P(.99)), s.Rate(), ratios)
+		}
+		p("")
+	}
 }
 
 // writeCalls renders the no-op call tables.
 func (r *report) writeCalls(p func(string, ...any)) {
-	ways := len(callPaths)
-	if len(r.Calls) > 0 {
-		ways = len(r.Calls[0])
+	rows := r.rowsOf(func(path string) bool { return !isPeerPath(path) })
+	ways := len(callPaths) - len(peerPaths)
+	if len(rows) > 0 {
+		ways = len(rows[0])
 	}
 	p("\n## 1. A no-op tool call, %d ways\n", ways)
 	p("The tool does nothing and answers \"ok\" (`bench/noop`, a plugin using only `sdk`; `bench/mcpnoop` serves the same tool with the go-sdk). " +
@@ -303,16 +359,7 @@ func (r *report) writeCalls(p func(string, ...any)) {
 			"host's spans exported), so one path's backlog does not slow the next. calls/s = calls / summed wall time of the turns.\n",
 			r.Plan.Calls(1), r.Plan.Calls(32), r.Plan.Rounds, r.Plan.Warmup)
 	}
-	for _, row := range r.Calls {
-		raw := r.series(pathRaw, row[0].Conc)
-		p("**%d caller(s)**\n", row[0].Conc)
-		p("| path | p50 | p99 | calls/s | p50 ÷ raw | p99 ÷ raw | calls/s ÷ raw |\n|---|---:|---:|---:|---:|---:|---:|")
-		for _, s := range row {
-			p("| %s | %s | %s | %.0f | %.2f | %.2f | %.2f |", s.Path, fmtDur(s.P(.5)), fmtDur(s.P(.99)), s.Rate(),
-				durRatio(s.P(.5), raw.P(.5)), durRatio(s.P(.99), raw.P(.99)), s.Rate()/raw.Rate())
-		}
-		p("")
-	}
+	r.writeTables(p, rows, pathRaw, "raw")
 	if r.Plot != "" {
 		p("![latency CDFs](%s)\n", r.Plot)
 		p("Empirical CDFs of the latency (log-scale x) with 1 and 32 callers; further left is faster.\n")
@@ -487,4 +534,41 @@ func (r *report) summary(w io.Writer) {
 	if r.Postgres == "" {
 		fmt.Fprintln(w, "  PostgreSQL: not measured (no -pg-dsn)")
 	}
+}
+
+// writePeers renders the peer paths' tables, when they ran.
+func (r *report) writePeers(p func(string, ...any)) {
+	rows := r.rowsOf(isPeerPath)
+	if len(rows) == 0 {
+		return
+	}
+	args, _ := json.Marshal(peerCallee.args)
+	p("\n## 9. Against peer MCP gateways\n")
+	p("npm's reference server `%s` (its stdio server) served over streamable HTTP by our MCP front and by two peer gateways on loopback "+
+		"ports, and called directly over stdio; every path calls its `echo` tool (`%s`), one of its cheapest. Same client as section 1, "+
+		"the go-sdk's, one session shared by the callers, in protocol version %s for all four: server-everything (TypeScript SDK 1.x) "+
+		"speaks no newer one, and with the client's default, 2026-07-28, mcp-proxy would answer in per-request sessions of its own and "+
+		"supergateway would start a server process for each request. The paths run in section 1's call phase, taking turns with its paths "+
+		"in the same rounds at the concurrencies both run at (`-conc`, `-peer-conc`), and with each other at the others. In this run: %s.\n",
+		npmEverything, args, peerCallee.opts.ProtocolVersion, r.Peers)
+	p("- **%s** — our MCP front: a host of its own whose only module is an `mcp_server` block running server-everything unconfined "+
+		"(`sandbox = \"off\"`, as the peers run it), behind `server.New` in the bench process on a loopback port, with a token of a role "+
+		"holding the group, as for %s.", pathPeerOurs, pathOursHTTP)
+	for _, g := range gateways {
+		shim := ""
+		if g.loopbackShim {
+			shim = " It has no option for the address it listens on: a module node preloads into it (`--import`) makes it listen on " +
+				"127.0.0.1, not on every interface."
+		}
+		p("- **%s** — `%s %s`, ready once `GET %s` answers 200 (polled every 5 ms).%s", g.path, g.bin,
+			strings.Join(g.args("SERVER", "PORT"), " "), g.ready, shim)
+	}
+	p("- **%s** — the baseline: server-everything as a subprocess of the client, over stdio.\n", pathEverything)
+	p("The gateways run with node, SERVER being server-everything's executable in the npm cache directory (`TOOLHOST_NPM_DIR`, "+
+		"default `~/.cache/toolhost-npm`) and PORT a free port of 127.0.0.1. "+
+		"supergateway runs stateful (one server process for the session; stateless, it starts one per request) and without logging each "+
+		"message, as its default level does; mcp-proxy with its defaults but the streamable HTTP endpoint alone (one server process "+
+		"shared by its sessions). Targets (summary): %s ≤ 0.75 × the faster peer at p50 with 1 caller, ≥ 1.5 × the better peer's calls/s "+
+		"with 16, and ≤ 2.5 × %s at p50 with 1 caller.\n", pathPeerOurs, pathEverything)
+	r.writeTables(p, rows, pathEverything, "stdio")
 }

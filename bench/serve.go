@@ -20,12 +20,51 @@ import (
 
 // serveProc is a running `toolhost serve`.
 type serveProc struct {
-	cmd    *exec.Cmd
+	*process
 	base   string        // http://127.0.0.1:PORT
 	client *http.Client  // sends the admin token
 	ready  time.Duration // from just before the process started to the first 200 from /readyz
 	stderr bytes.Buffer
+}
+
+// process is a started child process, whose exit is watched.
+type process struct {
+	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process has exited
+}
+
+// startProcess starts cmd and watches for its exit.
+func startProcess(cmd *exec.Cmd) (*process, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+// pollOK GETs url with client every interval until it answers 200, or
+// fails once the process has exited or after timeout.
+func (p *process) pollOK(client *http.Client, url string, every, timeout time.Duration) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	expired := time.After(timeout)
+	for {
+		if resp, err := client.Get(url); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("it exited (%v) before GET %s answered 200", p.cmd.ProcessState, url)
+		case <-expired:
+			return fmt.Errorf("GET %s did not answer 200 within %s", url, timeout)
+		case <-tick.C:
+		}
+	}
 }
 
 // freePort returns a loopback address nothing listens on right now.
@@ -52,45 +91,31 @@ func startServe(root, tmp, cfgFile string) (*serveProc, error) {
 	}
 	token := store.NewSecret()
 	s := &serveProc{base: "http://" + addr, client: &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}}
-	s.cmd = exec.Command(filepath.Join(root, "bin/toolhost"), "serve", "-config", cfgFile, "-log-level", "warn")
-	s.cmd.Dir = root
-	s.cmd.Env = append(os.Environ(), "TOOLHOST_DATA_DIR="+data, "TOOLHOST_LISTEN="+addr, "TOOLHOST_TOKEN="+token)
-	s.cmd.Stderr = &s.stderr
+	cmd := exec.Command(filepath.Join(root, "bin/toolhost"), "serve", "-config", cfgFile, "-log-level", "warn")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "TOOLHOST_DATA_DIR="+data, "TOOLHOST_LISTEN="+addr, "TOOLHOST_TOKEN="+token)
+	cmd.Stderr = &s.stderr
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	start := time.Now()
-	if err := s.cmd.Start(); err != nil {
+	if s.process, err = startProcess(cmd); err != nil {
 		return nil, err
 	}
-	s.exited = make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	for time.Since(start) < 30*time.Second {
-		select {
-		case <-s.exited:
-			return nil, fmt.Errorf("toolhost serve exited before it was ready: %s", s.stderr.String())
-		default:
-		}
-		if resp, err := client.Get(s.base + "/readyz"); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				s.ready = time.Since(start)
-				return s, nil
-			}
-		}
-		time.Sleep(500 * time.Microsecond)
+	if err := s.pollOK(client, s.base+"/readyz", 500*time.Microsecond, 30*time.Second); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("toolhost serve: %w: %s", err, s.stderr.String())
 	}
-	s.stop()
-	return nil, fmt.Errorf("toolhost serve not ready in 30s: %s", s.stderr.String())
+	s.ready = time.Since(start)
+	return s, nil
 }
 
 // stop sends SIGTERM, then SIGKILL after 10s, and waits for the exit.
-func (s *serveProc) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-s.exited:
+	case <-p.exited:
 	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 	}
 }
 

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/internal/mcptest"
+)
+
+// peerPaths are the paths against peer MCP gateways, in the report's order:
+// npm's server-everything (its stdio server) behind our MCP front as an
+// mcp_server group, behind supergateway and behind mcp-proxy, each serving
+// streamable HTTP on a loopback port, and the server called directly over
+// stdio. Each calls the server's echo tool (peerCallee).
+var peerPaths = []string{pathPeerOurs, pathSupergateway, pathMCPProxy, pathEverything}
+
+// isPeerPath reports whether a call path is one of peerPaths.
+func isPeerPath(path string) bool { return slices.Contains(peerPaths, path) }
+
+// peerGateways are the peers' paths, whose faster (p50) and better
+// (calls/s) one our front is held against.
+var peerGateways = []string{pathSupergateway, pathMCPProxy}
+
+// The npm packages of the peer paths, in the tests' npm cache directory
+// (mcptest.NPMDir), where scripts/test installs them.
+const (
+	npmEverything   = "@modelcontextprotocol/server-everything"
+	npmSupergateway = "supergateway"
+	npmMCPProxy     = "mcp-proxy"
+)
+
+// peerCallee is what the peer paths call: server-everything's echo tool,
+// one of its cheapest, in sessions of protocol version 2025-11-25 whatever
+// the client's newest: one era for all four. server-everything (TypeScript
+// SDK 1.x) speaks no newer one, and with the client's default, 2026-07-28,
+// mcp-proxy would answer in per-request sessions of its own and
+// supergateway would start a server process for each request.
+var peerCallee = mcpCallee{tool: "echo", args: map[string]any{"message": "ok"},
+	opts: &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}}
+
+// loopbackShim is a module node preloads (--import) into supergateway, which
+// has no option for the address it listens on and would listen on every
+// interface: a server told to listen on a port alone listens on 127.0.0.1.
+const loopbackShim = `import net from 'node:net';
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...args) {
+  if (typeof args[0] === 'number' && typeof args[1] !== 'string') args.splice(1, 0, '127.0.0.1');
+  return listen.apply(this, args);
+};
+`
+
+// gateway is a peer gateway: how the bench runs it, with node.
+type gateway struct {
+	path, pkg, bin string
+	args           func(server, port string) []string // its arguments to serve the stdio server on 127.0.0.1:port at /mcp
+	ready          string                             // a path that answers 200 once it serves
+	loopbackShim   bool                               // node preloads loopbackShim
+}
+
+// gateways are the peer gateways. supergateway runs stateful (one server
+// process per session, where stateless starts one per request), without
+// logging each message (its default logs every one on stdout), and
+// through a shell (its --stdio is a command line); mcp-proxy with its
+// defaults but the streamable HTTP endpoint alone.
+var gateways = []gateway{
+	{path: pathSupergateway, pkg: npmSupergateway, bin: "supergateway", args: func(server, port string) []string {
+		return []string{"--stdio", shellQuote(server), "--outputTransport", "streamableHttp", "--stateful",
+			"--port", port, "--healthEndpoint", "/healthz", "--logLevel", "none"}
+	}, ready: "/healthz", loopbackShim: true},
+	{path: pathMCPProxy, pkg: npmMCPProxy, bin: "mcp-proxy", args: func(server, port string) []string {
+		return []string{"--host", "127.0.0.1", "--port", port, "--server", "stream", "--", server}
+	}, ready: "/ping"},
+}
+
+// startPeers adds the peer paths want accepts. Our front serves
+// server-everything from a host of its own (an mcp_server block, unconfined
+// as the peers run it) through server.New on a loopback port, the role's
+// token on every request; the gateways (see gateways) are run by the same
+// node as server-everything.
+func (r *callRig) startPeers(ctx context.Context, tmp string, want func(string) bool) error {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return fmt.Errorf("the peer paths run npm packages: %w", err)
+	}
+	everything, err := npmBin(npmEverything, "mcp-server-everything")
+	if err != nil {
+		return err
+	}
+	var about []string
+	for _, pkg := range []string{npmSupergateway, npmMCPProxy, npmEverything} {
+		about = append(about, pkg+" "+npmVersion(pkg))
+	}
+	out, _ := exec.Command(node, "--version").Output()
+	r.peers = strings.Join(about, ", ") + " on Node.js " + strings.TrimSpace(string(out))
+
+	if want(pathPeerOurs) {
+		h, _, err := r.startHost(ctx, tmp, mcpServerBlock("everything", everything), nil, "everything", "")
+		if err != nil {
+			return fmt.Errorf("%s: %w", pathPeerOurs, err)
+		}
+		base, client, err := r.serve(ctx, h)
+		if err != nil {
+			return fmt.Errorf("%s: %w", pathPeerOurs, err)
+		}
+		if err := r.addMCP(ctx, pathPeerOurs, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/bench", HTTPClient: client}, peerCallee); err != nil {
+			return err
+		}
+	}
+
+	for _, g := range gateways {
+		if !want(g.path) {
+			continue
+		}
+		bin, err := npmBin(g.pkg, g.bin)
+		if err != nil {
+			return err
+		}
+		addr, err := freePort()
+		if err != nil {
+			return err
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		base := "http://" + addr
+		var preload []string
+		if g.loopbackShim {
+			shim := filepath.Join(tmp, "loopback.mjs")
+			if err := os.WriteFile(shim, []byte(loopbackShim), 0o644); err != nil {
+				return err
+			}
+			preload = []string{"--import", shim}
+		}
+		cmd := exec.Command(node, slices.Concat(preload, []string{bin}, g.args(everything, port))...)
+		if err := r.startGateway(cmd, base+g.ready); err != nil {
+			return fmt.Errorf("%s: %w", g.path, err)
+		}
+		if err := r.addMCP(ctx, g.path, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: benchHTTPClient("")}, peerCallee); err != nil {
+			return err
+		}
+	}
+
+	if want(pathEverything) {
+		return r.addStdio(ctx, pathEverything, exec.Command(everything), peerCallee)
+	}
+	return nil
+}
+
+// startGateway starts cmd, a gateway serving MCP over streamable HTTP on a
+// loopback port, and polls ready every 5 ms until it answers 200; the rig
+// stops it when it closes. Its stdout, where the gateways log, is dropped.
+func (r *callRig) startGateway(cmd *exec.Cmd, ready string) error {
+	cmd.Stderr = os.Stderr
+	p, err := startProcess(cmd)
+	if err != nil {
+		return err
+	}
+	r.closers = append(r.closers, p.stop)
+	return p.pollOK(&http.Client{Timeout: time.Second}, ready, 5*time.Millisecond, time.Minute)
+}
+
+// npmBin is the executable bin of the npm package pkg in the npm cache
+// directory, or an error saying how to install it.
+func npmBin(pkg, bin string) (string, error) {
+	path := filepath.Join(mcptest.NPMDir(), "node_modules", ".bin", bin)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%s is not installed in %s; scripts/test installs it: %w", pkg, mcptest.NPMDir(), err)
+	}
+	return path, nil
+}
+
+// npmVersion is the version of the npm package pkg in the npm cache
+// directory, "?" when its package.json says none.
+func npmVersion(pkg string) string {
+	var meta struct{ Version string }
+	data, err := os.ReadFile(filepath.Join(mcptest.NPMDir(), "node_modules", pkg, "package.json"))
+	if err != nil || json.Unmarshal(data, &meta) != nil || meta.Version == "" {
+		return "?"
+	}
+	return meta.Version
+}
+
+// shellQuote quotes s as one word for sh: supergateway runs its --stdio
+// command through a shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
