@@ -38,6 +38,10 @@ type PluginStatus struct {
 	Group     string        `json:"group,omitempty"`
 	LastError string        `json:"lastError,omitempty"`
 	ErrorCode toolhost.Code `json:"errorCode,omitempty"`
+	// Protocol is the MCP protocol version a running mcp_server module
+	// negotiated with its server: "2026-07-28" (stateless), or the 2025
+	// (or older) version of a session.
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // supervisor runs one configured plugin: launch, configure, describe,
@@ -78,6 +82,9 @@ func (s *supervisor) status() PluginStatus {
 	st := PluginStatus{Name: s.cfg.Name, Kind: s.kind, Path: cmp.Or(s.cfg.Path, s.cfg.URL), State: s.state, Pid: s.pid, Restarts: s.restarts}
 	if s.group != nil {
 		st.Group = s.group.Spec.ID
+	}
+	if p, ok := s.mod.(interface{ Protocol() string }); ok {
+		st.Protocol = p.Protocol()
 	}
 	if s.lastErr != nil {
 		st.LastError, st.ErrorCode = s.lastErr.Error(), toolhost.CodeOf(s.lastErr)

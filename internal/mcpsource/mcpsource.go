@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -219,10 +220,12 @@ func (s *Server) watch() {
 
 // startError names why the server did not start, once it is stopped, with a
 // code: timeout when it never answered, plugin_exited when its process
-// exited by itself (not killed by the stop), invalid_group_def when it
-// spoke something other than MCP.
+// exited by itself (not killed by the stop) or its HTTP endpoint could not
+// be reached (a restart may find it back), invalid_group_def when it spoke
+// something other than MCP.
 func (s *Server) startError(ctx context.Context, err error) error {
 	var coded *toolhost.Error
+	var unreachable *url.Error
 	st := (*os.ProcessState)(nil)
 	if s.cmd != nil {
 		st = s.cmd.ProcessState
@@ -234,6 +237,8 @@ func (s *Server) startError(ctx context.Context, err error) error {
 		return toolhost.Errorf(toolhost.CodeTimeout, "mcp_server %s: no answer within the start timeout of %s", s.opts.ID, s.opts.StartTimeout)
 	case st != nil && st.Exited():
 		return toolhost.Errorf(toolhost.CodePluginExited, "mcp_server %s: exited while starting (%s): %v", s.opts.ID, st, err)
+	case s.opts.URL != "" && errors.As(err, &unreachable):
+		return toolhost.Errorf(toolhost.CodePluginExited, "mcp_server %s: unreachable: %v", s.opts.ID, err)
 	}
 	return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "mcp_server %s: did not start as an MCP server: %v", s.opts.ID, err)
 }
