@@ -51,6 +51,10 @@ type ToolSpec struct {
 	NeedsAgent bool `json:"needs_agent,omitempty"`
 	// NeedsRuntime says the tool needs the agent runtime in its context.
 	NeedsRuntime bool `json:"needs_runtime,omitempty"`
+	// NeedsConversation says the tool works on the calling agent's
+	// conversation, which only agents the runtime runs have: other agents
+	// (MCP clients) are refused it, and the MCP front does not offer it.
+	NeedsConversation bool `json:"needs_conversation,omitempty"`
 	// OutputTail asks the host, when it cuts the output to its limits, to keep
 	// the end (as for command output) rather than the beginning.
 	OutputTail bool `json:"output_tail,omitempty"`

@@ -247,6 +247,11 @@ func (c *call) inject(ctx context.Context) (context.Context, error) {
 		}
 		ctx = context.WithValue(ctx, agentKey, a)
 	}
+	if spec.NeedsConversation {
+		if a, _ := c.h.Agent(c.req.Context.AgentID); a.Kind != store.AgentRuntime {
+			return ctx, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %s works on a conversation, which only agents the runtime runs have; the caller is no such agent (an MCP client holds its own)", spec.Name)
+		}
+	}
 	if spec.NeedsRuntime {
 		if c.h.opts.Runtime == nil {
 			return ctx, toolhost.Errorf(toolhost.CodeValidation, "tool %s needs the agent runtime, which this host does not run", spec.Name)

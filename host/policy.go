@@ -38,6 +38,9 @@ type ToolMeta struct {
 	Plugin   string     `json:"plugin"` // the config block's name, or the runtime group's id
 	Kind     SourceKind `json:"kind"`
 	Optional bool       `json:"optional"`
+	// Conversation says the tool works on a conversation the runtime holds
+	// (toolhost.ToolSpec's NeedsConversation).
+	Conversation bool `json:"conversation,omitempty"`
 	// Title and Annotations (MCP's hints, a JSON object) are the tool's, when
 	// it has them.
 	Title       string           `json:"title,omitempty"`
@@ -46,7 +49,7 @@ type ToolMeta struct {
 
 // toolMeta is the ToolMeta of g's tool.
 func toolMeta(g *Group, spec toolhost.ToolSpec) ToolMeta {
-	m := ToolMeta{Group: g.Spec.ID, Plugin: g.SourceName, Kind: g.Kind, Optional: spec.Optional, Title: spec.Title}
+	m := ToolMeta{Group: g.Spec.ID, Plugin: g.SourceName, Kind: g.Kind, Optional: spec.Optional, Conversation: spec.NeedsConversation, Title: spec.Title}
 	if len(spec.Annotations) > 0 {
 		m.Annotations = &spec.Annotations
 	}

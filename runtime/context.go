@@ -41,7 +41,7 @@ func (rt *Runtime) contextGroup() *sdk.Group {
 					return ContextStatus{}, err
 				}
 				return rt.contextStatus(a)
-			}, sdk.Title("Get context status"), sdk.NeedsAgent(), sdk.ReadOnly()),
+			}, sdk.Title("Get context status"), sdk.NeedsAgent(), sdk.NeedsConversation(), sdk.ReadOnly()),
 		sdk.NewTool("compress_context", "Summarise your older messages through the model, keeping your task and the most recent messages verbatim.",
 			func(ctx context.Context, r *sdk.Request[compressArgs]) (*sdk.Result, error) {
 				a, err := rt.caller(r.Call)
@@ -49,7 +49,7 @@ func (rt *Runtime) contextGroup() *sdk.Group {
 					return nil, err
 				}
 				return rt.compress(ctx, a, r.Args.Keep)
-			}, sdk.Title("Compress context"), sdk.NeedsAgent(), sdk.Destructive()),
+			}, sdk.Title("Compress context"), sdk.NeedsAgent(), sdk.NeedsConversation(), sdk.Destructive()),
 	}}
 }
 

@@ -86,6 +86,11 @@ func NeedsAgent() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsAgent 
 // NeedsRuntime declares that the tool needs the agent runtime in its context.
 func NeedsRuntime() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsRuntime = true } }
 
+// NeedsConversation declares that the tool works on the calling agent's
+// conversation, which only agents the runtime runs have (see
+// toolhost.ToolSpec).
+func NeedsConversation() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsConversation = true } }
+
 // Title gives the tool a human-readable name, which MCP clients show.
 func Title(title string) ToolOption { return func(s *toolhost.ToolSpec) { s.Title = title } }
 

@@ -23,10 +23,10 @@ import (
 )
 
 // routesMCP serves each role's MCP server as streamable HTTP at /mcp/{role},
-// to the admin and to the role's tokens, in sessions that end when idle and
-// that a credential holds a bounded number of (mcpsessions.go). A tools/call
-// that needs no stream gets a plain JSON response from the fast path
-// (mcpfast.go); every other request is the SDK's.
+// to the admin and to the role's tokens: sessions of the 2024-11-05 …
+// 2025-11-25 protocol, which end when idle and that a credential holds a
+// bounded number of, and the sessionless requests of 2026-07-28
+// (mcpsessions.go).
 func (s *Server) routesMCP() {
 	f := newMCPFront(s.h)
 	s.mcp = f
@@ -38,23 +38,24 @@ func (s *Server) routesMCP() {
 }
 
 // ServeMCP serves the MCP server of a role on one transport (such as
-// &mcp.StdioTransport{}) until the client disconnects or ctx ends. Its tool
-// set follows the role's while it runs; calls go through h.Call as an agent
-// of the role created for the session. Over newline-delimited JSON
-// (*mcp.IOTransport, *mcp.StdioTransport) the tools/call requests that need
-// no stream take the fast path (mcpfast.go).
+// &mcp.StdioTransport{}) until the client disconnects or ctx ends, in either
+// protocol era. Its tool set follows the role's while it runs; calls go
+// through h.Call as an agent of the role created for the connection (and
+// one for each agent key the client names). Over newline-delimited JSON
+// (*mcp.IOTransport, *mcp.StdioTransport) a line that is not JSON-RPC is
+// answered with an error and the connection goes on (mcpstdio.go).
 func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) error {
 	if _, err := h.Role(role); err != nil {
 		return err
 	}
 	r := newMCPRole(h, role, nil)
 	defer r.cancel()
-	defer r.forgetting.Wait() // the session's agent is marked terminated on return
-	switch t := t.(type) {
+	defer r.forgetting.Wait() // the connection's agents are marked terminated on return
+	switch tt := t.(type) {
 	case *mcp.IOTransport:
-		return r.serveLines(ctx, t.Reader, t.Writer, t.Writer.Close, t.MaxLineLength)
+		t = filteredLines(tt.Reader, tt.Writer, tt.Writer.Close, tt.MaxLineLength)
 	case *mcp.StdioTransport: // stdout stays open, as the SDK leaves it
-		return r.serveLines(ctx, os.Stdin, os.Stdout, nil, 0)
+		t = filteredLines(os.Stdin, os.Stdout, nil, 0)
 	}
 	return r.srv.Run(ctx, t)
 }
@@ -62,7 +63,7 @@ func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) e
 // mcpFront routes /mcp/{role} to the role's MCP server, made on first use.
 type mcpFront struct {
 	h     *host.Host
-	open  *sessionTable // the sessions of every role's server
+	open  *sessionTable // the sessions and keyed agents of every role's server
 	mu    sync.Mutex    // held to make a role's server
 	roles sync.Map      // role name → *mcpRole
 }
@@ -89,67 +90,91 @@ func (f *mcpFront) role(name string) *mcpRole {
 	return r
 }
 
-// mcpRole is the MCP server of one role, shared by the role's sessions; each
-// session is an agent of the role.
+// mcpRole is the MCP server of one role, shared by the role's clients; each
+// client is one or more agents of the role (see mcpAgent).
 type mcpRole struct {
-	h      *host.Host
-	role   string
-	impl   *mcp.Implementation // srv's
-	srv    *mcp.Server
-	http   *mcp.StreamableHTTPHandler
-	cancel func()        // stops following the host's changes
-	open   *sessionTable // the front's, where http's sessions are; nil over other transports
+	h         *host.Host
+	role      string
+	impl      *mcp.Implementation // srv's
+	srv       *mcp.Server
+	http      *mcp.StreamableHTTPHandler // sessions of the 2025 and earlier protocols
+	stateless *mcp.StreamableHTTPHandler // requests of 2026-07-28 and later
+	cancel    func()                     // stops following the host's changes
+	open      *sessionTable              // the front's; nil when the role serves no HTTP
 
-	mu       sync.Mutex               // held to change tools or to add a session
-	tools    map[string]host.Function // registered on srv
-	offered  map[string]*mcp.Tool     // of tools, those srv took, as clients see them
-	send     mcp.MethodHandler        // the SDK's sending handler
-	sessions sync.Map                 // session id → *mcpSession
+	mu      sync.Mutex               // held to change tools or to add an agent
+	tools   map[string]host.Function // registered on srv
+	offered map[string]*mcp.Tool     // of tools, those srv took, as clients see them
+	send    mcp.MethodHandler        // the SDK's sending handler
+	agents  sync.Map                 // agentKey → *mcpAgent
 
-	forgetting sync.WaitGroup // the sessions' forget, running until each session ends
+	forgetting sync.WaitGroup // forget of each session, until the session ends
 }
 
-// mcpSession is a client's session with a role's MCP server: the agent it
-// calls as, and the calls it runs on the fast path, to cancel them.
-type mcpSession struct {
-	id      string // the session's id: Mcp-Session-Id over HTTP, "" on a transport of one session
+// mcpAgent is an agent of the role that MCP clients call as. It is found by
+// its scope — the session (Mcp-Session-Id over HTTP, the connection over
+// stdio) or, for a sessionless request, the caller's credential — and the
+// agent key the client chose (agentKeyMeta or agentKeyHeader; "" when it
+// names none), so that what a session held, the tools load_tools loaded
+// above all, holds for sessionless clients too.
+type mcpAgent struct {
+	key     agentKey
 	agentID string
-	version string             // the protocol version the client asked for in initialize
-	ss      *mcp.ServerSession // the SDK's
+	ss      *mcp.ServerSession // the session it lives in, to notify; nil for a keyed sessionless agent
+	entry   *openSession       // a sessionless agent's entry in the front's table; nil otherwise
 
 	mu      sync.Mutex
-	calls   map[string]context.CancelFunc // fast-path calls, by request id (see idKey)
-	visible []string                      // the tools its list holds, as last listed or announced
-	why     string                        // why the session is ending, when the front ends it
+	visible []string                    // the tools its list holds, as last listed or announced
+	why     string                      // why its agent is ending, when the front ends it
+	calls   map[*int]context.CancelFunc // its calls running, to cancel when its session ends
 }
 
+// agentKey identifies an mcpAgent of a role.
+type agentKey struct {
+	scope string // the session's id, or "cred:" and a sessionless request's credential
+	name  string // the key the client chose
+}
+
+// The ways a client names its agent: a key of its requests' _meta, or an
+// HTTP header; at most maxAgentKey bytes.
+const (
+	agentKeyMeta   = "toolhost/agent"
+	agentKeyHeader = "Toolhost-Agent"
+	maxAgentKey    = 128
+)
+
+// credentialHeader carries the caller's credential from the front to the
+// SDK's handlers in the request's header; the front sets it on every
+// request, over any value the client sent.
+const credentialHeader = "Toolhost-Credential"
+
 // newMCPRole returns the MCP server of a role; open is where its HTTP
-// sessions are kept, nil when it serves none.
+// sessions and sessionless agents are kept, nil when it serves no HTTP.
 func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 	r := &mcpRole{h: h, role: role, open: open, tools: map[string]host.Function{}, offered: map[string]*mcp.Tool{},
 		impl: &mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role, Version: toolhost.Version(), WebsiteURL: h.Config().WebsiteURL}}
 	r.srv = mcp.NewServer(r.impl, &mcp.ServerOptions{
-		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) { _, _ = r.session(ctx, req.Session) },
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
+			_, _ = r.agent(ctx, req.Session, req.Extra, nil)
+		},
 	})
-	// Every call goes to the pipeline, which answers a tool outside the role
-	// with tool_not_available where the SDK would say "unknown tool". A
-	// cancellation reaches the session's fast-path calls as well as the SDK's.
-	// The role's prompt, as it is when a client connects, is the server's
-	// instructions.
-	// A session's list is its agent's Definitions: the role's tools but the
-	// deferred ones it has not loaded (tool_search's load_tools).
+	// A call of a tool the server does not offer goes to the pipeline too,
+	// which answers tool_not_available where the SDK would say "unknown
+	// tool"; the others reach the tool's handler through the SDK's own
+	// (its multi-round-trip requests among them). A list is its agent's
+	// Definitions: the role's tools but the deferred ones it has not loaded
+	// (tool_search's load_tools). The role's prompt, as it is when a client
+	// asks, is the server's instructions.
 	r.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch req := req.(type) {
 			case *mcp.CallToolRequest:
-				return r.call(ctx, req)
-			case *mcp.ListToolsRequest:
-				return r.list(ctx, req.Session)
-			case *mcp.ServerRequest[*mcp.CancelledParams]:
-				if s, ok := r.sessions.Load(req.Session.ID()); ok && req.Params != nil {
-					s.(*mcpSession).cancel(req.Params.RequestID)
+				if req.Params != nil && !r.offers(req.Params.Name) {
+					return r.call(ctx, req)
 				}
+			case *mcp.ListToolsRequest:
+				return r.list(ctx, req)
 			}
 			res, err := next(ctx, method, req)
 			switch res := res.(type) {
@@ -168,12 +193,24 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 		return next
 	})
 	// The server's guard checks Host and Origin on every request, allowed
-	// hosts included; the SDK's own check knows loopback names only.
+	// hosts included; the SDK's own check knows loopback names only. A
+	// sessionless request lives as long as its POST: a client that goes
+	// away cancels it.
 	r.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv },
 		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
+	r.stateless = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, Stateless: true, PropagateRequestCancellation: true})
 	r.cancel = h.Watch(r.sync)
 	r.sync()
 	return r
+}
+
+// offers reports whether srv has the tool.
+func (r *mcpRole) offers(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.offered[name]
+	return ok
 }
 
 // instructions are the role's prompt with its groups (Host.RolePrompt); ""
@@ -191,7 +228,9 @@ func (r *mcpRole) sync() {
 	want := map[string]host.Function{}
 	if defs, err := r.h.RoleToolDefinitions(r.role); err == nil { // a deleted role has no tools
 		for _, d := range defs {
-			want[d.Function.Name] = d.Function
+			if m, _ := r.h.ToolMeta(d.Function.Name); !m.Conversation { // no MCP client has one the runtime holds
+				want[d.Function.Name] = d.Function
+			}
 		}
 	}
 	var gone []string
@@ -216,16 +255,16 @@ func (r *mcpRole) sync() {
 		}
 	}
 	r.tools = want
-	r.sessions.Range(func(_, v any) bool {
-		r.announce(v.(*mcpSession), !changed)
+	r.agents.Range(func(_, v any) bool {
+		r.announce(v.(*mcpAgent), !changed)
 		return true
 	})
 }
 
-// visible returns the names of the tools a session's list holds: its
-// agent's Definitions that the server offers, sorted.
-func (r *mcpRole) visible(s *mcpSession) []string {
-	defs, _ := r.h.Definitions(s.agentID) // a deleted role or agent lists nothing
+// visible returns the names of the tools an agent's list holds: its
+// Definitions that the server offers, sorted.
+func (r *mcpRole) visible(a *mcpAgent) []string {
+	defs, _ := r.h.Definitions(a.agentID) // a deleted role or agent lists nothing
 	names := make([]string, 0, len(defs))
 	for _, d := range defs {
 		if _, ok := r.offered[d.Function.Name]; ok {
@@ -236,35 +275,42 @@ func (r *mcpRole) visible(s *mcpSession) []string {
 	return names
 }
 
-// announce records the session's list as it is now, and, when tell is set
-// and the list differs from the one it knows (its agent loaded tools), sends
-// it notifications/tools/list_changed. r.mu is held.
-func (r *mcpRole) announce(s *mcpSession, tell bool) {
-	names := r.visible(s)
-	s.mu.Lock()
-	same := slices.Equal(s.visible, names)
-	s.visible = names
-	s.mu.Unlock()
-	if tell && !same && s.ss != nil {
+// announce records the agent's list as it is now, and, when tell is set and
+// the list differs from the one it knows (it loaded tools), sends its
+// session notifications/tools/list_changed. r.mu is held.
+func (r *mcpRole) announce(a *mcpAgent, tell bool) {
+	names := r.visible(a)
+	a.mu.Lock()
+	same := slices.Equal(a.visible, names)
+	a.visible = names
+	a.mu.Unlock()
+	if tell && !same && a.ss != nil {
 		_, err := r.send(context.Background(), "notifications/tools/list_changed",
-			&mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: s.ss, Params: &mcp.ToolListChangedParams{}})
+			&mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: a.ss, Params: &mcp.ToolListChangedParams{}})
 		if err != nil {
-			r.h.Logger().Debug("mcp: list_changed not sent", "role", r.role, "session", s.id, "error", err)
+			r.h.Logger().Debug("mcp: list_changed not sent", "role", r.role, "agent", a.agentID, "error", err)
 		}
 	}
 }
 
-// list answers tools/list with the session's own list.
-func (r *mcpRole) list(ctx context.Context, ss *mcp.ServerSession) (*mcp.ListToolsResult, error) {
-	s, err := r.session(ctx, ss)
+// list answers tools/list with the calling agent's own list, sorted by
+// name; clients may not keep it (its cacheScope is private, its ttlMs 0),
+// since load_tools changes it.
+func (r *mcpRole) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	var meta mcp.Meta
+	if req.Params != nil {
+		meta = req.Params.Meta
+	}
+	a, err := r.agent(ctx, req.Session, req.Extra, meta)
 	if err != nil {
 		return nil, err
 	}
+	defer a.done()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.announce(s, false)
-	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(s.visible))}
-	for _, name := range s.visible {
+	r.announce(a, false)
+	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(a.visible)), Cacheable: mcp.Cacheable{CacheScope: "private"}}
+	for _, name := range a.visible {
 		out.Tools = append(out.Tools, r.offered[name])
 	}
 	return out, nil
@@ -317,49 +363,103 @@ func mcpTool(fn host.Function, schema json.RawMessage) *mcp.Tool {
 	return t
 }
 
-// session returns the record of a client's session, creating the session's
-// agent on first use.
-func (r *mcpRole) session(ctx context.Context, ss *mcp.ServerSession) (*mcpSession, error) {
-	if s, ok := r.sessions.Load(ss.ID()); ok {
-		return s.(*mcpSession), nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s, ok := r.sessions.Load(ss.ID()); ok {
-		return s.(*mcpSession), nil
-	}
-	a, err := r.h.CreateAgent(ctx, r.role, store.Agent{})
+// agent returns the agent a request of session ss calls as, creating it
+// on first use (see mcpAgent); meta is the _meta of its params. A sessionless agent is busy until its done is called.
+func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, meta mcp.Meta) (*mcpAgent, error) {
+	k, cred, err := r.agentKeyOf(ss, extra, meta)
 	if err != nil {
 		return nil, err
 	}
-	s := &mcpSession{id: ss.ID(), agentID: a.ID, ss: ss, calls: map[string]context.CancelFunc{}}
-	if p := ss.InitializeParams(); p != nil {
-		s.version = p.ProtocolVersion
+	if a, ok := r.agents.Load(k); ok {
+		return a.(*mcpAgent).busy(r.open), nil
 	}
-	r.sessions.Store(s.id, s)
-	r.forgetting.Go(func() { r.forget(ss, s) })
-	return s, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a, ok := r.agents.Load(k); ok {
+		return a.(*mcpAgent).busy(r.open), nil
+	}
+	a := &mcpAgent{key: k, calls: map[*int]context.CancelFunc{}}
+	if cred != "" {
+		if a.entry = r.open.reserveAgent(cred, r, a); a.entry == nil {
+			return nil, r.open.refusal(cred)
+		}
+	} else {
+		a.ss = ss
+	}
+	created, err := r.h.CreateAgent(ctx, r.role, store.Agent{})
+	if err != nil {
+		if a.entry != nil {
+			r.open.drop(a.entry)
+		}
+		return nil, err
+	}
+	a.agentID = created.ID
+	r.announce(a, false) // its list, as it starts: what a later change is compared with
+	r.agents.Store(k, a)
+	if a.ss != nil {
+		r.forgetting.Go(func() {
+			_ = ss.Wait()
+			r.forget(a, "the MCP session ended")
+		})
+	}
+	return a, nil
 }
 
-// forget drops a session's record when the session ends, however it ends,
-// cancels its fast-path calls, and marks its agent terminated with the
-// reason the front gave, if it ended the session.
-func (r *mcpRole) forget(ss *mcp.ServerSession, s *mcpSession) {
-	_ = ss.Wait()
-	r.sessions.CompareAndDelete(s.id, s)
-	if r.open != nil {
-		r.open.drop(s.id, ss)
+// agentKeyOf returns the key of the agent a request calls as and, for a
+// sessionless HTTP request, the caller's credential.
+func (r *mcpRole) agentKeyOf(ss *mcp.ServerSession, extra *mcp.RequestExtra, meta mcp.Meta) (agentKey, string, error) {
+	k := agentKey{scope: ss.ID()}
+	k.name, _ = meta[agentKeyMeta].(string)
+	var cred string
+	if extra != nil && extra.Header != nil {
+		k.name = cmp.Or(k.name, extra.Header.Get(agentKeyHeader))
+		if k.scope == "" && r.open != nil {
+			cred = extra.Header.Get(credentialHeader)
+			k.scope = "cred:" + cred
+		}
 	}
-	s.mu.Lock()
-	for _, cancel := range s.calls {
-		cancel()
+	if len(k.name) > maxAgentKey {
+		return agentKey{}, "", toolhost.Errorf(toolhost.CodeValidation, "the agent key (%s or %s) is %d bytes, more than %d", agentKeyMeta, agentKeyHeader, len(k.name), maxAgentKey)
 	}
-	why := cmp.Or(s.why, "the MCP session ended")
-	s.mu.Unlock()
+	return k, cred, nil
+}
+
+// session returns the id of the agent's session, "" when it has none.
+func (a *mcpAgent) session() string {
+	if a.ss == nil {
+		return ""
+	}
+	return a.ss.ID()
+}
+
+// busy counts a request of a sessionless agent in, until done.
+func (a *mcpAgent) busy(t *sessionTable) *mcpAgent {
+	if a.entry != nil {
+		t.begin(a.entry)
+	}
+	return a
+}
+
+// done counts a request of a sessionless agent out.
+func (a *mcpAgent) done() {
+	if a.entry != nil {
+		a.entry.table.end(a.entry)
+	}
+}
+
+// forget drops an agent whose session ended, or that the front ended, and
+// marks its agent terminated with the reason the front gave, else why.
+func (r *mcpRole) forget(a *mcpAgent, why string) {
+	if !r.agents.CompareAndDelete(a.key, a) {
+		return
+	}
+	a.mu.Lock()
+	why = cmp.Or(a.why, why)
+	a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), endAgentTimeout)
 	defer cancel()
-	if _, err := r.h.Store().TerminateAgent(ctx, s.agentID, why); err != nil && !errors.Is(err, store.ErrFinal) {
-		r.h.Logger().Warn("mcp: the agent of an ended session is not marked terminated", "role", r.role, "agent", s.agentID, "error", err)
+	if _, err := r.h.Store().TerminateAgent(ctx, a.agentID, why); err != nil && !errors.Is(err, store.ErrFinal) {
+		r.h.Logger().Warn("mcp: the agent of an ended session is not marked terminated", "role", r.role, "agent", a.agentID, "error", err)
 	}
 }
 
@@ -367,30 +467,50 @@ func (r *mcpRole) forget(ss *mcp.ServerSession, s *mcpSession) {
 // terminated.
 const endAgentTimeout = 30 * time.Second
 
-// end ends a session, its agent marked terminated for the reason why.
-func (r *mcpRole) end(ss *mcp.ServerSession, why string) {
-	r.ending(ss.ID(), why)
-	_ = ss.Close()
+// ending records why the agents of the session with the id are about to
+// end, for their records, and cancels their calls: the SDK closes a session
+// once its calls have returned.
+func (r *mcpRole) ending(id, why string) {
+	r.agents.Range(func(k, v any) bool {
+		if k.(agentKey).scope == id {
+			a := v.(*mcpAgent)
+			a.mu.Lock()
+			a.why = why
+			for _, cancel := range a.calls {
+				cancel()
+			}
+			a.mu.Unlock()
+		}
+		return true
+	})
 }
 
-// ending records why the session with the id is about to end, for its
-// agent's record.
-func (r *mcpRole) ending(id, why string) {
-	if s, ok := r.sessions.Load(id); ok {
-		s := s.(*mcpSession)
-		s.mu.Lock()
-		s.why = why
-		s.mu.Unlock()
+// track returns ctx, cancelled when the agent's session ends, and the
+// function that drops it once its call has returned.
+func (a *mcpAgent) track(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	key := new(int)
+	a.mu.Lock()
+	a.calls[key] = cancel
+	a.mu.Unlock()
+	return ctx, func() {
+		a.mu.Lock()
+		delete(a.calls, key)
+		a.mu.Unlock()
+		cancel()
 	}
 }
 
-// call runs a tools/call that the SDK received: progress notifications go to
-// the client when it asked for them.
+// call runs a tools/call: progress notifications go to the client when it
+// asked for them.
 func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	s, err := r.session(ctx, req.Session)
+	a, err := r.agent(ctx, req.Session, req.Extra, req.Params.Meta)
 	if err != nil {
 		return errorResult(err), nil
 	}
+	defer a.done()
+	ctx, untrack := a.track(ctx)
+	defer untrack()
 	if tp, ok := req.Params.Meta["traceparent"].(string); ok && r.h.TracerProvider() != nil {
 		// A client in a trace says so in _meta (SEP-414): the call's spans
 		// join it.
@@ -402,14 +522,14 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
 		})
 	}
-	return r.run(ctx, s, req.Params.Name, req.Params.Arguments), nil
+	return r.run(ctx, a, req.Params.Name, req.Params.Arguments), nil
 }
 
 // run calls a tool through the host's pipeline as the session's agent. A
 // pipeline error is a result with IsError, so the model sees it.
-func (r *mcpRole) run(ctx context.Context, s *mcpSession, tool string, args json.RawMessage) *mcp.CallToolResult {
+func (r *mcpRole) run(ctx context.Context, a *mcpAgent, tool string, args json.RawMessage) *mcp.CallToolResult {
 	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: args,
-		Context: toolhost.CallContext{AgentID: s.agentID, Session: s.id, Channel: "mcp"}})
+		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp"}})
 	if err != nil {
 		return errorResult(err)
 	}

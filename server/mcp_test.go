@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -27,15 +28,28 @@ import (
 // mcpConfig has a role limited to the console group.
 var mcpConfig = &config.Config{Roles: []config.Role{{Name: "printer", ToolGroups: []string{"console", "notes"}, Pos: "config.hcl:1,1"}}}
 
-// connect opens a client session on transport t; changed receives a value
-// for each notifications/tools/list_changed.
+// The protocol versions the tests' go-sdk clients pin: the newest of the
+// session era, and the first sessionless one.
+const (
+	sessionEra     = "2025-11-25"
+	sessionlessEra = "2026-07-28"
+)
+
+// connect opens a client session of sessionEra on transport t; changed
+// receives a value for each notifications/tools/list_changed.
 func connect(t *testing.T, tr mcp.Transport) (*mcp.ClientSession, chan struct{}) {
+	t.Helper()
+	return connectAs(t, tr, sessionEra)
+}
+
+// connectAs is connect, the client asking for protocol version.
+func connectAs(t *testing.T, tr mcp.Transport, version string) (*mcp.ClientSession, chan struct{}) {
 	t.Helper()
 	changed := make(chan struct{}, 16)
 	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
-	cs, err := c.Connect(context.Background(), tr, nil)
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,56 +70,73 @@ func jsonValue(t *testing.T, v any) any {
 	return out
 }
 
+// TestMCPStreamableHTTP: in each era, the go-sdk client lists the role's
+// tools and calls them as one agent; another session (2025), or another
+// agent key (2026), is another agent.
 func TestMCPStreamableHTTP(t *testing.T) {
-	srv, h := serve(t, mcpConfig, group("console", "console_print"), group("artifact", "put_artifact", "get_artifact"))
-	cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
+	for _, era := range []string{sessionEra, sessionlessEra} {
+		t.Run(era, func(t *testing.T) {
+			srv, h := serve(t, mcpConfig, group("console", "console_print"), group("artifact", "put_artifact", "get_artifact"))
+			cs, _ := connectAs(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"}, era)
+			if (cs.ID() != "") != (era == sessionEra) {
+				t.Errorf("MCP session id %q in era %s", cs.ID(), era)
+			}
 
-	var want host.RoleTools
-	if code := do(t, "GET", srv.URL+"/api/roles/printer/tools", nil, &want); code != 200 {
-		t.Fatalf("role tools = %d", code)
-	}
-	list, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Tools) != len(want.Tools) || len(list.Tools) != 1 {
-		t.Fatalf("tools/list = %d tools, want %d", len(list.Tools), len(want.Tools))
-	}
-	got, def := list.Tools[0], want.Tools[0].Function
-	if got.Name != def.Name || got.Description != def.Description ||
-		!reflect.DeepEqual(jsonValue(t, got.InputSchema), jsonValue(t, def.Parameters)) {
-		t.Errorf("tool = %+v, want %+v", got, def)
-	}
+			var want host.RoleTools
+			if code := do(t, "GET", srv.URL+"/api/roles/printer/tools", nil, &want); code != 200 {
+				t.Fatalf("role tools = %d", code)
+			}
+			list, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Tools) != len(want.Tools) || len(list.Tools) != 1 {
+				t.Fatalf("tools/list = %d tools, want %d", len(list.Tools), len(want.Tools))
+			}
+			got, def := list.Tools[0], want.Tools[0].Function
+			if got.Name != def.Name || got.Description != def.Description ||
+				!reflect.DeepEqual(jsonValue(t, got.InputSchema), jsonValue(t, def.Parameters)) {
+				t.Errorf("tool = %+v, want %+v", got, def)
+			}
 
-	if text, isErr := mcptest.CallText(t, cs, "console_print", map[string]string{"text": "hi"}); isErr || text != "console_print:hi" {
-		t.Errorf("call = %q (error %v)", text, isErr)
-	}
-	if text, isErr := mcptest.CallText(t, cs, "get_artifact", map[string]string{"text": "x"}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeToolNotAvailable)+": ") {
-		t.Errorf("call outside the role = %q (error %v)", text, isErr)
-	}
-	if text, isErr := mcptest.CallText(t, cs, "console_print", map[string]any{"text": 1}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeValidation)+": ") {
-		t.Errorf("invalid call = %q (error %v)", text, isErr)
-	}
-	if cs.ID() == "" {
-		t.Error("no MCP session id")
-	}
-	checkCallEvents(t, h, "console_print")
+			if text, isErr := mcptest.CallText(t, cs, "console_print", map[string]string{"text": "hi"}); isErr || text != "console_print:hi" {
+				t.Errorf("call = %q (error %v)", text, isErr)
+			}
+			if text, isErr := mcptest.CallText(t, cs, "get_artifact", map[string]string{"text": "x"}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeToolNotAvailable)+": ") {
+				t.Errorf("call outside the role = %q (error %v)", text, isErr)
+			}
+			if text, isErr := mcptest.CallText(t, cs, "console_print", map[string]any{"text": 1}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeValidation)+": ") {
+				t.Errorf("invalid call = %q (error %v)", text, isErr)
+			}
+			checkCallEvents(t, h, "console_print")
 
-	// Another session is another agent.
-	other, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
-	mcptest.CallText(t, other, "console_print", map[string]string{"text": "again"})
-	if err := h.FlushEvents(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	events, _ := h.Events(context.Background(), store.EventFilter{Tool: "console_print", Type: store.EventCallCompleted})
-	if len(events) != 2 || events[0].AgentID == events[1].AgentID {
-		t.Errorf("two sessions, events %+v: want two agents", events)
-	}
+			// Another session, or agent key, is another agent.
+			other, _ := connectAs(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer",
+				HTTPClient: &http.Client{Transport: withHeader{agentKeyHeader, "other"}}}, era)
+			mcptest.CallText(t, other, "console_print", map[string]string{"text": "again"})
+			if err := h.FlushEvents(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			events, _ := h.Events(context.Background(), store.EventFilter{Tool: "console_print", Type: store.EventCallCompleted})
+			if len(events) != 2 || events[0].AgentID == events[1].AgentID {
+				t.Errorf("two clients, events %+v: want two agents", events)
+			}
 
-	var e apiError
-	if code := do(t, "POST", srv.URL+"/mcp/ghost", `{}`, &e); code != 404 || e.Error.Code != toolhost.CodeValidation {
-		t.Errorf("unknown role = %d %+v", code, e)
+			var e apiError
+			if code := do(t, "POST", srv.URL+"/mcp/ghost", `{}`, &e); code != 404 || e.Error.Code != toolhost.CodeValidation {
+				t.Errorf("unknown role = %d %+v", code, e)
+			}
+		})
 	}
+}
+
+// withHeader is http.DefaultTransport adding a header to each request.
+type withHeader struct{ name, value string }
+
+func (w withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(w.name, w.value)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // checkCallEvents checks that the tool's calls were recorded as started and

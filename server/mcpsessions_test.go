@@ -154,7 +154,8 @@ func TestMCPIdleSessionsEnd(t *testing.T) {
 }
 
 // TestMCPOpenRequestKeepsSession: a session with a request open (here a
-// tools/call the fast path runs) is not idle, however long the request.
+// tools/call) is not idle, however long the request; the session's end
+// cancels it.
 func TestMCPOpenRequestKeepsSession(t *testing.T) {
 	w := newWaiter()
 	cfg := &config.Config{Roles: []config.Role{{Name: "busy", ToolGroups: []string{"slow"}, Pos: "config.hcl:1,1"}, {Name: "idle", ToolGroups: []string{"slow"}, Pos: "config.hcl:2,1"}},
@@ -164,10 +165,11 @@ func TestMCPOpenRequestKeepsSession(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
+	var id string
 	for started := false; !started; {
 		// The call is in a session that is open, unless the session ended
 		// before it came (idle between two requests on a slow machine).
-		id := busy.open(t)
+		id = busy.open(t)
 		go func() {
 			req, _ := http.NewRequestWithContext(ctx, "POST", busy.url, strings.NewReader(call(1, "wait", `{}`, "")))
 			req.Header.Set("Content-Type", "application/json")
@@ -205,9 +207,12 @@ func TestMCPOpenRequestKeepsSession(t *testing.T) {
 	if active != 1 {
 		t.Errorf("the busy session's agent is not active: %+v", roleAgents(t, h, "busy"))
 	}
+	if status, _, body := busy.send(t, "DELETE", id, ""); status != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", status, body)
+	}
+	w.waitCancelled(t)
 	cancel()
 	<-done
-	w.waitCancelled(t)
 }
 
 // TestMCPSessionsPerCredential: a credential holds at most mcp {
@@ -258,7 +263,8 @@ func TestMCPDeleteEndsAgent(t *testing.T) {
 	srv, h := serve(t, &config.Config{Roles: []config.Role{{Name: "leaver", ToolGroups: []string{"console"}, Pos: "config.hcl:1,1"}}},
 		group("console", "console_print"))
 	url := srv.URL + "/mcp/leaver"
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url},
+		&mcp.ClientSessionOptions{ProtocolVersion: sessionEra})
 	if err != nil {
 		t.Fatal(err)
 	}

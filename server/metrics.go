@@ -48,9 +48,7 @@ func (mcpSessions) Describe(ch chan<- *prometheus.Desc) { ch <- mcpSessionsDesc 
 // Collect implements prometheus.Collector.
 func (c mcpSessions) Collect(ch chan<- prometheus.Metric) {
 	c.f.roles.Range(func(name, r any) bool {
-		n := 0
-		r.(*mcpRole).sessions.Range(func(any, any) bool { n++; return true })
-		ch <- prometheus.MustNewConstMetric(mcpSessionsDesc, prometheus.GaugeValue, float64(n), name.(string))
+		ch <- prometheus.MustNewConstMetric(mcpSessionsDesc, prometheus.GaugeValue, float64(c.f.open.sessions(r.(*mcpRole))), name.(string))
 		return true
 	})
 }
