@@ -67,6 +67,17 @@ func (d AlwaysDeny) Approve(context.Context, ApprovalRequest) (Decision, error) 
 	return Decision{Kind: Deny, Reason: d.Reason}, nil
 }
 
+// pendingKey is the context key of WithApprovalPending's function.
+type pendingKey struct{}
+
+// WithApprovalPending returns ctx telling an ApprovalQueue to call notify
+// with a call's approval request, its ID set, once the call of ctx waits in
+// the queue: so that its caller may ask someone for the decision (the MCP
+// front asks its client's user) and give it with Decide.
+func WithApprovalPending(ctx context.Context, notify func(ApprovalRequest)) context.Context {
+	return context.WithValue(ctx, pendingKey{}, notify)
+}
+
 // ApprovalQueue holds calls pending a decision made elsewhere — by a person
 // through GET /api/approvals and POST /api/approvals/{id}. A pending call is
 // denied once Timeout passes.
@@ -158,6 +169,9 @@ func (q *ApprovalQueue) Approve(ctx context.Context, req ApprovalRequest) (Decis
 			q.mu.Unlock()
 			st, wake = nil, nil
 		}
+	}
+	if notify, ok := ctx.Value(pendingKey{}).(func(ApprovalRequest)); ok {
+		notify(req)
 	}
 	t := time.NewTimer(q.Timeout)
 	defer t.Stop()

@@ -107,6 +107,7 @@ type mcpRole struct {
 	offered map[string]*mcp.Tool     // of tools, those srv took, as clients see them
 	send    mcp.MethodHandler        // the SDK's sending handler
 	agents  sync.Map                 // agentKey → *mcpAgent
+	held    heldCalls                // calls waiting for their clients' approvals
 
 	forgetting sync.WaitGroup // forget of each session, until the session ends
 }
@@ -522,7 +523,10 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
 		})
 	}
-	return r.run(ctx, a, req.Params.Name, req.Params.Arguments), nil
+	if req.Params.RequestState != "" {
+		return r.resume(ctx, a, req), nil
+	}
+	return r.callAsking(ctx, a, req, req.ClientCapabilities()), nil
 }
 
 // run calls a tool through the host's pipeline as the session's agent. A
