@@ -51,6 +51,7 @@ func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) e
 	r := newMCPRole(h, role, nil)
 	defer r.cancel()
 	defer r.forgetting.Wait() // the connection's agents are marked terminated on return
+	defer r.tasks.cancelAll()
 	switch tt := t.(type) {
 	case *mcp.IOTransport:
 		t = filteredLines(tt.Reader, tt.Writer, tt.Writer.Close, tt.MaxLineLength)
@@ -108,6 +109,7 @@ type mcpRole struct {
 	send    mcp.MethodHandler        // the SDK's sending handler
 	agents  sync.Map                 // agentKey → *mcpAgent
 	held    heldCalls                // calls waiting for their clients' approvals
+	tasks   mcpTasks                 // calls run as tasks
 
 	forgetting sync.WaitGroup // forget of each session, until the session ends
 }
@@ -155,7 +157,8 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 	r := &mcpRole{h: h, role: role, open: open, tools: map[string]host.Function{}, offered: map[string]*mcp.Tool{},
 		impl: &mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role, Version: toolhost.Version(), WebsiteURL: h.Config().WebsiteURL}}
 	r.srv = mcp.NewServer(r.impl, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Extensions: map[string]any{tasksExtension: map[string]any{}}},
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
 			_, _ = r.agent(ctx, req.Session, req.Extra, nil)
 		},
@@ -174,6 +177,11 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 				if req.Params != nil && !r.offers(req.Params.Name) {
 					return r.call(ctx, req)
 				}
+				if req.Params != nil && req.Params.RequestState == "" && wantsTask(req) {
+					return r.callAsTask(ctx, req)
+				}
+			case *mcp.ServerRequest[*taskParams]:
+				return r.taskMethod(ctx, method, req, next)
 			case *mcp.ListToolsRequest:
 				return r.list(ctx, req)
 			}
@@ -201,6 +209,7 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
 	r.stateless = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv },
 		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, Stateless: true, PropagateRequestCancellation: true})
+	r.addTaskMethods()
 	r.cancel = h.Watch(r.sync)
 	r.sync()
 	return r

@@ -1,0 +1,312 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/host"
+)
+
+// Long calls as tasks: the tasks extension of 2026-07-28
+// (io.modelcontextprotocol/tasks, SEP-2663). The server decides which calls
+// become tasks: a tools/call from a client that declares the extension runs
+// as usual, and if it has not finished within taskAfter the client gets a
+// task handle (resultType "task") in place of the result. The call runs on,
+// no longer bound to the request; the client polls it with tasks/get, whose
+// statusMessage follows the call (its latest progress, a wait for an
+// approval), and ends it with tasks/cancel. A task belongs to the agent that
+// made it (its credential or session, and its key): to another it does not
+// exist. It is kept taskTTL after it ends, and an agent has at most
+// maxTasks running; a call past that runs without a task.
+
+const (
+	tasksExtension = "io.modelcontextprotocol/tasks"
+	// taskAfter is how long a call runs before it becomes a task.
+	taskAfter = time.Second
+	// taskTTL is how long a task is kept after it ended.
+	taskTTL = time.Hour
+	// taskPoll is the poll interval the front suggests.
+	taskPoll = 500 * time.Millisecond
+	// maxTasks bounds the running tasks of an agent.
+	maxTasks = 64
+)
+
+// The task statuses the front uses.
+const (
+	taskWorking   = "working"
+	taskCompleted = "completed"
+	taskCancelled = "cancelled"
+)
+
+// mcpTask is a call running, or run, as a task.
+type mcpTask struct {
+	id      string
+	agent   *mcpAgent
+	created time.Time
+	cancel  context.CancelFunc
+
+	mu      sync.Mutex
+	status  string
+	message string
+	updated time.Time
+	result  *mcp.CallToolResult // once completed
+	forget  func()              // drops it from its role's tasks; nil until kept there
+	expiry  *time.Timer         // calls forget taskTTL after it ended
+}
+
+// mcpTasks are a role's tasks, by id.
+type mcpTasks struct {
+	mu    sync.Mutex
+	tasks map[string]*mcpTask
+}
+
+// taskParams are the params of tasks/get, tasks/update and tasks/cancel.
+type taskParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+// taskResult is a task as tasks/get, and a task handle, answer it.
+type taskResult struct {
+	mcp.ResultBase
+	ResultType     string          `json:"resultType"`
+	TaskID         string          `json:"taskId"`
+	Status         string          `json:"status"`
+	StatusMessage  string          `json:"statusMessage,omitempty"`
+	CreatedAt      string          `json:"createdAt"`
+	LastUpdatedAt  string          `json:"lastUpdatedAt"`
+	TTLMs          int64           `json:"ttlMs"`
+	PollIntervalMs int64           `json:"pollIntervalMs"`
+	Result         json.RawMessage `json:"result,omitempty"`
+}
+
+// doneResult is the answer of tasks/cancel.
+type doneResult struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+// taskAgentKey is the context key of the agent that calls a tasks method.
+type taskAgentKey struct{}
+
+// addTaskMethods registers the extension's methods on r's server; the
+// receiving middleware finds the calling agent (taskMethod).
+func (r *mcpRole) addTaskMethods() {
+	handle := func(f func(*mcpAgent, *mcpTask) (mcp.Result, error)) func(context.Context, *mcp.ServerSession, *taskParams) (mcp.Result, error) {
+		return func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (mcp.Result, error) {
+			a, _ := ctx.Value(taskAgentKey{}).(*mcpAgent)
+			t := r.tasks.get(p.TaskID, a)
+			if t == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no task %q of this agent (it ended more than %s ago, or was never one)", p.TaskID, taskTTL)}
+			}
+			return f(a, t)
+		}
+	}
+	must := func(err error) {
+		if err != nil {
+			panic(err) // the methods are not the SDK's own
+		}
+	}
+	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/get", handle(func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
+		return t.view(), nil
+	})))
+	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/cancel", handle(func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
+		t.end(taskCancelled, nil, "cancelled by the client")
+		return &doneResult{ResultType: "complete"}, nil
+	})))
+	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/update", handle(func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %s asks for no input", t.id)}
+	})))
+}
+
+// taskMethod runs a tasks method as the calling agent.
+func (r *mcpRole) taskMethod(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	a, err := r.agent(ctx, ss, req.GetExtra(), req.GetParams().GetMeta())
+	if err != nil {
+		return nil, err
+	}
+	defer a.done()
+	return next(context.WithValue(ctx, taskAgentKey{}, a), method, req)
+}
+
+// wantsTask reports whether a call's client declared the tasks extension.
+func wantsTask(req *mcp.CallToolRequest) bool {
+	if req.ProtocolVersion() < sessionlessVersion {
+		return false
+	}
+	caps := req.ClientCapabilities()
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[tasksExtension]
+	return ok
+}
+
+// callAsTask runs a call of a client that takes tasks: its result, if it
+// finishes within taskAfter, else a task handle.
+func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+	a, err := r.agent(ctx, req.Session, req.Extra, req.Params.Meta)
+	if err != nil {
+		return errorResult(err), nil
+	}
+	if r.tasks.running(a) >= maxTasks {
+		defer a.done()
+		return r.run(ctx, a, req.Params.Name, req.Params.Arguments), nil
+	}
+	now := time.Now()
+	t := &mcpTask{id: newTaskID(), agent: a, created: now, updated: now, status: taskWorking}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	t.cancel = cancel
+	bg = toolhost.WithProgress(bg, func(progress, total float64, message string) {
+		if message == "" {
+			message = fmt.Sprintf("%g of %g", progress, total)
+		}
+		t.note(message)
+	})
+	bg = host.WithApprovalPending(bg, func(ar host.ApprovalRequest) {
+		t.note(fmt.Sprintf("waiting for an approval (%s) until %s", ar.ID, ar.Expires.Format(time.RFC3339)))
+	})
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		defer a.done()
+		res := r.run(bg, a, req.Params.Name, req.Params.Arguments)
+		done <- res
+		t.end(taskCompleted, res, "")
+	}()
+	select {
+	case res := <-done:
+		return res, nil
+	case <-ctx.Done():
+		cancel()
+		return nil, ctx.Err()
+	case <-time.After(taskAfter):
+	}
+	r.tasks.add(t)
+	v := t.view()
+	v.ResultType = "task"
+	return v, nil
+}
+
+// newTaskID returns a task id no client can guess.
+func newTaskID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "task_" + hex.EncodeToString(b[:])
+}
+
+// note sets a working task's status message.
+func (t *mcpTask) note(message string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.status == taskWorking {
+		t.message, t.updated = message, time.Now()
+	}
+}
+
+// end ends a working task with the status and result (cancelling its call),
+// and forgets it taskTTL later; a task ended already stays as it is.
+func (t *mcpTask) end(status string, res *mcp.CallToolResult, message string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.status != taskWorking {
+		return
+	}
+	t.status, t.result, t.message, t.updated = status, res, message, time.Now()
+	t.cancel()
+	if t.forget != nil {
+		t.expiry = time.AfterFunc(taskTTL, t.forget)
+	}
+}
+
+// view is the task as tasks/get answers it.
+func (t *mcpTask) view() *taskResult {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := &taskResult{ResultType: "complete", TaskID: t.id, Status: t.status, StatusMessage: t.message,
+		CreatedAt: t.created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: t.updated.UTC().Format(time.RFC3339Nano),
+		TTLMs: taskTTL.Milliseconds(), PollIntervalMs: taskPoll.Milliseconds()}
+	if t.result != nil {
+		v.Result = completeResult(t.result)
+	}
+	return v
+}
+
+// completeResult encodes a call's result as a task carries it: with its
+// resultType.
+func completeResult(res *mcp.CallToolResult) json.RawMessage {
+	b, err := json.Marshal(res)
+	var m map[string]any
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		b, _ = json.Marshal(errorResult(fmt.Errorf("the result does not encode: %v", err)))
+		_ = json.Unmarshal(b, &m)
+	}
+	if m["content"] == nil {
+		m["content"] = []any{}
+	}
+	m["resultType"] = "complete"
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// add keeps t until taskTTL after it ended.
+func (ts *mcpTasks) add(t *mcpTask) {
+	ts.mu.Lock()
+	if ts.tasks == nil {
+		ts.tasks = map[string]*mcpTask{}
+	}
+	ts.tasks[t.id] = t
+	ts.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forget = func() {
+		ts.mu.Lock()
+		delete(ts.tasks, t.id)
+		ts.mu.Unlock()
+	}
+	if t.status != taskWorking {
+		t.expiry = time.AfterFunc(taskTTL, t.forget)
+	}
+}
+
+// get returns the task with the id, if it is agent a's.
+func (ts *mcpTasks) get(id string, a *mcpAgent) *mcpTask {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t := ts.tasks[id]; t != nil && a != nil && t.agent.key == a.key {
+		return t
+	}
+	return nil
+}
+
+// running returns how many of agent a's tasks are working.
+func (ts *mcpTasks) running(a *mcpAgent) int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	n := 0
+	for _, t := range ts.tasks {
+		t.mu.Lock()
+		if t.agent.key == a.key && t.status == taskWorking {
+			n++
+		}
+		t.mu.Unlock()
+	}
+	return n
+}
+
+// cancelAll cancels every working task, when the role's server stops.
+func (ts *mcpTasks) cancelAll() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, t := range ts.tasks {
+		t.end(taskCancelled, nil, "the MCP server stopped")
+	}
+}
