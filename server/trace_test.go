@@ -68,18 +68,20 @@ func TestCallersTraceContextIsKept(t *testing.T) {
 		r.Header.Set("Traceparent", "00-"+trace2+"-"+parent2+"-01")
 		return http.DefaultTransport.RoundTrip(r)
 	})}
-	cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer", HTTPClient: withHeader})
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "console_print", Arguments: map[string]any{"text": "x"}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := parentOf(); got != trace2+"/"+parent2 {
-		t.Errorf("MCP with a traceparent header: the call's span is under %s", got)
-	}
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "console_print", Arguments: map[string]any{"text": "x"},
-		Meta: mcp.Meta{"traceparent": "00-" + trace3 + "-" + parent3 + "-01"}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := parentOf(); got != trace3+"/"+parent3 {
-		t.Errorf("MCP with _meta.traceparent: the call's span is under %s", got)
+	for _, era := range []string{sessionEra, sessionlessEra} {
+		cs, _ := connectAs(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer", HTTPClient: withHeader}, era)
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "console_print", Arguments: map[string]any{"text": "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := parentOf(); got != trace2+"/"+parent2 {
+			t.Errorf("%s: MCP with a traceparent header: the call's span is under %s", era, got)
+		}
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "console_print", Arguments: map[string]any{"text": "x"},
+			Meta: mcp.Meta{"traceparent": "00-" + trace3 + "-" + parent3 + "-01"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := parentOf(); got != trace3+"/"+parent3 {
+			t.Errorf("%s: MCP with _meta.traceparent: the call's span is under %s", era, got)
+		}
 	}
 }
