@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +61,27 @@ role "scribe" {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "t"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "tool_not_available") {
 		t.Fatalf("search_notes (denied) = %+v, %v", res, err)
+	}
+
+	// A line that is not JSON-RPC gets -32700, and the process goes on: a
+	// sessionless tools/list after it is answered.
+	raw := exec.Command(filepath.Join(dir, "bin", "toolhost"), "mcp", "-role", "scribe", "-config", cfg)
+	raw.Stderr = os.Stderr
+	in, _ := raw.StdinPipe()
+	out, _ := raw.StdoutPipe()
+	if err := raw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = in.Close(); _ = raw.Wait() }()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	if _, err := io.WriteString(in, "not json at all\n"+`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	for _, want := range []string{`"code":-32700`, `"name":"add_note"`} {
+		if !lines.Scan() || !strings.Contains(lines.Text(), want) {
+			t.Fatalf("toolhost mcp answered %q (%v), want %s", lines.Text(), lines.Err(), want)
+		}
 	}
 }
 
