@@ -124,7 +124,7 @@ type mcpAgent struct {
 	key     agentKey
 	agentID string
 	ss      *mcp.ServerSession // the session it lives in, to notify; nil for a keyed sessionless agent
-	entry   *openSession       // a sessionless agent's entry in the front's table; nil otherwise
+	entry   *openSession       // its entry in the front's table, when it counts against its credential's bound
 
 	mu      sync.Mutex
 	visible []string                    // the tools its list holds, as last listed or announced
@@ -137,6 +137,12 @@ type agentKey struct {
 	scope string // the session's id, or "cred:" and a sessionless request's credential
 	name  string // the key the client chose
 }
+
+// credScope begins the scope of a sessionless agent, before its credential.
+const credScope = "cred:"
+
+// sessionless reports whether the key is a sessionless agent's.
+func (k agentKey) sessionless() bool { return strings.HasPrefix(k.scope, credScope) }
 
 // The ways a client names its agent: a key of its requests' _meta, or an
 // HTTP header; at most maxAgentKey bytes.
@@ -389,12 +395,15 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 		return a.(*mcpAgent).busy(r.open), nil
 	}
 	a := &mcpAgent{key: k, calls: map[*int]context.CancelFunc{}}
-	if cred != "" {
+	if !k.sessionless() {
+		a.ss = ss
+	}
+	// Over HTTP, a sessionless agent, and an agent a session's client named
+	// beside the session's own, count against the credential's bound.
+	if r.open != nil && (a.ss == nil || k.name != "") {
 		if a.entry = r.open.reserveAgent(cred, r, a); a.entry == nil {
 			return nil, r.open.refusal(cred)
 		}
-	} else {
-		a.ss = ss
 	}
 	created, err := r.h.CreateAgent(ctx, r.role, store.Agent{})
 	if err != nil {
@@ -415,17 +424,19 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 	return a, nil
 }
 
-// agentKeyOf returns the key of the agent a request calls as and, for a
-// sessionless HTTP request, the caller's credential.
+// agentKeyOf returns the key of the agent a request calls as and, over
+// HTTP, the caller's credential.
 func (r *mcpRole) agentKeyOf(ss *mcp.ServerSession, extra *mcp.RequestExtra, meta mcp.Meta) (agentKey, string, error) {
 	k := agentKey{scope: ss.ID()}
 	k.name, _ = meta[agentKeyMeta].(string)
 	var cred string
 	if extra != nil && extra.Header != nil {
 		k.name = cmp.Or(k.name, extra.Header.Get(agentKeyHeader))
-		if k.scope == "" && r.open != nil {
+		if r.open != nil {
 			cred = extra.Header.Get(credentialHeader)
-			k.scope = "cred:" + cred
+			if k.scope == "" {
+				k.scope = credScope + cred
+			}
 		}
 	}
 	if len(k.name) > maxAgentKey {
@@ -462,6 +473,9 @@ func (a *mcpAgent) done() {
 func (r *mcpRole) forget(a *mcpAgent, why string) {
 	if !r.agents.CompareAndDelete(a.key, a) {
 		return
+	}
+	if a.entry != nil {
+		r.open.drop(a.entry)
 	}
 	a.mu.Lock()
 	why = cmp.Or(a.why, why)

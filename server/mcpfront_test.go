@@ -694,3 +694,53 @@ func TestMCPCancelRightAfterCall(t *testing.T) {
 	default:
 	}
 }
+
+// TestMCPAgentKeysBounded: agent keys cannot make agents without end: a
+// sessionless agent, and one a session's client names beside the
+// session's own, count against max_sessions_per_credential with the
+// sessions; the request past it is refused, and a session's end frees its
+// keyed agents.
+func TestMCPAgentKeysBounded(t *testing.T) {
+	cfg := &config.Config{Roles: gateConfig.Roles, MCP: config.MCP{MaxSessionsPerCredential: 3}}
+	srv, _ := serve(t, cfg, newGate().group(), group("console", "console_print"))
+	url := srv.URL + "/mcp/worker"
+	s := &httpSession{url: url, version: "2025-11-25"}
+	s.post(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	inSession := func(key string) string {
+		t.Helper()
+		_, msgs := s.post(t, call(1, "console_print", `{"text":"x"}`, fmt.Sprintf("%q:%q", agentKeyMeta, key)))
+		if len(msgs) != 1 {
+			t.Fatalf("a call with key %s: %+v", key, msgs)
+		}
+		return string(msgs[0].Result)
+	}
+	sessionless := func() string {
+		t.Helper()
+		_, msgs, err := post2026(t, context.Background(), url, "", request(2, "tools/call", `{"name":"console_print","arguments":{"text":"x"}}`, meta2026("")), nil)
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("a sessionless call: %+v %v", msgs, err)
+		}
+		return string(msgs[0].Result)
+	}
+	for _, key := range []string{"a", "b"} {
+		if res := inSession(key); !strings.Contains(res, "console_print:x") {
+			t.Fatalf("key %s in the session: %s", key, res)
+		}
+	}
+	if res := inSession("c"); !strings.Contains(res, "max_sessions_per_credential") {
+		t.Errorf("a fourth agent of the credential (key c in the session): %s, want a refusal naming the bound", res)
+	}
+	if res := sessionless(); !strings.Contains(res, "max_sessions_per_credential") {
+		t.Errorf("a fourth agent of the credential (sessionless): %s, want a refusal naming the bound", res)
+	}
+	req, _ := http.NewRequest("DELETE", url, nil)
+	req.Header.Set("Mcp-Session-Id", s.id)
+	req.Header.Set("Mcp-Protocol-Version", s.version)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", resp, err)
+	}
+	proctest.Eventually(t, "a sessionless call once the session and its agents ended", func() bool {
+		return strings.Contains(sessionless(), "console_print:x")
+	})
+}
