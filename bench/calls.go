@@ -38,11 +38,18 @@ const (
 	pathHostStrict = "Host.Call, audit strict"
 	pathHostTraced = "Host.Call, traced"
 	pathAPI        = "POST /api/call"
-	pathOursHTTP   = "MCP HTTP (ours)"
-	pathSDKHTTP    = "MCP HTTP (go-sdk)"
-	pathOursStdio  = "MCP stdio (ours)"
-	pathSDKStdio   = "MCP stdio (go-sdk)"
 	pathHostMCP    = "Host.Call → mcp_server"
+
+	// Our MCP front and its baseline, a go-sdk server, on each transport in
+	// each protocol era (mcpPairs).
+	pathOursHTTP25  = "MCP HTTP 2025 (ours)"
+	pathSDKHTTP25   = "MCP HTTP 2025 (go-sdk)"
+	pathOursHTTP26  = "MCP HTTP 2026 (ours)"
+	pathSDKHTTP26   = "MCP HTTP 2026 (go-sdk)"
+	pathOursStdio25 = "MCP stdio 2025 (ours)"
+	pathSDKStdio25  = "MCP stdio 2025 (go-sdk)"
+	pathOursStdio26 = "MCP stdio 2026 (ours)"
+	pathSDKStdio26  = "MCP stdio 2026 (go-sdk)"
 
 	// Against peer gateways (peers.go): npm's server-everything behind our
 	// MCP front, behind each peer, and alone.
@@ -53,8 +60,53 @@ const (
 )
 
 // callPaths are all the call paths, in the report's order.
-var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathAPI, pathOursHTTP, pathSDKHTTP, pathOursStdio, pathSDKStdio, pathHostMCP,
+var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathAPI,
+	pathOursHTTP25, pathSDKHTTP25, pathOursHTTP26, pathSDKHTTP26, pathOursStdio25, pathSDKStdio25, pathOursStdio26, pathSDKStdio26, pathHostMCP,
 	pathPeerOurs, pathSupergateway, pathMCPProxy, pathEverything}
+
+// The MCP protocol eras the MCP paths run in, the bench's client pinned to
+// one version of each: the newest of the sessions (initialize, a session)
+// and the first without (server/discover, sessionless requests).
+const (
+	era2025 = "2025-11-25"
+	era2026 = "2026-07-28"
+)
+
+// mcpPair is our MCP front and its baseline, a go-sdk server with the no-op
+// tool, on one transport in one era: the report holds the first against the
+// second.
+type mcpPair struct {
+	ours, sdk string
+	http      bool   // streamable HTTP, else stdio
+	version   string // the era's protocol version (era2025, era2026)
+}
+
+// mcpPairs are the MCP paths, in the report's order.
+var mcpPairs = []mcpPair{
+	{pathOursHTTP25, pathSDKHTTP25, true, era2025},
+	{pathOursHTTP26, pathSDKHTTP26, true, era2026},
+	{pathOursStdio25, pathSDKStdio25, false, era2025},
+	{pathOursStdio26, pathSDKStdio26, false, era2026},
+}
+
+// path is our path when ours is set, else the baseline's.
+func (p mcpPair) path(ours bool) string {
+	if ours {
+		return p.ours
+	}
+	return p.sdk
+}
+
+// isMCP2025 reports whether a call path is an MCP path of the 2025 era.
+func isMCP2025(path string) bool {
+	return slices.ContainsFunc(mcpPairs, func(p mcpPair) bool { return p.version == era2025 && (path == p.ours || path == p.sdk) })
+}
+
+// wantsMCP reports whether want accepts, of any pair on the transport (http
+// or stdio), our path when ours is set, else the baseline's.
+func wantsMCP(want func(string) bool, http, ours bool) bool {
+	return slices.ContainsFunc(mcpPairs, func(p mcpPair) bool { return p.http == http && want(p.path(ours)) })
+}
 
 // callPath is one way of calling the no-op tool (or, for the peer paths,
 // server-everything's echo).
@@ -73,7 +125,8 @@ type executables struct {
 // callRig holds everything the call paths need: an in-process host running
 // the no-op plugin, its HTTP server on a loopback port, a second no-op
 // plugin process called over raw gRPC, `toolhost mcp` over stdio with a host
-// of its own, the go-sdk servers (stdio and streamable HTTP), and a second
+// of its own for each MCP era, the go-sdk servers (stdio, one for each era,
+// and streamable HTTP, serving both), and a second
 // in-process host running another process of the go-sdk stdio server as an
 // mcp_server block; and the hosts of the variants of Host.Call (on
 // PostgreSQL, two on one PostgreSQL database, metrics off, audit strict,
@@ -149,7 +202,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 	// host's pipeline, not the sandbox around the plugin.
 	noopPlugin := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\n", exe.noop)
 	var served *host.Host
-	if want(pathHost) || want(pathAPI) || want(pathOursHTTP) {
+	if want(pathHost) || want(pathAPI) || wantsMCP(want, true, true) {
 		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop", "")
 		if err != nil {
 			return nil, err
@@ -234,41 +287,16 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 		}
 		r.add(pathHostTraced, hostCall(h, agent.ID))
 	}
-	if want(pathAPI) || want(pathOursHTTP) {
-		if err := r.startServer(ctx, served, want); err != nil {
+	var front frontHTTP // our front over HTTP, when a path through it runs
+	if want(pathAPI) || wantsMCP(want, true, true) {
+		if front, err = r.startServer(ctx, served, want); err != nil {
 			return nil, err
 		}
 	}
 
-	// The go-sdk streamable HTTP server, a process of its own, called by the
-	// same client as our front.
-	if want(pathSDKHTTP) {
-		endpoint, err := r.startSDKHTTP(exe.mcpnoop)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", pathSDKHTTP, err)
-		}
-		if err := r.addMCP(ctx, pathSDKHTTP, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: benchHTTPClient("")}, noopCallee); err != nil {
-			return nil, err
-		}
-	}
-
-	// Our MCP front over stdio: toolhost mcp -role bench, with a host of its
-	// own (its own data directory and no-op plugin process), one session.
-	if want(pathOursStdio) {
-		file, err := writeConfig(tmp, fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\nrole \"bench\" {\n  tool_groups = [\"noop\"]\n}\n", exe.noop))
-		if err != nil {
-			return nil, err
-		}
-		if err := r.addStdio(ctx, pathOursStdio, exec.Command(exe.toolhost, "mcp", "-role", "bench", "-config", file), noopCallee); err != nil {
-			return nil, err
-		}
-	}
-
-	// The baseline MCP server: go-sdk over stdio, one session.
-	if want(pathSDKStdio) {
-		if err := r.addStdio(ctx, pathSDKStdio, exec.Command(exe.mcpnoop), noopCallee); err != nil {
-			return nil, err
-		}
+	// Our MCP front and the go-sdk servers, pair by pair.
+	if err := r.addMCPPairs(ctx, tmp, exe, front, want); err != nil {
+		return nil, err
 	}
 
 	// Host.Call → mcp_server: a second in-process host, whose only module is
@@ -289,6 +317,12 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 		}
 		if len(tools) != 1 || tools[0].Function.Name != "noop" {
 			return nil, fmt.Errorf("mcp_server host: the agent sees %+v, want the one tool noop", tools)
+		}
+		// Its baseline is the go-sdk stdio server in the era the module
+		// speaks to it: the stateless one, which mcpnoop offers.
+		mods := mh.Plugins()
+		if i := slices.IndexFunc(mods, func(st host.PluginStatus) bool { return st.Name == "mcpnoop" }); i < 0 || mods[i].Protocol != era2026 {
+			return nil, fmt.Errorf("mcp_server host: want the module mcpnoop speaking protocol version %s, have %+v", era2026, mods)
 		}
 		r.add(pathHostMCP, hostCall(mh, mcpAgent.ID))
 	}
@@ -333,19 +367,70 @@ func (r *callRig) startHost(ctx context.Context, tmp, body string, opts *host.Op
 	return h, agent, err
 }
 
-// startServer serves h (see serve) and adds the HTTP paths want accepts.
-func (r *callRig) startServer(ctx context.Context, h *host.Host, want func(string) bool) error {
+// frontHTTP is our server on a loopback port, in this process, as a client
+// of the role "bench" reaches it (see serve).
+type frontHTTP struct {
+	base   string
+	client *http.Client
+}
+
+// startServer serves h (see serve), adds POST /api/call when want accepts
+// it, and returns where the server is.
+func (r *callRig) startServer(ctx context.Context, h *host.Host, want func(string) bool) (frontHTTP, error) {
 	base, client, err := r.serve(ctx, h)
 	if err != nil {
-		return err
+		return frontHTTP{}, err
 	}
 	if want(pathAPI) {
 		body, _ := json.Marshal(server.CallBody{Role: "bench", Tool: "noop", Arguments: []byte("{}")})
 		r.add(pathAPI, func(ctx context.Context) error { return postCall(ctx, client, base+"/api/call", body) })
 	}
-	// Our MCP front: one streamable HTTP session shared by the callers.
-	if want(pathOursHTTP) {
-		return r.addMCP(ctx, pathOursHTTP, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/bench", HTTPClient: client}, noopCallee)
+	return frontHTTP{base: base, client: client}, nil
+}
+
+// addMCPPairs adds the MCP paths want accepts, in mcpPairs' order, each
+// path one session (or, in 2026-07-28, one client) pinned to its era's
+// version and shared by the callers: over streamable HTTP, our front at
+// /mcp/bench of front and `mcpnoop -http`, one process serving both eras
+// as our front does; over stdio, a process for each path: `toolhost mcp
+// -role bench` with a host of its own (its own data directory and no-op
+// plugin process), and mcpnoop.
+func (r *callRig) addMCPPairs(ctx context.Context, tmp string, exe executables, front frontHTTP, want func(string) bool) error {
+	var sdkEndpoint string // of mcpnoop -http, its client sdkClient
+	sdkClient := benchHTTPClient("")
+	if wantsMCP(want, true, false) {
+		var err error
+		if sdkEndpoint, err = r.startSDKHTTP(exe.mcpnoop); err != nil {
+			return fmt.Errorf("mcpnoop -http: %w", err)
+		}
+	}
+	oursConfig := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\nrole \"bench\" {\n  tool_groups = [\"noop\"]\n}\n", exe.noop)
+	transport := func(overHTTP, ours bool) (mcp.Transport, error) {
+		switch {
+		case overHTTP && ours:
+			return &mcp.StreamableClientTransport{Endpoint: front.base + "/mcp/bench", HTTPClient: front.client}, nil
+		case overHTTP:
+			return &mcp.StreamableClientTransport{Endpoint: sdkEndpoint, HTTPClient: sdkClient}, nil
+		case ours:
+			file, err := writeConfig(tmp, oursConfig)
+			return stdioTransport(exec.Command(exe.toolhost, "mcp", "-role", "bench", "-config", file)), err
+		}
+		return stdioTransport(exec.Command(exe.mcpnoop)), nil
+	}
+	for _, p := range mcpPairs {
+		for _, ours := range []bool{true, false} {
+			path := p.path(ours)
+			if !want(path) {
+				continue
+			}
+			t, err := transport(p.http, ours)
+			if err != nil {
+				return err
+			}
+			if err := r.addMCP(ctx, path, t, noopIn(p.version)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -400,32 +485,63 @@ func (r *callRig) startSDKHTTP(mcpnoop string) (string, error) {
 
 // addStdio adds a path calling c over stdio of the MCP server cmd runs.
 func (r *callRig) addStdio(ctx context.Context, name string, cmd *exec.Cmd, c mcpCallee) error {
+	return r.addMCP(ctx, name, stdioTransport(cmd), c)
+}
+
+// stdioTransport is stdio of the MCP server cmd runs, its stderr the
+// bench's.
+func stdioTransport(cmd *exec.Cmd) mcp.Transport {
 	cmd.Stderr = os.Stderr
-	return r.addMCP(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, c)
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}
 }
 
 // mcpCallee is what an MCP path calls: a tool with its arguments, in a
 // session that the bench's client, the go-sdk's with its defaults, opens
-// with opts (nil: the newest protocol version the client speaks).
+// with opts, which pin the protocol version.
 type mcpCallee struct {
 	tool string
 	args map[string]any
 	opts *mcp.ClientSessionOptions
 }
 
-// noopCallee is the no-op tool, the session opened with the client's
-// defaults.
-var noopCallee = mcpCallee{tool: "noop", args: map[string]any{}}
+// noopIn is the no-op tool, in protocol version version.
+func noopIn(version string) mcpCallee {
+	return mcpCallee{tool: "noop", args: map[string]any{}, opts: &mcp.ClientSessionOptions{ProtocolVersion: version}}
+}
 
 // addMCP adds a path calling c over an MCP session on t, opened by the
-// bench's client and shared by the callers.
+// bench's client and shared by the callers, once checkEra says the session
+// runs in the version c asks for.
 func (r *callRig) addMCP(ctx context.Context, name string, t mcp.Transport, c mcpCallee) error {
 	sess, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, t, c.opts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	r.closers = append(r.closers, func() { _ = sess.Close() })
+	if err := checkEra(sess, t, c.opts.ProtocolVersion); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	r.add(name, mcpCall(sess, c))
+	return nil
+}
+
+// checkEra returns an error unless the session runs in protocol version
+// want, as the server answered it: the version of its initialize result or,
+// from 2026-07-28, the one server/discover agreed on (a client pinned to
+// 2026-07-28 falls back to initialize with 2025-11-25 when discover
+// fails); and, over streamable HTTP, an Mcp-Session-Id given by the server
+// before 2026-07-28 and none from it on.
+func checkEra(sess *mcp.ClientSession, t mcp.Transport, want string) error {
+	got := ""
+	if init := sess.InitializeResult(); init != nil {
+		got = init.ProtocolVersion
+	}
+	if got != want {
+		return fmt.Errorf("asked for protocol version %s, the server answered %q", want, got)
+	}
+	if _, ok := t.(*mcp.StreamableClientTransport); ok && (sess.ID() == "") != (want >= era2026) {
+		return fmt.Errorf("protocol version %s over streamable HTTP with Mcp-Session-Id %q: want one before %s, none from it on", want, sess.ID(), era2026)
+	}
 	return nil
 }
 

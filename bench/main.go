@@ -5,10 +5,10 @@
 // Every figure is reported beside its baseline and as a ratio, because on a
 // shared 2-core machine only ratios taken in one run hold: a no-op tool call
 // through each path (raw gRPC, Host.Call, POST /api/call, our MCP front and a
-// go-sdk MCP server over streamable HTTP and over stdio, Host.Call of that
-// server as an mcp_server group, Host.Call with metrics off, with strict
-// audit and traced, and, given a PostgreSQL server, Host.Call on it and two
-// hosts sharing one database), a call of npm's server-everything behind our
+// go-sdk MCP server over streamable HTTP and over stdio, each in both
+// protocol eras, Host.Call of that server as an mcp_server group, Host.Call
+// with metrics off, with strict audit and traced, and, given a PostgreSQL
+// server, Host.Call on it and two hosts sharing one database), a call of npm's server-everything behind our
 // MCP front and behind the peer gateways supergateway and mcp-proxy, the
 // events/s of the event writer on SQLite and PostgreSQL,
 // `toolhost serve` cold start, plugin kill and restart, ToolsFor, the RSS of
@@ -251,10 +251,10 @@ func run(ctx context.Context, o options) error {
 
 	if o.plot != "" {
 		var rows [][]*Series
-		// Without the PostgreSQL paths, which would crowd the legend (the
-		// tables have them), and the peer paths, whose tool is not the
-		// no-op (section 9).
-		for _, row := range rep.rowsOf(func(path string) bool { return !isPGPath(path) && !isPeerPath(path) }) {
+		// Without the PostgreSQL paths and the MCP paths of the 2025 era,
+		// which would crowd the legend (the tables have them), and the peer
+		// paths, whose tool is not the no-op (section 9).
+		for _, row := range rep.rowsOf(func(path string) bool { return !isPGPath(path) && !isPeerPath(path) && !isMCP2025(path) }) {
 			if c := row[0].Conc; c == 1 || c == 32 {
 				rows = append(rows, row)
 			}

@@ -140,7 +140,7 @@ func (r *report) checks() []checked {
 	if sq, pg := r.Events.run(engineSQLite), r.Events.run(enginePostgres); sq != nil && pg != nil {
 		add("events/s of the event writer, PostgreSQL / SQLite", fmt.Sprintf("%.0f/s", pg.Rate()), fmt.Sprintf("%.0f/s", sq.Rate()), pg.Rate()/sq.Rate(), 0, 0)
 	}
-	at(pathHost, pathSDKStdio, 32, rates, 0, 5)
+	at(pathHost, pathSDKStdio26, 32, rates, 0, 5)
 	onOff("metrics", pathHost, pathHostBare, 1, .5, 1.03, 0)
 	// audit { mode = "strict" } would be the default if it cost at most 10 %
 	// of the throughput at 32 callers; it costs far more (a commit per
@@ -154,16 +154,18 @@ func (r *report) checks() []checked {
 	onOff("tracing", pathHostTraced, pathHost, 1, .5, 0, 0)
 	onOff("tracing", pathHostTraced, pathHost, 32, rates, 0, 0)
 	// Our MCP front against a go-sdk server with a no-op tool on the same
-	// transport, the same client calling both.
-	at(pathOursHTTP, pathSDKHTTP, 1, .5, 1.6, 0)
-	at(pathOursHTTP, pathSDKHTTP, 32, rates, 0, 1)
-	at(pathOursStdio, pathSDKStdio, 1, .5, 1.6, 0)
-	at(pathOursStdio, pathSDKStdio, 32, rates, 0, 1)
-	// The design's target is on p50 only; the throughput at 32 callers is
-	// reported beside it without one (the same cost bound would read
-	// ≥ 1/1.3 ≈ 0.77).
-	at(pathHostMCP, pathSDKStdio, 1, .5, 1.3, 0)
-	at(pathHostMCP, pathSDKStdio, 32, rates, 0, 0)
+	// transport in the same era, the same client calling both: ≤ 1.3 × its
+	// p50 with 1 caller, at least its calls/s with 32.
+	for _, p := range mcpPairs {
+		at(p.ours, p.sdk, 1, .5, 1.3, 0)
+		at(p.ours, p.sdk, 32, rates, 0, 1)
+	}
+	// An mcp_server group against the server it calls, in the era the
+	// module speaks to it. The design's target is on p50 only; the
+	// throughput at 32 callers is reported beside it without one (the same
+	// cost bound would read ≥ 1/1.3 ≈ 0.77).
+	at(pathHostMCP, pathSDKStdio26, 1, .5, 1.3, 0)
+	at(pathHostMCP, pathSDKStdio26, 32, rates, 0, 0)
 	// Against peer gateways, each serving server-everything: our front with
 	// it as an mcp_server group against the faster of the peers at p50
 	// with 1 caller and the better one's calls/s at 16, and against the
@@ -307,9 +309,15 @@ func (r *report) writeCalls(p func(string, ...any)) {
 		ways = len(rows[0])
 	}
 	p("\n## 1. A no-op tool call, %d ways\n", ways)
-	p("The tool does nothing and answers \"ok\" (`bench/noop`, a plugin using only `sdk`; `bench/mcpnoop` serves the same tool with the go-sdk). " +
-		"Every MCP path is called by the same client, the go-sdk's with its defaults, one session shared by the callers; the HTTP ones through " +
-		"the same `http.Transport` settings (keep-alive connections).\n")
+	p("The tool does nothing and answers \"ok\" (`bench/noop`, a plugin using only `sdk`; `bench/mcpnoop` serves the same tool with the go-sdk). "+
+		"Every MCP path is called by the same client, the go-sdk's with its defaults but the protocol version, which "+
+		"`ClientSessionOptions.ProtocolVersion` pins to the path's era: %[1]s for the 2025 paths (initialize, then a session) and %[2]s "+
+		"for the 2026 ones (server/discover, then sessionless requests, each with the version in its `_meta` and, over HTTP, in its "+
+		"`Mcp-Protocol-Version` header). The bench stops unless each server answered in the version asked for (initialize's result, "+
+		"or the version server/discover agreed on: a client pinned to %[2]s falls back to %[1]s when discover fails) and, over HTTP, "+
+		"gave the session an `Mcp-Session-Id` in 2025 and none in 2026. One session (in 2026, one client) is shared by a path's callers; "+
+		"the HTTP paths go through the same `http.Transport` settings (keep-alive connections). The targets hold our front against the "+
+		"go-sdk server on the same transport in the same era.\n", era2025, era2026)
 	p("- **%s** — the baseline: `proto.Client.Call` of the tool on a plugin process started with `internal/rpcplugin.Launch`, no host in between.", pathRaw)
 	p("- **%s** — an in-process `host.Host` with the plugin as a subprocess, called as an agent of a role holding its group: the whole pipeline (policy, validation, events, gRPC).", pathHost)
 	if r.Postgres != "" {
@@ -339,20 +347,28 @@ func (r *report) writeCalls(p func(string, ...any)) {
 		"a real collector's work aside (the sink only reads and counts). "+
 		"That tracing costs nothing when off is shown by a Go benchmark of the host (`go test -run '^$' -bench Tracing ./host`), not here.%s", pathHostTraced, pathHost, traced)
 	p("- **%s** — the same host behind `server.New`, an `http.Server` in the bench process on a loopback port, with a role token.", pathAPI)
-	p("- **%s** — our MCP front: the go-sdk streamable HTTP client against `/mcp/bench` of that server, with the role token.", pathOursHTTP)
-	p("- **%s** — its baseline: `bench/mcpnoop -http` as a subprocess, the go-sdk's `StreamableHTTPHandler` with its defaults on a loopback port.", pathSDKHTTP)
-	p("- **%s** — our MCP front over stdio: `toolhost mcp -role bench` as a subprocess, with a host of its own (its own data directory and "+
-		"no-op plugin process; its events are not waited for between turns).", pathOursStdio)
-	p("- **%s** — the baseline for our stdio front and for `mcp_server` groups: `bench/mcpnoop` as a subprocess over stdio.", pathSDKStdio)
+	p("- **%s**, **%s** — our MCP front: the go-sdk streamable HTTP client against `/mcp/bench` of that server, with the role token; "+
+		"the front serves a 2025 session with the go-sdk's `StreamableHTTPHandler` and a 2026 request with its stateless one.", pathOursHTTP25, pathOursHTTP26)
+	p("- **%s**, **%s** — their baselines: `bench/mcpnoop -http` as a subprocess on a loopback port, serving both eras on one endpoint as "+
+		"our front does: a request whose `Mcp-Protocol-Version` header names %s goes to the go-sdk's `StreamableHTTPHandler` with "+
+		"`Stateless: true` (the SDK serves that version over HTTP only so: a temporary session per request), any other to one with its "+
+		"defaults (2025 sessions).", pathSDKHTTP25, pathSDKHTTP26, era2026)
+	p("- **%s**, **%s** — our MCP front over stdio: `toolhost mcp -role bench` as a subprocess, one for each era, each with a host of its own "+
+		"(its own data directory and no-op plugin process; its events are not waited for between turns).", pathOursStdio25, pathOursStdio26)
+	p("- **%s**, **%s** — the baselines of our stdio front, the 2026 one that of `mcp_server` groups too: `bench/mcpnoop` as a subprocess "+
+		"over stdio, one for each era.", pathSDKStdio25, pathSDKStdio26)
 	p("- **%s** — a second in-process `host.Host` whose only module is an `mcp_server` block running another `bench/mcpnoop` process "+
 		"(unconfined, like the baseline's), its tool `noop` called through `Host.Call` as an agent of a role holding the group: the whole pipeline "+
-		"(policy, validation, events), then `internal/mcpsource`'s go-sdk client over stdio, one session shared by the callers. "+
-		"A host of its own, because in the first one the plugin's `noop` would shadow the server's.\n", pathHostMCP)
+		"(policy, validation, events), then `internal/mcpsource`'s go-sdk client over stdio in %s, the version it agrees on with mcpnoop "+
+		"(the bench checks it), one session shared by the callers. "+
+		"A host of its own, because in the first one the plugin's `noop` would shadow the server's.\n", pathHostMCP, era2026)
+	left := "the MCP paths of the 2025 era" // out of the plot (see run)
 	if r.Postgres == "" {
 		p("> The PostgreSQL paths (%s, %s) did not run: no `-pg-dsn` (scripts/bench passes one).\n", pathHostPG, pathHostPG2)
 	} else {
-		p("The plot leaves out the PostgreSQL paths, to keep its legend readable; they are in the tables.\n")
+		left = "the PostgreSQL paths and " + left
 	}
+	p("The plot leaves out %s, to keep its legend readable; they are in the tables.\n", left)
 	if r.Plan.Calls != nil {
 		p("Calls per path: %d with 1 caller, %d with more, split into %d rounds in which the paths take turns (in a rotated order), "+
 			"after %d warm-up calls each. Between two turns the bench waits, untimed, until the hosts' events are on disk (and the traced "+
@@ -553,7 +569,7 @@ func (r *report) writePeers(p func(string, ...any)) {
 		npmEverything, args, peerCallee.opts.ProtocolVersion, r.Peers)
 	p("- **%s** — our MCP front: a host of its own whose only module is an `mcp_server` block running server-everything unconfined "+
 		"(`sandbox = \"off\"`, as the peers run it), behind `server.New` in the bench process on a loopback port, with a token of a role "+
-		"holding the group, as for %s.", pathPeerOurs, pathOursHTTP)
+		"holding the group, as for %s.", pathPeerOurs, pathOursHTTP25)
 	for _, g := range gateways {
 		shim := ""
 		if g.loopbackShim {

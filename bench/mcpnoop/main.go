@@ -3,10 +3,15 @@
 // tool as bench/noop ("noop", no arguments, answers "ok").
 //
 // By default it reads JSON-RPC on stdin and writes it on stdout until stdin
-// closes. With -http it serves streamable HTTP instead (go-sdk's
-// StreamableHTTPHandler with no options) on a free loopback port, prints its
-// endpoint ("http://127.0.0.1:PORT/mcp") as the first line on stdout, and
-// serves until stdin closes.
+// closes, in whichever protocol version its client asks for. With -http it
+// serves streamable HTTP instead on a free loopback port, prints its endpoint
+// ("http://127.0.0.1:PORT/mcp") as the first line on stdout, and serves
+// until stdin closes. The endpoint serves both protocol eras, as toolhost's
+// /mcp/ROLE does: a request whose Mcp-Protocol-Version header names
+// 2026-07-28 or later goes to the go-sdk's StreamableHTTPHandler with
+// Stateless set (which the SDK requires for that era: a temporary session per
+// request), any other to one with no options (2025 sessions, by
+// Mcp-Session-Id).
 package main
 
 import (
@@ -43,15 +48,27 @@ func main() {
 	}
 }
 
+// sessionlessVersion is the first protocol version without sessions.
+const sessionlessVersion = "2026-07-28"
+
 // serveHTTP serves srv as streamable HTTP at /mcp on a free loopback port
-// until stdin closes.
+// until stdin closes, in both eras (see the package's comment).
 func serveHTTP(srv *mcp.Server) error {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
+	get := func(*http.Request) *mcp.Server { return srv }
+	sessions := mcp.NewStreamableHTTPHandler(get, nil)
+	sessionless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, req *http.Request) {
+		if req.Header.Get("Mcp-Protocol-Version") >= sessionlessVersion {
+			sessionless.ServeHTTP(w, req)
+			return
+		}
+		sessions.ServeHTTP(w, req)
+	})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(lis) }()
