@@ -81,35 +81,48 @@ func skipLine(in *bufio.Reader) error {
 }
 
 // checkLine returns 0 when msg is a JSON-RPC message or a batch of them,
-// else the error code for it, why, and the id of the request it may be.
+// else the error code for it, why, and the id of the request it may be. A
+// message is decoded once; a line that fails is looked at again to say
+// why.
 func checkLine(msg []byte) (id json.RawMessage, code int64, why string) {
-	if !json.Valid(msg) {
-		return nil, jsonrpc.CodeParseError, "parse error: the line is not JSON"
+	if msg[0] != '[' {
+		return checkMessage(msg, true)
 	}
-	msgs := []json.RawMessage{msg}
-	if msg[0] == '[' {
-		if json.Unmarshal(msg, &msgs) != nil || len(msgs) == 0 {
-			return nil, jsonrpc.CodeInvalidRequest, "invalid request: an empty or malformed batch"
-		}
+	var msgs []json.RawMessage
+	if json.Unmarshal(msg, &msgs) != nil {
+		return checkMessage(msg, false)
+	}
+	if len(msgs) == 0 {
+		return nil, jsonrpc.CodeInvalidRequest, "invalid request: an empty batch"
 	}
 	for _, m := range msgs {
-		var r struct {
-			ID            json.RawMessage `json:"id"`
-			Method        string          `json:"method"`
-			Result, Error json.RawMessage
-		}
-		_, err := jsonrpc.DecodeMessage(m)
-		if err == nil && (json.Unmarshal(m, &r) != nil || (r.Method == "" && r.Result == nil && r.Error == nil)) {
-			err = errors.New("neither a request, a notification nor a response")
-		}
-		if err != nil {
-			if len(msgs) == 1 && isRequestID(r.ID) {
-				id = r.ID
-			}
-			return id, jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()
+		if _, code, why := checkMessage(m, false); code != 0 {
+			return nil, code, why
 		}
 	}
 	return nil, 0, ""
+}
+
+// checkMessage checks one message; single says it is the line's only
+// one, whose id an error answers.
+func checkMessage(m []byte, single bool) (id json.RawMessage, code int64, why string) {
+	decoded, err := jsonrpc.DecodeMessage(m)
+	if r, ok := decoded.(*jsonrpc.Response); ok && err == nil && r.Result == nil && r.Error == nil {
+		err = errors.New("neither a request, a notification nor a response")
+	}
+	if err == nil {
+		return nil, 0, ""
+	}
+	if !json.Valid(m) {
+		return nil, jsonrpc.CodeParseError, "parse error: the line is not JSON"
+	}
+	var r struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if single && json.Unmarshal(m, &r) == nil && isRequestID(r.ID) {
+		id = r.ID
+	}
+	return id, jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()
 }
 
 // isRequestID reports whether id, as a message holds it, is a request's: a
