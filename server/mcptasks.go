@@ -184,7 +184,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 	}()
 	select {
 	case res := <-done:
-		return res, nil
+		return completed(res), nil
 	case <-ctx.Done():
 		cancel()
 		return nil, ctx.Err()
@@ -255,6 +255,17 @@ func completeResult(res *mcp.CallToolResult) json.RawMessage {
 	m["resultType"] = "complete"
 	out, _ := json.Marshal(m)
 	return out
+}
+
+// completed is a call's result as the SDK's tool handler answers it: its
+// resultType "complete" set (which the SDK sets on the results of its own
+// handler alone).
+func completed(res *mcp.CallToolResult) *mcp.CallToolResult {
+	var out mcp.CallToolResult
+	if json.Unmarshal(completeResult(res), &out) != nil {
+		return res
+	}
+	return &out
 }
 
 // add keeps t until taskTTL after it ended.
