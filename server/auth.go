@@ -84,14 +84,16 @@ func (p principal) opens(roleID string) bool {
 	return p.admin || p.token.Scope == store.ScopeRole && p.token.RoleID == roleID
 }
 
-// credential names the credential the principal came with, for the limits
-// held per credential and the messages about them: "the admin token" (every
-// request's, with auth disabled), or a token by its name.
+// credential names the credential the principal came with, for what the
+// MCP front holds per credential (sessions, agents, their tasks and held
+// calls) and the messages about it: "the admin token" (every request's,
+// with auth disabled), or a token by its name and when it was made — a
+// token made later under a revoked one's name is another credential.
 func (p principal) credential() string {
 	if p.admin {
 		return "the admin token"
 	}
-	return fmt.Sprintf("token %q", p.token.Name)
+	return fmt.Sprintf("token %q (made %s)", p.token.Name, p.token.CreatedAt.UTC().Format(time.RFC3339Nano))
 }
 
 // permits reports whether the principal may reach the route with the

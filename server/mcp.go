@@ -181,7 +181,11 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 			switch req := req.(type) {
 			case *mcp.CallToolRequest:
 				if req.Params != nil && !r.offers(req.Params.Name) {
-					return r.call(ctx, req)
+					res, err := r.call(ctx, req)
+					if req.ProtocolVersion() >= sessionlessVersion {
+						res = completed(res)
+					}
+					return res, err
 				}
 				if req.Params != nil && req.Params.RequestState == "" && wantsTask(req) {
 					return r.callAsTask(ctx, req)

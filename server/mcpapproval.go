@@ -189,6 +189,15 @@ func (h *heldCalls) forget(state string, c *heldCall) {
 	c.cancel()
 }
 
+// cancelAll cancels every held call, when the front stops.
+func (h *heldCalls) cancelAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.calls {
+		c.cancel()
+	}
+}
+
 // count returns how many calls of agent a are held.
 func (h *heldCalls) count(a *mcpAgent) int {
 	h.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -471,4 +472,39 @@ func TestMCPApprovalWithoutElicitation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMCPCloseEndsHeldWork: the server's Close cancels the calls running as
+// tasks and those held for their clients' approvals: the host's Close does
+// not wait for them (a held call would keep it until the approval's
+// deadline, ten minutes here).
+func TestMCPCloseEndsHeldWork(t *testing.T) {
+	g := newGate()
+	guarded := group("console", "console_print")
+	guarded.Tools = append(guarded.Tools, sdk.NewTool("guarded", "Needs approval.", func(_ context.Context, r *sdk.Request[textArgs]) (*sdk.Result, error) {
+		return sdk.Text("guarded:" + r.Args.Text), nil
+	}, sdk.RequiresApproval()))
+	cfg := &config.Config{Roles: []config.Role{{Name: "worker", ToolGroups: []string{"gate", "console"}, Pos: "config.hcl:1,1"}},
+		Executor: config.Executor{Approver: "queue", ApprovalTimeout: 10 * time.Minute, IdempotencyWindow: time.Hour}}
+	h := startHost(t, withTestToken(cfg))
+	for _, grp := range []*sdk.Group{g.group(), guarded} {
+		if err := h.RegisterGroup(context.Background(), grp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handler, err := New(h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+	url := srv.URL + "/mcp/worker"
+	startTask(t, g, url, "")
+	askApproval(t, url, h, "", "held")
+
+	handler.Close()
+	if err := g.awaitEnd(t); err == nil {
+		t.Error("the task's call ran on after Close")
+	}
+	proctest.Eventually(t, "the held call to leave the approval queue", func() bool { return len(h.Approvals().Pending()) == 0 })
 }

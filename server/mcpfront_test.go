@@ -312,7 +312,7 @@ func request(id int, method, params, meta string) string {
 // that tools load_tools loaded stay loaded between requests, and another
 // key is another agent.
 func TestMCPSessionless(t *testing.T) {
-	srv, h := serve(t, frontConfig, group("console", "console_print", "console_beep"), slowGroup(newWaiter()))
+	srv, h := serve(t, frontConfig, group("console", "console_print", "console_beep"), slowGroup(newWaiter()), group("artifact", "get_artifact"))
 	url := srv.URL + "/mcp/worker"
 	status, msgs, err := post2026(t, context.Background(), url, "", request(1, "server/discover", `{}`, meta2026("")), nil)
 	if err != nil || status != 200 || len(msgs) != 1 {
@@ -357,6 +357,12 @@ func TestMCPSessionless(t *testing.T) {
 	_, msgs, err = post2026(t, context.Background(), url, "", request(3, "tools/call", `{"name":"console_print","arguments":{"text":"hi"}}`, meta2026("")), nil)
 	if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0].Result), `"resultType":"complete"`) || !strings.Contains(string(msgs[0].Result), "console_print:hi") {
 		t.Fatalf("tools/call: %+v %v", msgs, err)
+	}
+
+	// A tool the role does not offer is refused, the result typed as well.
+	_, msgs, err = post2026(t, context.Background(), url, "", request(6, "tools/call", `{"name":"get_artifact","arguments":{}}`, meta2026("")), nil)
+	if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0].Result), `"resultType":"complete"`) || !strings.Contains(string(msgs[0].Result), "tool_not_available") {
+		t.Fatalf("tools/call of a tool not offered: %+v %v", msgs, err)
 	}
 
 	// Each agent key is one agent, and the same key the same agent.
@@ -409,8 +415,9 @@ func TestMCPSessionRequired(t *testing.T) {
 }
 
 // TestMCPSessionBoundToCredential: a session's id does not open it to
-// another credential of the role: its requests get 404, and the session
-// goes on for its own.
+// another credential of the role, nor to a token made later under its
+// token's name: their requests get 404, and the session goes on for its
+// own.
 func TestMCPSessionBoundToCredential(t *testing.T) {
 	srv, h := serve(t, frontConfig, group("console", "console_print"), slowGroup(newWaiter()))
 	secret := map[string]string{}
@@ -448,6 +455,18 @@ func TestMCPSessionBoundToCredential(t *testing.T) {
 	}
 	if status, _, body := send("alice", id, call(2, "console_print", `{"text":"x"}`, "")); status != 200 || !strings.Contains(body, "console_print:x") {
 		t.Errorf("alice with her session: %d %s", status, body)
+	}
+	// A token made under a revoked one's name is another credential.
+	if err := h.Store().RevokeToken(context.Background(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := h.Store().CreateToken(context.Background(), "alice", "worker", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret["alice"] = tok
+	if status, _, body := send("alice", id, call(3, "console_print", `{"text":"x"}`, "")); status != http.StatusNotFound {
+		t.Errorf("a new token named alice with the old alice's session: %d %s, want 404", status, body)
 	}
 }
 

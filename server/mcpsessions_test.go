@@ -244,7 +244,7 @@ func TestMCPSessionsPerCredential(t *testing.T) {
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(body, &refusal); err != nil || status != http.StatusTooManyRequests || id != "" || string(refusal.ID) != "7" ||
-		!strings.Contains(refusal.Error.Message, `token "alpha" holds 2 open MCP sessions`) || !strings.Contains(refusal.Error.Message, "max_sessions_per_credential") {
+		!strings.Contains(refusal.Error.Message, `token "alpha" (made `) || !strings.Contains(refusal.Error.Message, `) holds 2 open MCP sessions`) || !strings.Contains(refusal.Error.Message, "max_sessions_per_credential") {
 		t.Errorf("a third session of alpha: %d, session %q, %s; want 429 and a JSON-RPC error to request 7 naming the limit", status, id, body)
 	}
 	beta.open(t)

@@ -156,11 +156,11 @@ func wantsTask(req *mcp.CallToolRequest) bool {
 func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
 	a, err := r.agent(ctx, req.Session, req.Extra, req.Params.Meta)
 	if err != nil {
-		return errorResult(err), nil
+		return completed(errorResult(err)), nil
 	}
 	if r.tasks.running(a) >= maxTasks {
 		defer a.done()
-		return r.run(ctx, a, req.Params.Name, req.Params.Arguments), nil
+		return completed(r.run(ctx, a, req.Params.Name, req.Params.Arguments)), nil
 	}
 	now := time.Now()
 	t := &mcpTask{id: newTaskID(), agent: a, created: now, updated: now, status: taskWorking}

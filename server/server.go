@@ -72,6 +72,18 @@ func New(h *host.Host, opts *Options) (*Server, error) {
 	return s, nil
 }
 
+// Close ends the work the MCP front holds beyond requests: calls running
+// as tasks, and calls waiting for their clients' approvals, are cancelled,
+// so that the host's Close does not wait for them. Call it as the HTTP
+// server shuts down (http.Server.RegisterOnShutdown).
+func (s *Server) Close() {
+	s.mcp.roles.Range(func(_, r any) bool {
+		r.(*mcpRole).tasks.cancelAll()
+		r.(*mcpRole).held.cancelAll()
+		return true
+	})
+}
+
 // ServeHTTP implements http.Handler. Unknown paths and methods get JSON
 // errors, 404 and 405 (with Allow), like every other error.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -45,6 +45,7 @@ func serveCmd(args []string, _, stderr io.Writer) int {
 			return err
 		}
 		srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		srv.RegisterOnShutdown(handler.Close)
 		go func() { errc <- srv.Serve(lis) }()
 		url = "http://" + lis.Addr().String()
 		log.Debug("listening; starting the plugins", "url", url)
