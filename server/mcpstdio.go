@@ -3,71 +3,205 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Over stdio the SDK's transport ends the connection at the first line it
-// cannot decode: a stray line from a client ended `toolhost mcp`. The
-// lines filter stands in front of it: each line that is not a JSON-RPC
-// message (or batch of them) is answered with the error JSON-RPC names for
-// it, -32700 for a line that is not JSON and -32600 for JSON that is not a
-// message or a line longer than the limit, and dropped; the SDK reads the
-// others, and the connection goes on.
+// cannot decode: a stray line from a client ended `toolhost mcp`. Ours
+// (lineConn) does not: each line that is not a JSON-RPC message is
+// answered with the error JSON-RPC names for it, -32700 for a line that is
+// not JSON and -32600 for JSON that is not a message or a line longer than
+// the limit, and skipped; the connection goes on. It reads each line once
+// and decodes it once, on the goroutine that asks for the next message
+// where it can (the SDK's reads it on a goroutine of its own and hands
+// each message over).
+//
+// A batch (a line that is a JSON array) is refused with -32600: MCP
+// removed JSON-RPC batching in 2025-06-18, the SDK refuses batches from
+// then on (by ending the connection), and the Go and TypeScript SDKs'
+// clients send none. Answering one would mean holding its requests'
+// responses until the last and writing them as one array.
 
-// filteredLines returns a transport over in and out whose lines the filter
-// checks first; maxLine bounds a line (0: mcp.DefaultMaxLineLength). The
-// filter and the SDK write whole messages to out under one lock; closing
-// the transport closes in, and out with closeOut unless it is nil.
-func filteredLines(in io.ReadCloser, out io.Writer, closeOut func() error, maxLine int) *mcp.IOTransport {
-	if maxLine <= 0 {
+// filteredLines returns a transport of newline-delimited JSON-RPC over in
+// and out; maxLine bounds a line (0: mcp.DefaultMaxLineLength; < 0: no
+// bound). Closing its connection closes in, and out with closeOut unless
+// it is nil.
+func filteredLines(in io.ReadCloser, out io.Writer, closeOut func() error, maxLine int) mcp.Transport {
+	if maxLine == 0 {
 		maxLine = mcp.DefaultMaxLineLength
 	}
-	w := &lockedWriter{w: out, close: closeOut}
-	pr, pw := io.Pipe()
-	go filterLines(bufio.NewReaderSize(in, 64<<10), pw, w, maxLine)
-	return &mcp.IOTransport{Reader: readBoth{pr, in}, Writer: w, MaxLineLength: -1}
+	return &lineTransport{in: in, out: out, closeOut: closeOut, maxLine: maxLine}
 }
 
-// filterLines copies the JSON-RPC lines of in to sdk and answers the others
-// on out, until in ends (sdk is then closed with in's error) or sdk stops
-// reading.
-func filterLines(in *bufio.Reader, sdk *io.PipeWriter, out io.Writer, maxLine int) {
-	var line []byte
-	for {
-		chunk, err := in.ReadSlice('\n')
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull) || (err == nil && len(line)+len(chunk) > maxLine):
-			if len(line)+len(chunk) <= maxLine {
-				line = append(line, chunk...)
-				continue
-			}
-			line = line[:0]
-			if errors.Is(err, bufio.ErrBufferFull) {
-				err = skipLine(in)
-			}
-			reply(out, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("a message longer than %d bytes is refused", maxLine))
-		case len(chunk) > 0:
-			line = append(line, chunk...)
-			if msg := bytes.TrimSpace(line); len(msg) > 0 {
-				if id, code, why := checkLine(msg); code != 0 {
-					reply(out, id, code, why)
-				} else if _, werr := sdk.Write(append(msg, '\n')); werr != nil {
-					return
-				}
-			}
-			line = line[:0]
+// lineTransport is a transport of newline-delimited JSON-RPC; its one
+// connection is a lineConn.
+type lineTransport struct {
+	in       io.ReadCloser
+	out      io.Writer
+	closeOut func() error
+	maxLine  int
+}
+
+func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
+	c := &lineConn{
+		in:       t.in,
+		rd:       bufio.NewReaderSize(t.in, 64<<10),
+		maxLine:  t.maxLine,
+		out:      t.out,
+		closeOut: t.closeOut,
+		closed:   make(chan struct{}),
+	}
+	if !closeEndsRead(t.in) {
+		c.incoming = make(chan readResult)
+		go c.readAhead()
+	}
+	return c, nil
+}
+
+// closeEndsRead reports whether closing r ends a Read of it under way: a
+// pipe's, a network connection's, or a file's the runtime polls (stdin
+// opened non-blocking: cmd/toolhost's). A read of another (os.Stdin as a
+// process usually gets it, blocking) may outlast Close.
+func closeEndsRead(r io.Reader) bool {
+	switch r := r.(type) {
+	case *io.PipeReader, net.Conn:
+		return true
+	case *os.File:
+		return r.SetReadDeadline(time.Time{}) == nil // os.ErrNoDeadline where it is not polled
+	}
+	return false
+}
+
+// lineConn is a connection of newline-delimited JSON-RPC (see the top of
+// the file).
+type lineConn struct {
+	in      io.ReadCloser
+	rd      *bufio.Reader
+	maxLine int    // < 0: no bound
+	long    []byte // a line longer than rd's buffer, gathered
+	err     error  // the error that ended reading
+
+	// incoming carries the messages read ahead by readAhead, when closing
+	// in may not end a read (nil: Read reads itself).
+	incoming chan readResult
+
+	mu       sync.Mutex // held to write to out
+	out      io.Writer
+	buf      []byte // a message and its newline, written at once
+	closeOut func() error
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+}
+
+type readResult struct {
+	msg jsonrpc.Message
+	err error
+}
+
+func (c *lineConn) SessionID() string { return "" }
+
+// Read returns the next message, answering the lines before it that are
+// not one. Once the connection is closed it returns io.EOF.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.incoming == nil {
+		if c.isClosed() {
+			return nil, io.EOF
 		}
-		if err != nil {
-			_ = sdk.CloseWithError(err)
+		msg, err := c.next()
+		if err != nil && c.isClosed() {
+			err = io.EOF
+		}
+		return msg, err
+	}
+	select {
+	case r, ok := <-c.incoming:
+		if !ok {
+			return nil, io.EOF
+		}
+		return r.msg, r.err
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// readAhead reads the messages for Read until reading fails or the
+// connection is closed.
+func (c *lineConn) readAhead() {
+	defer close(c.incoming)
+	for {
+		msg, err := c.next()
+		select {
+		case c.incoming <- readResult{msg, err}:
+		case <-c.closed:
 			return
 		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// next reads lines until one is a message, and returns it decoded.
+func (c *lineConn) next() (jsonrpc.Message, error) {
+	for c.err == nil {
+		line, err := c.readLine()
+		c.err = err
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			if msg := c.decode(line); msg != nil {
+				return msg, nil // c.err, if any, on the next call
+			}
+		}
+	}
+	return nil, c.err
+}
+
+// readLine returns the next line of no more than maxLine bytes (before its
+// newline), which is valid until the next read; a longer one is answered,
+// skipped without being kept, and returned as nil.
+func (c *lineConn) readLine() ([]byte, error) {
+	if cap(c.long) > 1<<20 {
+		c.long = nil // a long line's room is not kept
+	}
+	c.long = c.long[:0]
+	for {
+		chunk, err := c.rd.ReadSlice('\n')
+		n := len(c.long) + len(chunk)
+		if err == nil {
+			n-- // the newline
+		}
+		if c.maxLine >= 0 && n > c.maxLine {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				err = skipLine(c.rd)
+			}
+			c.replyError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("a message longer than %d bytes is refused", c.maxLine))
+			return nil, err
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			c.long = append(c.long, chunk...)
+			continue
+		}
+		if len(c.long) > 0 {
+			return append(c.long, chunk...), err
+		}
+		return chunk, err
 	}
 }
 
@@ -80,49 +214,38 @@ func skipLine(in *bufio.Reader) error {
 	}
 }
 
-// checkLine returns 0 when msg is a JSON-RPC message or a batch of them,
-// else the error code for it, why, and the id of the request it may be. A
-// message is decoded once; a line that fails is looked at again to say
-// why.
-func checkLine(msg []byte) (id json.RawMessage, code int64, why string) {
-	if msg[0] != '[' {
-		return checkMessage(msg, true)
-	}
-	var msgs []json.RawMessage
-	if json.Unmarshal(msg, &msgs) != nil {
-		return checkMessage(msg, false)
-	}
-	if len(msgs) == 0 {
-		return nil, jsonrpc.CodeInvalidRequest, "invalid request: an empty batch"
-	}
-	for _, m := range msgs {
-		if _, code, why := checkMessage(m, false); code != 0 {
-			return nil, code, why
+// decode returns the message line is, or answers it and returns nil. A
+// line is decoded once; one that fails is looked at again to say why.
+func (c *lineConn) decode(line []byte) jsonrpc.Message {
+	if line[0] == '[' {
+		if !json.Valid(line) {
+			c.replyError(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
+		} else {
+			c.replyError(nil, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported (MCP has none since 2025-06-18)")
 		}
+		return nil
 	}
-	return nil, 0, ""
-}
-
-// checkMessage checks one message; single says it is the line's only
-// one, whose id an error answers.
-func checkMessage(m []byte, single bool) (id json.RawMessage, code int64, why string) {
-	decoded, err := jsonrpc.DecodeMessage(m)
-	if r, ok := decoded.(*jsonrpc.Response); ok && err == nil && r.Result == nil && r.Error == nil {
+	msg, err := jsonrpc.DecodeMessage(line)
+	if r, ok := msg.(*jsonrpc.Response); ok && err == nil && r.Result == nil && r.Error == nil {
 		err = errors.New("neither a request, a notification nor a response")
 	}
-	if err == nil {
-		return nil, 0, ""
+	valid := json.Valid(line) // DecodeMessage reads the first JSON value of line; the rest must be nothing
+	if err == nil && valid {
+		return msg
 	}
-	if !json.Valid(m) {
-		return nil, jsonrpc.CodeParseError, "parse error: the line is not JSON"
+	if !valid {
+		c.replyError(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
+		return nil
 	}
 	var r struct {
 		ID json.RawMessage `json:"id"`
 	}
-	if single && json.Unmarshal(m, &r) == nil && isRequestID(r.ID) {
+	var id json.RawMessage
+	if json.Unmarshal(line, &r) == nil && isRequestID(r.ID) {
 		id = r.ID
 	}
-	return id, jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()
+	c.replyError(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+	return nil
 }
 
 // isRequestID reports whether id, as a message holds it, is a request's: a
@@ -131,11 +254,11 @@ func isRequestID(id json.RawMessage) bool {
 	return len(id) > 0 && bytes.ContainsRune([]byte(`"-0123456789`), rune(id[0]))
 }
 
-// reply writes a JSON-RPC error response to the request with the id (null
-// when it has none) as one line.
-func reply(out io.Writer, id json.RawMessage, code int64, message string) {
+// replyError writes a JSON-RPC error response to the request with the id
+// (null when it has none).
+func (c *lineConn) replyError(id json.RawMessage, code int64, message string) {
 	b, _ := json.Marshal(rpcErrorResponse(id, code, message))
-	_, _ = out.Write(append(b, '\n'))
+	_ = c.write(b)
 }
 
 // rpcErrorResponse is a JSON-RPC error response to the request with the id,
@@ -155,33 +278,51 @@ func rpcErrorResponse(id json.RawMessage, code int64, message string) any {
 	}{"2.0", id, rpcError{code, message}}
 }
 
-// lockedWriter writes each message whole, however many goroutines write.
-type lockedWriter struct {
-	mu    sync.Mutex
-	w     io.Writer
-	close func() error // nil: Close leaves w open
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) Close() error {
-	if l.close == nil {
-		return nil
+// Write writes msg as one line.
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.close()
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("marshaling message: %v", err)
+	}
+	return c.write(data)
 }
 
-// readBoth reads from the pipe the filtered lines go through, and closes the
-// stream they come from with it.
-type readBoth struct {
-	io.ReadCloser
-	in io.Closer
+// write writes data and a newline in one Write, the only one under way.
+func (c *lineConn) write(data []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.isClosed() {
+		return mcp.ErrConnectionClosed
+	}
+	c.buf = append(append(c.buf[:0], data...), '\n')
+	_, err := c.out.Write(c.buf)
+	if cap(c.buf) > 1<<20 {
+		c.buf = nil // a long message's room is not kept
+	}
+	return err
 }
 
-func (r readBoth) Close() error { return errors.Join(r.ReadCloser.Close(), r.in.Close()) }
+// Close closes in, and out with closeOut; a Read under way returns
+// io.EOF.
+func (c *lineConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.closeErr = c.in.Close()
+		if c.closeOut != nil {
+			c.closeErr = errors.Join(c.closeErr, c.closeOut())
+		}
+	})
+	return c.closeErr
+}
+
+func (c *lineConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}

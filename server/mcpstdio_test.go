@@ -1,0 +1,309 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/internal/proctest"
+)
+
+// opaqueReader hides what its reader is: the connection cannot tell that
+// closing it ends a read, and reads ahead on a goroutine.
+type opaqueReader struct{ io.ReadCloser }
+
+// stuckReader's Read returns only when the test ends, whatever Close does
+// (as a read of a blocking stdin).
+type stuckReader struct{ end chan struct{} }
+
+func (r stuckReader) Read([]byte) (int, error) { <-r.end; return 0, io.EOF }
+func (r stuckReader) Close() error             { return nil }
+
+// lineConnModes names the ways a lineConn reads: in Read itself (a pipe),
+// or ahead on a goroutine (a reader it does not know).
+var lineConnModes = []struct {
+	name  string
+	ahead bool
+	wrap  func(*io.PipeReader) io.ReadCloser
+}{
+	{"direct", false, func(r *io.PipeReader) io.ReadCloser { return r }},
+	{"ahead", true, func(r *io.PipeReader) io.ReadCloser { return opaqueReader{r} }},
+}
+
+// lineConnPeer is the other end of a lineConn under test, reading its
+// messages as the SDK does, one Read after another.
+type lineConnPeer struct {
+	conn mcp.Connection
+	in   *io.PipeWriter // the conn's input
+	out  *bufio.Reader  // the conn's output
+	msgs chan readResult
+}
+
+func newLineConnPeer(t *testing.T, wrap func(*io.PipeReader) io.ReadCloser, maxLine int) *lineConnPeer {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	conn, err := filteredLines(wrap(inR), outW, outW.Close, maxLine).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &lineConnPeer{conn: conn, in: inW, out: bufio.NewReader(outR), msgs: make(chan readResult, 100)}
+	go func() {
+		for {
+			msg, err := conn.Read(context.Background())
+			p.msgs <- readResult{msg, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = conn.Close(); _ = inW.Close(); _ = outR.Close() })
+	return p
+}
+
+// send writes s to the conn's input on a goroutine: the conn answers bad
+// lines on its output as it reads them, and the pipes hold nothing.
+func (p *lineConnPeer) send(s string) {
+	go func() { _, _ = io.WriteString(p.in, s) }()
+}
+
+// sendAndEnd writes s, and then ends the conn's input.
+func (p *lineConnPeer) sendAndEnd(s string) {
+	go func() { _, _ = io.WriteString(p.in, s); _ = p.in.Close() }()
+}
+
+// read returns the conn's next message, within the test's patience.
+func (p *lineConnPeer) read(t *testing.T) (jsonrpc.Message, error) {
+	t.Helper()
+	select {
+	case r := <-p.msgs:
+		return r.msg, r.err
+	case <-time.After(proctest.Patience):
+		t.Fatalf("Read did not return within %s", proctest.Patience)
+		return nil, nil
+	}
+}
+
+// answer returns the next line the conn wrote.
+func (p *lineConnPeer) answer(t *testing.T) string {
+	t.Helper()
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
+}
+
+// TestLineConnLines: each line that is not a message is answered as JSON-RPC
+// says (-32700 not JSON, id null; -32600 no message, with the request's id
+// when it has one; a batch; a line over the limit, however long, without
+// keeping it) and skipped; blank lines are skipped, CRLF ends a line as LF
+// does, and a last line without a newline is read before the end.
+func TestLineConnLines(t *testing.T) {
+	for _, mode := range lineConnModes {
+		t.Run(mode.name, func(t *testing.T) {
+			const maxLine = 100
+			p := newLineConnPeer(t, mode.wrap, maxLine)
+			for _, tt := range []struct {
+				line, want string
+			}{
+				{"this is not json", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`},
+				{`{"jsonrpc":"2.0","id":3,"mthd":"x"}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-32600,`},
+				{`{"jsonrpc":"2.0","id":"a","mthd":"x"}`, `{"jsonrpc":"2.0","id":"a","error":{"code":-32600,`},
+				{`{"jsonrpc":"1.0","id":4,"method":"ping"}`, `{"jsonrpc":"2.0","id":4,"error":{"code":-32600,`},
+				{`{"jsonrpc":"2.0","id":{},"mthd":"x"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
+				{`{"jsonrpc":"2.0","id":5}`, `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"invalid request: neither`},
+				{`{"jsonrpc":"2.0","id":6,"method":"ping"} {}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`},
+				{`{"jsonrpc":"2.0","id":7,"method":"ping"`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`},
+				{`[]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: JSON-RPC batches are not supported`},
+				{`[{"jsonrpc":"2.0","id":8,"method":"ping"}]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: JSON-RPC batches`},
+				{`[{"jsonrpc":"2.0","id":8,`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`},
+				{`"x` + strings.Repeat("x", maxLine) + `"`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a message longer than 100 bytes is refused"}}`},
+				{strings.Repeat("x", 200<<10), `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a message longer than 100 bytes is refused"}}`},
+			} {
+				p.send(tt.line + "\n")
+				if got := p.answer(t); !strings.HasPrefix(got, tt.want) {
+					t.Errorf("%.40s: %s, want %s", tt.line, got, tt.want)
+				}
+			}
+			p.sendAndEnd("\n  \r\n" + `{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}` + "\r\n" +
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+				`{"jsonrpc":"2.0","id":"r","result":{}}` + "\n" +
+				`{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m"}}` + "\n" +
+				`  {"jsonrpc":"2.0","id":3,"method":"x"}`)
+			var got []string
+			for range 5 {
+				msg, err := p.read(t)
+				if err != nil {
+					t.Fatal(err)
+				}
+				data, _ := jsonrpc.EncodeMessage(msg)
+				got = append(got, string(data))
+			}
+			want := []string{
+				`{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}`,
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+				`{"jsonrpc":"2.0","id":"r","result":{}}`,
+				`{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m"}}`,
+				`{"jsonrpc":"2.0","id":3,"method":"x"}`,
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("messages:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			// The last line had no newline: the input's end came after it.
+			if _, err := p.read(t); !errors.Is(err, io.EOF) {
+				t.Errorf("at the input's end: %v, want io.EOF", err)
+			}
+		})
+	}
+}
+
+// TestLineConnLongLines: a line longer than the reader's buffer is read
+// whole up to the limit; with no limit (< 0), however long.
+func TestLineConnLongLines(t *testing.T) {
+	for _, mode := range lineConnModes {
+		for _, maxLine := range []int{0, -1} {
+			t.Run(fmt.Sprintf("%s/%d", mode.name, maxLine), func(t *testing.T) {
+				p := newLineConnPeer(t, mode.wrap, maxLine)
+				for _, n := range []int{100, 64 << 10, 200 << 10, 1 << 20, 10} {
+					p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m","params":{"s":%q}}`+"\n", n, strings.Repeat("x", n)))
+					msg, err := p.read(t)
+					if err != nil {
+						t.Fatal(err)
+					}
+					req, ok := msg.(*jsonrpc.Request)
+					var params struct{ S string }
+					if !ok || json.Unmarshal(req.Params, &params) != nil || len(params.S) != n {
+						t.Fatalf("a message of %d bytes: %T %v", n, msg, ok)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestLineConnClose: Close ends a Read under way (it returns io.EOF), when
+// closing the input ends its read (a pipe, a polled file) and when nothing
+// ends it; a Read after Close returns io.EOF too, a Write
+// mcp.ErrConnectionClosed; the output is closed only when asked. A Read
+// with its context done returns at once.
+func TestLineConnClose(t *testing.T) {
+	end := make(chan struct{})
+	defer close(end)
+	osPipe := func(t *testing.T) io.ReadCloser {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Close() })
+		return r
+	}
+	for _, tt := range []struct {
+		name   string
+		in     func(t *testing.T) io.ReadCloser
+		direct bool
+	}{
+		{"io.Pipe", func(*testing.T) io.ReadCloser { r, _ := io.Pipe(); return r }, true},
+		{"os.Pipe", osPipe, true},
+		{"opaque", func(*testing.T) io.ReadCloser { r, _ := io.Pipe(); return opaqueReader{r} }, false},
+		{"stuck", func(*testing.T) io.ReadCloser { return stuckReader{end} }, false},
+	} {
+		for _, closeOut := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/closeOut=%v", tt.name, closeOut), func(t *testing.T) {
+				in := tt.in(t)
+				if closeEndsRead(in) != tt.direct {
+					t.Errorf("closeEndsRead = %v, want %v", !tt.direct, tt.direct)
+				}
+				var out strings.Builder
+				outClosed := false
+				var closer func() error
+				if closeOut {
+					closer = func() error { outClosed = true; return nil }
+				}
+				conn, _ := filteredLines(in, &out, closer, 0).Connect(context.Background())
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				if _, err := conn.Read(ctx); !errors.Is(err, context.Canceled) {
+					t.Errorf("a Read with its context done: %v", err)
+				}
+				read := make(chan error, 2)
+				readOnce := func() {
+					_, err := conn.Read(context.Background())
+					read <- err
+				}
+				go readOnce()
+				time.Sleep(20 * time.Millisecond) // the Read waits for input
+				var wg sync.WaitGroup
+				for range 2 {
+					wg.Go(func() { _ = conn.Close() })
+				}
+				wg.Wait()
+				go readOnce() // after Close
+				for _, when := range []string{"under way", "after Close"} {
+					select {
+					case err := <-read:
+						if !errors.Is(err, io.EOF) {
+							t.Errorf("a Read %s: %v, want io.EOF", when, err)
+						}
+					case <-time.After(proctest.Patience):
+						t.Fatalf("a Read %s did not end within %s", when, proctest.Patience)
+					}
+				}
+				if err := conn.Write(context.Background(), &jsonrpc.Request{Method: "m"}); !errors.Is(err, mcp.ErrConnectionClosed) || out.Len() > 0 {
+					t.Errorf("a Write after Close: %v, wrote %q", err, out.String())
+				}
+				if outClosed != closeOut {
+					t.Errorf("the output closed: %v, want %v", outClosed, closeOut)
+				}
+			})
+		}
+	}
+}
+
+// TestLineConnWrite: each message is one line, written whole however many
+// goroutines write.
+func TestLineConnWrite(t *testing.T) {
+	p := newLineConnPeer(t, lineConnModes[0].wrap, 0)
+	const writers, each = 8, 50
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				id, _ := jsonrpc.MakeID(float64(w*each + i))
+				params := json.RawMessage(fmt.Sprintf(`{"s":%q}`, strings.Repeat("y", 10000+i)))
+				if err := p.conn.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "m", Params: params}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	seen := map[string]bool{}
+	for range writers * each {
+		line := p.answer(t)
+		msg, err := jsonrpc.DecodeMessage([]byte(line))
+		if err != nil {
+			t.Fatalf("%.60s: %v", line, err)
+		}
+		seen[fmt.Sprint(msg.(*jsonrpc.Request).ID.Raw())] = true
+	}
+	wg.Wait()
+	if len(seen) != writers*each {
+		t.Errorf("%d distinct messages, want %d", len(seen), writers*each)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.conn.Write(ctx, &jsonrpc.Request{Method: "m"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a Write with its context done: %v", err)
+	}
+}
