@@ -54,9 +54,9 @@ func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) e
 	defer r.tasks.cancelAll()
 	switch tt := t.(type) {
 	case *mcp.IOTransport:
-		t = filteredLines(tt.Reader, tt.Writer, tt.Writer.Close, tt.MaxLineLength)
+		t = newLineTransport(tt.Reader, tt.Writer, tt.Writer.Close, tt.MaxLineLength)
 	case *mcp.StdioTransport: // stdout stays open, as the SDK leaves it
-		t = filteredLines(os.Stdin, os.Stdout, nil, 0)
+		t = newLineTransport(os.Stdin, os.Stdout, nil, tt.MaxLineLength)
 	}
 	return r.srv.Run(ctx, t)
 }

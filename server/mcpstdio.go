@@ -33,11 +33,11 @@ import (
 // clients send none. Answering one would mean holding its requests'
 // responses until the last and writing them as one array.
 
-// filteredLines returns a transport of newline-delimited JSON-RPC over in
+// newLineTransport returns a transport of newline-delimited JSON-RPC over in
 // and out; maxLine bounds a line (0: mcp.DefaultMaxLineLength; < 0: no
 // bound). Closing its connection closes in, and out with closeOut unless
 // it is nil.
-func filteredLines(in io.ReadCloser, out io.Writer, closeOut func() error, maxLine int) mcp.Transport {
+func newLineTransport(in io.ReadCloser, out io.Writer, closeOut func() error, maxLine int) mcp.Transport {
 	if maxLine == 0 {
 		maxLine = mcp.DefaultMaxLineLength
 	}

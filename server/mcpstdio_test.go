@@ -53,7 +53,7 @@ func newLineConnPeer(t *testing.T, wrap func(*io.PipeReader) io.ReadCloser, maxL
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	conn, err := filteredLines(wrap(inR), outW, outW.Close, maxLine).Connect(context.Background())
+	conn, err := newLineTransport(wrap(inR), outW, outW.Close, maxLine).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestLineConnClose(t *testing.T) {
 				if closeOut {
 					closer = func() error { outClosed = true; return nil }
 				}
-				conn, _ := filteredLines(in, &out, closer, 0).Connect(context.Background())
+				conn, _ := newLineTransport(in, &out, closer, 0).Connect(context.Background())
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel()
 				if _, err := conn.Read(ctx); !errors.Is(err, context.Canceled) {
