@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,12 +77,19 @@ func TestTypeScriptClient(t *testing.T) {
 	} {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
-			c := startTSClient(t, node, srv.dir, tr.env, append([]string{script}, tr.args...)...)
+			c := startNodeClient(t, "the TypeScript client", node, srv.dir, tr.env, append([]string{script}, tr.args...)...)
+			var hello struct {
+				Instructions  string
+				ServerVersion struct{ Name, Version string }
+			}
+			if err := json.Unmarshal(c.hello, &hello); err != nil {
+				t.Fatalf("the client's hello %s: %v", c.hello, err)
+			}
 			t.Run("instructions", func(t *testing.T) {
-				if c.hello.Instructions != prompt {
-					t.Errorf("instructions:\n%s\nwant the role's prompt (Host.RolePrompt):\n%s", c.hello.Instructions, prompt)
+				if hello.Instructions != prompt {
+					t.Errorf("instructions:\n%s\nwant the role's prompt (Host.RolePrompt):\n%s", hello.Instructions, prompt)
 				}
-				if v := c.hello.ServerVersion; v.Name != "toolhost" || v.Version == "" {
+				if v := hello.ServerVersion; v.Name != "toolhost" || v.Version == "" {
 					t.Errorf("serverInfo %+v, want toolhost and its version", v)
 				}
 			})
@@ -219,7 +224,7 @@ func (c tsCall) text() string {
 // checkTSStructured: get_workspace_info declares an outputSchema, and its
 // result's structuredContent passes the SDK's validation and ajv's, with the
 // same JSON as text.
-func checkTSStructured(t *testing.T, c *tsClient, listed map[string]tsTool, root string) {
+func checkTSStructured(t *testing.T, c *nodeClient, listed map[string]tsTool, root string) {
 	if len(listed["get_workspace_info"].OutputSchema) == 0 {
 		t.Error("get_workspace_info has no outputSchema")
 	}
@@ -258,7 +263,7 @@ func checkTSStructured(t *testing.T, c *tsClient, listed map[string]tsTool, root
 // read in the same chunk, and so drops a progress notification written
 // just before the response ("unknown token", typescript-sdk issue 2580),
 // which no server can avoid.
-func checkTSProgress(t *testing.T, c *tsClient) {
+func checkTSProgress(t *testing.T, c *nodeClient) {
 	var res tsCall
 	c.ask(t, map[string]any{"op": "call", "name": "run_command", "progress": true,
 		"arguments": map[string]any{"command": "echo one; sleep 0.4; echo two; sleep 0.4; echo three; sleep 1.5"}}, &res)
@@ -286,7 +291,7 @@ func checkTSProgress(t *testing.T, c *tsClient) {
 // (notifications/cancelled), no longer runs on the machine a few seconds
 // later, while the session goes on. The sleep runs in the command sandbox's
 // pid namespace, so it is found by its marker in /proc.
-func checkTSCancel(t *testing.T, c *tsClient) {
+func checkTSCancel(t *testing.T, c *nodeClient) {
 	marker := proctest.Marker()
 	c.ask(t, map[string]any{"op": "start", "id": "sleeper", "name": "run_command",
 		"arguments": map[string]any{"command": "sleep " + marker, "timeout_seconds": 600}}, nil)
@@ -306,109 +311,4 @@ func checkTSCancel(t *testing.T, c *tsClient) {
 	proctest.Eventually(t, "the cancelled call's sleep is gone", func() bool { return proctest.Running("sleep", marker) == 0 })
 	t.Logf("sleep gone %s after the abort", time.Since(aborted).Round(time.Millisecond))
 	c.ask(t, map[string]any{"op": "ping"}, nil)
-}
-
-// tsClient is e2e/tsclient/client.mjs running, connected to the server.
-type tsClient struct {
-	in     io.Writer
-	lines  chan string // its stdout, a line at a time; closed at its end
-	stderr string      // the file its stderr goes to
-	hello  struct {
-		Instructions  string
-		ServerVersion struct{ Name, Version string }
-	}
-}
-
-// startTSClient runs node with args (the script and its own) in dir, with
-// env added to the test's environment and TOOLHOST_NPM_DIR set, and waits
-// for it to connect. It stops when the test ends.
-func startTSClient(t *testing.T, node, dir string, env []string, args ...string) *tsClient {
-	t.Helper()
-	cmd := exec.Command(node, args...)
-	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "TOOLHOST_NPM_DIR="+mcptest.NPMDir()), env...)
-	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &tsClient{in: in, lines: make(chan string), stderr: stderr.Name()}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = in.Close() // the script closes the client at its stdin's end
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		stderr.Close()
-	})
-	c.read(t, &c.hello)
-	return c
-}
-
-// ask sends the script one request and decodes its answer into reply (nil:
-// only its success matters); an answer saying it failed fails the test.
-func (c *tsClient) ask(t *testing.T, req map[string]any, reply any) {
-	t.Helper()
-	b, _ := json.Marshal(req)
-	if _, err := c.in.Write(append(b, '\n')); err != nil {
-		t.Fatalf("%s: writing to the client: %v\n%s", req["op"], err, c.log())
-	}
-	c.read(t, reply)
-}
-
-// read decodes the script's next answer into reply, failing the test when it
-// says it failed, does not come within 30 s, or the script has ended.
-func (c *tsClient) read(t *testing.T, reply any) {
-	t.Helper()
-	var line string
-	select {
-	case l, ok := <-c.lines:
-		if !ok {
-			t.Fatalf("the TypeScript client ended:\n%s", c.log())
-		}
-		line = l
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the TypeScript client did not answer in 30 s:\n%s", c.log())
-	}
-	var status struct {
-		OK    bool
-		Error string
-	}
-	if err := json.Unmarshal([]byte(line), &status); err != nil || !status.OK {
-		t.Fatalf("the TypeScript client: %s %v\n%s", line, err, c.log())
-	}
-	if reply != nil {
-		if err := json.Unmarshal([]byte(line), reply); err != nil {
-			t.Fatalf("%v: %s", err, line)
-		}
-	}
-}
-
-// log is what the script (and, over stdio, `toolhost mcp`) wrote to stderr.
-func (c *tsClient) log() string {
-	b, _ := os.ReadFile(c.stderr)
-	return "stderr:\n" + string(b)
 }

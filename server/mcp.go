@@ -391,12 +391,12 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 		return nil, err
 	}
 	if a, ok := r.agents.Load(k); ok {
-		return a.(*mcpAgent).busy(r.open), nil
+		return a.(*mcpAgent).busy(), nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if a, ok := r.agents.Load(k); ok {
-		return a.(*mcpAgent).busy(r.open), nil
+		return a.(*mcpAgent).busy(), nil
 	}
 	a := &mcpAgent{key: k, calls: map[*int]context.CancelFunc{}}
 	if !k.sessionless() {
@@ -458,9 +458,9 @@ func (a *mcpAgent) session() string {
 }
 
 // busy counts a request of a sessionless agent in, until done.
-func (a *mcpAgent) busy(t *sessionTable) *mcpAgent {
+func (a *mcpAgent) busy() *mcpAgent {
 	if a.entry != nil {
-		t.begin(a.entry)
+		a.entry.table.begin(a.entry)
 	}
 	return a
 }

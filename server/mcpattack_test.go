@@ -421,21 +421,13 @@ func TestMCPApprovalWithoutElicitation(t *testing.T) {
 			// server's Close waits for it.
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(func() {
-				req, _ := http.NewRequest("DELETE", s.url, nil)
-				req.Header.Set("Mcp-Session-Id", s.id)
-				req.Header.Set("Mcp-Protocol-Version", s.version)
-				if resp, err := http.DefaultClient.Do(req); err == nil {
+				if resp, err := http.DefaultClient.Do(s.request(context.Background(), "DELETE", "")); err == nil {
 					resp.Body.Close()
 				}
 				cancel()
 			})
 			return func() string {
-				req, _ := http.NewRequestWithContext(ctx, "POST", s.url, strings.NewReader(call(1, "guarded", fmt.Sprintf(`{"text":%q}`, text), "")))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set("Mcp-Session-Id", s.id)
-				req.Header.Set("Mcp-Protocol-Version", s.version)
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := http.DefaultClient.Do(s.request(ctx, "POST", call(1, "guarded", fmt.Sprintf(`{"text":%q}`, text), "")))
 				if err != nil {
 					return err.Error()
 				}

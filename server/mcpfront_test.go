@@ -135,14 +135,7 @@ type httpSession struct {
 // the messages of its body (one JSON object, or SSE events).
 func (s *httpSession) post(t *testing.T, msg string) (string, []rpcResponse) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", s.url, strings.NewReader(msg))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if s.id != "" {
-		req.Header.Set("Mcp-Session-Id", s.id)
-		req.Header.Set("Mcp-Protocol-Version", s.version)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(s.request(context.Background(), "POST", msg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +157,19 @@ func (s *httpSession) post(t *testing.T, msg string) (string, []rpcResponse) {
 		out = append(out, r)
 	}
 	return ct, out
+}
+
+// request is a request of the session (once it has one) with msg as its
+// body, ended with ctx.
+func (s *httpSession) request(ctx context.Context, method, msg string) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, method, s.url, strings.NewReader(msg))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if s.id != "" {
+		req.Header.Set("Mcp-Session-Id", s.id)
+		req.Header.Set("Mcp-Protocol-Version", s.version)
+	}
+	return req
 }
 
 // sseData returns the messages of a response body: its data lines for an
@@ -398,18 +404,10 @@ func TestMCPSessionless(t *testing.T) {
 func TestMCPSessionRequired(t *testing.T) {
 	srv, _ := serve(t, frontConfig, group("console", "console_print"), slowGroup(newWaiter()))
 	for _, msg := range []string{call(7, "console_print", `{"text":"x"}`, ""), `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`} {
-		req, _ := http.NewRequest("POST", srv.URL+"/mcp/worker", strings.NewReader(msg))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		status, _, body := rawMCP{url: srv.URL + "/mcp/worker"}.send(t, "POST", "", msg)
 		var r rpcResponse
-		if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(body, &r) != nil || string(r.ID) != "7" || r.Error == nil {
-			t.Errorf("%s: %s %s, want 400 with a JSON-RPC error to id 7", msg, resp.Status, body)
+		if status != http.StatusBadRequest || json.Unmarshal(body, &r) != nil || string(r.ID) != "7" || r.Error == nil {
+			t.Errorf("%s: %d %s, want 400 with a JSON-RPC error to id 7", msg, status, body)
 		}
 	}
 }
@@ -420,36 +418,23 @@ func TestMCPSessionRequired(t *testing.T) {
 // own.
 func TestMCPSessionBoundToCredential(t *testing.T) {
 	srv, h := serve(t, frontConfig, group("console", "console_print"), slowGroup(newWaiter()))
-	secret := map[string]string{}
+	as := map[string]rawMCP{}
 	for _, name := range []string{"alice", "mallory"} {
 		tok, _, err := h.Store().CreateToken(context.Background(), name, "worker", time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		secret[name] = tok
+		as[name] = rawMCP{url: srv.URL + "/mcp/worker", token: tok}
 	}
 	send := func(who, session, msg string) (int, string, string) {
-		req, _ := http.NewRequest("POST", srv.URL+"/mcp/worker", strings.NewReader(msg))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+secret[who])
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(body)
+		status, id, body := as[who].send(t, "POST", session, msg)
+		return status, id, string(body)
 	}
-	status, id, body := send("alice", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	status, id, body := send("alice", "", initializeMsg)
 	if status != 200 || id == "" {
 		t.Fatalf("initialize: %d %q %s", status, id, body)
 	}
-	send("alice", id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send("alice", id, initializedMsg)
 	if status, _, body := send("mallory", id, call(1, "console_print", `{"text":"x"}`, "")); status != http.StatusNotFound {
 		t.Errorf("mallory with alice's session: %d %s, want 404", status, body)
 	}
@@ -464,7 +449,7 @@ func TestMCPSessionBoundToCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret["alice"] = tok
+	as["alice"] = rawMCP{url: srv.URL + "/mcp/worker", token: tok}
 	if status, _, body := send("alice", id, call(3, "console_print", `{"text":"x"}`, "")); status != http.StatusNotFound {
 		t.Errorf("a new token named alice with the old alice's session: %d %s, want 404", status, body)
 	}
@@ -567,12 +552,7 @@ func TestMCPClientGoneCall(t *testing.T) {
 				s.post(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 				s.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 				go func() {
-					req, _ := http.NewRequestWithContext(ctx, "POST", s.url, strings.NewReader(call(1, "hold", `{}`, meta)))
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Accept", "application/json, text/event-stream")
-					req.Header.Set("Mcp-Session-Id", s.id)
-					req.Header.Set("Mcp-Protocol-Version", s.version)
-					resp, err := http.DefaultClient.Do(req)
+					resp, err := http.DefaultClient.Do(s.request(ctx, "POST", call(1, "hold", `{}`, meta)))
 					if err == nil {
 						_, err = io.ReadAll(resp.Body)
 						resp.Body.Close()
@@ -630,12 +610,7 @@ func TestMCPDuplicateRequestID(t *testing.T) {
 			first <- msgs
 		}()
 		<-g.started
-		req, _ := http.NewRequest("POST", s.url, strings.NewReader(call(5, "console_print", `{"text":"x"}`, "")))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", s.id)
-		req.Header.Set("Mcp-Protocol-Version", s.version)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(s.request(context.Background(), "POST", call(5, "console_print", `{"text":"x"}`, "")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -753,10 +728,7 @@ func TestMCPAgentKeysBounded(t *testing.T) {
 	if res := sessionless(); !strings.Contains(res, "max_sessions_per_credential") {
 		t.Errorf("a fourth agent of the credential (sessionless): %s, want a refusal naming the bound", res)
 	}
-	req, _ := http.NewRequest("DELETE", url, nil)
-	req.Header.Set("Mcp-Session-Id", s.id)
-	req.Header.Set("Mcp-Protocol-Version", s.version)
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+	if resp, err := http.DefaultClient.Do(s.request(context.Background(), "DELETE", "")); err != nil || resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %v %v", resp, err)
 	}
 	proctest.Eventually(t, "a sessionless call once the session and its agents ended", func() bool {

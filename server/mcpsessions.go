@@ -62,6 +62,12 @@ func newSessionTable(idle time.Duration, perCred int) *sessionTable {
 func (t *sessionTable) reserve(cred string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.reserveLocked(cred)
+}
+
+// reserveLocked counts in an entry of cred; false when cred holds max
+// already. t.mu is held.
+func (t *sessionTable) reserveLocked(cred string) bool {
 	if t.count[cred] >= t.max {
 		return false
 	}
@@ -98,10 +104,9 @@ func (t *sessionTable) add(cred string, r *mcpRole, ss *mcp.ServerSession) *open
 func (t *sessionTable) reserveAgent(cred string, r *mcpRole, a *mcpAgent) *openSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.count[cred] >= t.max {
+	if !t.reserveLocked(cred) {
 		return nil
 	}
-	t.count[cred]++
 	e := &openSession{id: "agent\x00" + r.role + "\x00" + a.key.scope + "\x00" + a.key.name, cred: cred, role: r, table: t, agent: a, busy: 1}
 	t.byID[e.id] = e
 	return e
@@ -277,7 +282,7 @@ func (f *mcpFront) post(w http.ResponseWriter, req *http.Request, r *mcpRole, cr
 	for _, m := range msgs {
 		switch {
 		case m.Method == "initialize":
-			f.startSession(w, req, r, cred)
+			f.startSession(w, req, r, cred, m.ID)
 			return
 		case m.Method == "server/discover" || m.Params.Meta.Version >= sessionlessVersion:
 			r.stateless.ServeHTTP(w, req)
@@ -319,14 +324,17 @@ func decodeBody(body []byte) ([]bodyMessage, error) {
 	return msgs, nil
 }
 
-// startSession passes an initialize to the SDK, which opens a session,
-// unless cred holds its most sessions already. The session is in the table
+// startSession passes an initialize, the request with the id, to the SDK,
+// which opens a session, unless cred holds its most sessions already. The session is in the table
 // before the response that names it leaves, and out of it again when the
 // session ends, or at once if the initialize failed (the SDK closes such a
 // session).
-func (f *mcpFront) startSession(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string) {
+func (f *mcpFront) startSession(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string, id json.RawMessage) {
 	if !f.open.reserve(cred) {
-		writeRPCError(w, http.StatusTooManyRequests, requestID(req), jsonrpcServerError,
+		if !isRequestID(id) {
+			id = nil
+		}
+		writeRPCError(w, http.StatusTooManyRequests, id, jsonrpcServerError,
 			fmt.Sprintf("%s: %s", toolhost.CodePolicy, f.open.refusal(cred)))
 		return
 	}
@@ -362,17 +370,6 @@ func (r *mcpRole) serverSession(id string) *mcp.ServerSession {
 		if ss.ID() == id {
 			return ss
 		}
-	}
-	return nil
-}
-
-// requestID returns the id of the request a POST's body holds, nil if it
-// holds none.
-func requestID(req *http.Request) json.RawMessage {
-	body, _ := io.ReadAll(io.LimitReader(req.Body, mcp.DefaultMaxRequestBodyBytes))
-	msgs, _ := decodeBody(body)
-	if len(msgs) == 1 && isRequestID(msgs[0].ID) {
-		return msgs[0].ID
 	}
 	return nil
 }
