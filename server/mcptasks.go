@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +38,9 @@ const (
 	taskPoll = 500 * time.Millisecond
 	// maxTasks bounds the running tasks of an agent.
 	maxTasks = 64
+	// maxKeptTasks bounds the tasks an agent has kept, ended ones included:
+	// past it the oldest ended ones are forgotten before their TTL.
+	maxKeptTasks = 256
 )
 
 // The task statuses the front uses.
@@ -268,13 +272,15 @@ func completed(res *mcp.CallToolResult) *mcp.CallToolResult {
 	return &out
 }
 
-// add keeps t until taskTTL after it ended.
+// add keeps t until taskTTL after it ended, or until its agent holds
+// maxKeptTasks newer ones.
 func (ts *mcpTasks) add(t *mcpTask) {
 	ts.mu.Lock()
 	if ts.tasks == nil {
 		ts.tasks = map[string]*mcpTask{}
 	}
 	ts.tasks[t.id] = t
+	ts.trim(t.agent)
 	ts.mu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -285,6 +291,36 @@ func (ts *mcpTasks) add(t *mcpTask) {
 	}
 	if t.status != taskWorking {
 		t.expiry = time.AfterFunc(taskTTL, t.forget)
+	}
+}
+
+// trim forgets agent a's oldest ended tasks while it holds more than
+// maxKeptTasks. ts.mu is held.
+func (ts *mcpTasks) trim(a *mcpAgent) {
+	var ended []*mcpTask
+	kept := 0
+	for _, t := range ts.tasks {
+		if t.agent.key != a.key {
+			continue
+		}
+		kept++
+		t.mu.Lock()
+		if t.status != taskWorking {
+			ended = append(ended, t)
+		}
+		t.mu.Unlock()
+	}
+	if kept <= maxKeptTasks {
+		return
+	}
+	slices.SortFunc(ended, func(x, y *mcpTask) int { return x.created.Compare(y.created) })
+	for _, t := range ended[:min(kept-maxKeptTasks, len(ended))] {
+		delete(ts.tasks, t.id)
+		t.mu.Lock()
+		if t.expiry != nil {
+			t.expiry.Stop()
+		}
+		t.mu.Unlock()
 	}
 }
 
