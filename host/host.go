@@ -250,6 +250,21 @@ func (h *Host) workDir() string {
 	return filepath.Dir(h.cfg.File)
 }
 
+// LoadRoles makes the store's config roles those the config declares and
+// reads the roles and agents, without starting any module: enough for a
+// program that reads or edits roles and tokens, such as toolhost roles list.
+// [Host.Start] does it first. Group ids are known only once the modules
+// run, so [Host.CreateRole] and [Host.UpdateRole] naming groups need Start.
+func (h *Host) LoadRoles(ctx context.Context) error {
+	if err := h.reconcileRoles(ctx); err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	if _, err := h.dir.load(ctx, h.store); err != nil {
+		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	return nil
+}
+
 // Start launches every configured plugin in parallel and returns once each
 // has registered its group or failed its first attempt; a plugin that fails
 // is logged and shown by Plugins, and the host serves the others. Restarts
@@ -269,11 +284,8 @@ func (h *Host) Start(ctx context.Context) error {
 	watchCtx, stop := context.WithCancel(context.Background())
 	h.stopWatch = stop
 	h.mu.Unlock()
-	if err := h.reconcileRoles(ctx); err != nil {
-		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
-	}
-	if _, err := h.dir.load(ctx, h.store); err != nil {
-		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	if err := h.LoadRoles(ctx); err != nil {
+		return err
 	}
 	h.pruneCallResults(ctx)
 	if err := h.beginRun(ctx); err != nil {

@@ -140,6 +140,28 @@ func (c *common) withHost(stderr io.Writer, f func(ctx context.Context, h *host.
 	return f(ctx, s.h)
 }
 
+// withRoles opens a host on the config with its roles loaded and no module
+// started (host.Host.LoadRoles), runs f and closes the host: for the
+// commands that read or edit roles and tokens, which need no module and so
+// say nothing about them.
+func (c *common) withRoles(stderr io.Writer, f func(ctx context.Context, h *host.Host) int) int {
+	ctx := context.Background()
+	cfg, ok := c.load(stderr)
+	if !ok {
+		return 1
+	}
+	h, err := host.New(cfg, &host.Options{Logger: c.logger(stderr)})
+	if err == nil {
+		defer h.Close()
+		err = h.LoadRoles(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 1
+	}
+	return f(ctx, h)
+}
+
 // printList prints items as JSON, or as a table: header (column names
 // separated by tabs), then row's line for each item.
 func printList[T any](w io.Writer, items []T, asJSON bool, header string, row func(T) string) error {

@@ -20,9 +20,9 @@ const rolesUsage = `usage:
   toolhost roles set-deferred [-config F] NAME [GROUP...]  (their tools load on demand; no group: none)
   toolhost roles delete [-config F] NAME`
 
-// rolesCmd lists and edits roles. It starts the host, so that config roles
-// are reconciled and group ids checked against the running modules; a
-// running server notices the edits within a second.
+// rolesCmd lists and edits roles. Config roles are reconciled first; only
+// the subcommands that name groups start the modules, to check the group
+// ids against them. A running server notices the edits within a second.
 func rolesCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, rolesUsage)
@@ -46,7 +46,11 @@ func rolesCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, rolesUsage)
 		return 2
 	}
-	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
+	open := c.withRoles
+	if (sub == "create" && *groups != "") || (n < 0 && fs.NArg() > 1) {
+		open = c.withHost
+	}
+	return open(stderr, func(ctx context.Context, h *host.Host) int {
 		var role store.Role
 		var err error
 		switch sub {

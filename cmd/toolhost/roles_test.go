@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,5 +54,33 @@ func TestPrintTokens(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestModuleWarningsWhereModulesStart: on the default config, whose chrome
+// block lifts the memory limit, the commands that start no module (roles,
+// tokens, validate) write nothing on stderr; groups, which starts them,
+// still says how chrome's sandbox is loosened.
+func TestModuleWarningsWhereModulesStart(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TOOLHOST_DATA_DIR", filepath.Join(dir, "data"))
+	t.Setenv("TOOLHOST_WORKSPACE", filepath.Join(dir, "workspace"))
+	t.Setenv("TOOLHOST_PLUGIN_DIR", filepath.Join(dir, "plugins")) // empty: groups reports the modules failed, after its warning
+	t.Setenv("TOOLHOST_LOG_LEVEL", "")
+	cfg := filepath.Join("..", "..", "config.hcl")
+	for _, args := range [][]string{{"roles", "list"}, {"roles", "show"}, {"tokens", "list"}, {"validate"}} {
+		var stdout, stderr strings.Builder
+		argv := append(slices.Clone(args), "-config", cfg)
+		if len(args) > 1 && args[1] == "show" {
+			argv = append(argv, "developer")
+		}
+		if code := run(argv, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+			t.Errorf("toolhost %s: exit %d, stderr:\n%s", strings.Join(argv, " "), code, stderr.String())
+		}
+	}
+	var stderr strings.Builder
+	run([]string{"groups", "-config", cfg}, io.Discard, &stderr)
+	if !strings.Contains(stderr.String(), "sandbox: no memory_mb limit: plugin=chrome") {
+		t.Errorf("toolhost groups does not warn about chrome's sandbox; stderr:\n%s", stderr.String())
 	}
 }

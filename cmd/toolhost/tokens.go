@@ -70,8 +70,8 @@ func dialable(listen string) string {
 }
 
 // tokensCmd makes, lists and revokes scoped tokens: role tokens, and
-// metrics tokens for a Prometheus server. It starts the host, so that the
-// roles declared in the config exist in the store.
+// metrics tokens for a Prometheus server. It reconciles the roles declared
+// in the config into the store first, and starts no module.
 func tokensCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, tokensUsage)
@@ -92,7 +92,7 @@ func tokensCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, tokensUsage)
 		return 2
 	}
-	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
+	return c.withRoles(stderr, func(ctx context.Context, h *host.Host) int {
 		var err error
 		switch sub {
 		case "create":
