@@ -358,8 +358,9 @@ func (h *Host) update(old, g *Group) error {
 
 // registered records and announces a group just registered: the event
 // group.registered (with "updated" when it replaced its own earlier
-// version), the log lines of its conflicts, and the change to the roles'
-// views.
+// version), the log lines of the conflicts it lost or won (so that a tool
+// skipped when a core group registers after its own is said too), and the
+// change to the roles' views.
 func (h *Host) registered(g *Group, updated bool) {
 	payload := map[string]any{"source": g.SourceName, "kind": g.Kind, "tools": len(g.Spec.Tools)}
 	if updated {
@@ -367,7 +368,7 @@ func (h *Host) registered(g *Group, updated bool) {
 	}
 	h.events.Emit(store.Event{Type: store.EventGroupRegistered, Group: g.Spec.ID, Payload: payload})
 	for _, d := range h.mgr.Diagnostics() {
-		if d.Group == g.Spec.ID || d.Plugin == g.SourceName {
+		if d.Group == g.Spec.ID || d.Plugin == g.SourceName || d.winner == g.Spec.ID {
 			h.log.Error(d.Message, "plugin", d.Plugin)
 		}
 	}

@@ -78,6 +78,8 @@ type Diagnostic struct {
 	Plugin  string `json:"plugin"` // the source: a config block's name, or a runtime group's id
 	Group   string `json:"group,omitempty"`
 	Message string `json:"message"`
+
+	winner string // the group that keeps a conflicting tool name, for its log line
 }
 
 // NewManager returns an empty manager.
@@ -216,7 +218,7 @@ func newSnapshot(groups map[string]*Group) *snapshot {
 		}
 		for _, t := range g.Spec.Tools {
 			if winner, taken := s.owner[t.Name]; taken {
-				s.diags = append(s.diags, Diagnostic{Level: "error", Plugin: g.SourceName, Group: g.Spec.ID,
+				s.diags = append(s.diags, Diagnostic{Level: "error", Plugin: g.SourceName, Group: g.Spec.ID, winner: winner.Spec.ID,
 					Message: fmt.Sprintf("plugin tool name conflict (%s): %s is already provided by group %s; skipped", g.SourceName, t.Name, winner.Spec.ID)})
 				continue
 			}
@@ -261,15 +263,28 @@ func (m *Manager) ToolDefinitions(groupIDs []string) []toolhost.ToolSpec {
 
 // GroupInfo summarises a group for listings (seed 000's listGroups).
 type GroupInfo struct {
-	ID          string     `json:"id"`
-	Description string     `json:"description"`
-	Version     string     `json:"version,omitempty"`
-	ToolCount   int        `json:"toolCount"`
-	Tools       []string   `json:"tools"`
-	Shadowed    []string   `json:"shadowed,omitempty"` // tools another group serves
-	Blocked     bool       `json:"blocked,omitempty"`  // a plugin whose id is a core tool's name: none of its tools is served
-	Reserved    bool       `json:"reserved"`
-	Source      SourceInfo `json:"source"`
+	ID          string `json:"id"`
+	Description string `json:"description"`
+	Version     string `json:"version,omitempty"`
+	// ToolCount is the number of tools the group offers: len(Tools).
+	ToolCount int `json:"toolCount"`
+	// Tools are the tools the group offers, in its declared order: what a
+	// role with the group may list and call.
+	Tools []string `json:"tools"`
+	// Skipped are the group's other tools, which it does not offer, and why.
+	Skipped  []SkippedTool `json:"skipped,omitempty"`
+	Blocked  bool          `json:"blocked,omitempty"` // a plugin whose id is a core tool's name: none of its tools is served
+	Reserved bool          `json:"reserved"`
+	Source   SourceInfo    `json:"source"`
+}
+
+// SkippedTool is a tool a group declares but does not offer.
+type SkippedTool struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+	// ServedBy is the group that serves a tool of the same name instead,
+	// when that is the reason.
+	ServedBy string `json:"servedBy,omitempty"`
 }
 
 // SourceInfo says what provides a group and how its process is doing.
@@ -290,15 +305,21 @@ func (m *Manager) List() []GroupInfo {
 		g := s.groups[id]
 		info := GroupInfo{
 			ID: id, Description: g.Spec.Description, Version: g.Spec.Version,
-			ToolCount: len(g.Spec.Tools), Tools: make([]string, len(g.Spec.Tools)), Reserved: toolhost.IsReserved(id), Blocked: s.blocked[id],
+			Tools: []string{}, Reserved: toolhost.IsReserved(id), Blocked: s.blocked[id],
 			Source: SourceInfo{Kind: g.Kind, Name: g.SourceName, State: StateRunning},
 		}
-		for i, t := range g.Spec.Tools {
-			info.Tools[i] = t.Name
-			if s.owner[t.Name] != g {
-				info.Shadowed = append(info.Shadowed, t.Name)
+		for _, t := range g.Spec.Tools {
+			switch winner := s.owner[t.Name]; {
+			case winner == g:
+				info.Tools = append(info.Tools, t.Name)
+			case info.Blocked:
+				info.Skipped = append(info.Skipped, SkippedTool{Name: t.Name, Reason: fmt.Sprintf("the group is blocked: its id %q is the name of a core tool", id)})
+			default:
+				info.Skipped = append(info.Skipped, SkippedTool{Name: t.Name, ServedBy: winner.Spec.ID,
+					Reason: fmt.Sprintf("group %s serves a tool of the same name", winner.Spec.ID)})
 			}
 		}
+		info.ToolCount = len(info.Tools)
 		out = append(out, info)
 	}
 	return out

@@ -155,7 +155,8 @@ func TestPropertyToolDefinitions(t *testing.T) {
 	})
 }
 
-// Property 6: a listing has each group's id, description and correct tool count.
+// Property 6: a listing has each group's id, description and tool count, which
+// counts the tools a role with the group is offered.
 func TestPropertyGroupQuery(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
 		m := NewManager()
@@ -172,9 +173,17 @@ func TestPropertyGroupQuery(t *testing.T) {
 		}
 		for _, info := range list {
 			g := want[info.ID]
-			if g == nil || info.Description != g.Spec.Description || info.ToolCount != len(g.Spec.Tools) ||
+			if g == nil || info.Description != g.Spec.Description || len(info.Tools)+len(info.Skipped) != len(g.Spec.Tools) ||
 				len(info.Tools) != info.ToolCount || info.Reserved != toolhost.IsReserved(info.ID) {
 				rt.Fatalf("listing %+v does not match group %+v", info, g)
+			}
+			// The count is what a role with the group is offered.
+			var offered []string
+			for _, t := range m.ToolDefinitions([]string{info.ID}) {
+				offered = append(offered, t.Name)
+			}
+			if !slices.Equal(offered, info.Tools) {
+				rt.Fatalf("group %s lists %v, offers %v", info.ID, info.Tools, offered)
 			}
 		}
 	})

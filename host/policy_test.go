@@ -12,6 +12,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/proctest"
@@ -161,8 +162,9 @@ func TestConflictRules(t *testing.T) {
 		}
 		wantDiag(t, h, "second", "search is already provided by group first")
 		info, _ := h.Groups()[slices.IndexFunc(h.Groups(), func(g GroupInfo) bool { return g.ID == "second" })], 0
-		if !slices.Equal(info.Shadowed, []string{"search"}) {
-			t.Fatalf("shadowed = %v", info.Shadowed)
+		want := []SkippedTool{{Name: "search", ServedBy: "first", Reason: "group first serves a tool of the same name"}}
+		if !slices.Equal(info.Skipped, want) || !slices.Equal(info.Tools, []string{"other"}) || info.ToolCount != 1 {
+			t.Fatalf("tools %v (%d), skipped %+v", info.Tools, info.ToolCount, info.Skipped)
 		}
 	})
 	t.Run("a plugin whose id is a core tool name is blocked whole", func(t *testing.T) {
@@ -180,6 +182,39 @@ func TestConflictRules(t *testing.T) {
 			t.Fatal("blocked group not marked blocked")
 		}
 	})
+}
+
+// TestSkippedToolsAreSaid: an MCP server's tools that a core group's
+// names shadow, the core group registering after it (as a builtin may, the
+// modules starting in parallel), are neither counted nor lost quietly: the
+// listing counts what the group offers, names the others with the group
+// that serves them, and the log says each one.
+func TestSkippedToolsAreSaid(t *testing.T) {
+	var log proctest.Buffer
+	h := runHost(t, &config.Config{}, &Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &log, Level: hclog.Warn})})
+	addGroup(t, h, "files", SourceMCP, "read_file", "write_file", "directory_tree")
+	addGroup(t, h, "workspace", SourceBuiltin, "read_file", "write_file", "grep")
+	i := slices.IndexFunc(h.Groups(), func(g GroupInfo) bool { return g.ID == "files" })
+	info := h.Groups()[i]
+	offered := listed(t, h, "")
+	if info.ToolCount != 1 || !slices.Equal(info.Tools, []string{"directory_tree"}) || slices.Index(offered, "directory_tree") < 0 {
+		t.Errorf("files: toolCount %d, tools %v; offered %v", info.ToolCount, info.Tools, offered)
+	}
+	var skipped []string
+	for _, s := range info.Skipped {
+		if s.ServedBy != "workspace" || s.Reason != "group workspace serves a tool of the same name" {
+			t.Errorf("skipped %+v", s)
+		}
+		skipped = append(skipped, s.Name)
+	}
+	if !slices.Equal(skipped, []string{"read_file", "write_file"}) {
+		t.Errorf("skipped %v", skipped)
+	}
+	for _, tool := range skipped {
+		if line := "plugin tool name conflict (files): " + tool + " is already provided by group workspace; skipped"; !strings.Contains(log.String(), line) {
+			t.Errorf("the log does not say %q:\n%s", line, log.String())
+		}
+	}
 }
 
 func wantDiag(t *testing.T, h *Host, plugin, msg string) {

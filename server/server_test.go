@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/toolhost/toolhost"
@@ -110,6 +111,40 @@ func get(t *testing.T, url string, v any) int {
 		t.Fatalf("%s: %v", url, err)
 	}
 	return resp.StatusCode
+}
+
+// TestGroupCountsOfferedTools: an MCP server's group whose read_file a core
+// group serves says so in /api/groups: its toolCount counts what a role
+// with the group is offered (it counted read_file too, which the role
+// never got), and the skipped tool is listed with its reason.
+func TestGroupCountsOfferedTools(t *testing.T) {
+	noop := func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return nil, nil }
+	cfg := &config.Config{Roles: []config.Role{{Name: "reader", ToolGroups: []string{"files"}}}}
+	srv, h := serve(t, cfg, &sdk.Group{ID: "workspace", Description: "Files.", Tools: []sdk.Tool{sdk.NewTool("read_file", "Read.", noop)}})
+	files := &sdk.Group{ID: "files", Description: "An MCP server.", Tools: []sdk.Tool{
+		sdk.NewTool("read_file", "Read.", noop), sdk.NewTool("directory_tree", "Tree.", noop), sdk.NewTool("move_file", "Move.", noop)}}
+	spec, err := files.Describe(context.Background(), &toolhost.DescribeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Manager().Register(&host.Group{Spec: *spec, Kind: host.SourceMCP, SourceName: "files", Provider: files}); err != nil {
+		t.Fatal(err)
+	}
+	var groups []host.GroupInfo
+	get(t, srv.URL+"/api/groups", &groups)
+	var role host.RoleTools
+	get(t, srv.URL+"/api/roles/reader/tools", &role)
+	i := slices.IndexFunc(groups, func(g host.GroupInfo) bool { return g.ID == "files" })
+	if i < 0 {
+		t.Fatalf("no group files in %+v", groups)
+	}
+	g := groups[i]
+	if g.ToolCount != len(role.Tools) || g.ToolCount != 2 || !slices.Equal(g.Tools, []string{"directory_tree", "move_file"}) {
+		t.Errorf("files: toolCount %d, tools %v; the role is offered %d tools", g.ToolCount, g.Tools, len(role.Tools))
+	}
+	if want := []host.SkippedTool{{Name: "read_file", ServedBy: "workspace", Reason: "group workspace serves a tool of the same name"}}; !slices.Equal(g.Skipped, want) {
+		t.Errorf("skipped %+v", g.Skipped)
+	}
 }
 
 func TestEndpoints(t *testing.T) {
