@@ -283,7 +283,7 @@ func (s *Server) group(tools []*mcp.Tool) (*toolhost.GroupSpec, map[string]strin
 	spec := &toolhost.GroupSpec{ID: s.opts.ID, Description: s.opts.Description}
 	if init := s.session.InitializeResult(); init != nil {
 		if spec.Description == "" {
-			spec.Description = firstLine(init.Instructions)
+			spec.Description = summary(init.Instructions)
 		}
 		if init.ServerInfo != nil {
 			if spec.Description == "" {
