@@ -157,12 +157,13 @@ func (rt *Runtime) launch(a *agent, begun time.Time) {
 		rt.loop(ctx, a)
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
+		a.ended = true
 		delete(rt.holds, a.id)
 		if rt.lost[a] {
 			delete(rt.lost, a)
 			delete(rt.agents, a.id)
-			rt.changed.Broadcast()
 		}
+		rt.changed.Broadcast()
 	}()
 }
 

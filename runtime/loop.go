@@ -16,8 +16,8 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// agent is an agent run here. rec, pending and cancel are guarded by the
-// runtime's mu; msgs and stored by convMu.
+// agent is an agent run here. rec, pending, busy, ended and cancel are
+// guarded by the runtime's mu; msgs and stored by convMu.
 type agent struct {
 	id      string
 	rec     store.Agent
@@ -25,6 +25,7 @@ type agent struct {
 	wake    chan struct{}
 	pending bool // mail arrived and is not yet taken
 	busy    bool // the loop is working or about to look for work
+	ended   bool // the loop has returned
 	cancel  context.CancelCauseFunc
 	saved   store.Agent // what the loop last stored (only the loop uses it)
 
@@ -286,9 +287,8 @@ func (rt *Runtime) finish(ctx context.Context, a *agent, err error) {
 	} else if serr != nil {
 		rt.log.Error("saving a failed agent", "agent", a.id, "error", serr)
 	}
-	// The event is recorded (an in-memory enqueue) with the status, before
-	// the waiters wake, as agent.completed is: one who waits for the agent,
-	// then flushes the events, finds it.
+	// The event is recorded (an in-memory enqueue) before the loop ends,
+	// which Wait waits for, so that Wait's flush of the events writes it.
 	rt.mu.Lock()
 	a.rec.Status = store.StatusFailed
 	rt.h.Emit(store.Event{Type: EventAgentFailed, AgentID: a.id, Role: a.role,
@@ -393,9 +393,14 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 	}
 	if err != nil {
 		if e := ended(ctx, t.overtime); e != nil {
-			return "", false, e
+			err = e
+		} else {
+			err = toolhost.Errorf(toolhost.CodeInternal, "model provider: %w", err)
 		}
-		return "", false, toolhost.Errorf(toolhost.CodeInternal, "model provider: %w", err)
+		// The turn ends without a reply, not left running in the tree.
+		rt.h.Emit(store.Event{Type: EventTurnCompleted, AgentID: a.id, Role: a.role, ParentID: a.id,
+			Payload: map[string]any{"turn": req.Agent.Turn, "id": turnID, "outcome": "error", "reason": err.Error()}})
+		return "", false, err
 	}
 	t.tokens += resp.Usage.Total()
 	msg := resp.Message
@@ -411,9 +416,11 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 	case len(msg.ToolCalls) > 0:
 		outcome["outcome"], outcome["calls"] = "tool_calls", len(msg.ToolCalls)
 		a.append(msg)
-		if err := rt.toolCalls(ctx, a, t, turnID, msg.ToolCalls); err != nil {
+		failed, err := rt.toolCalls(ctx, a, t, turnID, msg.ToolCalls)
+		if err != nil {
 			return "", false, err
 		}
+		outcome["failed"] = failed
 	case strings.TrimSpace(msg.Content) != "":
 		outcome["outcome"] = "answer"
 		a.append(msg)
@@ -465,10 +472,11 @@ func (rt *Runtime) badOutput(a *agent, t *task, msg model.Message, why string) {
 }
 
 // toolCalls runs a turn's tool calls through the host's pipeline (as a
-// batch, in the executor's mode) and appends their results. Calls the model
-// should not have made (arguments that are not a JSON object, a tool it was
-// not given, invalid arguments) are bad output, reported back to it.
-func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID string, calls []model.ToolCall) error {
+// batch, in the executor's mode), appends their results and returns how
+// many failed. Calls the model should not have made (arguments that are
+// not a JSON object, a tool it was not given, invalid arguments) are bad
+// output, reported back to it.
+func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID string, calls []model.ToolCall) (int, error) {
 	sig := callsSignature(calls)
 	if sig == t.lastCalls {
 		t.sameCalls++
@@ -476,17 +484,18 @@ func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID stri
 		t.lastCalls, t.sameCalls = sig, 1
 	}
 	if t.sameCalls >= rt.cfg.NoProgress {
-		return toolhost.Errorf(toolhost.CodePolicy, "no progress: the model made the same tool call%s %d times in a row (%s)",
+		return 0, toolhost.Errorf(toolhost.CodePolicy, "no progress: the model made the same tool call%s %d times in a row (%s)",
 			plural(len(calls)), t.sameCalls, sig)
 	}
 	results := make([]string, len(calls))
 	var reqs []*toolhost.CallRequest
 	var idx []int
-	bad := 0
+	bad, failed := 0, 0
 	for i, c := range calls {
 		if !isObject(c.Arguments) {
 			results[i] = resultText(nil, toolhost.Errorf(toolhost.CodeValidation, "arguments of %s are not a JSON object: %.200q", c.Name, c.Arguments))
 			bad++
+			failed++
 			continue
 		}
 		reqs = append(reqs, &toolhost.CallRequest{Tool: c.Name, Arguments: json.RawMessage(c.Arguments), Context: toolhost.CallContext{
@@ -500,6 +509,9 @@ func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID stri
 	ctx = toolhost.WithProgress(ctx, func(float64, float64, string) {})
 	for j, out := range rt.h.CallBatch(ctx, reqs, nil) {
 		results[idx[j]] = resultText(out.Result, out.Err)
+		if out.Err != nil || !out.Result.OK {
+			failed++
+		}
 		if out.Err != nil && slices.Contains(badCallCodes, toolhost.CodeOf(out.Err)) {
 			bad++
 			t.lastBad = out.Err.Error()
@@ -513,7 +525,7 @@ func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID stri
 	} else {
 		t.badStreak = 0
 	}
-	return nil
+	return failed, nil
 }
 
 // badCallCodes are the refusals of a call the model should not have made:

@@ -394,9 +394,23 @@ func subtree(all []store.Agent, id string) []string {
 }
 
 // Wait returns once the agent and every agent it spawned (transitively) are
-// idle: waiting with no unread message, failed or terminated; or when ctx
-// ends. Only agents this runtime runs are waited for.
+// idle — waiting with no unread message, or failed or terminated and their
+// loops ended — and the events they recorded are in the store, so that
+// [Tree] then shows all they did; or when ctx ends. Only agents this
+// runtime runs are waited for.
 func (rt *Runtime) Wait(ctx context.Context, id string) error {
+	if err := rt.waitIdle(ctx, id); err != nil {
+		return err
+	}
+	if err := rt.h.FlushEvents(ctx); err != nil {
+		return toolhost.Errorf(toolhost.CodeOf(err), "waiting for the events of agent %s: %w", id, err)
+	}
+	return nil
+}
+
+// waitIdle returns once the agents run here under id are all idle, or
+// when ctx ends.
+func (rt *Runtime) waitIdle(ctx context.Context, id string) error {
 	stop := context.AfterFunc(ctx, func() {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
@@ -415,7 +429,8 @@ func (rt *Runtime) Wait(ctx context.Context, id string) error {
 }
 
 // idle reports whether the agents run here under id are all idle; rt.mu is
-// held.
+// held. A final agent is idle once its loop has ended: the loop records
+// its last events (the failure, a call cut short) after the status.
 func (rt *Runtime) idle(id string) bool {
 	all := make([]store.Agent, 0, len(rt.agents))
 	for _, a := range rt.agents {
@@ -423,7 +438,11 @@ func (rt *Runtime) idle(id string) bool {
 	}
 	for _, x := range subtree(all, id) {
 		a := rt.agents[x]
-		if !a.rec.Final() && (a.busy || a.pending) {
+		if a.rec.Final() {
+			if !a.ended {
+				return false
+			}
+		} else if a.busy || a.pending {
 			return false
 		}
 	}

@@ -220,8 +220,8 @@ func lastToolResult(r model.Request) string {
 
 // orgScript: root creates a role limited to workspace, spawns an agent of it
 // with a task and waits; the agent writes a file, tries run_command and
-// send_message (not its tools) and finishes: its answer is reported to root,
-// which wakes and answers.
+// send_message (not its tools; its turns after them go on with "if": "any")
+// and finishes: its answer is reported to root, which wakes and answers.
 const orgScript = `{
   "roles": {
     "root": [
@@ -233,8 +233,8 @@ const orgScript = `{
     "writer": [
       {"tool_calls": [{"name": "write_file", "arguments": {"path": "hello.txt", "content": "hello"}}]},
       {"tool_calls": [{"name": "run_command", "arguments": {"command": "cat hello.txt"}}]},
-      {"tool_calls": [{"name": "send_message", "arguments": {"to": "{{.Parent}}", "message": "wrote hello.txt"}}]},
-      {"final_answer": "wrote hello.txt"}
+      {"tool_calls": [{"name": "send_message", "arguments": {"to": "{{.Parent}}", "message": "wrote hello.txt"}}], "if": "any"},
+      {"final_answer": "wrote hello.txt", "if": "any"}
     ]
   }
 }`
@@ -451,11 +451,11 @@ func TestLimitsStopARunawayAgent(t *testing.T) {
 		turns                int
 	}{{
 		name:   "max_turns",
-		script: `{"tool_calls": [{"name": "list_files", "arguments": {"path": "{{.Turn}}"}}], "repeat": -1}`,
+		script: `{"tool_calls": [{"name": "list_files", "arguments": {"path": "{{.Turn}}"}}], "repeat": -1, "if": "any"}`,
 		limits: "max_turns = 5", code: toolhost.CodePolicy, msg: "max_turns (5)", turns: 5,
 	}, {
 		name:   "max_tokens",
-		script: `{"tool_calls": [{"name": "list_files", "arguments": {"path": "{{.Turn}}"}}], "usage": {"prompt_tokens": 900, "completion_tokens": 100}, "repeat": -1}`,
+		script: `{"tool_calls": [{"name": "list_files", "arguments": {"path": "{{.Turn}}"}}], "usage": {"prompt_tokens": 900, "completion_tokens": 100}, "repeat": -1, "if": "any"}`,
 		limits: "max_tokens = 2500", code: toolhost.CodePolicy, msg: "max_tokens (2500)", turns: 3,
 	}, {
 		name:   "max_wall_time",
@@ -486,8 +486,8 @@ func TestBadOutputIsReportedThenFails(t *testing.T) {
 	e := start(t, `{"roles": {"confused": [
 	  {},
 	  {"tool_calls": [{"name": "no_such_tool", "arguments": {}}]},
-	  {"tool_calls": [{"name": "write_file", "arguments": {"bogus": 1}}]},
-	  {"final_answer": "never reached"}
+	  {"tool_calls": [{"name": "write_file", "arguments": {"bogus": 1}}], "if": "any"},
+	  {"final_answer": "never reached", "if": "any"}
 	]}}`, "max_bad_outputs = 3", "", "")
 	e.createRole("confused", "workspace")
 	a := e.spawn("confused", "be confused")

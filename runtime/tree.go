@@ -114,8 +114,17 @@ func addEvent(nodes map[string]*Node, agent *Node, e store.Event) {
 		switch out := str("outcome"); out {
 		case "tool_calls":
 			n.Title += fmt.Sprintf(" → %d tool call(s)", num("calls"))
+			if failed := num("failed"); failed > 0 {
+				// A turn is not done when one of its calls failed.
+				n.Status = "failed"
+				n.Title += fmt.Sprintf(", %d failed", failed)
+			}
 		case "answer":
 			n.Title += " → final answer"
+		case "error":
+			n.Status = "failed"
+			n.Title += " → no reply: " + output.OneLine(str("reason"), 160)
+			return
 		default:
 			n.Status = "failed"
 			n.Title += " → bad output: " + str("reason")

@@ -29,7 +29,8 @@ import (
 //	"final_answer": "text",
 //	"content":      "raw assistant text (for example for the JSON protocol)",
 //	"usage":        {"prompt_tokens": 10, "completion_tokens": 5},
-//	"repeat":       3
+//	"repeat":       3,
+//	"if":           "failed"
 //
 // The list "*" serves the roles the script does not name. Each agent (by
 // Agent.ID) walks its role's list on its own: every turn request plays the
@@ -39,6 +40,16 @@ import (
 // other. Arguments that are a JSON string are sent as the call's arguments
 // text as is (to script arguments that are not JSON); absent or null ones
 // are "{}".
+//
+// A script never reports a step as done after its tool call failed. A
+// turn's "if" says when it is played: "ok" (the default) unless the tool
+// calls just before it failed, "failed" only right after failed calls
+// (skipped otherwise: a script's way to handle a failure), "any" either
+// way. Calls failed when the request's last messages are their results and
+// one of them is not ok. A turn not played after failed calls stops the
+// agent there instead, with the final answer "Not done: TOOL failed (CODE):
+// MESSAGE" (each failed call, joined by "; "); the turn waits for the
+// agent's next input.
 //
 // final_answer, content, summary and every string inside arguments are
 // text/template templates (missingkey=error) over the fields .Agent (the
@@ -62,7 +73,15 @@ type scriptTurn struct {
 	text   *scriptTemplate // final_answer or content; nil: none
 	usage  *Usage          // nil: estimated
 	repeat int             // -1: forever
+	when   string          // its "if": playIfOK, playIfFailed or playAlways
 }
+
+// The values of a turn's "if".
+const (
+	playIfOK     = "ok"
+	playIfFailed = "failed"
+	playAlways   = "any"
+)
 
 // scriptCall is a tool call of a turn.
 type scriptCall struct {
@@ -153,8 +172,13 @@ func (s *Scripted) Complete(ctx context.Context, req *Request) (*Response, error
 	case PurposeSummary:
 		msg, err = s.summarize(req, data)
 	case PurposeTurn:
+		failed := failedCalls(req.Messages)
 		var t *scriptTurn
-		if t, err = s.next(req.Agent); err == nil {
+		switch t, err = s.next(req.Agent, len(failed) > 0); {
+		case err != nil:
+		case t == nil:
+			msg = Message{Role: RoleAssistant, Content: notDone(failed)}
+		default:
 			msg, err = t.play(req.Agent, data)
 			usage = t.usage
 		}
@@ -196,8 +220,11 @@ func copyRequest(req *Request) Request {
 	return c
 }
 
-// next consumes one play of the agent's current turn.
-func (s *Scripted) next(a Agent) (*scriptTurn, error) {
+// next consumes one play of the agent's current turn, skipping the turns
+// for failures when the calls just before did not fail. It returns nil,
+// and leaves the turn for the next input, when the calls failed and the
+// turn is not for that.
+func (s *Scripted) next(a Agent, afterFailure bool) (*scriptTurn, error) {
 	list, ok := s.roles[a.Role]
 	if !ok {
 		if list, ok = s.roles["*"]; !ok {
@@ -211,15 +238,69 @@ func (s *Scripted) next(a Agent) (*scriptTurn, error) {
 		c = &cursor{}
 		s.cursors[a.ID] = c
 	}
+	for c.index < len(list) && !afterFailure && list[c.index].when == playIfFailed {
+		c.index, c.played = c.index+1, 0
+	}
 	if c.index >= len(list) {
 		return nil, fmt.Errorf("model: scripted: role %q has no turn %d (the script has %d)", a.Role, c.index+1, len(list))
 	}
 	t := list[c.index]
+	if afterFailure && t.when == playIfOK {
+		return nil, nil
+	}
 	c.played++
 	if t.repeat > 0 && c.played >= t.repeat {
 		c.index, c.played = c.index+1, 0
 	}
 	return t, nil
+}
+
+// callFailure is a failed tool call, as its result tells it.
+type callFailure struct {
+	tool, code, message string
+}
+
+// failedCalls returns the failed calls among the results that end msgs:
+// tool messages holding a result envelope whose ok is false.
+func failedCalls(msgs []Message) []callFailure {
+	i := len(msgs)
+	for i > 0 && msgs[i-1].Role == RoleTool {
+		i--
+	}
+	var out []callFailure
+	for _, m := range msgs[i:] {
+		var r struct {
+			OK    *bool `json:"ok"`
+			Error *struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(m.Content), &r) != nil || r.OK == nil || *r.OK {
+			continue
+		}
+		f := callFailure{tool: m.Name}
+		if r.Error != nil {
+			f.code, f.message = r.Error.Code, r.Error.Message
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// notDone is the answer of an agent whose script stops at failed calls.
+func notDone(failed []callFailure) string {
+	parts := make([]string, len(failed))
+	for i, f := range failed {
+		parts[i] = f.tool + " failed"
+		if f.code != "" {
+			parts[i] += " (" + f.code + ")"
+		}
+		if f.message != "" {
+			parts[i] += ": " + f.message
+		}
+	}
+	return "Not done: " + strings.Join(parts, "; ")
 }
 
 // play renders the turn for an agent.

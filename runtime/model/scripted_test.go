@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -67,7 +68,7 @@ func TestParseScriptErrors(t *testing.T) {
   {"final_answer": "a"},
   {"final_answer": "b", "tool_call": []}
 ]}}`,
-			wantErr: `s.json:3,25: unknown field "tool_call" in turn 2 of role "root" (known: tool_calls, final_answer, content, usage, repeat)`,
+			wantErr: `s.json:3,25: unknown field "tool_call" in turn 2 of role "root" (known: tool_calls, final_answer, content, usage, repeat, if)`,
 		},
 		{
 			name: "wrong type",
@@ -85,6 +86,16 @@ func TestParseScriptErrors(t *testing.T) {
 			name:    "repeat below -1",
 			script:  `{"roles": {"w": [{"repeat": -2}]}}`,
 			wantErr: `s.json:1,29: "repeat" of turn 1 of role "w" is -2: want -1 (forever) or at least 1`,
+		},
+		{
+			name:    "unknown if",
+			script:  `{"roles": {"w": [{"if": "maybe"}]}}`,
+			wantErr: `s.json:1,25: "if" of turn 1 of role "w" is "maybe": want "ok", "failed" or "any"`,
+		},
+		{
+			name:    "if of the wrong type",
+			script:  `{"roles": {"w": [{"if": true}]}}`,
+			wantErr: `s.json:1,25: "if" of turn 1 of role "w" must be a string, not a boolean`,
 		},
 		{
 			name:    "fractional repeat",
@@ -290,6 +301,89 @@ func TestScriptedTurns(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			play(t, mustParse(t, tt.script), tt.steps)
+		})
+	}
+}
+
+// TestScriptedNeverReportsAFailedStepAsDone: after failed calls only a
+// turn for failures is played; any other stops the agent with an answer
+// naming what failed, and the script goes on at that turn with the next
+// input.
+func TestScriptedNeverReportsAFailedStepAsDone(t *testing.T) {
+	const script = `{"roles": {"w": [
+  {"tool_calls": [{"name": "write_file"}, {"name": "ls"}]},
+  {"tool_calls": [{"name": "console_print"}]},
+  {"final_answer": "wrote it"}
+], "h": [
+  {"tool_calls": [{"name": "create_role"}]},
+  {"tool_calls": [{"name": "find_role_by_name"}], "if": "failed"},
+  {"tool_calls": [{"name": "spawn"}]},
+  {"final_answer": "anyway", "if": "any"}
+]}}`
+	task := []Message{{Role: RoleUser, Content: "go"}}
+	after := func(results ...string) []Message {
+		msgs := append(slices.Clone(task), Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "x", Name: "write_file", Arguments: "{}"}}})
+		for i, r := range results {
+			msgs = append(msgs, Message{Role: RoleTool, ToolCallID: fmt.Sprint(i), Name: []string{"write_file", "ls"}[i], Content: r})
+		}
+		return msgs
+	}
+	const (
+		ok      = `{"ok":true,"exit_code":0,"stdout":"done","stderr":"","truncated_lines":false,"truncated_bytes":false}`
+		refused = `{"ok":false,"exit_code":0,"stdout":"","stderr":"","truncated_lines":false,"truncated_bytes":false,"error":{"code":"policy","message":"path \"data/x\" is in the host's data directory: refused"}}`
+		exited  = `{"ok":false,"exit_code":1,"stdout":"","stderr":"","truncated_lines":false,"truncated_bytes":false,"error":{"code":"plugin_exited","message":"gone"}}`
+	)
+	calls := func(a Agent, names ...string) Message {
+		m := Message{Role: RoleAssistant}
+		for i, n := range names {
+			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: fmt.Sprintf("call_%s_%d_%d", a.ID, a.Turn, i+1), Name: n, Arguments: "{}"})
+		}
+		return m
+	}
+	w := func(turn int) Agent { return Agent{ID: "w1", Role: "w", Turn: turn} }
+	h := func(id string, turn int) Agent { return Agent{ID: id, Role: "h", Turn: turn} }
+	tests := []struct {
+		name  string
+		steps []step
+	}{{
+		name: "a failed call stops the script with what failed",
+		steps: []step{
+			{agent: w(1), messages: task, want: calls(w(1), "write_file", "ls")},
+			{agent: w(2), messages: after(refused, ok), want: answer(`Not done: write_file failed (policy): path "data/x" is in the host's data directory: refused`)},
+			// The next input resumes the script at the turn it stopped at.
+			{agent: w(3), messages: append(after(refused, ok), answer("x"), Message{Role: RoleUser, Content: "try again"}), want: calls(w(3), "console_print")},
+		},
+	}, {
+		name: "every failed call is named",
+		steps: []step{
+			{agent: w(1), messages: task, want: calls(w(1), "write_file", "ls")},
+			{agent: w(2), messages: after(refused, exited), want: answer(`Not done: write_file failed (policy): path "data/x" is in the host's data directory: refused; ls failed (plugin_exited): gone`)},
+		},
+	}, {
+		name: "calls that succeeded go on",
+		steps: []step{
+			{agent: w(1), messages: task, want: calls(w(1), "write_file", "ls")},
+			{agent: w(2), messages: after(ok, ok), want: calls(w(2), "console_print")},
+			{agent: w(3), messages: after(ok), want: answer("wrote it")},
+		},
+	}, {
+		name: "a turn for failures is skipped after success",
+		steps: []step{
+			{agent: h("a", 1), messages: task, want: calls(h("a", 1), "create_role")},
+			{agent: h("a", 2), messages: after(ok), want: calls(h("a", 2), "spawn")},
+			{agent: h("a", 3), messages: after(refused), want: answer("anyway")},
+		},
+	}, {
+		name: "and played after a failure",
+		steps: []step{
+			{agent: h("b", 1), messages: task, want: calls(h("b", 1), "create_role")},
+			{agent: h("b", 2), messages: after(refused), want: calls(h("b", 2), "find_role_by_name")},
+			{agent: h("b", 3), messages: after(refused), want: answer(`Not done: write_file failed (policy): path "data/x" is in the host's data directory: refused`)},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			play(t, mustParse(t, script), tt.steps)
 		})
 	}
 }

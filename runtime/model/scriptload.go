@@ -173,10 +173,10 @@ func (l *loader) template(n *node, what string, sample map[string]any) (*scriptT
 
 // turn reads a TURN object.
 func (l *loader) turn(n *node, what string) (*scriptTurn, error) {
-	if err := l.fields(n, what, "tool_calls", "final_answer", "content", "usage", "repeat"); err != nil {
+	if err := l.fields(n, what, "tool_calls", "final_answer", "content", "usage", "repeat", "if"); err != nil {
 		return nil, err
 	}
-	t := &scriptTurn{repeat: 1}
+	t := &scriptTurn{repeat: 1, when: playIfOK}
 	var err error
 	for _, c := range n.children {
 		field := fmt.Sprintf("%q of %s", c.key, what)
@@ -193,6 +193,13 @@ func (l *loader) turn(n *node, what string) (*scriptTurn, error) {
 		case "repeat":
 			if t.repeat, err = l.integer(c, field); err == nil && (t.repeat == 0 || t.repeat < -1) {
 				err = l.errorf(c.off, "%s is %d: want -1 (forever) or at least 1", field, t.repeat)
+			}
+		case "if":
+			if err = l.expect(c, '"', field); err == nil {
+				t.when = c.value.(string)
+				if !slices.Contains([]string{playIfOK, playIfFailed, playAlways}, t.when) {
+					err = l.errorf(c.off, "%s is %q: want %q, %q or %q", field, t.when, playIfOK, playIfFailed, playAlways)
+				}
 			}
 		}
 		if err != nil {
