@@ -23,7 +23,7 @@ func TestHangingPluginTimesOut(t *testing.T) {
 	const (
 		concurrent = 16
 		timeout    = 300 * time.Millisecond
-		margin     = 2 * time.Second // generous: the bound is on correctness, not speed
+		margin     = 20 * time.Second // generous, for a loaded machine: the bound is on correctness (the call never returns by itself), not speed
 	)
 	cases := []struct {
 		name string
@@ -59,13 +59,13 @@ func TestHangingPluginTimesOut(t *testing.T) {
 				}()
 			}
 			var fastest, slowest time.Duration
-			giveUp := time.After(30 * time.Second)
+			giveUp := time.After(proctest.Patience)
 			for i := range concurrent {
 				var o outcome
 				select {
 				case o = <-done:
 				case <-giveUp:
-					t.Fatalf("%d of %d calls still running after 30s", concurrent-i, concurrent)
+					t.Fatalf("%d of %d calls still running after %s", concurrent-i, concurrent, proctest.Patience)
 				}
 				if i == 0 || o.took < fastest {
 					fastest = o.took

@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/store"
 )
@@ -49,7 +50,7 @@ func pluginBlock(group, behaviour string, env map[string]string) config.Plugin {
 	}
 	return config.Plugin{
 		Name: group, Kind: config.KindPlugin, Path: exe, Env: e,
-		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 10 * time.Second, Config: []byte("{}"),
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: proctest.Patience, Config: []byte("{}"),
 		Sandbox: &sandbox.Policy{Off: true}, // what chaos breaks is the plugin, not its sandbox
 	}
 }
@@ -60,7 +61,7 @@ func testOptions(t testing.TB) *host.Options {
 	return &host.Options{
 		Logger:         hclog.New(&hclog.LoggerOptions{Output: testLog{t}, Level: hclog.Warn}),
 		RestartBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, HealthyAfter: time.Minute,
-		DescribeTimeout: 10 * time.Second,
+		DescribeTimeout: proctest.Patience,
 	}
 }
 

@@ -54,7 +54,7 @@ role "rememberer" {
 		t.Fatal(err)
 	}
 	cfg.Auth.Disabled = true
-	h, err := host.New(cfg, &host.Options{DescribeTimeout: 30 * time.Second, RestartBackoff: 20 * time.Millisecond})
+	h, err := host.New(cfg, &host.Options{DescribeTimeout: proctest.Patience, RestartBackoff: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

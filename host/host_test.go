@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -40,7 +41,7 @@ func testOptions(t testing.TB) *Options {
 	return &Options{
 		Logger:         hclog.New(&hclog.LoggerOptions{Output: testLog{t}, Level: hclog.Info}),
 		RestartBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
-		DescribeTimeout: 20 * time.Second,
+		DescribeTimeout: proctest.Patience,
 	}
 }
 
@@ -248,6 +249,7 @@ func TestHostilePluginMatrix(t *testing.T) {
 	dir := t.TempDir()
 	marker := func(name string) string { return pidFileEnv + "=" + filepath.Join(dir, name) }
 	plugins := []config.Plugin{testPlugin("good", "good", map[string]string{pidFileEnv: filepath.Join(dir, "good")})}
+	var slow config.Plugin
 	for _, c := range cases {
 		behaviour := c.behaviour
 		if behaviour == "crashloop" {
@@ -262,11 +264,21 @@ func TestHostilePluginMatrix(t *testing.T) {
 		if c.behaviour == "nohandshake" {
 			p.StartTimeout = 500 * time.Millisecond
 		}
+		if c.behaviour == "slowdescribe" {
+			slow = p
+			continue
+		}
 		plugins = append(plugins, p)
 	}
+	// slowdescribe has a host of its own, whose describe timeout (10s) is
+	// what it tests; the others' host waits as long as a loaded machine
+	// needs for their answers (bigspec's 10 MiB, manytools' 5000 tools).
 	opts := testOptions(t)
-	opts.DescribeTimeout = 10 * time.Second // what slowdescribe waits; the others answer in milliseconds
+	opts.DescribeTimeout = proctest.Patience
 	h := runHost(t, &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: plugins}, opts)
+	opts = testOptions(t)
+	opts.DescribeTimeout = 10 * time.Second
+	hosts := map[string]*Host{"slowdescribe": runHost(t, &config.Config{Plugins: []config.Plugin{slow}}, opts)}
 	// The marker finds a live plugin: its absence below means the process is
 	// gone, not that the search is blind.
 	if g, _ := group(h, "testgroup"); !slices.Equal(proctest.WithEnv(marker("good")), []int{g.Source.Pid}) {
@@ -274,6 +286,7 @@ func TestHostilePluginMatrix(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.behaviour, func(t *testing.T) {
+			h := cmp.Or(hosts[c.behaviour], h)
 			proctest.Eventually(t, "the plugin is failed", func() bool { return plugin(h, c.behaviour).State == StateFailed })
 			st := plugin(h, c.behaviour)
 			t.Logf("%s: %s", st.ErrorCode, st.LastError)

@@ -152,7 +152,7 @@ func TestMCPHTTPServer(t *testing.T) {
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close) // after the host's Close, which ends the session's open stream
 	h := startHost(t, config.Plugin{Name: "remote", Kind: config.KindMCP, URL: ts.URL, Headers: map[string]string{"X-Caller": "toolhost"},
-		Restart: config.RestartNever, StartTimeout: 5 * time.Second})
+		Restart: config.RestartNever, StartTimeout: proctest.Patience})
 	if got := toolNames(h, "remote"); !slices.Equal(got, []string{"whoami"}) {
 		t.Fatalf("tools %v (%+v)", got, h.Plugins())
 	}
@@ -169,12 +169,12 @@ func TestMCPHTTPServer(t *testing.T) {
 func TestMCPReferenceServers(t *testing.T) {
 	dir := t.TempDir()
 	memory := config.Plugin{Name: "memory", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-memory"),
-		Env: map[string]string{"MEMORY_FILE_PATH": dir + "/memory.jsonl"}, Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second,
+		Env: map[string]string{"MEMORY_FILE_PATH": dir + "/memory.jsonl"}, Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: proctest.Patience,
 		Sandbox: mcptest.NPMSandbox(dir)}
 	fs := config.Plugin{Name: "fs", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-filesystem"), Args: []string{dir},
-		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second, Sandbox: mcptest.NPMSandbox(dir)}
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: proctest.Patience, Sandbox: mcptest.NPMSandbox(dir)}
 	everything := config.Plugin{Name: "everything", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-everything"),
-		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: 20 * time.Second, Sandbox: mcptest.NPMSandbox()}
+		Restart: config.RestartOnFailure, MaxRestarts: 3, StartTimeout: proctest.Patience, Sandbox: mcptest.NPMSandbox()}
 	prefixed := fs
 	prefixed.Name, prefixed.ToolPrefix = "fs2", "fs_"
 	cfg := &config.Config{Limits: config.Limits{Timeout: 20 * time.Second}, Plugins: []config.Plugin{memory, fs, everything, prefixed},

@@ -205,7 +205,7 @@ func TestMCPPluginExitReachesSessions(t *testing.T) {
 	}
 	cfg := *mcpConfig
 	cfg.Plugins = []config.Plugin{{Name: "notes", Kind: config.KindPlugin, Path: bin, Restart: config.RestartNever,
-		StartTimeout: 10 * time.Second, Config: []byte("{}")}}
+		StartTimeout: proctest.Patience, Config: []byte("{}")}}
 	srv, h := serve(t, &cfg, group("console", "console_print"))
 	cs, changed := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
 	if got := mcptest.ToolNames(t, cs); !slices.Contains(got, "add_note") {

@@ -22,7 +22,7 @@ func TestMCPServerGroup(t *testing.T) {
 	cfg := &config.Config{
 		Limits: config.Limits{Timeout: 30 * time.Second},
 		Plugins: []config.Plugin{{Name: "everything", Kind: config.KindMCP, Path: mcptest.NPMServer(t, "mcp-server-everything"),
-			Restart: config.RestartOnFailure, MaxRestarts: 1, StartTimeout: 20 * time.Second, Sandbox: mcptest.NPMSandbox()}},
+			Restart: config.RestartOnFailure, MaxRestarts: 1, StartTimeout: proctest.Patience, Sandbox: mcptest.NPMSandbox()}},
 		Roles: []config.Role{{Name: "tester", ToolGroups: []string{"everything"}}},
 	}
 	srv, _ := serve(t, cfg)
@@ -80,12 +80,13 @@ func TestMCPServerGroup(t *testing.T) {
 		return len(progress) >= 2
 	})
 
-	// Cancelled by our client: the call ends at once, and the server serves on.
+	// Cancelled by our client: the call ends long before the operation's
+	// 20 s (15 s leaves a loaded machine room), and the server serves on.
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "trigger_long_running_operation", Arguments: map[string]any{"duration": 20, "steps": 4}})
-	if err == nil || time.Since(start) > 5*time.Second {
+	if err == nil || time.Since(start) > 15*time.Second {
 		t.Errorf("a cancelled call returned %v after %s", err, time.Since(start))
 	}
 	if out, isErr := mcptest.CallText(t, cs, "echo", map[string]any{"message": "still here"}); isErr || !strings.Contains(out, "still here") {

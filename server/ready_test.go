@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -34,7 +35,7 @@ func TestReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := withTestToken(&config.Config{DataDir: filepath.Join(dir, "data"), Plugins: []config.Plugin{{Name: "notes", Kind: config.KindPlugin,
-		Path: held, Restart: config.RestartNever, StartTimeout: 30 * time.Second, Config: []byte("{}"),
+		Path: held, Restart: config.RestartNever, StartTimeout: proctest.Patience, Config: []byte("{}"),
 		Sandbox: &sandbox.Policy{Off: true}}}}) // the script waits for a file of the test's
 	h, err := host.New(cfg, nil)
 	if err != nil {
