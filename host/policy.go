@@ -312,7 +312,7 @@ const allToolsKey = "\x00all"
 // have (none: every group), under the global policy, without storing any
 // role: what a role editor shows before saving. Unknown ids are refused.
 func (h *Host) Preview(groups []string) (RoleTools, error) {
-	if err := h.checkGroups(groups); err != nil {
+	if err := h.checkGroups("groups", groups); err != nil {
 		return RoleTools{}, err
 	}
 	s := h.mgr.snap.Load()

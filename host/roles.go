@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -209,13 +210,15 @@ type RoleSpec struct {
 }
 
 // CreateRole stores a new, editable role. Its name must be free and valid,
-// and its tool groups known (validation otherwise).
+// and its tool groups known (validation otherwise, the message starting
+// with the field at fault as [RoleSpec]'s JSON names it: "name: …",
+// "toolGroups: …", "deferredGroups: …").
 func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error) {
 	if !config.ValidRoleName(spec.Name) {
 		return store.Role{}, toolhost.Errorf(toolhost.CodeValidation,
-			"role name %q: must start with a letter or digit and continue with up to 63 letters, digits, '_', '.' or '-'", spec.Name)
+			"name: role name %q: must start with a letter or digit and continue with up to 63 letters, digits, '_', '.' or '-'", spec.Name)
 	}
-	if err := h.checkGroups(spec.ToolGroups); err != nil {
+	if err := h.checkGroups("toolGroups", spec.ToolGroups); err != nil {
 		return store.Role{}, err
 	}
 	if err := h.checkDeferred(spec.ToolGroups, spec.DeferredGroups); err != nil {
@@ -228,7 +231,7 @@ func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error
 		Deferred: dedupe(spec.DeferredGroups), Allow: spec.Allow, Deny: spec.Deny, ReadOnlyTools: spec.ReadOnlyTools, CreatedBy: spec.CreatedBy,
 	})
 	if errors.Is(err, store.ErrExists) {
-		return r, &toolhost.Error{Code: toolhost.CodeValidation, Message: fmt.Sprintf("a role named %q already exists", spec.Name), Err: err}
+		return r, &toolhost.Error{Code: toolhost.CodeValidation, Message: fmt.Sprintf("name: a role named %q already exists", spec.Name), Err: err}
 	}
 	if err != nil {
 		return r, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
@@ -263,7 +266,7 @@ func (h *Host) UpdateRole(ctx context.Context, name string, u RoleUpdate) (store
 		return store.Role{}, err
 	}
 	if u.ToolGroups != nil {
-		if err := h.checkGroups(*u.ToolGroups); err != nil {
+		if err := h.checkGroups("toolGroups", *u.ToolGroups); err != nil {
 			return store.Role{}, err
 		}
 		r.ToolGroups = dedupe(*u.ToolGroups)
@@ -312,10 +315,61 @@ func (h *Host) editable(name string) (store.Role, error) {
 	if err != nil {
 		return r, err
 	}
-	if ro, why := r.ReadOnly(); ro {
+	if ro, why := h.RoleReadOnly(r); ro {
 		return r, toolhost.Errorf(toolhost.CodePolicy, "role %q is read-only: %s", name, why)
 	}
 	return r, nil
+}
+
+// RoleReadOnly says whether the role may be edited at run time and, if
+// not, why and how to change it, as [store.Role.ReadOnly] does; for a role
+// this host's config file declares, it names the file and the line of the
+// role block.
+func (h *Host) RoleReadOnly(r store.Role) (bool, string) {
+	ro, why := r.ReadOnly()
+	if d, ok := h.RoleDeclaredAt(r.Name); ok && r.Source == store.SourceConfig {
+		why = fmt.Sprintf("role %q is declared in the config file, at %s: edit its role block there and restart toolhost serve, which reads the file at start only", r.Name, d)
+	}
+	return ro, why
+}
+
+// RoleDeclaration is where a config file declares a role.
+type RoleDeclaration struct {
+	// File is the config file's path.
+	File string `json:"file"`
+	// Line is the line of the role block; 0 when unknown.
+	Line int `json:"line,omitempty"`
+}
+
+// String returns "FILE:LINE", or FILE when the line is unknown.
+func (d RoleDeclaration) String() string {
+	if d.Line == 0 {
+		return d.File
+	}
+	return d.File + ":" + strconv.Itoa(d.Line)
+}
+
+// RoleDeclaredAt returns where this host's config file declares the role
+// named name; ok is false for a role it does not declare (the root role, a
+// role made at run time, a role of another host's config sharing the store)
+// or when it does not know the file.
+func (h *Host) RoleDeclaredAt(name string) (d RoleDeclaration, ok bool) {
+	for _, r := range h.cfg.Roles {
+		if r.Name != name {
+			continue
+		}
+		// Pos is "file:line,col", the file as the config was loaded.
+		d.File = r.Pos
+		if i := strings.LastIndexByte(r.Pos, ':'); i >= 0 {
+			d.File = r.Pos[:i]
+			d.Line, _ = strconv.Atoi(strings.SplitN(r.Pos[i+1:], ",", 2)[0])
+		}
+		if h.cfg.File != "" {
+			d.File = h.cfg.File
+		}
+		return d, d.File != ""
+	}
+	return d, false
 }
 
 func set[T any](dst *T, v *T) {
@@ -354,8 +408,8 @@ func (h *Host) KnownGroups() []string {
 	return slices.Compact(known)
 }
 
-// checkGroups refuses unknown group ids with validation.
-func (h *Host) checkGroups(ids []string) error {
+// checkGroups refuses unknown group ids with validation, naming field.
+func (h *Host) checkGroups(field string, ids []string) error {
 	known := h.KnownGroups()
 	var unknown []string
 	for _, id := range ids {
@@ -364,8 +418,8 @@ func (h *Host) checkGroups(ids []string) error {
 		}
 	}
 	if len(unknown) > 0 {
-		return toolhost.Errorf(toolhost.CodeValidation, "unknown tool group(s) %s; the groups are: %s",
-			strings.Join(unknown, ", "), strings.Join(known, ", "))
+		return toolhost.Errorf(toolhost.CodeValidation, "%s: unknown tool group(s) %s; the groups are: %s",
+			field, strings.Join(unknown, ", "), strings.Join(known, ", "))
 	}
 	return nil
 }
@@ -373,15 +427,15 @@ func (h *Host) checkGroups(ids []string) error {
 // checkDeferred refuses, with validation, deferred groups that are unknown
 // or not among the role's groups (nil groups: every group).
 func (h *Host) checkDeferred(groups, deferred []string) error {
-	if err := h.checkGroups(deferred); err != nil {
+	if err := h.checkGroups("deferredGroups", deferred); err != nil {
 		return err
 	}
 	for _, id := range deferred {
 		if groups != nil && !slices.Contains(groups, id) {
-			return toolhost.Errorf(toolhost.CodeValidation, "deferred group %q is not one of the role's tool groups (%s)", id, strings.Join(groups, ", "))
+			return toolhost.Errorf(toolhost.CodeValidation, "deferredGroups: deferred group %q is not one of the role's tool groups (%s)", id, strings.Join(groups, ", "))
 		}
 		if id == ToolSearchGroup {
-			return toolhost.Errorf(toolhost.CodeValidation, "%s cannot be deferred: it is how deferred tools are found", id)
+			return toolhost.Errorf(toolhost.CodeValidation, "deferredGroups: %s cannot be deferred: it is how deferred tools are found", id)
 		}
 	}
 	return nil

@@ -19,17 +19,27 @@ const (
 	maxCallBody = 16 << 20
 )
 
-// RoleJSON is a role as the API shows it: the stored role, and whether it
-// may be edited.
+// RoleJSON is a role as the API shows it: the stored role, whether it may
+// be edited and, if not, why and how to change it.
 type RoleJSON struct {
 	store.Role
 	ReadOnly       bool   `json:"readOnly"`
 	ReadOnlyReason string `json:"readOnlyReason,omitempty"`
+	// BuiltIn marks the root role, which the store makes at first start and
+	// nobody edits.
+	BuiltIn bool `json:"builtIn,omitempty"`
+	// DeclaredIn is where this host's config file declares the role (see
+	// [host.Host.RoleDeclaredAt]); none for a role made at run time.
+	DeclaredIn *host.RoleDeclaration `json:"declaredIn,omitempty"`
 }
 
-func roleJSON(r store.Role) RoleJSON {
-	ro, why := r.ReadOnly()
-	return RoleJSON{Role: r, ReadOnly: ro, ReadOnlyReason: why}
+func (s *Server) roleJSON(r store.Role) RoleJSON {
+	ro, why := s.h.RoleReadOnly(r)
+	out := RoleJSON{Role: r, ReadOnly: ro, ReadOnlyReason: why, BuiltIn: r.ID == store.RootRoleID}
+	if d, ok := s.h.RoleDeclaredAt(r.Name); ok && r.Source == store.SourceConfig {
+		out.DeclaredIn = &d
+	}
+	return out
 }
 
 func (s *Server) routesAPI() {
@@ -47,7 +57,7 @@ func (s *Server) listRoles(w http.ResponseWriter, _ *http.Request) {
 	roles := s.h.Roles()
 	out := make([]RoleJSON, len(roles))
 	for i, r := range roles {
-		out[i] = roleJSON(r)
+		out[i] = s.roleJSON(r)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -63,7 +73,7 @@ func (s *Server) createRole(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, roleJSON(role))
+	writeJSON(w, http.StatusCreated, s.roleJSON(role))
 }
 
 // roleRoute serves a route that a token of the role it names may reach; its
@@ -93,7 +103,7 @@ func (s *Server) openRole(w http.ResponseWriter, r *http.Request, name string) (
 func (s *Server) getRole(w http.ResponseWriter, r *http.Request) {
 	role, ok := s.openRole(w, r, r.PathValue("name"))
 	if ok {
-		writeJSON(w, http.StatusOK, roleJSON(role))
+		writeJSON(w, http.StatusOK, s.roleJSON(role))
 	}
 }
 
@@ -137,7 +147,7 @@ func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, roleJSON(role))
+	writeJSON(w, http.StatusOK, s.roleJSON(role))
 }
 
 // field decodes one field of an update.

@@ -3,9 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/sdk"
+	"github.com/toolhost/toolhost/store"
 )
 
 type textArgs struct {
@@ -222,5 +226,90 @@ func TestRolesAPIDeferred(t *testing.T) {
 	var e apiError
 	if code := do(t, "PUT", srv.URL+"/api/roles/declared", `{"deferredGroups":["console"]}`, &e); code != 403 || e.Error.Code != toolhost.CodePolicy {
 		t.Errorf("defer in a config role = %d %+v", code, e)
+	}
+}
+
+// TestCreateRoleRefused: a new role with a taken or invalid name, or groups
+// no module provides, is refused with validation, the message starting with
+// the body's field at fault, and nothing is stored.
+func TestCreateRoleRefused(t *testing.T) {
+	srv := apiServer(t)
+	var before []RoleJSON
+	do(t, "GET", srv.URL+"/api/roles", nil, &before)
+	for _, c := range []struct {
+		name, body, field, message string
+	}{
+		{"a config role's name", `{"name":"declared"}`, "name", `a role named "declared" already exists`},
+		{"root's name", `{"name":"root","toolGroups":["console"]}`, "name", `a role named "root" already exists`},
+		{"no name", `{"toolGroups":["console"]}`, "name", `role name "": must start with a letter or digit`},
+		{"a space", `{"name":"bad name"}`, "name", `role name "bad name"`},
+		{"a path", `{"name":"../x"}`, "name", `role name "../x"`},
+		{"a slash", `{"name":"a/b"}`, "name", `role name "a/b"`},
+		{"65 characters", `{"name":"` + strings.Repeat("r", 65) + `"}`, "name", "up to 63"},
+		{"an unknown group", `{"name":"new","toolGroups":["console","nope"]}`, "toolGroups", "unknown tool group(s) nope; the groups are: artifact, console"},
+		{"an unknown deferred group", `{"name":"new","deferredGroups":["nope"]}`, "deferredGroups", "unknown tool group(s) nope"},
+		{"a deferred group not the role's", `{"name":"new","toolGroups":["console"],"deferredGroups":["artifact"]}`, "deferredGroups", `deferred group "artifact" is not one of the role's tool groups`},
+		{"groups not a list", `{"name":"new","toolGroups":"console"}`, "request body", `field "toolGroups": a JSON string cannot be a []string`},
+		{"an unknown field", `{"name":"new","groups":["console"]}`, "request body", `unknown field "groups"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var e apiError
+			if code := do(t, "POST", srv.URL+"/api/roles", c.body, &e); code != 400 || e.Error.Code != toolhost.CodeValidation ||
+				!strings.HasPrefix(e.Error.Message, c.field+": ") || !strings.Contains(e.Error.Message, c.message) {
+				t.Errorf("POST /api/roles %s = %d %+v, want 400 validation %q naming %s", c.body, code, e, c.message, c.field)
+			}
+		})
+	}
+	var after []RoleJSON
+	if do(t, "GET", srv.URL+"/api/roles", nil, &after); !reflect.DeepEqual(after, before) {
+		t.Errorf("the roles changed:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+
+// TestRoleDeclaredIn: a config role names the file and line of its block,
+// and says that a restart takes the file's changes; root is built in; a
+// role made at run time is neither.
+func TestRoleDeclaredIn(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "config.hcl")
+	src := fmt.Sprintf("data_dir = %q\n\nrole \"developer\" {\n  tool_groups = [\"console\"]\n}\n\nrole \"reader\" {}\n", filepath.Join(dir, "data"))
+	cfg, err := config.Parse([]byte(src), file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, h := serve(t, cfg, group("console", "console_print"))
+	if _, err := h.CreateRole(context.Background(), host.RoleSpec{Name: "made"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct {
+		source store.Source
+		line   int
+	}{"developer": {store.SourceConfig, 3}, "reader": {store.SourceConfig, 7}} {
+		var r RoleJSON
+		if code := do(t, "GET", srv.URL+"/api/roles/"+name, nil, &r); code != 200 || r.Source != want.source || !r.ReadOnly || r.BuiltIn ||
+			r.DeclaredIn == nil || r.DeclaredIn.File != file || r.DeclaredIn.Line != want.line {
+			t.Fatalf("GET %s = %d %+v (declared in %+v)", name, code, r, r.DeclaredIn)
+		}
+		at := fmt.Sprintf("%s:%d", file, want.line)
+		if !strings.Contains(r.ReadOnlyReason, at) || !strings.Contains(r.ReadOnlyReason, "restart toolhost serve") {
+			t.Errorf("%s: reason %q, want %s and the restart", name, r.ReadOnlyReason, at)
+		}
+		for _, req := range []struct {
+			method string
+			body   any
+		}{{"PUT", `{"description":"x"}`}, {"DELETE", nil}} {
+			var e apiError
+			if code := do(t, req.method, srv.URL+"/api/roles/"+name, req.body, &e); code != 403 ||
+				e.Error.Code != toolhost.CodePolicy || !strings.Contains(e.Error.Message, at) {
+				t.Errorf("%s %s = %d %+v, want 403 policy naming %s", req.method, name, code, e, at)
+			}
+		}
+	}
+	var root, made RoleJSON
+	if do(t, "GET", srv.URL+"/api/roles/root", nil, &root); !root.BuiltIn || !root.ReadOnly || root.DeclaredIn != nil || !strings.Contains(root.ReadOnlyReason, "built in") {
+		t.Errorf("root = %+v", root)
+	}
+	if do(t, "GET", srv.URL+"/api/roles/made", nil, &made); made.BuiltIn || made.ReadOnly || made.DeclaredIn != nil || made.ReadOnlyReason != "" {
+		t.Errorf("made = %+v", made)
 	}
 }

@@ -269,6 +269,56 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// TestRoleTokensCannotAdminister: only the admin token manages roles and
+// tokens. A role token, the root role's included (its org_management tools
+// create roles through MCP, never tokens), cannot create, change or delete a
+// role over the API, nor make, list or revoke a token, its own role's
+// included: a leaked token cannot outlive its revocation through another.
+func TestRoleTokensCannotAdminister(t *testing.T) {
+	srv, h, dev, roles := guarded(t, config.Auth{})
+	ctx := context.Background()
+	root, _, err := h.Store().CreateToken(ctx, "root-agent", "root", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := func() string {
+		list, err := h.Store().Tokens(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range list {
+			list[i].LastUsedAt = time.Time{} // the attacks themselves use them
+		}
+		raw, _ := json.Marshal(list)
+		return string(raw)
+	}
+	beforeRoles, beforeTokens := roles(), tokens()
+	for who, token := range map[string]string{"root": root, "developer": dev} {
+		for _, a := range []attack{
+			{name: "create a role of every group", method: "POST", path: "/api/roles", body: `{"name":"mine"}`},
+			{name: "widen root", method: "PUT", path: "/api/roles/root", body: `{"toolGroups":null}`},
+			{name: "widen developer", method: "PUT", path: "/api/roles/developer", body: `{"toolGroups":null}`},
+			{name: "delete developer", method: "DELETE", path: "/api/roles/developer"},
+			{name: "a token for its own role", method: "POST", path: "/api/auth/tokens", body: `{"role":"` + who + `"}`},
+			{name: "a token for root", method: "POST", path: "/api/auth/tokens", body: `{"role":"root","name":"mine"}`},
+			{name: "a metrics token", method: "POST", path: "/api/auth/tokens", body: `{"scope":"metrics"}`},
+			{name: "the token list", method: "GET", path: "/api/auth/tokens"},
+			{name: "revoke another's token", method: "DELETE", path: "/api/auth/tokens/cursor"},
+			{name: "revoke root's token", method: "DELETE", path: "/api/auth/tokens/root-agent"},
+		} {
+			a.name, a.token, a.status, a.code = who+": "+a.name, token, http.StatusForbidden, toolhost.CodePolicy
+			a.message = `token "` + map[string]string{"root": "root-agent", "developer": "cursor"}[who] + `" is for role ` + who
+			a.send(t, srv)
+		}
+	}
+	if after := roles(); after != beforeRoles {
+		t.Errorf("the roles changed:\nbefore %s\nafter  %s", beforeRoles, after)
+	}
+	if after := tokens(); after != beforeTokens {
+		t.Errorf("the tokens changed:\nbefore %s\nafter  %s", beforeTokens, after)
+	}
+}
+
 // TestTokensAPI: the admin makes, lists and revokes role tokens over HTTP;
 // the secret is shown once and never listed.
 func TestTokensAPI(t *testing.T) {

@@ -59,7 +59,7 @@ type Role struct {
 func (r *Role) ReadOnly() (bool, string) {
 	switch {
 	case r.Name == RootRole:
-		return true, "the root role is built in: its tool groups are fixed to org_management"
+		return true, "the root role is built in: its one tool group, org_management (create roles, spawn agents of any role), is fixed, so that no edit widens what root's agents and tokens can do; make another role for other tools"
 	case r.Source == SourceConfig:
 		return true, fmt.Sprintf("role %q is declared in the config file; edit its role block there and restart", r.Name)
 	}
