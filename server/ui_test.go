@@ -126,11 +126,11 @@ func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 }
 
 // eval evaluates a JavaScript expression in the page.
-func eval[T any](b *browser, expr string) T {
+func eval[T any](b *browser, expr string, opts ...chromedp.EvaluateOption) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, uiWait)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		b.t.Fatalf("evaluate %s: %v", expr, err)
 	}
@@ -217,7 +217,7 @@ func storedGroups(t *testing.T, h *host.Host, name string) []string {
 
 func TestUIFiles(t *testing.T) {
 	srv := newServer(t)
-	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/agents.js": "text/javascript", "/ui/app.css": "text/css"} {
+	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/agents.js": "text/javascript", "/ui/roles.js": "text/javascript", "/ui/app.css": "text/css"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -528,10 +528,11 @@ func TestUIFragmentToken(t *testing.T) {
 	}
 }
 
-// TestUIDocShot writes docs/role-page.png when TOOLHOST_UI_DOC_SHOT is set.
+// TestUIDocShot writes docs/role-page.png, and docs/role-tokens.png (the
+// role page's tokens, one just made), when TOOLHOST_UI_DOC_SHOT is set.
 func TestUIDocShot(t *testing.T) {
 	if os.Getenv("TOOLHOST_UI_DOC_SHOT") == "" {
-		t.Skip("set TOOLHOST_UI_DOC_SHOT=1 to write docs/role-page.png")
+		t.Skip("set TOOLHOST_UI_DOC_SHOT=1 to write docs/role-page.png and docs/role-tokens.png")
 	}
 	ws := group("workspace", "read_file", "write_file", "list_dir", "search_files")
 	ws.Description = "Read, write and search files under the workspace root."
@@ -551,6 +552,16 @@ func TestUIDocShot(t *testing.T) {
 	b.wait("the token cost", `document.querySelector('#tokens').dataset.state === 'ready'`)
 	eval[any](b, `document.querySelector('li[data-group="workspace"] details').open = true`)
 	if err := b.screenshot(filepath.Join("..", "docs", "role-page.png")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.CreateToken(context.Background(), "ci", "researcher", time.Time{}, "api"); err != nil {
+		t.Fatal(err)
+	}
+	b.do("the token's name", chromedp.SendKeys(chromedp.CSS("#token-name"), "cursor"))
+	b.click("#make-token")
+	b.wait("the secret", `(e => !!e && e.value.startsWith('thk_'))(document.querySelector('#new-token-secret'))`)
+	eval[any](b, `document.querySelector('#role-tokens').scrollIntoView()`)
+	if err := b.screenshot(filepath.Join("..", "docs", "role-tokens.png")); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -61,12 +61,6 @@ function liveAgents(v, load, status) {
   return reload;
 }
 
-// showError shows e in el (an .error box), or hides el when e is null.
-function showError(el, e) {
-  el.textContent = e ? errorText(e) : '';
-  el.hidden = !e;
-}
-
 async function agentsPage(main, v) {
   const roles = await api('GET', '/api/roles', undefined, v.signal);
   const body = h('tbody', {});

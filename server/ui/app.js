@@ -1,5 +1,6 @@
-// toolhost web UI: roles and their tool groups, groups, live events and
-// pending approvals (the agents views are in agents.js).
+// toolhost web UI: the helpers, the router, groups, live events and pending
+// approvals (the roles views are in roles.js, the agents views in
+// agents.js).
 // Plain JavaScript over the server's JSON API; no external resource. The
 // bearer token, from the address's #token= fragment or asked for once, is
 // kept in sessionStorage for the tab and sent on every request.
@@ -156,6 +157,7 @@ function route() {
   const parts = hash.split('/').map((p) => { try { return decodeURIComponent(p); } catch (_) { return p; } });
   switch (parts[0]) {
     case 'roles': return parts[1] ? ['role', (main, v) => rolePage(main, v, parts[1])] : ['roles', rolesPage];
+    case 'new-role': return ['new-role', newRolePage];
     case 'agents': return parts[1] ? ['agent', (main, v) => agentPage(main, v, parts[1])] : ['agents', agentsPage];
     case 'groups': return ['groups', groupsPage];
     case 'events': return ['events', eventsPage];
@@ -167,7 +169,7 @@ function route() {
 function render() {
   if (view) view.abort.abort();
   const [name, page] = route();
-  const nav = { role: 'roles', agent: 'agents' }[name] || name;
+  const nav = { role: 'roles', 'new-role': 'roles', agent: 'agents' }[name] || name;
   for (const a of $$('nav a')) a.classList.toggle('active', a.dataset.nav === nav);
   const main = $('#main');
   fill(main, h('p', { class: 'muted' }, 'Loading…'));
@@ -191,230 +193,10 @@ function errorBox(e, id) {
   return h('div', { class: 'error', id: id || null, role: 'alert' }, errorText(e));
 }
 
-// ---- Roles ----------------------------------------------------------------
-
-// groupChips shows a role's tool groups (null: all groups), marking those
-// in deferred, whose tools its agents load on demand.
-function groupChips(groups, deferred) {
-  const lazy = deferred || [];
-  const chip = (g) => lazy.includes(g)
-    ? h('span', { class: 'chip deferred', title: 'loaded on demand (find_tools, load_tools)' }, g, ' (on demand)')
-    : h('span', { class: 'chip' }, g);
-  if (groups === null || groups === undefined) return [h('span', { class: 'chip all' }, 'all groups'), lazy.map(chip)];
-  if (groups.length === 0) return h('span', { class: 'muted' }, 'none');
-  return groups.map(chip);
-}
-
-// readsOnlyChip marks a role that keeps only its read-only tools.
-function readsOnlyChip() {
-  return h('span', { class: 'chip reads-only', title: 'only the tools marked read-only (readOnlyHint)' }, 'reads only');
-}
-
-async function rolesPage(main, v) {
-  const roles = await api('GET', '/api/roles', undefined, v.signal);
-  const rows = roles.map((r) => h('tr', { 'data-role': r.name },
-    h('td', {}, h('a', { href: roleHref(r.name), class: 'role-link' }, r.name)),
-    h('td', {}, h('span', { class: 'badge' }, r.source || ''), r.readOnly ? h('span', { class: 'badge ro', title: r.readOnlyReason || '' }, 'read-only') : null),
-    h('td', { class: 'groups' }, groupChips(r.toolGroups, r.deferredGroups), r.readOnlyTools ? readsOnlyChip() : null),
-    h('td', {}, r.description || h('span', { class: 'muted' }, '—'))));
-  fill(main,
-    h('h1', {}, 'Roles'),
-    h('p', { class: 'muted' }, 'A role without tool groups sees every group. Click a role to choose its groups.'),
-    h('table', { id: 'roles', class: 'table' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Source'), h('th', {}, 'Tool groups'), h('th', {}, 'Description'))),
-      h('tbody', {}, rows)));
-}
-
-// ---- Role page ------------------------------------------------------------
-
-async function rolePage(main, v, name) {
-  const [role, groups] = await Promise.all([
-    api('GET', '/api/roles/' + encodeURIComponent(name), undefined, v.signal),
-    api('GET', '/api/groups', undefined, v.signal),
-  ]);
-  const known = new Set(groups.map((g) => g.id));
-  // Groups the role names that are not registered now stay visible, so
-  // that they can be unticked.
-  const missing = (role.toolGroups || []).filter((id) => !known.has(id));
-  let saved = role.toolGroups;
-  let savedDeferred = role.deferredGroups || [];
-  let savedReadsOnly = !!role.readOnlyTools;
-
-  const selected = () => $$('input.group', main).filter((c) => c.checked).map((c) => c.dataset.group);
-  // A group is the role's when it is ticked, or when none is (every group).
-  const ofRole = (id, sel) => sel.length === 0 || sel.includes(id);
-  const selectedDeferred = () => {
-    const sel = selected();
-    return $$('input.defer', main).filter((c) => c.checked && ofRole(c.dataset.group, sel)).map((c) => c.dataset.group);
-  };
-  const ro = !!role.readOnly;
-
-  const groupCard = (g, isMissing) => {
-    const checked = (saved || []).includes(g.id);
-    const tools = g.tools || [];
-    return h('li', { class: 'group-card' + (isMissing ? ' missing' : '') + (g.blocked ? ' blocked' : ''), 'data-group': g.id },
-      h('label', { class: 'group-head' },
-        h('input', { type: 'checkbox', class: 'group', 'data-group': g.id, checked, disabled: ro, onchange: changed }),
-        h('span', { class: 'group-id' }, g.id),
-        isMissing ? h('span', { class: 'badge warn' }, 'not registered') : h('span', { class: 'badge' }, (g.source && g.source.kind) || ''),
-        g.blocked ? h('span', { class: 'badge warn' }, 'blocked') : null,
-        h('span', { class: 'tool-count' }, isMissing ? '' : `${tools.length} tool${tools.length === 1 ? '' : 's'}`)),
-      // tool_search is how deferred tools are found: it cannot be deferred.
-      g.id === TOOL_SEARCH ? null : h('label', { class: 'group-defer', 'data-group': g.id, title: 'Its tools are the role\'s, but an agent carries their definitions only once it loads them (find_tools, load_tools).' },
-        h('input', { type: 'checkbox', class: 'defer', 'data-group': g.id, checked: savedDeferred.includes(g.id), disabled: ro, onchange: changed }),
-        'load on demand'),
-      h('div', { class: 'group-desc' }, isMissing ? 'This group is not registered now (a plugin not running?). The API refuses unknown groups.' : (g.description || '')),
-      tools.length ? h('details', { class: 'tools' },
-        h('summary', {}, 'Tools'),
-        h('ul', {}, tools.map((t) => h('li', { class: (g.shadowed || []).includes(t) ? 'shadowed' : null }, h('code', {}, t),
-          (g.shadowed || []).includes(t) ? h('span', { class: 'muted' }, ' (served by another group)') : null)))) : null);
-  };
-
-  const current = h('div', { id: 'current-groups', class: 'groups' });
-  const showCurrent = () => fill(current, 'Saved tool groups: ', groupChips(saved, savedDeferred), savedReadsOnly ? readsOnlyChip() : null);
-  // A role that reads only keeps, of its groups' tools, those marked
-  // read-only (readOnlyTools).
-  const readsOnly = h('input', { type: 'checkbox', id: 'reads-only', checked: savedReadsOnly, disabled: ro, onchange: changed });
-  const readsOnlyBox = h('label', { class: 'reads-only-toggle', title: 'Of its groups\' tools the role keeps those that say they change nothing (MCP\'s readOnlyHint); the others are neither listed nor callable.' },
-    readsOnly, 'Reads only: only the tools marked read-only');
-  // showDefer offers "load on demand" for the role's groups only.
-  const showDefer = () => {
-    const sel = selected();
-    for (const el of $$('label.group-defer', main)) el.hidden = !ofRole(el.dataset.group, sel);
-  };
-
-  const tokensEl = h('span', { id: 'tokens', class: 'big' }, '…');
-  const toolsEl = h('span', { id: 'tools-count' }, '');
-  const allEl = h('span', { id: 'all-tokens' }, '');
-  const eagerEl = h('span', { id: 'eager-tokens' }, '');
-  const eagerBox = h('div', { id: 'eager', class: 'eager', hidden: true }, 'An agent starts with ', eagerEl);
-  const bar = h('div', { class: 'bar-fill' });
-  const tokenErr = h('div', { id: 'tokens-error', class: 'error', hidden: true });
-  const notice = h('div', { id: 'all-groups-notice', class: 'notice', hidden: true },
-    'No group is ticked: the role will see ALL groups (the tool groups are cleared).');
-  const errorEl = h('div', { id: 'error', class: 'error', role: 'alert', hidden: true });
-  const status = h('span', { id: 'status', class: 'status' });
-  const save = h('button', { id: 'save', type: 'button', class: 'primary', disabled: ro, onclick: doSave }, 'Save');
-
-  let seq = 0;
-  async function updateTokens() {
-    const sel = selected().filter((id) => known.has(id));
-    const mine = ++seq;
-    tokensEl.dataset.state = 'loading';
-    try {
-      const t = await api('GET', '/api/tokens?groups=' + encodeURIComponent(sel.join(',')), undefined, v.signal);
-      if (mine !== seq) return;
-      tokensEl.textContent = fmt(t.tokens) + ' tokens';
-      tokensEl.dataset.tokens = t.tokens;
-      toolsEl.textContent = `${fmt(t.tools)} tool${t.tools === 1 ? '' : 's'}`;
-      allEl.textContent = `${fmt(t.allTokens)} tokens (${fmt(t.allTools)} tools)`;
-      bar.style.width = (t.allTokens ? Math.min(100, (100 * t.tokens) / t.allTokens) : 0) + '%';
-      tokenErr.hidden = true;
-      tokensEl.dataset.state = 'ready';
-    } catch (e) {
-      if (mine !== seq || v.signal.aborted) return;
-      tokenErr.textContent = 'Token cost unavailable: ' + e.message;
-      tokenErr.hidden = false;
-      tokensEl.dataset.state = 'error';
-    }
-  }
-
-  // updateEager shows what an agent of the saved role starts with when it
-  // defers groups (the definitions of the others, and tool_search's) or
-  // reads only (its read-only tools).
-  async function updateEager() {
-    try {
-      const t = await api('GET', '/api/roles/' + encodeURIComponent(role.name) + '/tools', undefined, v.signal);
-      const lazy = (t.deferred || []).length;
-      const all = (t.tools || []).length;
-      const count = (k, word) => `${fmt(k)} ${word}${k === 1 ? '' : 's'}`;
-      eagerEl.textContent = lazy === 0
-        ? `${count(all, 'tool')}, ${count(t.eagerTokens, 'token')} (as saved: reads only)`
-        : `${count(t.eagerTokens, 'token')}: ${fmt(all - lazy)} of ${count(all, 'tool')}, ${fmt(lazy)} on demand (as saved)`;
-      eagerEl.dataset.tokens = t.eagerTokens;
-      eagerBox.hidden = lazy === 0 && !savedReadsOnly;
-    } catch (e) {
-      if (v.signal.aborted) return;
-      eagerBox.hidden = true;
-    }
-  }
-
-  const sameSet = (a, b) => a.slice().sort().join(',') === b.slice().sort().join(',');
-  function dirty() {
-    return !sameSet(selected(), saved || []) || !sameSet(selectedDeferred(), savedDeferred) || readsOnly.checked !== savedReadsOnly;
-  }
-
-  function changed() {
-    showDefer();
-    notice.hidden = selected().length !== 0;
-    status.textContent = dirty() ? 'Unsaved changes' : '';
-    status.className = 'status' + (dirty() ? ' dirty' : '');
-    updateTokens();
-  }
-
-  async function doSave() {
-    const sel = selected();
-    // deferredGroups goes along always: a group unticked leaves it too.
-    const body = { toolGroups: sel.length ? sel : null, deferredGroups: selectedDeferred(), readOnlyTools: readsOnly.checked };
-    errorEl.hidden = true;
-    save.disabled = true;
-    status.textContent = 'Saving…';
-    try {
-      const r = await api('PUT', '/api/roles/' + encodeURIComponent(role.name), body, v.signal);
-      saved = r.toolGroups;
-      savedDeferred = r.deferredGroups || [];
-      savedReadsOnly = !!r.readOnlyTools;
-      showCurrent();
-      updateEager();
-      status.textContent = 'Saved';
-      status.className = 'status ok';
-    } catch (e) {
-      if (v.signal.aborted) return;
-      errorEl.textContent = e instanceof APIError ? e.message : String(e.message || e);
-      errorEl.hidden = false;
-      status.textContent = 'Not saved';
-      status.className = 'status dirty';
-    } finally {
-      save.disabled = ro;
-    }
-  }
-
-  showCurrent();
-  const ordered = groups.slice().sort((a, b) => a.id.localeCompare(b.id));
-  fill(main,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/roles' }, 'Roles'), ' / ', role.name),
-    h('h1', {}, role.name, ' ', h('span', { class: 'badge' }, role.source || ''), ro ? h('span', { class: 'badge ro' }, 'read-only') : null),
-    ro ? h('div', { id: 'readonly-reason', class: 'notice ro' }, role.readOnlyReason || 'This role cannot be edited.') : null,
-    h('section', { class: 'role-info' },
-      h('div', {}, h('h3', {}, 'Description'), h('p', { id: 'description' }, role.description || h('span', { class: 'muted' }, 'No description.'))),
-      role.prompt ? h('details', { class: 'prompt' }, h('summary', {}, 'Prompt'), h('pre', { id: 'prompt' }, role.prompt)) : null,
-      current,
-      (role.allow && role.allow.length) || (role.deny && role.deny.length)
-        ? h('div', { class: 'muted' }, role.allow && role.allow.length ? ['Allow: ', role.allow.join(', '), '. '] : null,
-          role.deny && role.deny.length ? ['Deny: ', role.deny.join(', '), '.'] : null) : null,
-      readsOnlyBox),
-    h('div', { class: 'role-layout' },
-      h('section', {},
-        h('h2', {}, 'Tool groups'),
-        h('ul', { id: 'group-list', class: 'group-list' },
-          ordered.map((g) => groupCard(g, false)),
-          missing.map((id) => groupCard({ id, tools: [] }, true)))),
-      h('aside', { class: 'card cost' },
-        h('h3', {}, 'Token cost of the selection'),
-        h('div', {}, tokensEl),
-        h('div', { class: 'muted' }, toolsEl),
-        h('div', { class: 'bar' }, bar),
-        h('div', { class: 'muted' }, 'All tools: ', allEl),
-        eagerBox,
-        h('p', { class: 'muted small' }, 'The cost of the tool definitions an agent of this role is sent, under the global policy. ' +
-          'A group loaded on demand costs nothing until an agent loads its tools.'),
-        h('div', { class: 'actions' }, save, status),
-        notice,
-        errorEl,
-        tokenErr)));
-  notice.hidden = selected().length !== 0;
-  showDefer();
-  await Promise.all([updateTokens(), updateEager()]);
+// showError shows e in el (an .error box), or hides el when e is null.
+function showError(el, e) {
+  el.textContent = e ? errorText(e) : '';
+  el.hidden = !e;
 }
 
 // ---- Groups ---------------------------------------------------------------
