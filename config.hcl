@@ -87,8 +87,11 @@ plugin "chrome" {
 # }
 
 # Roles choose tool groups: an agent sees and may call only its role's tools.
-# Roles declared here are read-only at run time; `toolhost roles create` and
-# POST /api/roles make editable ones. The root role (org_management) always exists.
+# Roles declared here are read-only at run time: edit the block and restart
+# `toolhost serve` (the file is read at start only). The page's New role,
+# `toolhost roles create` and POST /api/roles make editable ones; a role's
+# tokens are made on its page or with `toolhost tokens create`. The root role
+# (org_management) always exists.
 role "developer" {
   description = "Reads, writes and runs code in the workspace."
   prompt      = "You are a careful software developer."
