@@ -10,6 +10,7 @@ import (
 	"go/format"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -35,8 +36,9 @@ func init() { commands["new"] = newCmd }
 const newUsage = "usage: toolhost new module NAME [-dir D] [-toolhost DIR]"
 
 // newCmd is `toolhost new module NAME [-dir D] [-toolhost DIR]`: it writes a
-// module skeleton (main.go, main_test.go, go.mod, go.sum) that builds against
-// the toolhost checkout this binary came from, and prints the next steps.
+// module skeleton (main.go, main_test.go, go.mod, go.sum) that builds and
+// tests offline against the toolhost checkout this binary came from, and
+// prints the next steps.
 func newCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "module" {
 		fmt.Fprintln(stderr, newUsage)
@@ -73,17 +75,21 @@ func newCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, `wrote %s: main.go main_test.go go.mod go.sum
 
-next steps:
-  cd %s && go mod tidy && go test ./... && go build -o %s .
+next steps (nothing to download):
+  cd %s && go test ./... && go build -o %s .
 
 then add this block to config.hcl:
 
 plugin %s {
   path = %s
+  sandbox {} # the system read-only, no network, no file of the host's: loosen it here
 }
 `, mod.Dir, shellQuote(mod.Dir), mod.Name, hclQuote(mod.Name), hclQuote(filepath.Join(mod.Dir, mod.Name)))
 	return 0
 }
+
+// moduleFiles are the files newModule writes.
+var moduleFiles = []string{"go.mod", "go.sum", "main.go", "main_test.go"}
 
 // generated is a module newModule wrote.
 type generated struct {
@@ -122,8 +128,8 @@ func newModule(name, dir, src string) (*generated, error) {
 			return nil, err
 		}
 	}
-	// toolhost's go.sum covers every module its sdk needs, so `go mod tidy`
-	// in the new module finds the checksums it needs without asking anyone.
+	// toolhost's go.sum covers every module its sdk needs, so the new
+	// module finds the checksums it needs without asking anyone.
 	if sum, err := os.ReadFile(filepath.Join(root, "go.sum")); err == nil {
 		files["go.sum"] = sum
 	} else if errors.Is(err, os.ErrNotExist) {
@@ -134,12 +140,37 @@ func newModule(name, dir, src string) (*generated, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	for _, f := range []string{"go.mod", "go.sum", "main.go", "main_test.go"} {
+	for _, f := range moduleFiles {
 		if err := writeNew(filepath.Join(dir, f), files[f]); err != nil {
 			return nil, err
 		}
 	}
+	if err := g.require(); err != nil {
+		for _, f := range moduleFiles {
+			_ = os.Remove(filepath.Join(dir, f)) // so that the same command can be run again
+		}
+		return nil, err
+	}
 	return g, nil
+}
+
+// require adds to go.mod the modules that the new module's packages and
+// tests import through toolhost's sdk, at the checkout's versions (a go
+// directive of 1.17 or later needs each listed, and go test refuses to
+// start until they are), so that the module builds and tests without
+// `go mod tidy`, which loads every dependency as if every build tag were
+// set and may download modules the build never uses. They come from the
+// module cache that building the checkout filled: go list with
+// GOFLAGS=-mod=mod may write go.mod, and with GOPROXY=off it downloads
+// nothing.
+func (g *generated) require() error {
+	cmd := exec.Command("go", "list", "-deps", "-test", "./...")
+	cmd.Dir = g.Dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("listing the modules it needs from the module cache (build the checkout first: scripts/build): %v\n%s", err, out)
+	}
+	return nil
 }
 
 func (g *generated) goMod() []byte {
