@@ -113,11 +113,11 @@ func get(t *testing.T, url string, v any) int {
 	return resp.StatusCode
 }
 
-// TestGroupCountsOfferedTools: an MCP server's group whose read_file a core
-// group serves says so in /api/groups: its toolCount counts what a role
-// with the group is offered (it counted read_file too, which the role
-// never got), and the skipped tool is listed with its reason.
-func TestGroupCountsOfferedTools(t *testing.T) {
+// serveClash serves a host whose MCP server group "files" has a tool that
+// the core group workspace serves, read_file, and two of its own; the
+// config role "reader" has files alone.
+func serveClash(t *testing.T) (*httptest.Server, *host.Host) {
+	t.Helper()
 	noop := func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return nil, nil }
 	cfg := &config.Config{Roles: []config.Role{{Name: "reader", ToolGroups: []string{"files"}}}}
 	srv, h := serve(t, cfg, &sdk.Group{ID: "workspace", Description: "Files.", Tools: []sdk.Tool{sdk.NewTool("read_file", "Read.", noop)}})
@@ -130,6 +130,15 @@ func TestGroupCountsOfferedTools(t *testing.T) {
 	if _, err := h.Manager().Register(&host.Group{Spec: *spec, Kind: host.SourceMCP, SourceName: "files", Provider: files}); err != nil {
 		t.Fatal(err)
 	}
+	return srv, h
+}
+
+// TestGroupCountsOfferedTools: an MCP server's group whose read_file a core
+// group serves says so in /api/groups: its toolCount counts what a role
+// with the group is offered (it counted read_file too, which the role
+// never got), and the skipped tool is listed with its reason.
+func TestGroupCountsOfferedTools(t *testing.T) {
+	srv, _ := serveClash(t)
 	var groups []host.GroupInfo
 	get(t, srv.URL+"/api/groups", &groups)
 	var role host.RoleTools

@@ -45,6 +45,13 @@ function fill(el, ...children) {
 function $(sel, root) { return (root || document).querySelector(sel); }
 function $$(sel, root) { return Array.from((root || document).querySelectorAll(sel)); }
 function fmt(n) { return typeof n === 'number' ? n.toLocaleString('en-US') : '–'; }
+
+// skippedItems lists a group's tools that it does not offer (another group
+// serves the name, or the group is blocked), each with why.
+function skippedItems(skipped) {
+  return skipped.map((s) => h('li', { class: 'skipped' }, h('code', {}, s.name), h('span', { class: 'muted' }, ` (skipped: ${s.reason})`)));
+}
+
 function when(t) {
   if (!t) return '';
   const d = new Date(t);
@@ -224,8 +231,8 @@ async function groupsPage(main, v) {
           h('td', {}, h('span', { class: 'state ' + (s.state || '') }, s.state || '')),
           h('td', {}, s.pid || '–'),
           h('td', {}, s.restarts || 0),
-          h('td', {}, h('details', {}, h('summary', {}, String(g.toolCount)),
-            h('ul', { class: 'plain' }, (g.tools || []).map((t) => h('li', {}, h('code', {}, t)))))));
+          h('td', {}, h('details', {}, h('summary', {}, String(g.toolCount) + ((g.skipped || []).length ? ` (${g.skipped.length} skipped)` : '')),
+            h('ul', { class: 'plain' }, (g.tools || []).map((t) => h('li', {}, h('code', {}, t))), skippedItems(g.skipped || [])))));
       }))),
     h('h2', {}, 'Plugins not running'),
     down.length === 0 ? h('p', { class: 'muted', id: 'plugins-down' }, 'Every configured plugin is running.') :

@@ -126,22 +126,22 @@ async function roleEditor(main, v, role, groups) {
   const groupCard = (g, isMissing) => {
     const checked = (saved || []).includes(g.id);
     const tools = g.tools || [];
+    const skipped = g.skipped || [];
     return h('li', { class: 'group-card' + (isMissing ? ' missing' : '') + (g.blocked ? ' blocked' : ''), 'data-group': g.id },
       h('label', { class: 'group-head' },
         h('input', { type: 'checkbox', class: 'group', 'data-group': g.id, checked, disabled: ro, onchange: changed }),
         h('span', { class: 'group-id' }, g.id),
         isMissing ? h('span', { class: 'badge warn' }, 'not registered') : h('span', { class: 'badge' }, (g.source && g.source.kind) || ''),
         g.blocked ? h('span', { class: 'badge warn' }, 'blocked') : null,
-        h('span', { class: 'tool-count' }, isMissing ? '' : `${tools.length} tool${tools.length === 1 ? '' : 's'}`)),
+        h('span', { class: 'tool-count' }, isMissing ? '' : `${tools.length} tool${tools.length === 1 ? '' : 's'}` + (skipped.length ? `, ${skipped.length} skipped` : ''))),
       // tool_search is how deferred tools are found: it cannot be deferred.
       g.id === TOOL_SEARCH ? null : h('label', { class: 'group-defer', 'data-group': g.id, title: 'Its tools are the role\'s, but an agent carries their definitions only once it loads them (find_tools, load_tools).' },
         h('input', { type: 'checkbox', class: 'defer', 'data-group': g.id, checked: savedDeferred.includes(g.id), disabled: ro, onchange: changed }),
         'load on demand'),
       h('div', { class: 'group-desc' }, isMissing ? 'This group is not registered now (a plugin not running?). The API refuses unknown groups.' : (g.description || '')),
-      tools.length ? h('details', { class: 'tools' },
+      tools.length || skipped.length ? h('details', { class: 'tools' },
         h('summary', {}, 'Tools'),
-        h('ul', {}, tools.map((t) => h('li', { class: (g.shadowed || []).includes(t) ? 'shadowed' : null }, h('code', {}, t),
-          (g.shadowed || []).includes(t) ? h('span', { class: 'muted' }, ' (served by another group)') : null)))) : null);
+        h('ul', {}, tools.map((t) => h('li', {}, h('code', {}, t))), skippedItems(skipped))) : null);
   };
 
   const current = h('div', { id: 'current-groups', class: 'groups' });
