@@ -70,7 +70,9 @@ commands:
                                        the group an MCP server would give (or -url URL): tools as agents
                                        would see them, the server's names, what would be refused
   mcp import FILE                      print mcp_server blocks for the MCP servers of a Claude Desktop,
-                                       Cursor or VS Code config (FILE -: stdin); secrets become env("…")
+                                       Cursor or VS Code config (FILE -: stdin); secrets become env("…");
+                                       it starts them beside -config's modules for a tool_prefix where
+                                       names clash (-probe=false: starts nothing)
   run      -role R [-provider P] [-tree] [-terminate] "TASK"   run an agent until it and the agents it spawned are idle
   agents   list|show|send|terminate    the agents, their conversations and mailboxes
   token    [-config F] [-url]          print the admin token (-url: the page's address carrying it)

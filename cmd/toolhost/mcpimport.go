@@ -16,19 +16,23 @@ import (
 	"strings"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
 )
 
-const mcpImportUsage = "usage: toolhost mcp import [-config F] FILE   (FILE: a Claude Desktop, Cursor or VS Code MCP config; - for stdin)"
+const mcpImportUsage = "usage: toolhost mcp import [-config F] [-probe=false] FILE   (FILE: a Claude Desktop, Cursor or VS Code MCP config; - for stdin)"
 
 // mcpImportCmd prints the mcp_server blocks equivalent to the MCP servers
 // of a client's config file, each stdio server's with a sandbox block for
-// this machine and the config file named by -config. A file it cannot
-// import is exit status 1, with every problem on stderr and nothing on
-// stdout.
+// this machine and the config file named by -config. Unless -probe=false,
+// it starts the servers beside that config's modules to write each one's
+// description and, where its tool names clash with another group's, a
+// tool_prefix (mcpimport_clash.go). A file it cannot import is exit
+// status 1, with every problem on stderr and nothing on stdout.
 func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolhost mcp import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "config.hcl", "the config file the blocks are for: no sandbox may write what it trusts")
+	probe := fs.Bool("probe", true, "start the servers beside the config's modules, for their descriptions and tool names that clash (false: start nothing, write no tool_prefix)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, mcpImportUsage)
 		fs.PrintDefaults()
@@ -53,7 +57,7 @@ func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return 1
 	}
-	m, warning, err := localMachine(*configFile)
+	m, warning, err := localMachine(*configFile, *probe)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return 1
@@ -82,8 +86,8 @@ func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
 
 // importMCP returns the mcp_server blocks for the servers of a client's
 // config (src, called file in messages), each stdio server's with the
-// sandbox it needs on machine m, or every problem found, each naming file
-// and the entry.
+// sandbox it needs on machine m, and with what m's probe learns, or every
+// problem found, each naming file and the entry.
 func importMCP(src []byte, file string, m *machine) ([]byte, error) {
 	field, entries, err := parseClientConfig(src)
 	if err != nil {
@@ -106,10 +110,19 @@ func importMCP(src []byte, file string, m *machine) ([]byte, error) {
 	if len(servers) == 0 {
 		return nil, nil
 	}
-	assignLabels(servers)
+	assignLabels(servers, m.config)
 	im := &importer{file: file, machine: m, names: map[string]bool{}}
 	im.convert(servers)
 	im.confine(servers)
+	if m.probe != nil {
+		l, err := m.probe(im.write(servers))
+		if err == nil {
+			err = im.learn(servers, l)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	return im.write(servers), nil
 }
 
@@ -131,13 +144,15 @@ type mcpServer struct {
 	entry   entry
 	ignored []string // the entry's keys that toolhost does not carry over
 
-	comments []string // written above the block
-	command  value
-	args     []value
-	env      []keyValue
-	url      value
-	headers  []keyValue
-	sandbox  *box // a stdio server's
+	comments    []string // written above the block
+	description string   // what the probe learned, "" when it did not start
+	command     value
+	args        []value
+	env         []keyValue
+	url         value
+	headers     []keyValue
+	toolPrefix  string // where its tool names clash
+	sandbox     *box   // a stdio server's
 }
 
 // keyValue is one entry of env or headers.
@@ -416,14 +431,17 @@ const maxIDLen = 64
 // cut returns at most the first n bytes of s.
 func cut(s string, n int) string { return s[:min(len(s), n)] }
 
-// assignLabels gives each server a distinct group id, sorts the servers by
-// it, and notes where a label is not the server's name. A name that is
-// already a valid id keeps it; the others, in name order, take _2, _3… when
-// their id is taken.
-func assignLabels(servers []*mcpServer) {
-	taken := map[string]bool{}
+// assignLabels gives each server a distinct group id, none of cfg's block
+// names, sorts the servers by it, and notes where a label is not the
+// server's name. A name that is already a valid id keeps it unless cfg
+// has it; the others, in name order, take _2, _3… when their id is taken.
+func assignLabels(servers []*mcpServer, cfg *config.Config) {
+	taken, inConfig := map[string]bool{}, map[string]bool{}
+	for _, p := range cfg.Plugins {
+		taken[p.Name], inConfig[p.Name] = true, true
+	}
 	for _, s := range servers {
-		if id, _ := groupID(s.name); id == s.name {
+		if id, _ := groupID(s.name); id == s.name && !taken[id] {
 			s.label, taken[s.name] = s.name, true
 		}
 	}
@@ -439,8 +457,11 @@ func assignLabels(servers []*mcpServer) {
 		}
 		taken[s.label] = true
 		note := "# from " + strconv.Quote(s.name)
-		if reserved {
+		switch id, _ := groupID(s.name); {
+		case reserved:
 			note += ": a reserved group id, so prefixed with mcp_"
+		case inConfig[id]:
+			note += ": the config has a block of that name"
 		}
 		s.comments = append(s.comments, note)
 	}

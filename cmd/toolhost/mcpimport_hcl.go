@@ -18,14 +18,20 @@ import (
 // operator exports, as comments.
 func (im *importer) write(servers []*mcpServer) []byte {
 	var b strings.Builder
+	for _, n := range im.notes {
+		writeComment(&b, n)
+	}
 	for i, s := range servers {
-		if i > 0 {
+		if i > 0 || len(im.notes) > 0 {
 			b.WriteByte('\n')
 		}
 		for _, c := range s.comments {
 			writeComment(&b, c)
 		}
 		var attrs [][2]string
+		if s.description != "" {
+			attrs = append(attrs, [2]string{"description", quote(s.description)})
+		}
 		if s.entry.URL != "" {
 			attrs = append(attrs, [2]string{"url", s.url.expr()})
 			if len(s.headers) > 0 {
@@ -43,6 +49,9 @@ func (im *importer) write(servers []*mcpServer) []byte {
 			if len(s.env) > 0 {
 				attrs = append(attrs, [2]string{"env", object(s.env, "  ")})
 			}
+		}
+		if s.toolPrefix != "" {
+			attrs = append(attrs, [2]string{"tool_prefix", quote(s.toolPrefix)})
 		}
 		fmt.Fprintf(&b, "mcp_server %s {\n", quote(s.label))
 		writeAttrs(&b, attrs, "  ")

@@ -49,28 +49,42 @@ type machine struct {
 	home   string         // the user's home directory, never made visible whole
 	config *config.Config // the config file the blocks go in: its File, DataDir, PluginDir, Plugins
 	exe    string         // the toolhost binary, which the trust check protects too
+	// probe starts the config with the blocks and says what registered
+	// (probeConfig); nil starts nothing, and no tool_prefix is written.
+	probe func(blocks []byte) (*learned, error)
 }
 
 // localMachine is this machine, with the blocks going in configFile. An
 // existing config that does not load is reported in warning, and its
-// default paths are protected instead of its own.
-func localMachine(configFile string) (m *machine, warning string, err error) {
+// default paths are protected instead of its own. With probe, the
+// machine's probe starts the blocks beside the config (beside nothing when
+// it does not load).
+func localMachine(configFile string, probe bool) (m *machine, warning string, err error) {
 	file, err := filepath.Abs(configFile)
 	if err != nil {
 		return nil, "", err
 	}
-	cfg, err := config.Load(file)
+	var cfg *config.Config
+	src, err := os.ReadFile(file)
+	if err == nil {
+		cfg, err = config.Parse(src, file, nil)
+	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			warning = fmt.Sprintf("%s does not load, so the sandboxes are checked against its default data_dir and plugin_dir: %v", configFile, err)
 		}
+		src = nil
 		if cfg, err = config.Parse(nil, file, nil); err != nil {
 			return nil, "", err
 		}
 	}
 	home, _ := os.UserHomeDir()
 	exe, _ := os.Executable()
-	return &machine{fsys: os.DirFS("/"), path: os.Getenv("PATH"), home: home, config: cfg, exe: exe}, warning, nil
+	m = &machine{fsys: os.DirFS("/"), path: os.Getenv("PATH"), home: home, config: cfg, exe: exe}
+	if probe {
+		m.probe = func(blocks []byte) (*learned, error) { return probeConfig(file, src, blocks) }
+	}
+	return m, warning, nil
 }
 
 // fsPath is the absolute path p as a path of m.fsys.

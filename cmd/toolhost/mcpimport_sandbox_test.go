@@ -200,7 +200,7 @@ func TestMCPImportKeepsTrustedPathsOut(t *testing.T) {
 				}
 			}
 			var stdout, stderr bytes.Buffer
-			if code := run([]string{"mcp", "import", "-config", file, client}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), tc.stderr) || (tc.stderr == "") != (stderr.Len() == 0) {
+			if code := run([]string{"mcp", "import", "-probe=false", "-config", file, client}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), tc.stderr) || (tc.stderr == "") != (stderr.Len() == 0) {
 				t.Fatalf("status %d, stderr %q", code, stderr.String())
 			}
 			out := stdout.String()

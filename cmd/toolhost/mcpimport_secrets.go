@@ -18,6 +18,7 @@ type importer struct {
 	names   map[string]bool // environment variables referenced, or to be exported
 	secrets []export        // the variables made for secrets, in the order of the output
 	refs    []string        // the variables the file refers to, in the order of the output
+	notes   []string        // comments written above the blocks
 }
 
 // export is a variable made for a secret, which the operator sets for

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,7 +130,7 @@ func TestMCPImportParses(t *testing.T) {
 				servers = append(servers, s)
 			}
 			slices.SortFunc(servers, func(a, b *mcpServer) int { return strings.Compare(a.name, b.name) })
-			assignLabels(servers)
+			assignLabels(servers, testMachine().config)
 			if len(blocks) != len(servers) {
 				t.Fatalf("%d blocks for %d servers", len(blocks), len(servers))
 			}
@@ -299,7 +300,7 @@ func TestMCPImportLabels(t *testing.T) {
 		}
 		sorted := slices.Clone(servers)
 		slices.SortFunc(sorted, func(a, b *mcpServer) int { return strings.Compare(a.name, b.name) })
-		assignLabels(sorted)
+		assignLabels(sorted, &config.Config{})
 		for i, s := range servers {
 			if s.label != tc.want[i] {
 				t.Errorf("%q among %q: label %q, want %q", s.name, tc.names, s.label, tc.want[i])
@@ -310,6 +311,18 @@ func TestMCPImportLabels(t *testing.T) {
 			if from := slices.ContainsFunc(s.comments, func(c string) bool { return strings.HasPrefix(c, "# from ") }); from != (s.label != s.name) {
 				t.Errorf("%q → %q: # from comment = %v", s.name, s.label, from)
 			}
+		}
+	}
+}
+
+// TestMCPImportLabelsBesideConfig: a server named as a block of the config
+// the blocks go in takes another label, saying why.
+func TestMCPImportLabelsBesideConfig(t *testing.T) {
+	servers := []*mcpServer{{name: "Notes"}, {name: "chrome"}}
+	assignLabels(servers, &config.Config{Plugins: []config.Plugin{{Name: "chrome"}, {Name: "notes"}}})
+	for i, want := range []string{"chrome_2", "notes_2"} {
+		if s := servers[i]; s.label != want || !slices.Contains(s.comments, "# from "+strconv.Quote(s.name)+": the config has a block of that name") {
+			t.Errorf("%q: label %q, comments %q; want %q", s.name, s.label, s.comments, want)
 		}
 	}
 }
@@ -419,9 +432,9 @@ func TestMCPImportExitStatus(t *testing.T) {
 		status int
 		stderr string
 	}{
-		{[]string{"mcp", "import", sample}, 0, ""},
-		{[]string{"mcp", "import"}, 2, "usage: toolhost mcp import [-config F] FILE"},
-		{[]string{"mcp", "import", "a.json", "b.json"}, 2, "usage: toolhost mcp import [-config F] FILE"},
+		{[]string{"mcp", "import", "-probe=false", sample}, 0, ""},
+		{[]string{"mcp", "import"}, 2, "usage: toolhost mcp import [-config F] [-probe=false] FILE"},
+		{[]string{"mcp", "import", "a.json", "b.json"}, 2, "usage: toolhost mcp import [-config F] [-probe=false] FILE"},
 		{[]string{"mcp", "import", "-x", sample}, 2, "flag provided but not defined: -x"},
 		{[]string{"mcp", "import", filepath.Join(dir, "missing.json")}, 1, "missing.json: no such file"},
 		{[]string{"mcp", "import", bad}, 1, `bad.json: mcpServers."x": has neither command`},
