@@ -59,8 +59,12 @@ builtin "network" {
 }
 
 # Chromium starts on the first call; without it the tools say what to install.
-# Every request of the browser goes through the same network policy: the
-# plugin's own proxy (this block's config), then the sandbox's.
+# Every request of the browser goes through the same network policy twice:
+# the plugin's own proxy, then the sandbox's, which applies the same rules.
+# Say them once, in a config block here: e.g. a local development server:
+#   config {
+#     allow_hosts = ["127.0.0.1"]
+#   }
 plugin "chrome" {
   path    = "chrome"
   restart = "on-failure"

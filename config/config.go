@@ -296,7 +296,9 @@ type Plugin struct {
 	// network, allow_hosts, deny_hosts, allow_private, limits { ... }), with
 	// relative paths resolved against the file's directory; a Policy with Off
 	// set for `sandbox = "off"`; nil when the block says neither. A plugin
-	// block's sandbox confines the plugin's process. The command builtin's
+	// block's sandbox confines the plugin's process; with network =
+	// "allowed", its proxy applies the network keys of the block's config
+	// (see [Config.Confinement]), which it must not repeat. The command builtin's
 	// is not applied to its process: it is sent to the module
 	// (toolhost.ConfigureRequest.Sandbox), which confines the commands it
 	// runs with it, or with its own confined default when nil.

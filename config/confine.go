@@ -1,10 +1,12 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/toolhost/toolhost/netpolicy"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -26,7 +28,11 @@ var moduleLimits = sandbox.Limits{CPUSeconds: -1}
 //     their executable, with no network.
 //
 // A block's own sandbox has no CPU time limit unless it names one, as a
-// module's process lives as long as the host. Confinement is nil for an
+// module's process lives as long as the host. With network = "allowed" and
+// no network rules of its own, its proxy applies those of the block's
+// config {} (allow_hosts, deny_hosts, allow_private: see moduleNetwork), so
+// that the one policy the operator wrote holds the module's process too,
+// whatever the module does with it. Confinement is nil for an
 // HTTP mcp_server (no process of the host's), and the command builtin's is
 // its block's as written: that module confines the commands it runs with
 // it, or with its own default when nil.
@@ -39,6 +45,11 @@ func (c *Config) Confinement(p *Plugin) *sandbox.Policy {
 		pol := *p.Sandbox
 		if pol.Limits.CPUSeconds == 0 { // a module's process lives as long as the host
 			pol.Limits.CPUSeconds = moduleLimits.CPUSeconds
+		}
+		if pol.Network == sandbox.NetworkAllowed && !namesNetwork(pol.Config) {
+			if rules, ok, err := moduleNetwork(p.Config); ok && err == nil {
+				pol.Config = rules
+			}
 		}
 		if workspace {
 			pol.ReadWrite = append(slices.Clone(pol.ReadWrite), moduleRoots(p.Config, c.moduleDir())...)
@@ -57,6 +68,31 @@ func (c *Config) Confinement(p *Plugin) *sandbox.Policy {
 		pol.ReadOnly = []string{p.Path}
 	}
 	return pol
+}
+
+// moduleNetwork is the network policy a module's config {} (JSON) states:
+// its allow_hosts, deny_hosts and allow_private, the keys of every module
+// that reaches the network (netpolicy.Config). ok reports whether it names
+// any of them; err, a value of the wrong type.
+func moduleNetwork(raw json.RawMessage) (rules netpolicy.Config, ok bool, err error) {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil {
+		return rules, false, nil // not an object: it names no key
+	}
+	for _, k := range []string{"allow_hosts", "deny_hosts", "allow_private"} {
+		_, named := keys[k]
+		ok = ok || named
+	}
+	if ok {
+		err = json.Unmarshal(raw, &rules)
+	}
+	return rules, ok, err
+}
+
+// namesNetwork reports whether c says anything: a policy that differs from
+// the default.
+func namesNetwork(c netpolicy.Config) bool {
+	return len(c.AllowHosts) > 0 || len(c.DenyHosts) > 0 || c.AllowPrivate
 }
 
 // Unconfined reports whether block p's module process runs outside any

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/toolhost/toolhost/netpolicy"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
@@ -200,8 +202,37 @@ func (d *decoder) plugin(blk *hcl.Block, declared map[string]hcl.Range) Plugin {
 	attr(d, attrs, "sha256", &p.SHA256, sha256Hex)
 	if cfg := d.onlyBlock(content.Blocks.OfType("config")); cfg != nil {
 		p.Config = d.configJSON(cfg.Body)
+		d.checkNetwork(&p, cfg, content)
 	}
 	return p
+}
+
+// checkNetwork checks the network policy of a block whose sandbox has
+// network = "allowed": the sandbox's proxy applies the rules of its config
+// block (Config.Confinement), which must be rules it can apply, and which
+// the sandbox block must not say a second time.
+func (d *decoder) checkNetwork(p *Plugin, cfg *hcl.Block, content *hcl.BodyContent) {
+	pol := p.Sandbox
+	if pol == nil || pol.Network != sandbox.NetworkAllowed || p.Kind == KindBuiltin && p.Name == "command" {
+		return
+	}
+	rules, ok, err := moduleNetwork(p.Config)
+	if !ok {
+		return
+	}
+	if namesNetwork(pol.Config) {
+		d.fail(content.Blocks.OfType("sandbox")[0].DefRange, "Network policy said twice",
+			fmt.Sprintf("The config block at %s names allow_hosts, deny_hosts or allow_private, and so does this sandbox block. "+
+				"Say the policy once, in config: the sandbox's proxy applies the config's rules.", position(cfg.DefRange)))
+		return
+	}
+	if err == nil {
+		_, err = netpolicy.Compile(rules)
+	}
+	if err != nil {
+		d.fail(cfg.DefRange, "Invalid network policy",
+			fmt.Sprintf("allow_hosts, deny_hosts and allow_private are also the rules of the sandbox's proxy: %v.", err))
+	}
 }
 
 // module decodes what plugin, builtin and mcp_server blocks share: the

@@ -57,15 +57,21 @@ plugin "chrome" {
     screenshot_dir = %q
   }
   sandbox {
-    network     = "allowed"
-    allow_hosts = ["127.0.0.1"]
-    read_write  = [%[4]q]
+    network    = "allowed"  # its proxy applies the config's allow_hosts
+    read_write = [%[4]q]
     limits {
       memory_mb = -1
       processes = 2048
     }
   }
 }`, pluginDir, t.TempDir(), hclList(roots), roots[0], filepath.Join(roots[0], "shots"))
+	return runConfig(t, src)
+}
+
+// runConfig starts a host on the config src and closes it when the test
+// ends; every module must be running.
+func runConfig(t testing.TB, src string) *host.Host {
+	t.Helper()
 	cfg, err := config.Parse([]byte(src), filepath.Join(t.TempDir(), "config.hcl"), nil)
 	if err != nil {
 		t.Fatal(err)

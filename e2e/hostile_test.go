@@ -66,8 +66,7 @@ plugin "chrome" {
     allow_hosts = ["127.0.0.2", "127.0.0.3"]
   }
   sandbox {
-    network     = "allowed"
-    allow_hosts = ["127.0.0.2", "127.0.0.3"]
+    network = "allowed"  # its proxy applies the config's allow_hosts
     limits {
       memory_mb = -1
       processes = 2048

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -178,6 +180,65 @@ func TestSandboxConfinesPlugin(t *testing.T) {
 				t.Fatalf("echo: %+v, %v", res, err)
 			}
 		})
+	}
+}
+
+// TestSandboxHoldsModuleToItsConfigNetwork: a block's config {} says its
+// network policy once (allow_hosts = ["127.0.0.1"], as chrome's README
+// does for a local server) and its sandbox's proxy applies it: a module
+// that ignores its config and fetches whatever a tool argument names (as a
+// compromised one would) reaches the listed address and nothing else, not
+// the host's other loopback addresses, by address or by name, nor anything
+// around the proxy. Before, the sandbox refused the listed address too
+// until its block repeated allow_hosts.
+func TestSandboxHoldsModuleToItsConfigNetwork(t *testing.T) {
+	serve := func(ip string) (string, *atomic.Int32) {
+		var hits atomic.Int32
+		ln, err := net.Listen("tcp", ip+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			hits.Add(1)
+			fmt.Fprint(w, "dev server")
+		})}}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		return ln.Addr().String(), &hits
+	}
+	dev, devHits := serve("127.0.0.1")
+	victim, victimHits := serve("127.0.0.2")
+	_, victimPort, _ := net.SplitHostPort(victim)
+
+	p, _ := sandboxedPlugin("snoop", "snoop", &sandbox.Policy{Network: sandbox.NetworkAllowed}, nil)
+	p.Config = []byte(`{"allow_hosts": ["127.0.0.1"]}`)
+	h := runHost(t, &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{p}}, testOptions(t))
+	if st := plugin(h, "snoop"); st.State != StateRunning {
+		t.Fatalf("plugin not running: %+v", st)
+	}
+	if res, err := callTool(t, h, "http_get", map[string]any{"url": "http://" + dev + "/"}); err != nil || !res.OK || res.Stdout != "200 OK" || devHits.Load() != 1 {
+		t.Fatalf("the address the config allows: %+v, %v (%d requests reached it)", res, err, devHits.Load())
+	}
+	for _, a := range []struct{ name, tool, arg string }{
+		{"another loopback address", "http_get", "http://" + victim + "/"},
+		{"a name for it", "http_get", "http://localhost:" + victimPort + "/"},
+		{"IPv6 loopback", "http_get", "http://[::1]:" + victimPort + "/"},
+		{"around the proxy", "dial", victim},
+		{"the allowed address around the proxy", "dial", dev},
+	} {
+		key := map[string]string{"http_get": "url", "dial": "addr"}[a.tool]
+		res, err := callTool(t, h, a.tool, map[string]any{key: a.arg})
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", a.name, err)
+		case res.OK && res.Stdout != "403 Forbidden":
+			t.Errorf("%s (%s %s): not refused: %q", a.name, a.tool, a.arg, res.Stdout)
+		default:
+			t.Logf("%s: refused: %q %s", a.name, res.Stdout, errorMessage(res))
+		}
+	}
+	if n := victimHits.Load(); n != 0 {
+		t.Errorf("%d requests reached the address the config does not allow", n)
 	}
 }
 
