@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -30,7 +30,7 @@ func TestTokensPreview(t *testing.T) {
 
 func TestEventStream(t *testing.T) {
 	srv, h := approvalServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), proctest.Patience)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/events/stream?type=tool_call.", nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -64,7 +64,7 @@ func TestEventStream(t *testing.T) {
 // polls all reach the client, in order.
 func TestEventStreamPagesThroughABurst(t *testing.T) {
 	srv, h := approvalServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), proctest.Patience)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/events/stream?type=tool_call.completed&limit=7", nil)
 	resp, err := http.DefaultClient.Do(req)

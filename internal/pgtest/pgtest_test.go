@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 
 func connect(t *testing.T, dsn string) *pgx.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), proctest.Patience) // a cluster just started, on a loaded machine
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
