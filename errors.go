@@ -10,7 +10,7 @@ import (
 // below and errors.Is), in JSON and in the result envelope.
 type Code string
 
-// The codes, as DESIGN.md lists them.
+// The codes; docs/errors.md says which part of the host returns each and why.
 const (
 	CodeReservedGroupID  Code = "reserved_group_id"  // a plugin reported a reserved group id
 	CodeDuplicateGroupID Code = "duplicate_group_id" // a group id was registered twice; the new group replaced the old
@@ -27,7 +27,7 @@ const (
 	CodeInternal         Code = "internal"           // a bug or an unexpected condition
 )
 
-// Codes lists every code, in DESIGN.md's order.
+// Codes lists every code, in the order of docs/errors.md.
 var Codes = []Code{
 	CodeReservedGroupID, CodeDuplicateGroupID, CodeInvalidGroupDef, CodeUnknownTool,
 	CodeToolNotAvailable, CodeValidation, CodePolicy, CodeApprovalDenied, CodeTimeout,

@@ -1,6 +1,7 @@
 package toolhost
 
-// Result is the envelope every tool returns (seed 004).
+// Result is the envelope every tool returns, whatever it does: its output,
+// whether the output was cut to the limits, and an error when it failed.
 type Result struct {
 	// OK is false when the tool failed; Error then says why.
 	OK bool `json:"ok"`

@@ -22,8 +22,8 @@ type Model struct {
 	// when that is empty too).
 	APIKey string
 	// Protocol is how tool calls travel: "native" (function calling, the
-	// default) or "json" (seed 004's {tool_calls, final_answer} object in the
-	// reply's text, for models without function calling).
+	// default) or "json" (one {"tool_calls": [...], "final_answer": "..."}
+	// object in the reply's text, for models without function calling).
 	Protocol string
 	// Script is the absolute path of a scripted provider's file of turns.
 	Script string
@@ -42,7 +42,8 @@ const (
 	ModelScripted = "scripted" // a file of turns, for tests and offline demos
 )
 
-// Runtime is the `runtime {}` block: how agents run (seed 004's limits).
+// Runtime is the `runtime {}` block: how agents run and the limits that stop
+// a task (turns, wall time, tokens, repeated calls, bad outputs).
 type Runtime struct {
 	// Provider names the model block agents use; default: the first one.
 	Provider string

@@ -35,8 +35,9 @@ type Role struct {
 	Pos string
 }
 
-// ToolPolicy is a `tools {}` block (seed 003). Each entry names a tool, a
-// group (a plugin's id) or "group:plugins" (every tool from a plugin block).
+// ToolPolicy is a `tools {}` block: which optional tools are visible and which
+// tools are hidden. Each entry names a tool, a group (a plugin's id) or
+// "group:plugins" (every tool from a plugin block).
 type ToolPolicy struct {
 	// Allow makes optional tools visible.
 	Allow []string

@@ -45,7 +45,9 @@ type ApprovalRequest struct {
 	Expires   time.Time       `json:"expires,omitzero"`
 }
 
-// Approver decides whether a call that requires approval may run (seed 002).
+// Approver decides whether a call that requires approval may run: a call
+// of a tool declared so (its spec's RequiresApproval) or whose block in the
+// config requires it (requires_approval).
 // It is asked before the tool runs; ctx ends if the call is cancelled.
 type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Decision, error)

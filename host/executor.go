@@ -236,8 +236,8 @@ func AgentFrom(ctx context.Context) (store.Agent, bool) {
 // executor puts in the context of calls to tools that need it.
 func RuntimeFrom(ctx context.Context) any { return ctx.Value(runtimeKey) }
 
-// inject gives a tool that needs the agent or the runtime what it needs
-// (seed 002), or fails with validation when the call cannot.
+// inject gives a tool that needs the agent or the runtime what it needs,
+// or fails with validation when the call cannot.
 func (c *call) inject(ctx context.Context) (context.Context, error) {
 	spec := c.tool.spec
 	if spec.NeedsAgent {
@@ -546,7 +546,10 @@ func (c *call) markReplay(payload map[string]any) {
 	}
 }
 
-// errorClass maps a code to seed 004's error classes.
+// errorClass maps a code to a tool_call.failed event's error_class:
+// validation, policy, the code itself for a call that failed in running
+// (tool_exec, timeout, cancelled, plugin_exited, approval_denied), else
+// unknown.
 func errorClass(code toolhost.Code) string {
 	switch code {
 	case toolhost.CodeValidation, toolhost.CodeUnknownTool:

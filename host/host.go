@@ -311,8 +311,8 @@ func (h *Host) Start(ctx context.Context) error {
 }
 
 // Diagnostics lists the problems that did not stop the host: tool-name
-// conflicts and blocked plugins (seed 003), and config roles naming groups
-// no module provides.
+// conflicts and blocked plugins (Manager.Register says how they are
+// resolved), and config roles naming groups no module provides.
 func (h *Host) Diagnostics() []Diagnostic {
 	return append(h.mgr.Diagnostics(), h.configRoleDiagnostics()...)
 }

@@ -54,8 +54,8 @@ func (g *Group) Tool(name string) (toolhost.ToolSpec, bool) {
 	return g.Spec.Tools[i], true
 }
 
-// Manager is seed 000's ToolGroupManager: the set of registered groups and the
-// index from tool name to group. It is safe for concurrent use; readers see an
+// Manager is the set of registered groups and the index from tool name to
+// group. It is safe for concurrent use; readers see an
 // immutable snapshot and never wait on writers or on plugins.
 type Manager struct {
 	mu   sync.Mutex // serialises writers
@@ -72,7 +72,8 @@ type snapshot struct {
 	diags   []Diagnostic      // the conflicts found
 }
 
-// Diagnostic is a problem with a group that did not stop the host (seed 003).
+// Diagnostic is a problem with a group that did not stop the host: a tool
+// name two groups report, or a plugin blocked for taking a core tool's name.
 type Diagnostic struct {
 	Level   string `json:"level"`  // "error" or "warning"
 	Plugin  string `json:"plugin"` // the source: a config block's name, or a runtime group's id
@@ -93,13 +94,13 @@ func NewManager() *Manager {
 // invalid_group_def), and a reserved id is refused (reserved_group_id) unless
 // g comes from a builtin block or the runtime. A group already registered under
 // the same id is replaced and returned, for the caller to warn about
-// (duplicate_group_id, seed 000).
+// (duplicate_group_id is a warning, not a refusal).
 //
-// Conflicts are resolved as seed 003 says, each with a Diagnostic: a tool name
-// reported by two groups is served by a core (builtin or runtime) group over a
-// plugin, else by the group registered first; the other group's tool is
-// shadowed until the winner goes away. A plugin group whose id equals a core
-// tool's name is blocked whole.
+// Conflicts are resolved so that a plugin never takes a core tool's name,
+// each with a Diagnostic: a tool name reported by two groups is served by a
+// core (builtin or runtime) group over a plugin, else by the group registered
+// first; the other group's tool is shadowed until the winner goes away. A
+// plugin group whose id equals a core tool's name is blocked whole.
 func (m *Manager) Register(g *Group) (replaced *Group, err error) {
 	return m.put(g, nil)
 }
@@ -261,7 +262,8 @@ func (m *Manager) ToolDefinitions(groupIDs []string) []toolhost.ToolSpec {
 	return out
 }
 
-// GroupInfo summarises a group for listings (seed 000's listGroups).
+// GroupInfo summarises a group for listings: its id, its description and
+// what it offers.
 type GroupInfo struct {
 	ID          string `json:"id"`
 	Description string `json:"description"`

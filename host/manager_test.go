@@ -34,7 +34,7 @@ func runProperty(t *testing.T, f func(*rapid.T)) {
 	rapid.Check(t, f)
 }
 
-// Property 1 (seed 000): after a successful registration the manager holds
+// Registration is consistent: after a successful registration the manager holds
 // the group, and every tool of it is found through GroupOf: in this group, or
 // in the earlier-registered group that already served the name.
 func TestPropertyRegistrationConsistency(t *testing.T) {

@@ -14,7 +14,9 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// ToolDefinition is a tool as a model sees it (seed 000's format).
+// ToolDefinition is a tool as a model sees it, in the function-calling
+// format of OpenAI-compatible chat APIs: {"type": "function", "function":
+// {name, description, parameters}}.
 type ToolDefinition struct {
 	Type     string   `json:"type"` // always "function"
 	Function Function `json:"function"`
@@ -32,7 +34,8 @@ type Function struct {
 	OutputSchema json.RawMessage `json:"-"`
 }
 
-// ToolMeta says where a tool comes from (seed 003's tool metadata).
+// ToolMeta says where a tool comes from: its group, the source that provides
+// it, and whether it is optional.
 type ToolMeta struct {
 	Group    string     `json:"group"`
 	Plugin   string     `json:"plugin"` // the config block's name, or the runtime group's id
@@ -374,7 +377,7 @@ func DefinitionTokens(defs []ToolDefinition) int {
 }
 
 // RolePrompt builds the system prompt for a role: its own prompt, then the
-// tool groups it works with (seed 001 req 3.5). A role without configured
+// tool groups it works with. A role without configured
 // groups is told every group is available, with no hint of restriction; a
 // read-only role is told it only reads.
 func (h *Host) RolePrompt(role string) (string, error) {

@@ -445,7 +445,7 @@ func TestPropertyListingEqualsCalling(t *testing.T) {
 	})
 }
 
-// Property 4 (seed 000) for roles: an agent's tool definitions contain only
+// An agent's tool definitions are its role's: they contain only
 // tools of its role's groups, no duplicates, and every non-optional,
 // undenied tool those groups serve.
 func TestPropertyAgentToolDefinitions(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// groups are the built-in groups the runtime provides (seed 000/001).
+// groups are the built-in groups the runtime provides under reserved ids.
 func (rt *Runtime) groups() []*sdk.Group {
 	return []*sdk.Group{rt.orgGroup(), rt.artifactGroup(), rt.contextGroup(), rt.consoleGroup(), rt.toolSearchGroup()}
 }

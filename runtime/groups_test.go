@@ -259,8 +259,8 @@ func TestOrgManagementRefusals(t *testing.T) {
 	}
 }
 
-// TestJSONProtocol runs an agent whose model speaks seed 004's JSON object
-// instead of native tool calls.
+// TestJSONProtocol runs an agent whose model writes a {"tool_calls",
+// "final_answer"} JSON object in its text instead of native tool calls.
 func TestJSONProtocol(t *testing.T) {
 	e := start(t, `{"roles": {"jsonner": [
 	  {"content": "Sure.\n`+"```json"+`\n{\"tool_calls\": [{\"name\": \"console_print\", \"arguments\": {\"text\": \"via json\"}}], \"final_answer\": \"\"}\n`+"```"+`"},

@@ -1,6 +1,6 @@
 // Package runtime runs agents on a host: the built-in tool groups
 // (org_management, artifact, context, console), registered in-process with
-// their reserved ids, and seed 004's agent loop, which asks a model
+// their reserved ids, and the agent loop, which asks a model
 // provider for the next step, runs the tool calls it asks for through the
 // host's execution pipeline and repeats until a final answer, within
 // limits.

@@ -19,8 +19,8 @@ type Group struct {
 	// Tools are the group's tools, used when ToolsFor is nil.
 	Tools []Tool
 	// ToolsFor, when set, chooses the tools per context: the host passes the
-	// agent, role and session on Describe and on each Call (seed 003's tool
-	// factories). It replaces Tools.
+	// agent, role and session on Describe and on each Call, so a group may
+	// offer different tools to different callers. It replaces Tools.
 	ToolsFor func(ctx context.Context, cc CallContext) ([]Tool, error)
 	// OnConfigure, when set, receives the plugin block's config {} once,
 	// before the first Describe, with the paths the host keeps to itself

@@ -25,7 +25,7 @@ const (
 	RootAgentID = "root"
 )
 
-// Role is a role (seed 000): what its agents are for and which tool groups
+// Role is a role: what its agents are for and which tool groups
 // they may use.
 type Role struct {
 	ID          string `json:"id"`

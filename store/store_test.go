@@ -114,7 +114,7 @@ func TestReconcileConfigRoles(t *testing.T) {
 	})
 }
 
-// Property 7 (seed 000): a role's tool groups, saved and read back after the
+// A role's tool groups, saved and read back after the
 // database is closed and opened again, are the same: nil stays "not
 // configured", an empty list stays empty, order is kept.
 func TestPropertyToolGroupsPersist(t *testing.T) {

@@ -398,10 +398,6 @@ func httpURL(s string) bool {
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// reservedID reports whether an mcp_server may not use id: the reserved
-// group ids, with tool_search, which DESIGN.md reserves too.
-func reservedID(id string) bool { return toolhost.IsReserved(id) || id == "tool_search" }
-
 // groupID maps a server's name to a group id: lower case, every character
 // but a-z 0-9 _ - as _, mcp_ before one that does not start with a letter
 // or is reserved (then reserved is true), at most 64 bytes.
@@ -418,7 +414,7 @@ func groupID(name string) (id string, reserved bool) {
 		}
 	}
 	id = cut(b.String(), maxIDLen)
-	reserved = reservedID(id)
+	reserved = toolhost.IsReserved(id)
 	if id == "" || id[0] < 'a' || id[0] > 'z' || reserved {
 		id = cut("mcp_"+b.String(), maxIDLen)
 	}

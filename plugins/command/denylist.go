@@ -8,7 +8,8 @@ import (
 	"strings"
 )
 
-// denylist refuses commands that are obviously destructive (seed 004). It
+// denylist refuses commands that are obviously destructive: a speed bump in
+// front of the sandbox, never the defence. It
 // parses the command line the way bash splits it — quotes, separators
 // (; & | newlines), subshells and command substitutions — and judges each
 // simple command by its program and arguments, so spellings such as

@@ -10,7 +10,7 @@ import (
 )
 
 // JSONProtocol wraps a provider whose model has no native tool calling in
-// seed 004's JSON protocol: the tools travel in the system prompt, and the
+// a JSON protocol: the tools travel in the system prompt, and the
 // model replies with one JSON object {"tool_calls": [...], "final_answer":
 // "..."} that is turned back into tool calls or an answer. Summary requests
 // pass through untouched.

@@ -1,7 +1,7 @@
 // Package model is the agent runtime's view of a language model: one
 // Provider interface, an OpenAI-compatible chat-completions client, a
 // scripted provider that replays a file of turns (tests, offline demos), and
-// seed 004's JSON protocol for models without native tool calling.
+// a JSON protocol (JSONProtocol) for models without native tool calling.
 package model
 
 import (

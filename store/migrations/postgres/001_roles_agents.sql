@@ -1,4 +1,4 @@
--- Roles and agents (seed 000/001), as migrations/sqlite/001. Text columns
+-- Roles and agents, as migrations/sqlite/001. Text columns
 -- compared by order (timestamps) use the C collation, so that text order is
 -- byte order whatever the database's locale. Tables whose changes other
 -- hosts follow notify toolhost_changes with their name.

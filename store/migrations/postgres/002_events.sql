@@ -1,4 +1,4 @@
--- Audit events (seed 004), as migrations/sqlite/002: ids from a sequence,
+-- Audit events, as migrations/sqlite/002: ids from a sequence,
 -- so they grow with time within each host's commits.
 CREATE TABLE events (
   id        BIGSERIAL PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Roles and agents (seed 000/001). tool_groups is a JSON array, NULL when the
+-- Roles and agents. tool_groups is a JSON array, NULL when the
 -- role has none configured (then every group is available).
 CREATE TABLE roles (
   id             TEXT PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Audit events (seed 004): every step of a tool call, group and plugin
+-- Audit events: every step of a tool call, group and plugin
 -- changes. ts is UTC RFC 3339 with a fixed nine-digit fraction, so that text
 -- order is time order; payload is a JSON object; parent_id links event trees.
 -- Writes are the hot path (two rows per tool call), so the table keeps one

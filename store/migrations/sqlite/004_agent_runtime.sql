@@ -1,4 +1,4 @@
--- The agent runtime (seed 004's worker): what an agent is doing, its
+-- The agent runtime: what an agent is doing, its
 -- conversation, its mailbox, and the artifacts agents store.
 -- kind is 'runtime' for an agent the runtime runs (spawned with a model
 -- loop), 'external' for an identity only (an MCP client, the root agent).
