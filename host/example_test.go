@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
@@ -12,19 +14,31 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// Embedding the host: load a config (its plugin and builtin blocks start as
-// subprocesses), register an in-process group, list the groups and call a tool.
+// Embedding the host: load a config whose plugin block starts a module as a
+// sandboxed subprocess, register an in-process group, list the groups, and
+// call tools as an agent of a role. The plugin is the repository's
+// examples/notes module, built first into the config's plugin directory
+// (bin/plugins), where a deployment installs its modules.
 func Example() {
-	dataDir, _ := os.MkdirTemp("", "toolhost-example-")
-	defer os.RemoveAll(dataDir)
-	src := fmt.Sprintf(`
-		data_dir = %q
-		limits { timeout = "5s" }
+	dir, err := os.MkdirTemp("", "toolhost-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	buildNotes(filepath.Join(dir, "bin", "plugins", "notes"))
+	file := filepath.Join(dir, "config.hcl")
+	err = os.WriteFile(file, []byte(`
+		plugin "notes" {
+		  path = "notes"
+		}
 		role "scribe" {
 		  description = "Writes things down."
-		  tool_groups = ["console"]
-		}`, dataDir)
-	cfg, err := config.Parse([]byte(src), "config.hcl", nil)
+		  tool_groups = ["notes", "console"]
+		}`), 0o644)
+	if err != nil {
+		panic(err)
+	}
+	cfg, err := config.Load(file)
 	if err != nil {
 		panic(err)
 	}
@@ -53,15 +67,15 @@ func Example() {
 		fmt.Println(g.ID, g.Source.Kind, g.Tools)
 	}
 
-	// An agent of the scribe role sees and may call only the console group.
+	// An agent of the scribe role sees and may call the tools of its groups.
 	agent, err := h.CreateAgent(ctx, "scribe", store.Agent{})
 	if err != nil {
 		panic(err)
 	}
 	tools, _ := h.ToolsFor(agent.ID)
-	fmt.Println(len(tools), tools[0].Function.Name)
+	fmt.Println(len(tools), "tools")
 
-	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "console_print", Arguments: []byte(`{"text":"hi"}`),
+	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "add_note", Arguments: []byte(`{"title": "groceries", "body": "eggs"}`),
 		Context: toolhost.CallContext{AgentID: agent.ID}})
 	fmt.Println(res.Stdout, err)
 
@@ -69,7 +83,16 @@ func Example() {
 	fmt.Println(toolhost.CodeOf(err))
 	// Output:
 	// console runtime [console_print]
-	// 1 console_print
-	// printed: hi <nil>
+	// notes plugin [add_note get_note search_notes]
+	// 4 tools
+	// saved groceries <nil>
 	// unknown_tool
+}
+
+// buildNotes builds the examples/notes module into path.
+func buildNotes(path string) {
+	out, err := exec.Command("go", "build", "-o", path, "github.com/toolhost/toolhost/examples/notes").CombinedOutput()
+	if err != nil {
+		panic(fmt.Sprintf("build examples/notes: %v\n%s", err, out))
+	}
 }
