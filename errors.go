@@ -7,7 +7,7 @@ import (
 )
 
 // Code is a stable error code: the same string in Go (through the sentinels
-// below and errors.Is), in JSON and in the result envelope.
+// below and [errors.Is]), in JSON and in the result envelope.
 type Code string
 
 // The codes; docs/errors.md says which part of the host returns each and why.
@@ -34,7 +34,7 @@ var Codes = []Code{
 	CodeCancelled, CodePluginExited, CodeToolExec, CodeInternal,
 }
 
-// Error is an error with a stable code. errors.Is matches any two Errors with
+// Error is an error with a stable code. [errors.Is] matches any two Errors with
 // the same code, so the sentinels below match every error of their code.
 type Error struct {
 	Code    Code   // the stable code
@@ -42,7 +42,7 @@ type Error struct {
 	Err     error  // the cause, if any
 }
 
-// Sentinels for errors.Is, one per code.
+// Sentinels for [errors.Is], one per code.
 var (
 	ErrReservedGroupID  = &Error{Code: CodeReservedGroupID, Message: "reserved group id"}
 	ErrDuplicateGroupID = &Error{Code: CodeDuplicateGroupID, Message: "duplicate group id"}
@@ -59,8 +59,8 @@ var (
 	ErrInternal         = &Error{Code: CodeInternal, Message: "internal error"}
 )
 
-// Errorf returns an *Error with the code and a formatted message. A %w verb
-// keeps the wrapped error reachable through errors.Is and errors.As.
+// Errorf returns an [*Error] with the code and a formatted message. A %w verb
+// keeps the wrapped error reachable through [errors.Is] and [errors.As].
 func Errorf(code Code, format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
 	return &Error{Code: code, Message: err.Error(), Err: errors.Unwrap(err)}
@@ -83,8 +83,9 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// CodeOf returns the code of err: the code of the first *Error in its chain,
-// timeout or cancelled for the context errors, internal otherwise, and "" for nil.
+// CodeOf returns the code of err: the code of the first [*Error] in its chain,
+// timeout or cancelled for the context errors, internal otherwise, and "" for
+// nil.
 func CodeOf(err error) Code {
 	var e *Error
 	switch {

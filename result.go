@@ -34,7 +34,7 @@ const MetaStructuredContent = "structured_content"
 // dropped a result's structured content for being past the byte limit.
 const MetaStructuredContentCut = "structured_content_cut"
 
-// ErrorInfo is the error part of a Result.
+// ErrorInfo is the error part of a [Result].
 type ErrorInfo struct {
 	// Code is one of the stable codes.
 	Code Code `json:"code"`
@@ -52,7 +52,7 @@ type Attachment struct {
 	Data []byte `json:"data"`
 }
 
-// ErrorResult turns an error into a failed Result, with the error's code.
+// ErrorResult turns an error into a failed [Result], with the error's code.
 func ErrorResult(err error) *Result {
 	return &Result{
 		ExitCode: 1,

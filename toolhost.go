@@ -1,6 +1,7 @@
-// Package toolhost holds the types every part of toolhost shares: the tool-group
-// and tool specs a plugin reports, the call context, the result envelope, the
-// Provider interface a group implements and the stable error codes.
+// Package toolhost holds the types every part of toolhost shares: the
+// tool-group and tool specs a plugin reports, the call context, the result
+// envelope, the [Provider] interface a group implements and the stable error
+// codes.
 //
 // Module authors use these through package sdk; embedders through package host.
 package toolhost
@@ -14,9 +15,9 @@ import (
 )
 
 // ProtocolMinor is the minor version of the plugin protocol. It grows when
-// fields are added; a breaking change bumps the major version instead.
-// Minor 1 added ConfigureRequest.HostPaths, minor 2 ConfigureRequest.Sandbox,
-// minor 3 ToolSpec.Title, Annotations and OutputSchema, minor 4 the
+// fields are added; a breaking change bumps the major version instead. Minor 1
+// added [ConfigureRequest.HostPaths], minor 2 [ConfigureRequest.Sandbox],
+// minor 3 [ToolSpec.Title], Annotations and OutputSchema, minor 4 the
 // CallStream RPC, which carries a call's progress, minor 5 trace context
 // (CallContext.Traceparent) and the plugin's spans (CallResponse.Spans).
 const ProtocolMinor = 5
@@ -70,9 +71,10 @@ type ToolSpec struct {
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
-// CallContext says on whose behalf a Describe or a Call happens.
+// CallContext says on whose behalf a [Provider.Describe] or a [Provider.Call]
+// happens.
 type CallContext struct {
-	// CallID identifies one tool call; empty for Describe.
+	// CallID identifies one tool call; empty for [Provider.Describe].
 	CallID string `json:"call_id,omitempty"`
 	// AgentID is the calling agent.
 	AgentID string `json:"agent_id,omitempty"`
@@ -128,9 +130,10 @@ type CallRequest struct {
 type Provider interface {
 	// Describe reports the group and its tools for the request's context.
 	Describe(ctx context.Context, req *DescribeRequest) (*GroupSpec, error)
-	// Configure passes the group's configuration; called once, before Describe.
+	// Configure passes the group's configuration; called once, before
+	// [Provider.Describe].
 	Configure(ctx context.Context, req *ConfigureRequest) error
-	// Call runs one tool. A failing tool is a Result with OK false; an error
+	// Call runs one tool. A failing tool is a [Result] with OK false; an error
 	// means the call could not be carried out.
 	Call(ctx context.Context, req *CallRequest) (*Result, error)
 }

@@ -33,7 +33,7 @@ func ValidToolName(name string) bool { return toolNamePattern.MatchString(name) 
 func ValidGroupID(id string) bool { return groupIDPattern.MatchString(id) }
 
 // Validate checks the spec against the protocol's limits: a well-formed id,
-// at most MaxTools tools with well-formed, distinct names, and an input
+// at most [MaxTools] tools with well-formed, distinct names, and an input
 // schema on each that is a valid JSON-schema object. Errors have code
 // invalid_group_def and name the offending tool.
 func (g *GroupSpec) Validate() error {

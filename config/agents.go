@@ -11,7 +11,7 @@ import (
 type Model struct {
 	// Name is the block label, unique among models.
 	Name string
-	// Type is ModelOpenAI or ModelScripted.
+	// Type is [ModelOpenAI] or [ModelScripted].
 	Type string
 	// BaseURL is an OpenAI-compatible server's API root (the URL before
 	// /chat/completions); empty: the OPENAI_BASE_URL environment variable.
@@ -68,7 +68,7 @@ type Runtime struct {
 	// verbatim; default 8.
 	KeepRecent int
 	// Workspace is the absolute directory put_artifact reads `path` from;
-	// default Config.Workspace.
+	// default [Config.Workspace].
 	Workspace string
 	// Lease is how long a host's claim on a runtime agent lasts unless
 	// renewed (every Lease/3): the agents of a host that died are adopted

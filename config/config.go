@@ -38,7 +38,7 @@ type Config struct {
 	// file>/workspace, TOOLHOST_WORKSPACE overrides. The host creates it.
 	// Like every path an agent can write, it may not hold the config file,
 	// the data or plugin directory or an executable the host runs (see
-	// CheckTrust). "" (a Config built in code) leaves the modules' defaults.
+	// [Config.CheckTrust]). "" (a Config built in code) leaves the modules' defaults.
 	Workspace    string
 	workspacePos string // where the file sets workspace, "" when it does not
 	// LogFormat is how the host logs to stderr: "text" (the default) or
@@ -152,7 +152,7 @@ type Auth struct {
 	// Token is the admin token, which opens every route; TOOLHOST_TOKEN
 	// overrides the file's. Empty means the one generated into the data
 	// directory at first start (see server.AdminToken). At least
-	// MinTokenLength characters.
+	// [MinTokenLength] characters.
 	Token string
 	// Disabled turns authentication off: every request is the admin's. It is
 	// refused with a Listen address that is not loopback.
@@ -172,12 +172,12 @@ type MCP struct {
 	// SessionIdleTimeout ends a session that has had no request open for
 	// this long: its agent is marked terminated, and a request with its id
 	// gets 404, so the client initializes a new one. 0 means
-	// DefaultMCPSessionIdleTimeout.
+	// [DefaultMCPSessionIdleTimeout].
 	SessionIdleTimeout time.Duration
 	// MaxSessionsPerCredential is how many sessions one credential (the
 	// admin token, or one role token) may hold open at once; an initialize
 	// past it is refused with 429. 0 means
-	// DefaultMCPMaxSessionsPerCredential.
+	// [DefaultMCPMaxSessionsPerCredential].
 	MaxSessionsPerCredential int
 }
 
@@ -263,10 +263,10 @@ const (
 type Plugin struct {
 	// Name is the block label.
 	Name string
-	// Kind is KindPlugin, KindBuiltin or KindMCP, after the block type.
+	// Kind is [KindPlugin], [KindBuiltin] or [KindMCP], after the block type.
 	Kind Kind
 	// Path is the absolute path of the executable. A relative `path` resolves against
-	// Config.PluginDir; builtin blocks default to PluginDir/<name>. For an
+	// [Config.PluginDir]; builtin blocks default to PluginDir/<name>. For an
 	// mcp_server it is its `command`: a name without a slash is looked up in
 	// PATH when the server starts, a relative path resolves against the
 	// file's directory; "" for an HTTP server.
@@ -277,7 +277,7 @@ type Plugin struct {
 	Env map[string]string
 	// SHA256 is the executable's pinned digest in lower-case hex, or "" when not pinned.
 	SHA256 string
-	// Restart is the restart policy; default RestartOnFailure.
+	// Restart is the restart policy; default [RestartOnFailure].
 	Restart RestartPolicy
 	// MaxRestarts is how many consecutive restarts are tried before the plugin is marked failed; default 5.
 	MaxRestarts int
@@ -319,7 +319,7 @@ type Plugin struct {
 
 // Options tune parsing; nil means defaults.
 type Options struct {
-	// Getenv looks up environment variables (TOOLHOST_* overrides and the env() function); nil means os.Getenv.
+	// Getenv looks up environment variables (TOOLHOST_* overrides and the env() function); nil means [os.Getenv].
 	Getenv func(string) string
 }
 
@@ -334,7 +334,7 @@ func Load(path string) (*Config, error) {
 
 // Parse parses src as the contents of filename. Relative paths in the file resolve against
 // filepath.Dir(filename) made absolute. Environment overrides are applied after parsing.
-// Any error is a Diagnostics listing every problem found.
+// Any error is a [Diagnostics] listing every problem found.
 func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 	getenv := os.Getenv
 	if opts != nil && opts.Getenv != nil {

@@ -9,12 +9,12 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
-// Diagnostics is the error Parse returns: every problem found, not just the first.
+// Diagnostics is the error [Parse] returns: every problem found, not just the first.
 type Diagnostics []Diagnostic
 
 // Diagnostic is one problem, at a position in the file or in an environment variable.
 type Diagnostic struct {
-	// File is the filename as passed to Parse, or the name of the environment variable at fault.
+	// File is the filename as passed to [Parse], or the name of the environment variable at fault.
 	File string
 	// Line and Column are 1-based; both are 0 when the problem has no position in File.
 	Line, Column int

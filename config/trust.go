@@ -78,7 +78,7 @@ type trustPath struct {
 // exe), or lies inside the plugin or data directory: an agent that can
 // write there could change what the host runs or trusts, and get it run
 // unconfined. Paths are compared after resolving symbolic links. Each
-// conflict is one Diagnostic, at the block or attribute that declares the
+// conflict is one [Diagnostic], at the block or attribute that declares the
 // writable path.
 func (c *Config) CheckTrust(exe string) Diagnostics {
 	trusted := []trustPath{

@@ -28,7 +28,7 @@ const (
 // Decision is an approver's answer.
 type Decision struct {
 	Kind      DecisionKind    `json:"decision"`
-	Arguments json.RawMessage `json:"arguments,omitempty"` // for Modify
+	Arguments json.RawMessage `json:"arguments,omitempty"` // for [Modify]
 	Reason    string          `json:"reason,omitempty"`
 }
 
@@ -72,10 +72,10 @@ func (d AlwaysDeny) Approve(context.Context, ApprovalRequest) (Decision, error) 
 // pendingKey is the context key of WithApprovalPending's function.
 type pendingKey struct{}
 
-// WithApprovalPending returns ctx telling an ApprovalQueue to call notify
+// WithApprovalPending returns ctx telling an [ApprovalQueue] to call notify
 // with a call's approval request, its ID set, once the call of ctx waits in
 // the queue: so that its caller may ask someone for the decision (the MCP
-// front asks its client's user) and give it with Decide.
+// front asks its client's user) and give it with [ApprovalQueue.Decide].
 func WithApprovalPending(ctx context.Context, notify func(ApprovalRequest)) context.Context {
 	return context.WithValue(ctx, pendingKey{}, notify)
 }
@@ -85,13 +85,14 @@ func WithApprovalPending(ctx context.Context, notify func(ApprovalRequest)) cont
 // denied once Timeout passes.
 //
 // The queue of a host keeps its approvals in the host's store, so that the
-// hosts sharing a store share one queue: Pending lists every host's waiting
-// calls, and Decide, on any of them, releases the call on the host where it
-// waits — at once when that is this host, else as soon as that host's store
-// watch sees the decision (PostgreSQL notifies it at once; SQLite is polled
-// while a call waits). A queue that no host has bound to a store (see
-// NewApprovalQueue), or whose store fails when a call asks, keeps that call
-// in this process's memory: listed and decided here only.
+// hosts sharing a store share one queue: [ApprovalQueue.Pending] lists every
+// host's waiting calls, and [ApprovalQueue.Decide], on any of them, releases
+// the call on the host where it waits — at once when that is this host, else
+// as soon as that host's store watch sees the decision (PostgreSQL notifies it
+// at once; SQLite is polled while a call waits). A queue that no host has
+// bound to a store (see [NewApprovalQueue]), or whose store fails when a call
+// asks, keeps that call in this process's memory: listed and decided here
+// only.
 type ApprovalQueue struct {
 	// Timeout bounds how long a call stays pending.
 	Timeout time.Duration
@@ -120,7 +121,7 @@ const approvalPoll = 250 * time.Millisecond
 
 // NewApprovalQueue returns an empty queue whose calls wait at most timeout.
 // It keeps its calls in memory until a host binds it to its store: the
-// host's own queue, and one given as Options.Approver, are bound by New.
+// host's own queue, and one given as [Options.Approver], are bound by [New].
 func NewApprovalQueue(timeout time.Duration) *ApprovalQueue {
 	return &ApprovalQueue{Timeout: timeout, waiting: map[string]*pendingApproval{}, wake: make(chan struct{}), log: hclog.NewNullLogger()}
 }
@@ -361,7 +362,7 @@ func (q *ApprovalQueue) Pending() []ApprovalRequest {
 }
 
 // Waiting counts the calls of this process waiting for a decision, without
-// asking the store: Pending lists every host's.
+// asking the store: [ApprovalQueue.Pending] lists every host's.
 func (q *ApprovalQueue) Waiting() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -377,7 +378,7 @@ func notPending(id, why string) error {
 // Decide answers a pending call, on this host or, through the store, on
 // any host sharing it. It fails with validation if id is not pending
 // (decided already, expired, past its deadline, or never asked; wrapping
-// store.ErrNotFound) or the decision is not one of approve, deny and modify
+// [store.ErrNotFound]) or the decision is not one of approve, deny and modify
 // (with arguments).
 func (q *ApprovalQueue) Decide(id string, d Decision) error {
 	var status string

@@ -41,7 +41,7 @@ import (
 //     validation;
 //  4. the arguments are validated against the tool's schema (validation,
 //     naming the field and the rule);
-//  5. a tool that requires approval waits for the Approver (approval_denied);
+//  5. a tool that requires approval waits for the [Approver] (approval_denied);
 //  6. the tool runs, bounded by its timeout (timeout) and the caller's ctx
 //     (cancelled); a plugin that dies fails it with plugin_exited;
 //  7. secrets are redacted from the result, and its output cut to the
@@ -232,7 +232,7 @@ func AgentFrom(ctx context.Context) (store.Agent, bool) {
 	return a, ok
 }
 
-// RuntimeFrom returns the agent runtime (Options.Runtime), which the
+// RuntimeFrom returns the agent runtime ([Options.Runtime]), which the
 // executor puts in the context of calls to tools that need it.
 func RuntimeFrom(ctx context.Context) any { return ctx.Value(runtimeKey) }
 
@@ -715,7 +715,7 @@ func (fs *flights) saveLoop(h *Host) {
 	}
 }
 
-// BatchOptions say how CallBatch runs its calls; nil means the executor
+// BatchOptions say how [Host.CallBatch] runs its calls; nil means the executor
 // block's settings.
 type BatchOptions struct {
 	// Mode is "sequential" or "concurrent".
@@ -731,8 +731,8 @@ type BatchResult struct {
 }
 
 // CallBatch runs calls one after the other or concurrently (at most
-// MaxParallel at once), each through Call, and returns their outcomes in the
-// calls' order. Calls sharing a call id run once.
+// MaxParallel at once), each through [Host.Call], and returns their outcomes
+// in the calls' order. Calls sharing a call id run once.
 func (h *Host) CallBatch(ctx context.Context, reqs []*toolhost.CallRequest, opts *BatchOptions) []BatchResult {
 	o := BatchOptions{Mode: h.cfg.Executor.Mode, MaxParallel: h.cfg.Executor.MaxParallel}
 	if opts != nil {

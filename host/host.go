@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Options tune a Host; nil means defaults.
+// Options tune a [Host]; nil means defaults.
 type Options struct {
 	// Logger receives the host's log and, through it, each plugin's log lines
 	// at their levels. Nil means no logging.
@@ -35,21 +35,21 @@ type Options struct {
 	// DescribeTimeout bounds a plugin's Configure and Describe. Default 10s.
 	DescribeTimeout time.Duration
 	// Store keeps roles and agents. Nil means the host opens one in the
-	// config's DataDir, or, when DataDir is empty, in a temporary directory
-	// removed by Close.
+	// config's data directory ([config.Config.DataDir]), or, when that is
+	// empty, in a temporary directory removed by [Host.Close].
 	Store *store.Store
 	// StoreWatch is how often the host checks the store for changes made by
 	// other processes (such as `toolhost roles` beside a server). Default 1s.
 	StoreWatch time.Duration
 	// Approver decides calls that need an approval. Nil means the executor
-	// block's approver: a queue served by the HTTP API (see Approvals),
+	// block's approver: a queue served by the HTTP API (see [Host.Approvals]),
 	// always-approve or always-deny.
 	Approver Approver
 	// Runtime is put in the context of calls to tools that need the agent
-	// runtime (see RuntimeFrom); nil means such calls fail with validation.
+	// runtime (see [RuntimeFrom]); nil means such calls fail with validation.
 	Runtime any
-	// DisableMetrics leaves the host without metrics: Metrics returns nil,
-	// and calls count nothing.
+	// DisableMetrics leaves the host without metrics: [Host.Metrics] returns
+	// nil, and calls count nothing.
 	DisableMetrics bool
 	// TracerProvider receives the host's spans: calls and their stages,
 	// with the plugins' spans under them. Nil means the config's telemetry
@@ -125,7 +125,7 @@ func StoreOptions(cfg *config.Config) store.Options {
 }
 
 // New returns a host for the configuration, with its store open. It starts
-// no plugin; see Start.
+// no plugin; see [Host.Start].
 func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if cfg == nil {
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "host: nil config")
@@ -213,7 +213,7 @@ func checkTrust(cfg *config.Config) error {
 // the host's approver is not a queue.
 func (h *Host) Approvals() *ApprovalQueue { return h.queue }
 
-// Events returns recorded events (see store.EventFilter).
+// Events returns recorded events (see [store.EventFilter]).
 func (h *Host) Events(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
 	return h.store.Events(ctx, f)
 }
@@ -250,11 +250,11 @@ func (h *Host) workDir() string {
 	return filepath.Dir(h.cfg.File)
 }
 
-// LoadRoles makes the store's config roles those the config declares and
-// reads the roles and agents, without starting any module: enough for a
-// program that reads or edits roles and tokens, such as toolhost roles list.
-// [Host.Start] does it first. Group ids are known only once the modules
-// run, so [Host.CreateRole] and [Host.UpdateRole] naming groups need Start.
+// LoadRoles makes the store's config roles those the config declares and reads
+// the roles and agents, without starting any module: enough for a program that
+// reads or edits roles and tokens, such as toolhost roles list. [Host.Start]
+// does it first. Group ids are known only once the modules run, so
+// [Host.CreateRole] and [Host.UpdateRole] naming groups need [Host.Start].
 func (h *Host) LoadRoles(ctx context.Context) error {
 	if err := h.reconcileRoles(ctx); err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
@@ -265,11 +265,11 @@ func (h *Host) LoadRoles(ctx context.Context) error {
 	return nil
 }
 
-// Start launches every configured plugin in parallel and returns once each
-// has registered its group or failed its first attempt; a plugin that fails
-// is logged and shown by Plugins, and the host serves the others. Restarts
-// go on in the background until Close. A block's sandbox (see
-// config.Plugin.Sandbox) confines its plugin; a plugin that cannot be
+// Start launches every configured plugin in parallel and returns once each has
+// registered its group or failed its first attempt; a plugin that fails is
+// logged and shown by [Host.Plugins], and the host serves the others. Restarts
+// go on in the background until [Host.Close]. A block's sandbox (see
+// [config.Plugin.Sandbox]) confines its plugin; a plugin that cannot be
 // confined is refused with policy, never run unconfined.
 func (h *Host) Start(ctx context.Context) error {
 	h.mu.Lock()
@@ -311,7 +311,7 @@ func (h *Host) Start(ctx context.Context) error {
 }
 
 // Diagnostics lists the problems that did not stop the host: tool-name
-// conflicts and blocked plugins (Manager.Register says how they are
+// conflicts and blocked plugins ([Manager.Register] says how they are
 // resolved), and config roles naming groups no module provides.
 func (h *Host) Diagnostics() []Diagnostic {
 	return append(h.mgr.Diagnostics(), h.configRoleDiagnostics()...)

@@ -18,7 +18,7 @@ type SourceKind string
 const (
 	SourcePlugin  SourceKind = "plugin"  // a third-party plugin block
 	SourceBuiltin SourceKind = "builtin" // a first-party module's builtin block
-	SourceRuntime SourceKind = "runtime" // registered in-process through RegisterGroup
+	SourceRuntime SourceKind = "runtime" // registered in-process through [Host.RegisterGroup]
 	SourceMCP     SourceKind = "mcp"     // an MCP server's mcp_server block
 )
 
@@ -97,7 +97,7 @@ func NewManager() *Manager {
 // (duplicate_group_id is a warning, not a refusal).
 //
 // Conflicts are resolved so that a plugin never takes a core tool's name,
-// each with a Diagnostic: a tool name reported by two groups is served by a
+// each with a [Diagnostic]: a tool name reported by two groups is served by a
 // core (builtin or runtime) group over a plugin, else by the group registered
 // first; the other group's tool is shadowed until the winner goes away. A
 // plugin group whose id equals a core tool's name is blocked whole.
@@ -108,7 +108,7 @@ func (m *Manager) Register(g *Group) (replaced *Group, err error) {
 // Replace puts g in old's place in one step, so that no lookup meanwhile
 // finds neither (an MCP server's tools/list_changed updates its group so).
 // It reports false, registering nothing, when old is no longer the group
-// registered under its id. g is checked as Register checks it.
+// registered under its id. g is checked as [Manager.Register] checks it.
 func (m *Manager) Replace(old, g *Group) (bool, error) {
 	replaced, err := m.put(g, old)
 	return replaced != nil, err
@@ -240,8 +240,8 @@ func (m *Manager) Get(id string) (*Group, bool) {
 
 // ToolDefinitions returns the tools the listed groups serve, merged without
 // duplicates, in a stable order: by group id, then in each group's declared
-// order. Unknown ids are ignored; shadowed tools are left out, so what is listed
-// is exactly what IsToolInGroups allows.
+// order. Unknown ids are ignored; shadowed tools are left out, so what is
+// listed is exactly what [Manager.IsToolInGroups] allows.
 func (m *Manager) ToolDefinitions(groupIDs []string) []toolhost.ToolSpec {
 	s := m.snap.Load()
 	ids := slices.Clone(groupIDs)
@@ -299,7 +299,7 @@ type SourceInfo struct {
 }
 
 // List returns every group, sorted by id. Source state is "running" for every
-// registered group; Host.Groups adds pids and restart counts.
+// registered group; [Host.Groups] adds pids and restart counts.
 func (m *Manager) List() []GroupInfo {
 	s := m.snap.Load()
 	out := make([]GroupInfo, 0, len(s.ids))

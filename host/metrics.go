@@ -23,7 +23,7 @@ import (
 //
 // Serve it with promhttp.HandlerFor(m.Registry(), …), as `toolhost serve`
 // does at GET /metrics. The methods are safe on a nil *Metrics (a host with
-// Options.DisableMetrics), where they do nothing.
+// [Options.DisableMetrics]), where they do nothing.
 type Metrics struct {
 	h   *Host
 	reg *prometheus.Registry
@@ -90,7 +90,7 @@ func newMetrics(h *Host) *Metrics {
 	return m
 }
 
-// Metrics returns the host's metrics; nil when Options.DisableMetrics is set.
+// Metrics returns the host's metrics; nil when [Options.DisableMetrics] is set.
 func (h *Host) Metrics() *Metrics { return h.metrics }
 
 // Registry returns the registry holding the host's metrics. Register a

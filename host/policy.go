@@ -22,7 +22,7 @@ type ToolDefinition struct {
 	Function Function `json:"function"`
 }
 
-// Function is the function part of a ToolDefinition.
+// Function is the function part of a [ToolDefinition].
 type Function struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
@@ -42,7 +42,7 @@ type ToolMeta struct {
 	Kind     SourceKind `json:"kind"`
 	Optional bool       `json:"optional"`
 	// Conversation says the tool works on a conversation the runtime holds
-	// (toolhost.ToolSpec's NeedsConversation).
+	// ([toolhost.ToolSpec.NeedsConversation]).
 	Conversation bool `json:"conversation,omitempty"`
 	// Title and Annotations (MCP's hints, a JSON object) are the tool's, when
 	// it has them.
@@ -250,9 +250,9 @@ func (h *Host) ToolsFor(agentID string) ([]ToolDefinition, error) {
 	return v.defs, nil
 }
 
-// RoleToolDefinitions returns the tool definitions a role's agents see
-// ("" for callers without a role), like ToolsFor, without counting their
-// tokens (ToolsForRole does, and loads the tokenizer's tables for it). The
+// RoleToolDefinitions returns the tool definitions a role's agents see ("" for
+// callers without a role), like [Host.ToolsFor], without counting their tokens
+// ([Host.ToolsForRole] does, and loads the tokenizer's tables for it). The
 // slice is shared; do not modify it.
 func (h *Host) RoleToolDefinitions(role string) ([]ToolDefinition, error) {
 	v, err := h.callerView(&toolhost.CallContext{Role: role})

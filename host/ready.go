@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Started reports whether Start has finished: every configured plugin had
-// its first outcome, and the host's roles and agents are loaded.
+// Started reports whether [Host.Start] has finished: every configured plugin
+// had its first outcome, and the host's roles and agents are loaded.
 func (h *Host) Started() bool {
 	select {
 	case <-h.started:
@@ -17,7 +17,7 @@ func (h *Host) Started() bool {
 	}
 }
 
-// WaitStarted waits until Start has finished, or ctx ends (then false).
+// WaitStarted waits until [Host.Start] has finished, or ctx ends (then false).
 func (h *Host) WaitStarted(ctx context.Context) bool {
 	select {
 	case <-h.started:
@@ -28,8 +28,8 @@ func (h *Host) WaitStarted(ctx context.Context) bool {
 }
 
 // Ready reports whether the host is ready to serve, or what it waits for:
-// Start has not finished (some configured plugins have not had their first
-// outcome yet: running, or failed and waiting to restart), the host is
+// [Host.Start] has not finished (some configured plugins have not had their
+// first outcome yet: running, or failed and waiting to restart), the host is
 // closing, or the store does not answer. A load balancer's readiness probe
 // asks it; liveness is the process answering at all.
 func (h *Host) Ready(ctx context.Context) error {

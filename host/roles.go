@@ -199,12 +199,12 @@ type RoleSpec struct {
 	Prompt      string   `json:"prompt"`
 	ToolGroups  []string `json:"toolGroups"` // nil: none configured, every group is available
 	// DeferredGroups are groups of the role whose tools its agents load on
-	// demand (see store.Role.Deferred).
+	// demand (see [store.Role.Deferred]).
 	DeferredGroups []string `json:"deferredGroups,omitempty"`
 	Allow          []string `json:"allow,omitempty"`
 	Deny           []string `json:"deny,omitempty"`
 	// ReadOnlyTools keeps only the read-only tools of the role's groups
-	// (see store.Role.ReadOnlyTools).
+	// (see [store.Role.ReadOnlyTools]).
 	ReadOnlyTools bool   `json:"readOnlyTools,omitempty"`
 	CreatedBy     string `json:"createdBy,omitempty"`
 }

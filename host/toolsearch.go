@@ -15,9 +15,9 @@ import (
 const ToolSearchGroup = "tool_search"
 
 // Definitions returns the tool definitions to put in an agent's model
-// requests, or list to its MCP session: ToolsFor's, but for the tools of its
-// role's deferred groups that it has not loaded. It may call them all the
-// same. The slice may be shared; do not modify it.
+// requests, or list to its MCP session: [Host.ToolsFor]'s, but for the tools
+// of its role's deferred groups that it has not loaded. It may call them all
+// the same. The slice may be shared; do not modify it.
 func (h *Host) Definitions(agentID string) ([]ToolDefinition, error) {
 	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
 	if err != nil {
@@ -42,12 +42,12 @@ func (h *Host) Definitions(agentID string) ([]ToolDefinition, error) {
 // LoadableTool is a tool of one of an agent role's deferred groups.
 type LoadableTool struct {
 	Group    string   `json:"group"`
-	Loaded   bool     `json:"loaded"` // its definition is in the agent's Definitions
+	Loaded   bool     `json:"loaded"` // its definition is in the agent's [Host.Definitions]
 	Function Function `json:"function"`
 }
 
 // LoadableTools returns the tools of the agent role's deferred groups,
-// loaded or not, in ToolsFor's order; none when it defers nothing.
+// loaded or not, in [Host.ToolsFor]'s order; none when it defers nothing.
 func (h *Host) LoadableTools(agentID string) ([]LoadableTool, error) {
 	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
 	if err != nil || v.lazy == nil {
@@ -66,9 +66,9 @@ func (h *Host) LoadableTools(agentID string) ([]LoadableTool, error) {
 	return out, nil
 }
 
-// LoadTools makes the named tools of the agent role's deferred groups part
-// of its Definitions from now on, and records that in the store, so that it
-// lasts across restarts; it returns those it newly loaded. A name that is
+// LoadTools makes the named tools of the agent role's deferred groups part of
+// its [Host.Definitions] from now on, and records that in the store, so that
+// it lasts across restarts; it returns those it newly loaded. A name that is
 // no such tool of the role is refused with validation, naming it, and then
 // nothing is loaded. Watchers are told, so the agent's MCP session hears of
 // its new list.

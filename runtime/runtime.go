@@ -55,7 +55,7 @@ const (
 	EventConsolePrint    = "console.print"    // console_print wrote a line
 )
 
-// Options tune a Runtime; nil means the defaults.
+// Options tune a [Runtime]; nil means the defaults.
 type Options struct {
 	// Provider is the model agents call. Nil: agents can be recorded (by a
 	// runtime that does not run them) but spawning fails in one that does.
@@ -63,12 +63,12 @@ type Options struct {
 	// RunAgents runs the loops of the agents this runtime spawns. False (a
 	// one-shot CLI command) records them for a server to adopt.
 	RunAgents bool
-	// Adopt also runs, at Start, whenever the store changes, and when a
-	// lease it saw passes, the agents no live process runs: those spawned
-	// by one-shot commands, released by runtimes that closed, or whose
+	// Adopt also runs, at [Runtime.Start], whenever the store changes, and
+	// when a lease it saw passes, the agents no live process runs: those
+	// spawned by one-shot commands, released by runtimes that closed, or whose
 	// owner's lease has passed (a host that died).
 	Adopt bool
-	// Console receives console_print's lines; nil: os.Stdout.
+	// Console receives console_print's lines; nil: [os.Stdout].
 	Console io.Writer
 	// WatchEvery is how often the store is checked for changes made by
 	// other processes (terminations, messages, agents to adopt); 0: 1s.
@@ -131,8 +131,8 @@ type Runtime struct {
 	catchUp time.Duration
 }
 
-// New returns a runtime for h, which must outlive it. Start registers the
-// built-in groups.
+// New returns a runtime for h, which must outlive it. [Runtime.Start]
+// registers the built-in groups.
 func New(h *host.Host, opts *Options) *Runtime {
 	rt := &Runtime{h: h, st: h.Store(), cfg: h.Config().Runtime, log: h.Logger().Named("runtime"), agents: map[string]*agent{},
 		holds: map[string]time.Time{}, lost: map[*agent]bool{}}
@@ -159,8 +159,8 @@ func New(h *host.Host, opts *Options) *Runtime {
 }
 
 // Register registers the built-in groups with the host. Called before the
-// host's Start, it lets the host know them when it checks the config's
-// roles; Start calls it otherwise.
+// host's [host.Host.Start], it lets the host know them when it checks the
+// config's roles; Start calls it otherwise.
 func (rt *Runtime) Register(ctx context.Context) error {
 	if rt.registered {
 		return nil
@@ -174,7 +174,7 @@ func (rt *Runtime) Register(ctx context.Context) error {
 	return nil
 }
 
-// Start registers the built-in groups (unless Register did) and, with
+// Start registers the built-in groups (unless [Runtime.Register] did) and, with
 // Adopt, resumes the agents no live process runs and watches the store for
 // more. Call it after the host's Start.
 func (rt *Runtime) Start(ctx context.Context) error {

@@ -8,7 +8,7 @@ import (
 )
 
 // Group is a tool group: an id, a description and its tools. *Group
-// implements toolhost.Provider, so a host can also run it in-process.
+// implements [toolhost.Provider], so a host can also run it in-process.
 type Group struct {
 	// ID names the group; it must match ^[a-z][a-z0-9_-]{0,63}$.
 	ID string
@@ -19,12 +19,14 @@ type Group struct {
 	// Tools are the group's tools, used when ToolsFor is nil.
 	Tools []Tool
 	// ToolsFor, when set, chooses the tools per context: the host passes the
-	// agent, role and session on Describe and on each Call, so a group may
-	// offer different tools to different callers. It replaces Tools.
+	// agent, role and session on [Group.Describe] and on each [Group.Call], so
+	// a group may offer different tools to different callers. It replaces
+	// Tools.
 	ToolsFor func(ctx context.Context, cc CallContext) ([]Tool, error)
 	// OnConfigure, when set, receives the plugin block's config {} once,
-	// before the first Describe, with the paths the host keeps to itself
-	// (ConfigureRequest.HostPaths). An error stops the plugin from loading.
+	// before the first [Group.Describe], with the paths the host keeps to
+	// itself ([toolhost.ConfigureRequest.HostPaths]). An error stops the
+	// plugin from loading.
 	OnConfigure func(ctx context.Context, req *ConfigureRequest) error
 
 	indexOnce sync.Once
@@ -65,7 +67,7 @@ func (g *Group) Configure(ctx context.Context, req *toolhost.ConfigureRequest) e
 	return g.OnConfigure(ctx, req)
 }
 
-// Call runs one tool. A tool that fails is a Result with OK false; the error
+// Call runs one tool. A tool that fails is a [Result] with OK false; the error
 // is non-nil only when the group has no such tool.
 func (g *Group) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
 	t, ok, err := g.lookup(ctx, req)

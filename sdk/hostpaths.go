@@ -9,13 +9,14 @@ import (
 	"strings"
 )
 
-// ErrHostPath is wrapped by HostPaths.Check's error for a file at or below a
+// ErrHostPath is wrapped by [HostPaths.Check]'s error for a file at or below a
 // host path.
 var ErrHostPath = errors.New("in the host's data directory")
 
-// HostPaths are the paths a host keeps to itself (ConfigureRequest.HostPaths),
-// resolved: absolute, clean, symlinks evaluated. A module that touches files
-// keeps its tools out of them with Check.
+// HostPaths are the paths a host keeps to itself
+// ([toolhost.ConfigureRequest.HostPaths]), resolved: absolute, clean, symlinks
+// evaluated. A module that touches files keeps its tools out of them with
+// [HostPaths.Check].
 type HostPaths []string
 
 // ResolveHostPaths resolves the paths a host sent: each must be absolute;
@@ -50,7 +51,7 @@ func (h HostPaths) Contains(p string) bool {
 }
 
 // Check returns where the open file f really is, or an error wrapping
-// ErrHostPath when that is at or below one of h. It asks the kernel (f's link
+// [ErrHostPath] when that is at or below one of h. It asks the kernel (f's link
 // in /proc/self/fd), not a path string, so no .., symlink or rename leads
 // around it; where /proc/self/fd is missing it fails. With h empty it
 // returns "" at once.

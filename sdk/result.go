@@ -22,7 +22,7 @@ func JSON(v any) (*Result, error) {
 
 // Structured returns a successful result carrying v (which encodes as a
 // JSON object) as structured content and as indented JSON in its stdout;
-// NewStructuredTool's tools return it.
+// [NewStructuredTool]'s tools return it.
 func Structured(v any) (*Result, error) {
 	res, err := JSON(v)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package sdk is what a module author imports to write a toolhost plugin: a
-// Group of typed tools, helpers for the result envelope, and Serve.
+// [Group] of typed tools, helpers for the result envelope, and [Serve].
 //
 // A tool is a Go function over a typed input struct. Its JSON-schema input is
 // derived from the struct (json tags name the fields, jsonschema tags describe
@@ -25,8 +25,8 @@
 //
 // The handler's ctx is cancelled when the host cancels the call or its
 // deadline passes. A plugin exits on its own when its host dies, and nothing
-// in the SDK writes to stdout: logs go to stderr as JSON (see Logger) and reach
-// the host's log with their levels. When the host traces a call, the ctx
+// in the SDK writes to stdout: logs go to stderr as JSON (see [Logger]) and
+// reach the host's log with their levels. When the host traces a call, the ctx
 // carries the handler's span: spans started from it (otel.Tracer, whose
 // provider Serve sets) reach the host with the response and join its trace.
 // Package sdk/sdktest runs a group in-process or as a real subprocess for
@@ -44,7 +44,7 @@ type (
 	Result = toolhost.Result
 	// Attachment is binary output of a tool, such as a screenshot.
 	Attachment = toolhost.Attachment
-	// ErrorInfo is the error part of a Result: a code and a message.
+	// ErrorInfo is the error part of a [Result]: a code and a message.
 	ErrorInfo = toolhost.ErrorInfo
 	// CallContext says on whose behalf a call happens.
 	CallContext = toolhost.CallContext
@@ -58,7 +58,7 @@ type (
 	Code = toolhost.Code
 )
 
-// The codes a tool may return through Errorf.
+// The codes a tool may return through [Errorf].
 const (
 	CodeValidation = toolhost.CodeValidation // the arguments are wrong
 	CodePolicy     = toolhost.CodePolicy     // a safety policy refused the call
@@ -67,6 +67,6 @@ const (
 	CodeToolExec   = toolhost.CodeToolExec   // the tool ran and failed
 )
 
-// Logger returns the plugin's logger: JSON on stderr once Serve runs, so the
+// Logger returns the plugin's logger: JSON on stderr once [Serve] runs, so the
 // host logs each line at its level.
 func Logger() hclog.Logger { return hclog.Default() }

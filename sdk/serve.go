@@ -12,7 +12,7 @@ import (
 	"github.com/toolhost/toolhost/internal/rpcplugin"
 )
 
-// ServeOptions tune Serve; nil means defaults.
+// ServeOptions tune [Serve]; nil means defaults.
 type ServeOptions struct {
 	// Logger replaces the default logger: JSON on stderr, at the level named
 	// by TOOLHOST_LOG_LEVEL (default info).

@@ -55,11 +55,11 @@ func (r *Request[In]) Progress(done, total float64, message string) {
 	}
 }
 
-// Handler runs one call of a tool. It returns a Result, or an error which
-// fails the call (see Errorf for choosing its code).
+// Handler runs one call of a tool. It returns a [Result], or an error which
+// fails the call (see [Errorf] for choosing its code).
 type Handler[In any] func(ctx context.Context, req *Request[In]) (*Result, error)
 
-// Tool is one tool of a group; build it with NewTool.
+// Tool is one tool of a group; build it with [NewTool].
 type Tool struct {
 	spec       toolhost.ToolSpec
 	resolved   *jsonschema.Resolved
@@ -88,7 +88,7 @@ func NeedsRuntime() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsRunt
 
 // NeedsConversation declares that the tool works on the calling agent's
 // conversation, which only agents the runtime runs have (see
-// toolhost.ToolSpec).
+// [toolhost.ToolSpec]).
 func NeedsConversation() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsConversation = true } }
 
 // Title gives the tool a human-readable name, which MCP clients show.
@@ -168,10 +168,10 @@ func NewTool[In any](name, description string, h Handler[In], opts ...ToolOption
 // returns the output value, or an error which fails the call.
 type StructuredHandler[In, Out any] func(ctx context.Context, req *Request[In]) (Out, error)
 
-// NewStructuredTool makes a tool like NewTool whose output is a value of Out,
+// NewStructuredTool makes a tool like [NewTool] whose output is a value of Out,
 // a struct (or a map): Out's JSON schema is the tool's output schema (MCP's
 // outputSchema), and each result carries the value as structured content
-// (toolhost.MetaStructuredContent) and, for clients and models that read
+// ([toolhost.MetaStructuredContent]) and, for clients and models that read
 // text, as indented JSON in its stdout.
 func NewStructuredTool[In, Out any](name, description string, h StructuredHandler[In, Out], opts ...ToolOption) Tool {
 	t := NewTool(name, description, func(ctx context.Context, req *Request[In]) (*Result, error) {

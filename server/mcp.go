@@ -42,7 +42,7 @@ func (s *Server) routesMCP() {
 // protocol era. Its tool set follows the role's while it runs; calls go
 // through h.Call as an agent of the role created for the connection (and
 // one for each agent key the client names). Over newline-delimited JSON
-// (*mcp.IOTransport, *mcp.StdioTransport) a line that is not JSON-RPC is
+// ([*mcp.IOTransport], [*mcp.StdioTransport]) a line that is not JSON-RPC is
 // answered with an error and the connection goes on (mcpstdio.go).
 func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) error {
 	if _, err := h.Role(role); err != nil {

@@ -2,7 +2,7 @@
 // a running host, roles and their tools, tool calls and diagnostics, the
 // agents of the runtime, the events, the web page and MCP.
 // Errors are JSON {"error": {"code", "message"}} with the codes of package
-// toolhost.
+// toolhost ([toolhost.Code]).
 package server
 
 import (
@@ -37,7 +37,7 @@ type Server struct {
 	mcp        *mcpFront // the roles' MCP servers at /mcp/{role}
 }
 
-// Options tune a Server; nil means the defaults.
+// Options tune a [Server]; nil means the defaults.
 type Options struct {
 	// Runtime runs the agents POST /api/agents starts; nil: the agents in
 	// the store are shown but none can be started or terminated.
@@ -45,7 +45,7 @@ type Options struct {
 }
 
 // New returns a server for h. Its admin token is the configured one, or the
-// one generated into the host's data directory (see AdminToken).
+// one generated into the host's data directory (see [AdminToken]).
 func New(h *host.Host, opts *Options) (*Server, error) {
 	cfg := h.Config()
 	admin, err := AdminToken(cfg, h.DataDir())
@@ -75,7 +75,7 @@ func New(h *host.Host, opts *Options) (*Server, error) {
 // Close ends the work the MCP front holds beyond requests: calls running
 // as tasks, and calls waiting for their clients' approvals, are cancelled,
 // so that the host's Close does not wait for them. Call it as the HTTP
-// server shuts down (http.Server.RegisterOnShutdown).
+// server shuts down ([http.Server.RegisterOnShutdown]).
 func (s *Server) Close() {
 	s.mcp.roles.Range(func(_, r any) bool {
 		r.(*mcpRole).tasks.cancelAll()
@@ -84,7 +84,7 @@ func (s *Server) Close() {
 	})
 }
 
-// ServeHTTP implements http.Handler. Unknown paths and methods get JSON
+// ServeHTTP implements [http.Handler]. Unknown paths and methods get JSON
 // errors, 404 and 405 (with Allow), like every other error.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, ok := s.guard(w, r)

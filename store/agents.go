@@ -36,7 +36,7 @@ type Agent struct {
 	RoleID   string `json:"roleId"`
 	ParentID string `json:"parentId,omitempty"`
 	Status   string `json:"status"`
-	// Kind is AgentExternal (the default) or AgentRuntime.
+	// Kind is [AgentExternal] (the default) or [AgentRuntime].
 	Kind string `json:"kind"`
 	// Task is the work the agent was spawned with.
 	Task string `json:"task,omitempty"`
@@ -53,7 +53,7 @@ type Agent struct {
 	Owner string `json:"owner,omitempty"`
 	// LeaseUntil is when the owner's claim lapses unless renewed (zero:
 	// no lease). Once it has passed, another process may take the agent
-	// (ClaimAgent).
+	// ([Store.ClaimAgent]).
 	LeaseUntil time.Time `json:"leaseUntil,omitzero"`
 	CreatedAt  time.Time `json:"createdAt"`
 	UpdatedAt  time.Time `json:"updatedAt"`
@@ -91,7 +91,7 @@ func parseLease(s string) time.Time {
 // CreateAgent adds an agent of a role and returns it with its id (unless
 // set), status, kind and times filled in. An agent created with an owner
 // should have a lease (LeaseUntil) too: without one, only its owner's death
-// on this machine frees it (see ClaimAgent).
+// on this machine frees it (see [Store.ClaimAgent]).
 func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 	if a.ID == "" {
 		a.ID = newID("agent_")
@@ -119,7 +119,7 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 // conversation ahead of the agent's answer and counts, or the answer
 // recorded and its report unsent. When the agent is already final in the
 // store (another process terminated it), it returns the stored agent with
-// ErrFinal: the messages are kept and no mail is sent.
+// [ErrFinal]: the messages are kept and no mail is sent.
 func (s *Store) SaveAgent(ctx context.Context, a Agent, msgs []AgentMessage, mail ...Mail) (Agent, error) {
 	var final error
 	err := s.tx(ctx, func(tx db) error {
@@ -171,7 +171,7 @@ func updateAgent(ctx context.Context, q db, a Agent) (Agent, error) {
 var ErrFinal = errors.New("agent is final")
 
 // TerminateAgent marks an agent terminated, with the reason, unless it is
-// already final (ErrFinal), and returns it as stored. It changes the status
+// already final ([ErrFinal]), and returns it as stored. It changes the status
 // and error only: what the agent's own saves stored (its answer, counts)
 // stands, however they interleave.
 func (s *Store) TerminateAgent(ctx context.Context, id, reason string) (Agent, error) {
@@ -272,8 +272,8 @@ func (s *Store) ReleaseAgents(ctx context.Context, owner string) (int, error) {
 	return int(n), err
 }
 
-// ReleaseAgent gives up one agent owner holds, as ReleaseAgents does, and
-// reports whether owner held it.
+// ReleaseAgent gives up one agent owner holds, as [Store.ReleaseAgents] does,
+// and reports whether owner held it.
 func (s *Store) ReleaseAgent(ctx context.Context, id, owner string) (bool, error) {
 	res, err := s.db.exec(ctx, `UPDATE agents SET owner = '', lease_until = '' WHERE id = ? AND owner = ?`, id, owner)
 	if err != nil {

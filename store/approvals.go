@@ -42,36 +42,36 @@ type Approval struct {
 	Role    string
 	// Arguments are the call's arguments, redacted.
 	Arguments json.RawMessage
-	// RunID is the run (BeginRun) of the host whose call waits.
+	// RunID is the run ([Store.BeginRun]) of the host whose call waits.
 	RunID string
 	// Requested is when the call asked; Deadline is when its waiter gives
 	// up.
 	Requested time.Time
 	Deadline  time.Time
-	// Status is one of ApprovalPending … ApprovalCancelled.
+	// Status is one of [ApprovalPending] … [ApprovalCancelled].
 	Status string
 	// Decided is when it stopped being pending; zero while pending.
 	Decided time.Time
 	// Reason is the decider's, for any decision.
 	Reason string
-	// Modified are the new arguments of ApprovalModified.
+	// Modified are the new arguments of [ApprovalModified].
 	Modified json.RawMessage
 }
 
 // ApprovalDecision is a decision on a pending approval.
 type ApprovalDecision struct {
-	// Status is ApprovalApproved, ApprovalDenied or ApprovalModified.
+	// Status is [ApprovalApproved], [ApprovalDenied] or [ApprovalModified].
 	Status string
 	// Reason explains the decision; optional.
 	Reason string
-	// Arguments replace the call's for ApprovalModified; required then.
+	// Arguments replace the call's for [ApprovalModified]; required then.
 	Arguments json.RawMessage
 }
 
 const approvalColumns = `id, call_id, tool, group_id, agent_id, role, arguments, run_id, requested_at, deadline, status, decided_at, reason, modified`
 
 // CreateApproval records a pending approval. Its ID must be new
-// (ErrExists otherwise), its Deadline set; Status is ignored. It also
+// ([ErrExists] otherwise), its Deadline set; Status is ignored. It also
 // forgets approvals a week past their deadline.
 func (s *Store) CreateApproval(ctx context.Context, a Approval) error {
 	if a.ID == "" || a.Deadline.IsZero() {
@@ -112,7 +112,7 @@ func (s *Store) PendingApprovals(ctx context.Context) ([]Approval, error) {
 		`SELECT `+approvalColumns+` FROM approvals WHERE status = ? AND deadline > ? ORDER BY requested_at, id`, ApprovalPending, now())
 }
 
-// Approval returns an approval, whatever its status; ErrNotFound if there
+// Approval returns an approval, whatever its status; [ErrNotFound] if there
 // is none with id.
 func (s *Store) Approval(ctx context.Context, id string) (Approval, error) {
 	a, err := scanApproval(s.db.queryRow(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
@@ -128,9 +128,9 @@ func (s *Store) Approval(ctx context.Context, id string) (Approval, error) {
 // DecideApproval decides a pending approval, on whichever host it waits,
 // and returns it decided. Only one decision is taken: deciding an approval
 // that is no longer pending, or is past its deadline, fails with
-// ErrNotPending (the error says its status); an unknown id fails with
-// ErrNotFound; a decision other than approved, denied and modified (with
-// arguments) with ErrInvalid.
+// [ErrNotPending] (the error says its status); an unknown id fails with
+// [ErrNotFound]; a decision other than approved, denied and modified (with
+// arguments) with [ErrInvalid].
 func (s *Store) DecideApproval(ctx context.Context, id string, d ApprovalDecision) (Approval, error) {
 	switch {
 	case d.Status != ApprovalApproved && d.Status != ApprovalDenied && d.Status != ApprovalModified:
@@ -162,9 +162,9 @@ func (s *Store) DecideApproval(ctx context.Context, id string, d ApprovalDecisio
 }
 
 // EndApproval is its waiter giving up on a pending approval: status is
-// ApprovalExpired (its deadline passed) or ApprovalCancelled (its call
+// [ApprovalExpired] (its deadline passed) or [ApprovalCancelled] (its call
 // ended). It returns the approval as it stands after: with status, or, when
-// a decision came first, with that decision. ErrNotFound if there is none
+// a decision came first, with that decision. [ErrNotFound] if there is none
 // with id.
 func (s *Store) EndApproval(ctx context.Context, id, status string) (Approval, error) {
 	if status != ApprovalExpired && status != ApprovalCancelled {

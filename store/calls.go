@@ -17,8 +17,9 @@ type CallResult struct {
 	Created  time.Time
 }
 
-// SaveCallResult stores a call's result, filling in its claim (ClaimCall)
-// when there is one; a call id already saved keeps its first result.
+// SaveCallResult stores a call's result, filling in its claim
+// ([Store.ClaimCall]) when there is one; a call id already saved keeps its
+// first result.
 func (s *Store) SaveCallResult(ctx context.Context, r CallResult) error {
 	_, err := s.db.exec(ctx, `INSERT INTO call_results (call_id, args_hash, result, created_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (call_id) DO UPDATE SET result = excluded.result, created_at = excluded.created_at WHERE call_results.result = ''`,
@@ -35,7 +36,7 @@ func (s *Store) SaveCallResult(ctx context.Context, r CallResult) error {
 // window), or its claim dates from before stale (its host died or stalled
 // mid-call). Otherwise it returns the id's row: its result, or a nil Result
 // while another caller runs it. A claim is a row without a result, filled in
-// by SaveCallResult or removed by ReleaseCall.
+// by [Store.SaveCallResult] or removed by [Store.ReleaseCall].
 func (s *Store) ClaimCall(ctx context.Context, callID, argsHash string, notBefore, stale time.Time) (bool, CallResult, error) {
 	r := CallResult{CallID: callID}
 	for {

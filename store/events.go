@@ -34,8 +34,8 @@ const (
 type Event struct {
 	// ID is set by the store: events are numbered in the order written.
 	ID int64 `json:"id"`
-	// Time is when the event happened; Emit sets it to the current time when
-	// zero. Events read back have it in UTC.
+	// Time is when the event happened; [EventWriter.Emit] sets it to the
+	// current time when zero. Events read back have it in UTC.
 	Time time.Time `json:"time"`
 	// Type is one of the Event* constants (or another dotted name).
 	Type string `json:"type"`
@@ -57,30 +57,31 @@ type Event struct {
 	Payload map[string]any `json:"payload,omitempty"`
 }
 
-// WriterOptions tune an EventWriter; the zero value (or nil) gives the
+// WriterOptions tune an [EventWriter]; the zero value (or nil) gives the
 // defaults.
 type WriterOptions struct {
-	// QueueSize is how many events may wait to be written (0: 65536). Emit
-	// blocks while that many are waiting.
+	// QueueSize is how many events may wait to be written (0: 65536).
+	// [EventWriter.Emit] blocks while that many are waiting.
 	QueueSize int
 	// MaxBatch is the most events written in one transaction (0: 1024).
 	MaxBatch int
 	// Linger is how long the writer waits for more events when fewer than
 	// MaxBatch/4 are queued, so that a steady trickle is written in a few
 	// large transactions rather than many small ones (0: 2ms; negative: no
-	// wait). Emit never waits for it; Flush may, once. (Longer lingers cost
-	// less CPU per event but make each commit longer, which the p99 of the
-	// calls pays for: see docs/BENCHMARKS.md.)
+	// wait). [EventWriter.Emit] never waits for it; [EventWriter.Flush] may,
+	// once. (Longer lingers cost less CPU per event but make each commit
+	// longer, which the p99 of the calls pays for: see docs/BENCHMARKS.md.)
 	Linger time.Duration
 	// OnError is called, from the writer's goroutine, with the error of a
 	// batch that could not be written after a few attempts and was dropped.
-	// The writer waits for it, so it must not call Emit or Flush. Nil: such
-	// errors are only reported by Flush and Close.
+	// The writer waits for it, so it must not call [EventWriter.Emit] or
+	// [EventWriter.Flush]. Nil: such errors are only reported by Flush and
+	// Close.
 	OnError func(error)
-	// Urgent says that calls wait for the writer (Flush on their path, as
-	// strict audit does): its thread then keeps the process's priority
-	// instead of starting at nice 19, where a busy machine would stall
-	// those calls until the writer was found starved.
+	// Urgent says that calls wait for the writer ([EventWriter.Flush] on their
+	// path, as strict audit does): its thread then keeps the process's
+	// priority instead of starting at nice 19, where a busy machine would
+	// stall those calls until the writer was found starved.
 	Urgent bool
 }
 
@@ -97,11 +98,11 @@ const (
 	closeGrace    = 5 * time.Second
 )
 
-// EventWriter is the one writer of events: Emit only enqueues (it never waits
-// for a disk write or fsync unless the queue is full, which applies
-// backpressure instead of losing events); a goroutine writes batches, each
-// batch in one transaction, as soon as events are waiting (no fixed delay:
-// take what is queued, up to MaxBatch, write, repeat).
+// EventWriter is the one writer of events: [EventWriter.Emit] only enqueues
+// (it never waits for a disk write or fsync unless the queue is full, which
+// applies backpressure instead of losing events); a goroutine writes batches,
+// each batch in one transaction, as soon as events are waiting (no fixed
+// delay: take what is queued, up to MaxBatch, write, repeat).
 type EventWriter struct {
 	store *Store
 	opts  WriterOptions
@@ -160,7 +161,7 @@ func (s *Store) NewEventWriter(opts *WriterOptions) *EventWriter {
 // Emit queues e to be written. It is safe for concurrent use and returns
 // without waiting for the disk unless QueueSize events are already waiting.
 // After Close (or when Close is called while it waits for room), Emit drops
-// the event and counts it in Dropped.
+// the event and counts it in [EventWriter.Dropped].
 func (w *EventWriter) Emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
@@ -204,7 +205,7 @@ func (w *EventWriter) newChunk() []Event {
 
 // Flush returns once every event emitted before the call has been written,
 // or dropped after failing to write, in which case it returns an error; it
-// also returns early with ctx's error, and at once with ErrUnavailable
+// also returns early with ctx's error, and at once with [ErrUnavailable]
 // while the database is unavailable.
 func (w *EventWriter) Flush(ctx context.Context) error {
 	w.mu.Lock()
@@ -258,7 +259,8 @@ func (w *EventWriter) lostError(n int64) error {
 // Written returns how many events have been written so far.
 func (w *EventWriter) Written() int64 { return w.written.Load() }
 
-// Dropped returns how many events Emit dropped because the writer was closed.
+// Dropped returns how many events [EventWriter.Emit] dropped because the
+// writer was closed.
 func (w *EventWriter) Dropped() int64 { return w.dropped.Load() }
 
 // Queued returns how many events are waiting to be written or being
@@ -526,7 +528,7 @@ type EventFilter struct {
 	Since time.Time
 	// AfterID keeps events with a greater id, for following new events.
 	AfterID int64
-	// Limit is the most events returned (0: DefaultEventLimit): when more
+	// Limit is the most events returned (0: [DefaultEventLimit]): when more
 	// match, the last (most recent) Limit are returned, or with First the
 	// first (oldest) Limit.
 	Limit int
@@ -536,11 +538,11 @@ type EventFilter struct {
 	First bool
 }
 
-// DefaultEventLimit is the Limit of an EventFilter that sets none.
+// DefaultEventLimit is the Limit of an [EventFilter] that sets none.
 const DefaultEventLimit = 1000
 
 // Follow calls emit with the events matching f written after f.AfterID,
-// oldest first, a page (f.Limit, 0: DefaultEventLimit) at a time, as they
+// oldest first, a page (f.Limit, 0: [DefaultEventLimit]) at a time, as they
 // come: it reads again at once after a full page, so a burst is never
 // skipped, and every interval otherwise. It returns nil when ctx ends, or
 // the first error of a read or of emit.

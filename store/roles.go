@@ -41,8 +41,8 @@ type Role struct {
 	Deny []string `json:"deny,omitempty"`
 	// ReadOnlyTools keeps only the read-only tools of the role's groups (a
 	// role block's tools { read_only = true }): those whose MCP annotations
-	// say readOnlyHint. Not to be confused with ReadOnly, whether the role
-	// itself may be edited.
+	// say readOnlyHint. Not to be confused with [Role.ReadOnly], whether the
+	// role itself may be edited.
 	ReadOnlyTools bool `json:"readOnlyTools"`
 	// Deferred are groups whose tools the role's agents may call but whose
 	// definitions they get only when they load them (tool_search's
@@ -125,7 +125,7 @@ func (s *Store) Role(ctx context.Context, nameOrID string) (Role, error) {
 }
 
 // CreateRole adds a role and returns it with its id, creation time, status
-// and source (SourceStore unless set) filled in.
+// and source ([SourceStore] unless set) filled in.
 func (s *Store) CreateRole(ctx context.Context, r Role) (Role, error) {
 	if r.ID == "" {
 		r.ID = newID("role_")

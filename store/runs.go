@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Run is one host process's run on the store (see BeginRun).
+// Run is one host process's run on the store (see [Store.BeginRun]).
 type Run struct {
 	ID        string
 	HostID    string

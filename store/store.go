@@ -54,7 +54,7 @@ type Store struct {
 	changes *listener // PostgreSQL's notifications; nil on SQLite
 }
 
-// Drivers of Options.Driver.
+// Drivers of [Options.Driver].
 const (
 	DriverSQLite   = "sqlite"
 	DriverPostgres = "postgres"
@@ -62,11 +62,11 @@ const (
 
 // Options say which database a store opens.
 type Options struct {
-	// Driver is DriverSQLite (the default: FileName in the data directory)
-	// or DriverPostgres (DSN).
+	// Driver is [DriverSQLite] (the default: [FileName] in the data directory)
+	// or [DriverPostgres] (DSN).
 	Driver string
 	// DSN is the PostgreSQL connection string, a postgres:// URL or
-	// key=value pairs, for DriverPostgres.
+	// key=value pairs, for [DriverPostgres].
 	DSN string
 }
 
@@ -76,14 +76,14 @@ const tokenStamp = "tokens.stamp"
 
 // Open opens (creating if needed) the SQLite database in dir, applies the
 // migrations it lacks, and makes sure the root role and agent exist. A
-// directory or database it creates is private (DirMode, FileMode).
+// directory or database it creates is private ([DirMode], [FileMode]).
 func Open(ctx context.Context, dir string) (*Store, error) { return OpenWith(ctx, dir, Options{}) }
 
-// OpenWith opens the database o names, as Open does; dir is the data
+// OpenWith opens the database o names, as [Open] does; dir is the data
 // directory either way, for the files kept beside the database (artifacts,
 // saved outputs). On PostgreSQL several hosts may open one database: the
 // migrations are applied once, and each store follows the others' changes
-// through LISTEN/NOTIFY (Changes).
+// through LISTEN/NOTIFY ([Store.Changes]).
 func OpenWith(ctx context.Context, dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -136,7 +136,7 @@ func (s *Store) Unavailable(err error) bool {
 // Dir returns the data directory.
 func (s *Store) Dir() string { return s.dir }
 
-// Engine returns the store's engine: DriverSQLite or DriverPostgres.
+// Engine returns the store's engine: [DriverSQLite] or [DriverPostgres].
 func (s *Store) Engine() string { return s.eng.name() }
 
 // Close closes the database.

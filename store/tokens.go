@@ -40,7 +40,7 @@ const (
 type Token struct {
 	// Name identifies the token for listing and revoking.
 	Name string `json:"name"`
-	// Scope is what the token opens: ScopeRole or ScopeMetrics.
+	// Scope is what the token opens: [ScopeRole] or [ScopeMetrics].
 	Scope string `json:"scope"`
 	// RoleID is the role the token opens; "" for a metrics token.
 	RoleID string `json:"roleId"`
@@ -58,7 +58,7 @@ type Token struct {
 // Expired reports whether the token has expired at t.
 func (t *Token) Expired(at time.Time) bool { return !t.ExpiresAt.IsZero() && !at.Before(t.ExpiresAt) }
 
-// NewSecret returns a fresh random token: TokenPrefix and 43 characters of
+// NewSecret returns a fresh random token: [TokenPrefix] and 43 characters of
 // base64url (256 bits).
 func NewSecret() string {
 	var b [32]byte
@@ -95,7 +95,7 @@ func (s *Store) CreateToken(ctx context.Context, name, role string, expires time
 }
 
 // CreateMetricsToken makes a token that opens GET /metrics and nothing else
-// (ScopeMetrics), named name (empty: "metrics-" and a random suffix),
+// ([ScopeMetrics]), named name (empty: "metrics-" and a random suffix),
 // expiring at expires (zero: never). It returns the secret, which the store
 // does not keep, and the token.
 func (s *Store) CreateMetricsToken(ctx context.Context, name string, expires time.Time) (string, Token, error) {
@@ -161,8 +161,8 @@ func (s *Store) tokensDeleted() error {
 	return nil
 }
 
-// LookupToken returns the token whose secret is secret, as of at: ErrNotFound
-// for a secret no token has (never made, or revoked), ErrExpired for one past
+// LookupToken returns the token whose secret is secret, as of at: [ErrNotFound]
+// for a secret no token has (never made, or revoked), [ErrExpired] for one past
 // its expiry. Tokens found are cached; a revocation, or the deletion of a
 // role, by any process on this data directory drops the cache before it
 // returns (see tokenCache), so the next lookup anywhere refuses the token.

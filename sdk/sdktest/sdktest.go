@@ -1,6 +1,6 @@
 // Package sdktest runs a plugin's group the way the host does, for the
-// module author's own tests: in-process over a real gRPC connection (New), or
-// as a real subprocess through the plugin handshake (Exec, after Build).
+// module author's own tests: in-process over a real gRPC connection ([New]), or
+// as a real subprocess through the plugin handshake ([Exec], after [Build]).
 //
 //	func TestAdd(t *testing.T) {
 //		p := sdktest.New(t, group, nil)
@@ -37,18 +37,19 @@ import (
 type Options struct {
 	// Config is passed to the group's Configure, encoded as JSON; nil means {}.
 	Config any
-	// HostPaths are passed to Configure as the paths the host keeps to
-	// itself (ConfigureRequest.HostPaths), as a host passes its data directory.
+	// HostPaths are passed to Configure as the paths the host keeps to itself
+	// ([toolhost.ConfigureRequest.HostPaths]), as a host passes its data
+	// directory.
 	HostPaths []string
 	// Sandbox is passed to Configure as the sandbox of the processes the
-	// module starts (ConfigureRequest.Sandbox), as a host passes the command
-	// module's.
+	// module starts ([toolhost.ConfigureRequest.Sandbox]), as a host passes
+	// the command module's.
 	Sandbox *sandbox.Policy
-	// Env is added to a subprocess's environment (Exec only).
+	// Env is added to a subprocess's environment ([Exec] only).
 	Env map[string]string
-	// Args are a subprocess's arguments (Exec only).
+	// Args are a subprocess's arguments ([Exec] only).
 	Args []string
-	// Timeout bounds each Call made through Call; default 30s.
+	// Timeout bounds each call made through [Plugin.Call]; default 30s.
 	Timeout time.Duration
 }
 
