@@ -53,14 +53,33 @@ type heldCalls struct {
 	calls map[string]*heldCall
 }
 
+// statedCapabilities returns the client capabilities a request's _meta
+// states (2026-07-28) as they were decoded from JSON, and whether it states
+// them so. Reading them there spares a call req.ClientCapabilities, which
+// encodes them to JSON and decodes them again into the SDK's types each
+// time: a tenth of a sessionless call's CPU.
+func statedCapabilities(req *mcp.CallToolRequest) (map[string]any, bool) {
+	raw, ok := req.Params.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	return raw, ok
+}
+
+// canElicit reports whether a call's client declared elicitation.
+func canElicit(req *mcp.CallToolRequest) bool {
+	if raw, ok := statedCapabilities(req); ok {
+		return raw["elicitation"] != nil // as the SDK's decoding leaves a null
+	}
+	caps := req.ClientCapabilities()
+	return caps != nil && caps.Elicitation != nil
+}
+
 // callAsking runs a call of agent a as r.run does, but when the call comes
 // to wait for an approval and the client can elicit, it returns the
 // input-required result that asks the client's user; the call goes on in
 // the background until the client answers (resume), the queue decides, or
-// the approval's deadline passes. caps are the client's capabilities.
-func (r *mcpRole) callAsking(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest, caps *mcp.ClientCapabilities) *mcp.CallToolResult {
+// the approval's deadline passes.
+func (r *mcpRole) callAsking(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	q := r.h.Approvals()
-	if q == nil || caps == nil || caps.Elicitation == nil || r.held.count(a) >= maxHeldCalls {
+	if q == nil || !canElicit(req) || r.held.count(a) >= maxHeldCalls {
 		return r.run(ctx, a, req.Params.Name, req.Params.Arguments)
 	}
 	pending := make(chan host.ApprovalRequest, 1)

@@ -147,6 +147,11 @@ func wantsTask(req *mcp.CallToolRequest) bool {
 	if req.ProtocolVersion() < sessionlessVersion {
 		return false
 	}
+	if raw, ok := statedCapabilities(req); ok {
+		exts, _ := raw["extensions"].(map[string]any)
+		_, ok := exts[tasksExtension]
+		return ok
+	}
 	caps := req.ClientCapabilities()
 	if caps == nil {
 		return false

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestTasksKeptBounded: an agent cannot make the front keep its tasks
@@ -37,6 +40,39 @@ func TestTasksKeptBounded(t *testing.T) {
 		fmt.Sprintf("task_%d", maxKeptTasks+11): true} {
 		if _, ok := ts.tasks[id]; ok != want {
 			t.Errorf("%s kept: %v, want %v", id, ok, want)
+		}
+	}
+}
+
+// TestStatedCapabilitiesAgreeWithSDK: wantsTask and canElicit, which read a
+// sessionless request's capabilities from its _meta as decoded, decide as
+// the SDK's typed ClientCapabilities would, for each way a client may state
+// them (or not).
+func TestStatedCapabilitiesAgreeWithSDK(t *testing.T) {
+	for _, caps := range []string{
+		`absent`, `null`, `{}`, `{"elicitation":{}}`, `{"elicitation":null}`, `{"elicitation":{"form":{}}}`,
+		`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`, `{"extensions":{"io.modelcontextprotocol/tasks":null}}`,
+		`{"extensions":{"other":{}}}`, `{"extensions":null}`, `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`,
+	} {
+		meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+		if caps != "absent" {
+			meta += `,"io.modelcontextprotocol/clientCapabilities":` + caps
+		}
+		var m mcp.Meta
+		if err := json.Unmarshal([]byte(meta+"}"), &m); err != nil {
+			t.Fatal(err)
+		}
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: m}}
+		typed := req.ClientCapabilities()
+		var tasks bool
+		if typed != nil {
+			_, tasks = typed.Extensions[tasksExtension]
+		}
+		if got := wantsTask(req); got != tasks {
+			t.Errorf("%s: wantsTask %v, the SDK's capabilities say %v", caps, got, tasks)
+		}
+		if got, want := canElicit(req), typed != nil && typed.Elicitation != nil; got != want {
+			t.Errorf("%s: canElicit %v, the SDK's capabilities say %v", caps, got, want)
 		}
 	}
 }
