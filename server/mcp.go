@@ -43,7 +43,9 @@ func (s *Server) routesMCP() {
 // through h.Call as an agent of the role created for the connection (and
 // one for each agent key the client names). Over newline-delimited JSON
 // ([*mcp.IOTransport], [*mcp.StdioTransport]) a line that is not JSON-RPC is
-// answered with an error and the connection goes on (mcpstdio.go).
+// answered with an error and the connection goes on (mcpstdio.go); over
+// [*mcp.StdioTransport] stdin is read non-blocking, through the runtime's
+// poller.
 func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) error {
 	if _, err := h.Role(role); err != nil {
 		return err
@@ -56,7 +58,7 @@ func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) e
 	case *mcp.IOTransport:
 		t = newLineTransport(tt.Reader, tt.Writer, tt.Writer.Close, tt.MaxLineLength)
 	case *mcp.StdioTransport: // stdout stays open, as the SDK leaves it
-		t = newLineTransport(os.Stdin, os.Stdout, nil, tt.MaxLineLength)
+		t = newLineTransport(pollableStdin(), os.Stdout, nil, tt.MaxLineLength)
 	}
 	return r.srv.Run(ctx, t)
 }
@@ -553,7 +555,7 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if req.Params.RequestState != "" {
 		return r.resume(ctx, a, req), nil
 	}
-	return r.callAsking(ctx, a, req, req.ClientCapabilities()), nil
+	return r.callAsking(ctx, a, req), nil
 }
 
 // run calls a tool through the host's pipeline as the session's agent. A

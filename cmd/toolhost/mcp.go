@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"syscall"
 
@@ -17,9 +16,9 @@ import (
 	"github.com/toolhost/toolhost/server"
 )
 
-// mcpCmd runs the host and serves one role's MCP server over stdin and
-// stdout until stdin closes (or SIGINT/SIGTERM). Only MCP messages go to
-// stdout; logs go to stderr. `mcp import` is mcpImportCmd.
+// mcpCmd runs the host and serves one role's MCP server over the process's
+// stdin and stdout until stdin closes (or SIGINT/SIGTERM). Only MCP messages
+// go to stdout; logs go to stderr. `mcp import` is mcpImportCmd.
 func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "import" {
 		return mcpImportCmd(args[1:], stdout, stderr)
@@ -39,8 +38,7 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
 		ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
-		t := &mcp.IOTransport{Reader: pollableStdin(), Writer: nopWriteCloser{stdout}}
-		if err := server.ServeMCP(ctx, h, *role, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		if err := server.ServeMCP(ctx, h, *role, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "toolhost: mcp: %v\n", err)
 			return 1
 		}
@@ -78,23 +76,3 @@ func mcpInspectCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
-// pollableStdin returns stdin opened anew (/proc/self/fd/0) in non-blocking
-// mode, so that the Go runtime waits for it in its poller: a read(2) that
-// blocks holds on to one of the runtime's Ps until sysmon takes it back, and
-// the goroutines made runnable on it meanwhile (a call's gRPC writer) wait,
-// which costs a call over stdio about a tenth of its latency on 2 cores. Its
-// own open file description leaves the shared one's flags as they are (a
-// terminal stays as the shell set it). It is os.Stdin where stdin cannot be
-// opened so (a socket, no /proc).
-func pollableStdin() *os.File {
-	if f, err := os.OpenFile("/proc/self/fd/0", os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
-		return f
-	}
-	return os.Stdin
-}
-
-// nopWriteCloser leaves the command's stdout open when the transport closes.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
