@@ -50,6 +50,12 @@ const (
 	pathSDKStdio25  = "MCP stdio 2025 (go-sdk)"
 	pathOursStdio26 = "MCP stdio 2026 (ours)"
 	pathSDKStdio26  = "MCP stdio 2026 (go-sdk)"
+	// Our front again, the no-op group in its own process as the go-sdk
+	// server's tool is (bench/mcpfront): the front alone.
+	pathFrontHTTP25  = "MCP HTTP 2025 (ours, in-process)"
+	pathFrontHTTP26  = "MCP HTTP 2026 (ours, in-process)"
+	pathFrontStdio25 = "MCP stdio 2025 (ours, in-process)"
+	pathFrontStdio26 = "MCP stdio 2026 (ours, in-process)"
 
 	// Against peer gateways (peers.go): npm's server-everything behind our
 	// MCP front, behind each peer, and alone.
@@ -61,7 +67,8 @@ const (
 
 // callPaths are all the call paths, in the report's order.
 var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathAPI,
-	pathOursHTTP25, pathSDKHTTP25, pathOursHTTP26, pathSDKHTTP26, pathOursStdio25, pathSDKStdio25, pathOursStdio26, pathSDKStdio26, pathHostMCP,
+	pathOursHTTP25, pathSDKHTTP25, pathFrontHTTP25, pathOursHTTP26, pathSDKHTTP26, pathFrontHTTP26,
+	pathOursStdio25, pathSDKStdio25, pathFrontStdio25, pathOursStdio26, pathSDKStdio26, pathFrontStdio26, pathHostMCP,
 	pathPeerOurs, pathSupergateway, pathMCPProxy, pathEverything}
 
 // The MCP protocol eras the MCP paths run in, the bench's client pinned to
@@ -72,40 +79,54 @@ const (
 	era2026 = "2026-07-28"
 )
 
-// mcpPair is our MCP front and its baseline, a go-sdk server with the no-op
-// tool, on one transport in one era: the report holds the first against the
-// second.
+// mcpPair is our MCP front on one transport in one era, twice: with the
+// no-op plugin, and with the no-op group in its own process; and its
+// baseline, a go-sdk server answering the no-op tool itself. The report
+// holds each of ours against the baseline.
 type mcpPair struct {
-	ours, sdk string
-	http      bool   // streamable HTTP, else stdio
-	version   string // the era's protocol version (era2025, era2026)
+	ours, sdk, front string // our front, the go-sdk server, our front in-process
+	http             bool   // streamable HTTP, else stdio
+	version          string // the era's protocol version (era2025, era2026)
 }
 
 // mcpPairs are the MCP paths, in the report's order.
 var mcpPairs = []mcpPair{
-	{pathOursHTTP25, pathSDKHTTP25, true, era2025},
-	{pathOursHTTP26, pathSDKHTTP26, true, era2026},
-	{pathOursStdio25, pathSDKStdio25, false, era2025},
-	{pathOursStdio26, pathSDKStdio26, false, era2026},
+	{pathOursHTTP25, pathSDKHTTP25, pathFrontHTTP25, true, era2025},
+	{pathOursHTTP26, pathSDKHTTP26, pathFrontHTTP26, true, era2026},
+	{pathOursStdio25, pathSDKStdio25, pathFrontStdio25, false, era2025},
+	{pathOursStdio26, pathSDKStdio26, pathFrontStdio26, false, era2026},
 }
 
-// path is our path when ours is set, else the baseline's.
-func (p mcpPair) path(ours bool) string {
-	if ours {
-		return p.ours
-	}
-	return p.sdk
+// mcpServer is which server of a pair a path calls.
+type mcpServer int
+
+const (
+	serverOurs   mcpServer = iota // our front: toolhost
+	serverSDK                     // mcpnoop
+	serverInProc                  // our front, in-process: mcpfront
+)
+
+// path is the path of the pair's server s.
+func (p mcpPair) path(s mcpServer) string {
+	return [...]string{p.ours, p.sdk, p.front}[s]
 }
 
 // isMCP2025 reports whether a call path is an MCP path of the 2025 era.
 func isMCP2025(path string) bool {
-	return slices.ContainsFunc(mcpPairs, func(p mcpPair) bool { return p.version == era2025 && (path == p.ours || path == p.sdk) })
+	return slices.ContainsFunc(mcpPairs, func(p mcpPair) bool {
+		return p.version == era2025 && (path == p.ours || path == p.sdk || path == p.front)
+	})
+}
+
+// isMCPFront reports whether a call path is our front in-process.
+func isMCPFront(path string) bool {
+	return slices.ContainsFunc(mcpPairs, func(p mcpPair) bool { return path == p.front })
 }
 
 // wantsMCP reports whether want accepts, of any pair on the transport (http
-// or stdio), our path when ours is set, else the baseline's.
-func wantsMCP(want func(string) bool, http, ours bool) bool {
-	return slices.ContainsFunc(mcpPairs, func(p mcpPair) bool { return p.http == http && want(p.path(ours)) })
+// or stdio), the path of server s.
+func wantsMCP(want func(string) bool, http bool, s mcpServer) bool {
+	return slices.ContainsFunc(mcpPairs, func(p mcpPair) bool { return p.http == http && want(p.path(s)) })
 }
 
 // callPath is one way of calling the no-op tool (or, for the peer paths,
@@ -117,8 +138,10 @@ type callPath struct {
 
 // executables are the programs the call paths start.
 type executables struct {
+	root     string // the repository root, whose bin/toolhost serves
 	noop     string // bench/noop
 	mcpnoop  string // bench/mcpnoop
+	mcpfront string // bench/mcpfront
 	toolhost string // bin/toolhost
 }
 
@@ -197,12 +220,12 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 	}
 
 	// Host.Call: an in-process host with the no-op plugin, as an agent of a
-	// role holding its group; the HTTP paths serve the same host. The plugin
+	// role holding its group; POST /api/call serves the same host. The plugin
 	// runs unconfined, as the raw gRPC baseline's does: the ratio is the
 	// host's pipeline, not the sandbox around the plugin.
 	noopPlugin := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\n", exe.noop)
 	var served *host.Host
-	if want(pathHost) || want(pathAPI) || wantsMCP(want, true, true) {
+	if want(pathHost) || want(pathAPI) {
 		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop", "")
 		if err != nil {
 			return nil, err
@@ -287,15 +310,14 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 		}
 		r.add(pathHostTraced, hostCall(h, agent.ID))
 	}
-	var front frontHTTP // our front over HTTP, when a path through it runs
-	if want(pathAPI) || wantsMCP(want, true, true) {
-		if front, err = r.startServer(ctx, served, want); err != nil {
+	if want(pathAPI) {
+		if err := r.addAPI(ctx, served); err != nil {
 			return nil, err
 		}
 	}
 
 	// Our MCP front and the go-sdk servers, pair by pair.
-	if err := r.addMCPPairs(ctx, tmp, exe, front, want); err != nil {
+	if err := r.addMCPPairs(ctx, tmp, exe, want); err != nil {
 		return nil, err
 	}
 
@@ -367,63 +389,106 @@ func (r *callRig) startHost(ctx context.Context, tmp, body string, opts *host.Op
 	return h, agent, err
 }
 
-// frontHTTP is our server on a loopback port, in this process, as a client
-// of the role "bench" reaches it (see serve).
-type frontHTTP struct {
-	base   string
-	client *http.Client
-}
-
-// startServer serves h (see serve), adds POST /api/call when want accepts
-// it, and returns where the server is.
-func (r *callRig) startServer(ctx context.Context, h *host.Host, want func(string) bool) (frontHTTP, error) {
+// addAPI serves h (see serve) and adds POST /api/call through it.
+func (r *callRig) addAPI(ctx context.Context, h *host.Host) error {
 	base, client, err := r.serve(ctx, h)
 	if err != nil {
-		return frontHTTP{}, err
+		return err
 	}
-	if want(pathAPI) {
-		body, _ := json.Marshal(server.CallBody{Role: "bench", Tool: "noop", Arguments: []byte("{}")})
-		r.add(pathAPI, func(ctx context.Context) error { return postCall(ctx, client, base+"/api/call", body) })
+	body, _ := json.Marshal(server.CallBody{Role: "bench", Tool: "noop", Arguments: []byte("{}")})
+	r.add(pathAPI, func(ctx context.Context) error { return postCall(ctx, client, base+"/api/call", body) })
+	return nil
+}
+
+// startFront starts `toolhost serve` on the config file, as a process of
+// its own as the go-sdk servers are, and returns the endpoint of /mcp/bench
+// and an HTTP client carrying a token of the role "bench", made through
+// the server's API.
+func (r *callRig) startFront(ctx context.Context, exe executables, tmp, file string) (string, *http.Client, error) {
+	s, err := startServe(exe.root, tmp, file)
+	if err != nil {
+		return "", nil, err
 	}
-	return frontHTTP{base: base, client: client}, nil
+	r.closers = append(r.closers, s.stop)
+	body, _ := json.Marshal(server.TokenBody{Role: "bench", Name: "bench"})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/api/auth/tokens", bytes.NewReader(body))
+	if err != nil {
+		return "", nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", nil, err
+	}
+	defer resp.Body.Close()
+	var tok server.NewToken
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.Secret == "" {
+		return "", nil, fmt.Errorf("POST /api/auth/tokens: %s, %v", resp.Status, err)
+	}
+	return s.base + "/mcp/bench", benchHTTPClient(tok.Secret), nil
 }
 
 // addMCPPairs adds the MCP paths want accepts, in mcpPairs' order, each
 // path one session (or, in 2026-07-28, one client) pinned to its era's
-// version and shared by the callers: over streamable HTTP, our front at
-// /mcp/bench of front and `mcpnoop -http`, one process serving both eras
-// as our front does; over stdio, a process for each path: `toolhost mcp
-// -role bench` with a host of its own (its own data directory and no-op
-// plugin process), and mcpnoop.
-func (r *callRig) addMCPPairs(ctx context.Context, tmp string, exe executables, front frontHTTP, want func(string) bool) error {
-	var sdkEndpoint string // of mcpnoop -http, its client sdkClient
-	sdkClient := benchHTTPClient("")
-	if wantsMCP(want, true, false) {
-		var err error
-		if sdkEndpoint, err = r.startSDKHTTP(exe.mcpnoop); err != nil {
-			return fmt.Errorf("mcpnoop -http: %w", err)
+// version and shared by the callers. Over streamable HTTP, three processes
+// each serving both eras: `toolhost serve` with the no-op plugin and the
+// role "bench" (our front at /mcp/bench), `mcpnoop -http` and `mcpfront
+// -http`. Over stdio, a process for each path: `toolhost mcp -role bench`
+// with a host of its own (its own data directory and no-op plugin process),
+// mcpnoop, and mcpfront. Each toolhost and mcpfront has a data directory of
+// its own.
+func (r *callRig) addMCPPairs(ctx context.Context, tmp string, exe executables, want func(string) bool) error {
+	oursConfig := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\nrole \"bench\" {\n  tool_groups = [\"noop\"]\n}\n", exe.noop)
+	var endpoints [3]string // over HTTP, by server
+	var clients [3]*http.Client
+	var err error
+	if wantsMCP(want, true, serverOurs) {
+		file, err := writeConfig(tmp, oursConfig)
+		if err != nil {
+			return err
+		}
+		if endpoints[serverOurs], clients[serverOurs], err = r.startFront(ctx, exe, tmp, file); err != nil {
+			return fmt.Errorf("toolhost serve: %w", err)
 		}
 	}
-	oursConfig := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\nrole \"bench\" {\n  tool_groups = [\"noop\"]\n}\n", exe.noop)
-	transport := func(overHTTP, ours bool) (mcp.Transport, error) {
+	if wantsMCP(want, true, serverSDK) {
+		if endpoints[serverSDK], err = r.startHTTPServer(exe.mcpnoop, "-http"); err != nil {
+			return fmt.Errorf("mcpnoop -http: %w", err)
+		}
+		clients[serverSDK] = benchHTTPClient("")
+	}
+	if wantsMCP(want, true, serverInProc) {
+		data, err := os.MkdirTemp(tmp, "data-")
+		if err != nil {
+			return err
+		}
+		line, err := r.startHTTPServer(exe.mcpfront, "-http", "-data", data)
+		endpoint, token, ok := strings.Cut(line, " ")
+		if err != nil || !ok {
+			return fmt.Errorf("mcpfront -http: %q, %v", line, err)
+		}
+		endpoints[serverInProc], clients[serverInProc] = endpoint, benchHTTPClient(token)
+	}
+	transport := func(overHTTP bool, s mcpServer) (mcp.Transport, error) {
 		switch {
-		case overHTTP && ours:
-			return &mcp.StreamableClientTransport{Endpoint: front.base + "/mcp/bench", HTTPClient: front.client}, nil
 		case overHTTP:
-			return &mcp.StreamableClientTransport{Endpoint: sdkEndpoint, HTTPClient: sdkClient}, nil
-		case ours:
+			return &mcp.StreamableClientTransport{Endpoint: endpoints[s], HTTPClient: clients[s]}, nil
+		case s == serverOurs:
 			file, err := writeConfig(tmp, oursConfig)
 			return stdioTransport(exec.Command(exe.toolhost, "mcp", "-role", "bench", "-config", file)), err
+		case s == serverInProc:
+			data, err := os.MkdirTemp(tmp, "data-")
+			return stdioTransport(exec.Command(exe.mcpfront, "-data", data)), err
 		}
 		return stdioTransport(exec.Command(exe.mcpnoop)), nil
 	}
 	for _, p := range mcpPairs {
-		for _, ours := range []bool{true, false} {
-			path := p.path(ours)
+		for _, s := range []mcpServer{serverOurs, serverSDK, serverInProc} {
+			path := p.path(s)
 			if !want(path) {
 				continue
 			}
-			t, err := transport(p.http, ours)
+			t, err := transport(p.http, s)
 			if err != nil {
 				return err
 			}
@@ -459,10 +524,11 @@ func (r *callRig) serve(ctx context.Context, h *host.Host) (string, *http.Client
 	return "http://" + lis.Addr().String(), benchHTTPClient(token), nil
 }
 
-// startSDKHTTP starts mcpnoop -http and returns the endpoint it serves; the
-// process ends when the rig closes its stdin.
-func (r *callRig) startSDKHTTP(mcpnoop string) (string, error) {
-	cmd := exec.Command(mcpnoop, "-http")
+// startHTTPServer starts exe (mcpnoop or mcpfront) with args and returns the
+// first line it prints: where it serves; the process ends when the rig
+// closes its stdin.
+func (r *callRig) startHTTPServer(exe string, args ...string) (string, error) {
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -100,8 +100,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	exe := executables{noop: filepath.Join(tmp, "noop"), mcpnoop: filepath.Join(tmp, "mcpnoop"), toolhost: filepath.Join(root, "bin/toolhost")}
-	for out, pkg := range map[string]string{exe.noop: "./bench/noop", exe.mcpnoop: "./bench/mcpnoop"} {
+	exe := executables{root: root, noop: filepath.Join(tmp, "noop"), mcpnoop: filepath.Join(tmp, "mcpnoop"), mcpfront: filepath.Join(tmp, "mcpfront"),
+		toolhost: filepath.Join(root, "bin/toolhost")}
+	for out, pkg := range map[string]string{exe.noop: "./bench/noop", exe.mcpnoop: "./bench/mcpnoop", exe.mcpfront: "./bench/mcpfront"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir, cmd.Stderr = root, os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -251,10 +252,13 @@ func run(ctx context.Context, o options) error {
 
 	if o.plot != "" {
 		var rows [][]*Series
-		// Without the PostgreSQL paths and the MCP paths of the 2025 era,
-		// which would crowd the legend (the tables have them), and the peer
-		// paths, whose tool is not the no-op (section 9).
-		for _, row := range rep.rowsOf(func(path string) bool { return !isPGPath(path) && !isPeerPath(path) && !isMCP2025(path) }) {
+		// Without the PostgreSQL paths, the MCP paths of the 2025 era and
+		// our in-process fronts, which would crowd the legend (the
+		// tables have them), and the peer paths, whose tool is not the
+		// no-op (section 9).
+		for _, row := range rep.rowsOf(func(path string) bool {
+			return !isPGPath(path) && !isPeerPath(path) && !isMCP2025(path) && !isMCPFront(path)
+		}) {
 			if c := row[0].Conc; c == 1 || c == 32 {
 				rows = append(rows, row)
 			}

@@ -94,17 +94,19 @@ func TestReportChecks(t *testing.T) {
 		{mk(pathRaw, 1, 100*time.Microsecond, 0), mk(pathHost, 1, 110*time.Microsecond, 0), mk(pathHostBare, 1, 108*time.Microsecond, 0),
 			mk(pathHostPG, 1, 121*time.Microsecond, 0), mk(pathHostPG2, 1, 120*time.Microsecond, 0),
 			mk(pathHostTraced, 1, 132*time.Microsecond, 0),
-			mk(pathOursHTTP25, 1, 390*time.Microsecond, 0), mk(pathSDKHTTP25, 1, 300*time.Microsecond, 0),
-			mk(pathOursHTTP26, 1, 400*time.Microsecond, 0), mk(pathSDKHTTP26, 1, 300*time.Microsecond, 0),
-			mk(pathOursStdio25, 1, 300*time.Microsecond, 0), mk(pathSDKStdio25, 1, 200*time.Microsecond, 0),
-			mk(pathOursStdio26, 1, 250*time.Microsecond, 0), mk(pathSDKStdio26, 1, 200*time.Microsecond, 0),
+			mk(pathFrontHTTP25, 1, 390*time.Microsecond, 0), mk(pathSDKHTTP25, 1, 300*time.Microsecond, 0),
+			mk(pathFrontHTTP26, 1, 400*time.Microsecond, 0), mk(pathSDKHTTP26, 1, 300*time.Microsecond, 0),
+			mk(pathFrontStdio25, 1, 300*time.Microsecond, 0), mk(pathSDKStdio25, 1, 200*time.Microsecond, 0),
+			mk(pathFrontStdio26, 1, 250*time.Microsecond, 0), mk(pathSDKStdio26, 1, 200*time.Microsecond, 0),
+			mk(pathOursHTTP25, 1, 390*time.Microsecond, 0),
 			mk(pathHostMCP, 1, 240*time.Microsecond, 0)},
 		{mk(pathRaw, 32, time.Millisecond, 40000), mk(pathHost, 32, time.Millisecond, 20000), mk(pathHostTraced, 32, time.Millisecond, 15000),
 			mk(pathHostPG, 32, time.Millisecond, 26000), mk(pathHostPG2, 32, time.Millisecond, 24700),
-			mk(pathOursHTTP25, 32, time.Millisecond, 3000), mk(pathSDKHTTP25, 32, time.Millisecond, 2000),
-			mk(pathOursHTTP26, 32, time.Millisecond, 1900), mk(pathSDKHTTP26, 32, time.Millisecond, 2000),
+			mk(pathFrontHTTP25, 32, time.Millisecond, 3000), mk(pathSDKHTTP25, 32, time.Millisecond, 2000),
+			mk(pathFrontHTTP26, 32, time.Millisecond, 1900), mk(pathSDKHTTP26, 32, time.Millisecond, 2000),
 			mk(pathSDKStdio25, 32, time.Millisecond, 5000),
-			mk(pathOursStdio26, 32, time.Millisecond, 4000), mk(pathSDKStdio26, 32, time.Millisecond, 4000)},
+			mk(pathFrontStdio26, 32, time.Millisecond, 4000), mk(pathSDKStdio26, 32, time.Millisecond, 4000),
+			mk(pathOursStdio26, 32, time.Millisecond, 4000)},
 	}, Postgres: "PostgreSQL 15.8, fsync off, synchronous_commit off",
 		Events: &eventsResult{Emitters: 4, Rounds: 2, Warmup: 2000, Runs: []eventsRun{
 			{Engine: engineSQLite, Where: "/tmp (ext4)", Events: 200000, Wall: 2 * time.Second},
@@ -116,16 +118,20 @@ func TestReportChecks(t *testing.T) {
 		"Host.Call p50, tracing on / off (1 caller)":             "1.20 –",
 		"Host.Call calls/s, tracing on / off (32 callers)":       "0.75 –",
 		"Host.Call calls/s / raw gRPC Call calls/s (32 callers)": "0.50 ✗",
-		// Our MCP front against the go-sdk server, per transport and era:
+		// Our in-process MCP front against the go-sdk server, per transport
+		// and era:
 		// ≤ 1.3 × at p50 with 1 caller, ≥ 1 × calls/s with 32.
-		"MCP HTTP 2025 (ours) p50 / MCP HTTP 2025 (go-sdk) p50 (1 caller)":             "1.30 ✓",
-		"MCP HTTP 2025 (ours) calls/s / MCP HTTP 2025 (go-sdk) calls/s (32 callers)":   "1.50 ✓",
-		"MCP HTTP 2026 (ours) p50 / MCP HTTP 2026 (go-sdk) p50 (1 caller)":             "1.33 ✗",
-		"MCP HTTP 2026 (ours) calls/s / MCP HTTP 2026 (go-sdk) calls/s (32 callers)":   "0.95 ✗",
-		"MCP stdio 2025 (ours) p50 / MCP stdio 2025 (go-sdk) p50 (1 caller)":           "1.50 ✗",
-		"MCP stdio 2025 (ours) calls/s / MCP stdio 2025 (go-sdk) calls/s (32 callers)": "",
-		"MCP stdio 2026 (ours) p50 / MCP stdio 2026 (go-sdk) p50 (1 caller)":           "1.25 ✓",
-		"MCP stdio 2026 (ours) calls/s / MCP stdio 2026 (go-sdk) calls/s (32 callers)": "1.00 ✓",
+		"MCP HTTP 2025 (ours, in-process) p50 / MCP HTTP 2025 (go-sdk) p50 (1 caller)":             "1.30 ✓",
+		"MCP HTTP 2025 (ours, in-process) calls/s / MCP HTTP 2025 (go-sdk) calls/s (32 callers)":   "1.50 ✓",
+		"MCP HTTP 2026 (ours, in-process) p50 / MCP HTTP 2026 (go-sdk) p50 (1 caller)":             "1.33 ✗",
+		"MCP HTTP 2026 (ours, in-process) calls/s / MCP HTTP 2026 (go-sdk) calls/s (32 callers)":   "0.95 ✗",
+		"MCP stdio 2025 (ours, in-process) p50 / MCP stdio 2025 (go-sdk) p50 (1 caller)":           "1.50 ✗",
+		"MCP stdio 2025 (ours, in-process) calls/s / MCP stdio 2025 (go-sdk) calls/s (32 callers)": "",
+		"MCP stdio 2026 (ours, in-process) p50 / MCP stdio 2026 (go-sdk) p50 (1 caller)":           "1.25 ✓",
+		"MCP stdio 2026 (ours, in-process) calls/s / MCP stdio 2026 (go-sdk) calls/s (32 callers)": "1.00 ✓",
+		// Our front with the plugin: no target.
+		"MCP HTTP 2025 (ours) p50 / MCP HTTP 2025 (go-sdk) p50 (1 caller)":             "1.30 –",
+		"MCP stdio 2026 (ours) calls/s / MCP stdio 2026 (go-sdk) calls/s (32 callers)": "1.00 –",
 		// The stdio server of the 2026 era is the baseline of the host's
 		// throughput and of an mcp_server group, which speaks that era.
 		"Host.Call calls/s / MCP stdio 2026 (go-sdk) calls/s (32 callers)":    "5.00 ✓",
@@ -155,12 +161,14 @@ func TestReportChecks(t *testing.T) {
 	for _, line := range []string{
 		"| Host.Call calls/s / raw gRPC Call calls/s (32 callers) | 20000/s | 40000/s | 0.50 | ≥ 0.60 | ✗ |",
 		"| Host.Call p50, tracing on / off (1 caller) | 132 µs | 110 µs | 1.20 | – | – |",
-		"| MCP HTTP 2026 (ours) p50 / MCP HTTP 2026 (go-sdk) p50 (1 caller) | 400 µs | 300 µs | 1.33 | ≤ 1.30 | ✗ |",
-		"| MCP stdio 2026 (ours) calls/s / MCP stdio 2026 (go-sdk) calls/s (32 callers) | 4000/s | 4000/s | 1.00 | ≥ 1.00 | ✓ |",
+		"| MCP HTTP 2026 (ours, in-process) p50 / MCP HTTP 2026 (go-sdk) p50 (1 caller) | 400 µs | 300 µs | 1.33 | ≤ 1.30 | ✗ |",
+		"| MCP stdio 2026 (ours, in-process) calls/s / MCP stdio 2026 (go-sdk) calls/s (32 callers) | 4000/s | 4000/s | 1.00 | ≥ 1.00 | ✓ |",
+		"| MCP HTTP 2025 (ours) p50 / MCP HTTP 2025 (go-sdk) p50 (1 caller) | 390 µs | 300 µs | 1.30 | – | – |",
 		"| MCP HTTP 2025 (go-sdk) | 300 µs |",
+		"| MCP HTTP 2025 (ours, in-process) | 390 µs |",
 		"- **MCP HTTP 2025 (ours)**, **MCP HTTP 2026 (ours)** — our MCP front",
 		"pins to the path's era: 2025-11-25 for the 2025 paths",
-		"The plot leaves out the PostgreSQL paths and the MCP paths of the 2025 era,",
+		"The plot leaves out the PostgreSQL paths and the MCP paths of the 2025 era and our in-process fronts,",
 		"the sink received 3 export requests, 4 KB, 50 spans (5.00 per call), warm-up included.",
 		"| Host.Call calls/s, PostgreSQL / SQLite (32 callers) | 26000/s | 20000/s | 1.30 | – | – |",
 		"| events/s of the event writer, PostgreSQL / SQLite | 50000/s | 100000/s | 0.50 | – | – |",
@@ -233,20 +241,20 @@ func TestByCaller(t *testing.T) {
 	}
 }
 
-// TestMCPPairs: each pair is our front and the go-sdk server on the
+// TestMCPPairs: each pair is our fronts and the go-sdk server on the
 // transport and in the era its paths' names say, and the call paths list
 // them in the pairs' order.
 func TestMCPPairs(t *testing.T) {
 	var names []string
 	for _, p := range mcpPairs {
 		transport := map[bool]string{true: "HTTP", false: "stdio"}[p.http]
-		for ours, name := range map[bool]string{true: p.ours, false: p.sdk} {
-			want := fmt.Sprintf("MCP %s %s (%s)", transport, p.version[:4], map[bool]string{true: "ours", false: "go-sdk"}[ours])
-			if name != want {
+		for s, server := range []string{serverOurs: "ours", serverSDK: "go-sdk", serverInProc: "ours, in-process"} {
+			want := fmt.Sprintf("MCP %s %s (%s)", transport, p.version[:4], server)
+			if name := p.path(mcpServer(s)); name != want {
 				t.Errorf("%+v: %q, want %q", p, name, want)
 			}
+			names = append(names, p.path(mcpServer(s)))
 		}
-		names = append(names, p.ours, p.sdk)
 	}
 	i := slices.Index(callPaths, names[0])
 	if i < 0 || !slices.Equal(callPaths[i:i+len(names)], names) {
