@@ -58,7 +58,14 @@ func serveFloodMCP() {
 		switch method {
 		case "tools/list":
 			lists++
-			_ = os.WriteFile(os.Getenv("TOOLHOST_TEST_MCP_LISTS"), []byte(fmt.Sprint(lists)), 0o600)
+			// Renamed into place: the test may read it while a listing
+			// after the one it waited for writes it (a loaded machine read
+			// a truncated file, 0 listings, between WriteFile's truncate
+			// and its write).
+			f := os.Getenv("TOOLHOST_TEST_MCP_LISTS")
+			if os.WriteFile(f+".new", []byte(fmt.Sprint(lists)), 0o600) == nil {
+				_ = os.Rename(f+".new", f)
+			}
 			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s]}}`+"\n", id, tools)
 		case "tools/call":
 			notices := 0
