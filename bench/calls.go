@@ -352,7 +352,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 	// Against peer gateways: npm's server-everything behind our MCP front,
 	// supergateway and mcp-proxy, and called directly over stdio.
 	if slices.ContainsFunc(peerPaths, want) {
-		if err := r.startPeers(ctx, tmp, want); err != nil {
+		if err := r.startPeers(ctx, tmp, exe, want); err != nil {
 			return nil, err
 		}
 	}

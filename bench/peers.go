@@ -83,11 +83,11 @@ var gateways = []gateway{
 }
 
 // startPeers adds the peer paths want accepts. Our front serves
-// server-everything from a host of its own (an mcp_server block, unconfined
-// as the peers run it) through server.New on a loopback port, the role's
-// token on every request; the gateways (see gateways) are run by the same
-// node as server-everything.
-func (r *callRig) startPeers(ctx context.Context, tmp string, want func(string) bool) error {
+// server-everything as `toolhost serve` does, a process of its own as each
+// peer is (an mcp_server block, unconfined as the peers run it; see
+// startFront), the role's token on every request; the gateways (see
+// gateways) are run by the same node as server-everything.
+func (r *callRig) startPeers(ctx context.Context, tmp string, exe executables, want func(string) bool) error {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return fmt.Errorf("the peer paths run npm packages: %w", err)
@@ -104,15 +104,15 @@ func (r *callRig) startPeers(ctx context.Context, tmp string, want func(string) 
 	r.peers = strings.Join(about, ", ") + " on Node.js " + strings.TrimSpace(string(out))
 
 	if want(pathPeerOurs) {
-		h, _, err := r.startHost(ctx, tmp, mcpServerBlock("everything", everything), nil, "everything", "")
+		file, err := writeConfig(tmp, mcpServerBlock("everything", everything)+"role \"bench\" {\n  tool_groups = [\"everything\"]\n}\n")
+		if err != nil {
+			return err
+		}
+		endpoint, client, err := r.startFront(ctx, exe, tmp, file)
 		if err != nil {
 			return fmt.Errorf("%s: %w", pathPeerOurs, err)
 		}
-		base, client, err := r.serve(ctx, h)
-		if err != nil {
-			return fmt.Errorf("%s: %w", pathPeerOurs, err)
-		}
-		if err := r.addMCP(ctx, pathPeerOurs, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/bench", HTTPClient: client}, peerCallee); err != nil {
+		if err := r.addMCP(ctx, pathPeerOurs, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client}, peerCallee); err != nil {
 			return err
 		}
 	}

@@ -194,6 +194,9 @@ func (r *report) checks() []checked {
 	peer("faster", func(a, b *Series) bool { return a.P(.5) < b.P(.5) }, 1, .5, 0.75, 0)
 	peer("better", func(a, b *Series) bool { return a.Rate() > b.Rate() }, 16, rates, 0, 1.5)
 	at(pathPeerOurs, pathEverything, 1, .5, 2.5, 0)
+	// What bounds that target: the go-sdk's HTTP server against its stdio
+	// one, both answering the no-op tool themselves.
+	at(pathSDKHTTP25, pathSDKStdio25, 1, .5, 0, 0)
 	for _, c := range r.Cold {
 		if c.Target > 0 {
 			add("serve ready, "+c.Name+" (median) / target", fmtDur(median(c.Runs)), fmtDur(c.Target), durRatio(median(c.Runs), c.Target), 1, 0)
@@ -585,9 +588,9 @@ func (r *report) writePeers(p func(string, ...any)) {
 		"supergateway would start a server process for each request. The paths run in section 1's call phase, taking turns with its paths "+
 		"in the same rounds at the concurrencies both run at (`-conc`, `-peer-conc`), and with each other at the others. In this run: %s.\n",
 		npmEverything, args, peerCallee.opts.ProtocolVersion, r.Peers)
-	p("- **%s** — our MCP front: a host of its own whose only module is an `mcp_server` block running server-everything unconfined "+
-		"(`sandbox = \"off\"`, as the peers run it), behind `server.New` in the bench process on a loopback port, with a token of a role "+
-		"holding the group, as for %s.", pathPeerOurs, pathOursHTTP25)
+	p("- **%s** — our MCP front: `toolhost serve` as a process of its own, as each peer is, whose only module is an `mcp_server` block "+
+		"running server-everything unconfined (`sandbox = \"off\"`, as the peers run it), with a token of a role holding the group, "+
+		"as for %s.", pathPeerOurs, pathOursHTTP25)
 	for _, g := range gateways {
 		shim := ""
 		if g.loopbackShim {
@@ -603,6 +606,9 @@ func (r *report) writePeers(p func(string, ...any)) {
 		"supergateway runs stateful (one server process for the session; stateless, it starts one per request) and without logging each "+
 		"message, as its default level does; mcp-proxy with its defaults but the streamable HTTP endpoint alone (one server process "+
 		"shared by its sessions). Targets (summary): %s ≤ 0.75 × the faster peer at p50 with 1 caller, ≥ 1.5 × the better peer's calls/s "+
-		"with 16, and ≤ 2.5 × %s at p50 with 1 caller.\n", pathPeerOurs, pathEverything)
+		"with 16, and ≤ 2.5 × %s at p50 with 1 caller. What bounds the last is in the summary: the go-sdk's own "+
+		"streamable HTTP server against its stdio server, each answering a no-op call itself (%s p50 / %s p50): an HTTP front "+
+		"to a stdio server takes that much more, and the server's own time, before any work of its own.\n",
+		pathPeerOurs, pathEverything, pathSDKHTTP25, pathSDKStdio25)
 	r.writeTables(p, rows, pathEverything, "stdio")
 }
