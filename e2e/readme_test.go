@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,28 +30,12 @@ func TestReadmeDemo(t *testing.T) {
 	}
 	task := args[len(args)-1]
 
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	for _, m := range []string{"workspace", "command", "network", "chrome"} {
-		copyFile(t, filepath.Join(pluginDir, m), filepath.Join(bin, "plugins", m))
+	dir := readmeClone(t)
+	stdout, stderr, err := asNewUser(dir, line)
+	if err != nil {
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", line, err, stdout, stderr)
 	}
-	build(t, "../cmd/toolhost", filepath.Join(bin, "toolhost"))
-	copyFile(t, filepath.Join("..", "config.hcl"), filepath.Join(dir, "config.hcl"))
-	copyFile(t, filepath.Join("..", "demo", "agents.json"), filepath.Join(dir, "demo", "agents.json"))
-
-	cmd := exec.Command("sh", "-c", line)
-	cmd.Dir = dir
-	for _, kv := range os.Environ() { // a new user's environment: no overrides
-		if !strings.HasPrefix(kv, "TOOLHOST_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", line, err, stdout.String(), stderr.String())
-	}
-	out := stdout.String()
+	out := stdout
 	t.Logf("%s\n%s", line, out)
 
 	// The file the answer reports, with the task in it.
@@ -67,9 +52,9 @@ func TestReadmeDemo(t *testing.T) {
 	}
 
 	// Every step of the tree is done, and the printed tree shows it so.
-	id := regexp.MustCompile(`agent (agent_[0-9a-f]+) \(role root\) started`).FindStringSubmatch(stderr.String())
+	id := regexp.MustCompile(`agent (agent_[0-9a-f]+) \(role root\) started`).FindStringSubmatch(stderr)
 	if id == nil {
-		t.Fatalf("stderr names no root agent:\n%s", stderr.String())
+		t.Fatalf("stderr names no root agent:\n%s", stderr)
 	}
 	st, err := store.Open(context.Background(), cfg.DataDir)
 	if err != nil {
@@ -102,6 +87,94 @@ func TestReadmeDemo(t *testing.T) {
 	if calls == 0 || strings.Contains(out, "✗") {
 		t.Errorf("the tree shows %d tool calls, or a failed one:\n%s", calls, out)
 	}
+}
+
+// TestReadmeTour runs the command lines of the README's tour, in order, as
+// written, in a clone's layout with config.hcl as shipped: each succeeds,
+// but one whose comment says "refused: CODE", which fails with that code.
+// The lines that serve, print the page's address, run the agent demo
+// (TestReadmeDemo's) or import a file of the user's are left out.
+func TestReadmeTour(t *testing.T) {
+	dir := readmeClone(t)
+	refused := regexp.MustCompile(`#.*refused: ([a-z_]+)`)
+	ran := 0
+	for _, line := range readmeCommands(t, "A short tour") {
+		words := strings.Fields(line)
+		if words[0] != "bin/toolhost" || slices.Contains([]string{"serve", "token", "run", "mcp"}, words[1]) {
+			continue
+		}
+		ran++
+		stdout, stderr, err := asNewUser(dir, line)
+		if m := refused.FindStringSubmatch(line); m != nil {
+			if err == nil || !strings.Contains(stdout+stderr, m[1]) {
+				t.Errorf("%s: %v, want it refused with %s\nstdout:\n%s\nstderr:\n%s", line, err, m[1], stdout, stderr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v\nstdout:\n%s\nstderr:\n%s", line, err, stdout, stderr)
+		}
+	}
+	if ran < 8 {
+		t.Errorf("ran %d lines of the tour, want its CLI lines (8 or more)", ran)
+	}
+}
+
+// readmeClone returns a directory laid out as scripts/build lays out a
+// clone: bin/toolhost, bin/plugins/ and config.hcl and demo/ as shipped.
+func readmeClone(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	for _, m := range []string{"workspace", "command", "network", "chrome"} {
+		copyFile(t, filepath.Join(pluginDir, m), filepath.Join(bin, "plugins", m))
+	}
+	build(t, "../cmd/toolhost", filepath.Join(bin, "toolhost"))
+	copyFile(t, filepath.Join("..", "config.hcl"), filepath.Join(dir, "config.hcl"))
+	copyFile(t, filepath.Join("..", "demo", "agents.json"), filepath.Join(dir, "demo", "agents.json"))
+	return dir
+}
+
+// asNewUser runs a command line with sh in dir, in a new user's
+// environment (no TOOLHOST_ overrides), and returns its output.
+func asNewUser(dir, line string) (stdout, stderr string, err error) {
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TOOLHOST_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// readmeCommands returns the lines of the sh code blocks of README.md's
+// section titled section, in order.
+func readmeCommands(t *testing.T, section string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	in, code := false, false
+	for line := range strings.SplitSeq(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "## "):
+			in = strings.TrimPrefix(line, "## ") == section
+		case in && strings.HasPrefix(line, "```"):
+			code = !code && line == "```sh"
+		case in && code && strings.TrimSpace(line) != "":
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatalf("README.md has no sh lines under %q", section)
+	}
+	return lines
 }
 
 // readmeCommand returns the first line of README.md that starts with
