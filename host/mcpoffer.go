@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/jsondepth"
 )
 
 // maxMCPSchemaDepth is how deeply an input schema may nest JSON objects and
@@ -36,7 +37,7 @@ func MCPInputSchema(raw json.RawMessage) (json.RawMessage, error) {
 			return nil, fmt.Errorf("input schema is not a JSON object: %v", err)
 		}
 	}
-	if d := jsonDepth(raw); d > maxMCPSchemaDepth {
+	if d := jsondepth.Of(raw); d > maxMCPSchemaDepth {
 		return nil, fmt.Errorf("input schema nests %d levels deep; MCP clients read at most %d", d, maxMCPSchemaDepth)
 	}
 	var typ string
@@ -54,29 +55,6 @@ func MCPInputSchema(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("input schema: %v", err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// jsonDepth returns how deeply valid JSON nests objects and arrays.
-func jsonDepth(raw []byte) int {
-	depth, deepest, inString, escaped := 0, 0, false, false
-	for _, c := range raw {
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case inString:
-			inString = c != '"'
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
 }
 
 // mcpTrial is a server no client ever connects to, on which mcpRefusals

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
+	"github.com/toolhost/toolhost/internal/jsondepth"
 )
 
 // Over stdio the SDK's transport ends the connection at the first line it
@@ -292,7 +293,7 @@ const decodeFlags = segjson.DontMatchCaseInsensitiveStructFields
 // CPU, with the collection it brings). TestDecodeMessageAsSDK holds the two
 // to the same results.
 func decodeMessage(line []byte) (jsonrpc.Message, error) {
-	if nestedDeeper(line, maxDepth) {
+	if jsondepth.Of(line) > maxDepth {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: json: exceeded maximum nesting depth of %d", maxDepth)
 	}
 	var w wireMessage
@@ -321,31 +322,6 @@ func decodeMessage(line []byte) (jsonrpc.Message, error) {
 		resp.Error = w.Error
 	}
 	return resp, nil
-}
-
-// nestedDeeper reports whether data's arrays and objects nest deeper than
-// limit, strings aside.
-func nestedDeeper(data []byte, limit int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && b == '\\':
-			escaped = true
-		case inString:
-			inString = b != '"'
-		case b == '"':
-			inString = true
-		case b == '{' || b == '[':
-			if depth++; depth > limit {
-				return true
-			}
-		case (b == '}' || b == ']') && depth > 0:
-			depth--
-		}
-	}
-	return false
 }
 
 // isRequestID reports whether id, as a message holds it, is a request's: a
