@@ -30,7 +30,7 @@ func TestReadmeDemo(t *testing.T) {
 	}
 	task := args[len(args)-1]
 
-	dir := readmeClone(t)
+	dir := cloneLayout(t)
 	stdout, stderr, err := asNewUser(dir, line)
 	if err != nil {
 		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", line, err, stdout, stderr)
@@ -95,7 +95,7 @@ func TestReadmeDemo(t *testing.T) {
 // The lines that serve, print the page's address, run the agent demo
 // (TestReadmeDemo's) or import a file of the user's are left out.
 func TestReadmeTour(t *testing.T) {
-	dir := readmeClone(t)
+	dir := cloneLayout(t)
 	refused := regexp.MustCompile(`#.*refused: ([a-z_]+)`)
 	ran := 0
 	for _, line := range readmeCommands(t, "A short tour") {
@@ -120,9 +120,9 @@ func TestReadmeTour(t *testing.T) {
 	}
 }
 
-// readmeClone returns a directory laid out as scripts/build lays out a
+// cloneLayout returns a directory laid out as scripts/build lays out a
 // clone: bin/toolhost, bin/plugins/ and config.hcl and demo/ as shipped.
-func readmeClone(t *testing.T) string {
+func cloneLayout(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")

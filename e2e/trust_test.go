@@ -42,21 +42,16 @@ type trustServe struct {
 // runs serve on it.
 func startDefaultServe(t *testing.T) *trustServe {
 	t.Helper()
-	dir := t.TempDir()
+	dir := cloneLayout(t)
 	bin := filepath.Join(dir, "bin")
-	for _, m := range []string{"workspace", "command", "network", "chrome"} {
-		copyFile(t, filepath.Join(pluginDir, m), filepath.Join(bin, "plugins", m))
-	}
-	build(t, "../cmd/toolhost", filepath.Join(bin, "toolhost"))
 	hostileMCP := filepath.Join(t.TempDir(), "hostilemcp")
 	build(t, "./testdata/hostilemcp", hostileMCP)
-	copyFile(t, filepath.Join("..", "demo", "agents.json"), filepath.Join(dir, "demo", "agents.json"))
-	src, err := os.ReadFile(filepath.Join("..", "config.hcl"))
+	cfg := filepath.Join(dir, "config.hcl")
+	src, err := os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src = fmt.Appendf(src, "\n# A third-party MCP server, loaded as a module without a sandbox block.\nmcp_server \"hostile\" {\n  command = %q\n}\n", hostileMCP)
-	cfg := filepath.Join(dir, "config.hcl")
 	if err := os.WriteFile(cfg, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
