@@ -14,6 +14,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/hosttest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/runtime/model"
@@ -99,19 +100,8 @@ runtime {
 	}
 	// Under load a plugin may miss its first start and come up on a restart:
 	// the tests need every tool from the first turn.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var down []string
-		for _, p := range h.Plugins() {
-			if p.State != host.StateRunning {
-				down = append(down, p.Name+": "+string(p.State)+" "+p.LastError)
-			}
-		}
-		if len(down) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("plugins not running: %v", down)
-		}
+	if down := hosttest.AwaitRunning(h, 30*time.Second); len(down) > 0 {
+		t.Fatalf("plugins not running: %v", down)
 	}
 	sc, err := model.NewScripted(scriptPath)
 	if err != nil {

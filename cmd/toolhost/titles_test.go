@@ -10,12 +10,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/hosttest"
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 
@@ -91,19 +91,8 @@ func TestFirstPartyToolsHaveTitles(t *testing.T) {
 
 	// Every module must be serving its groups: one that is not would have
 	// its tools go unchecked.
-	for deadline := time.Now().Add(proctest.Patience); ; time.Sleep(10 * time.Millisecond) {
-		var down []string
-		for _, p := range h.Plugins() {
-			if p.State != host.StateRunning {
-				down = append(down, p.Name+": "+string(p.State)+" "+p.LastError)
-			}
-		}
-		if len(down) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("modules not running: %v\n%s", down, stderr.Bytes())
-		}
+	if down := hosttest.AwaitRunning(h, proctest.Patience); len(down) > 0 {
+		t.Fatalf("modules not running: %v\n%s", down, stderr.Bytes())
 	}
 	groups := h.Groups()
 	sources := map[string]bool{}
