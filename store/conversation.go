@@ -213,33 +213,19 @@ type Artifact struct {
 	Size      int64     `json:"size"`
 	CreatedBy string    `json:"createdBy,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
-}
-
-// PutArtifact indexes an artifact, with its bytes when data is not nil (a
-// store { artifacts = "database" }; nil: they are kept in the artifact
-// directory), in one transaction; an id already indexed keeps its first
-// entry, which is returned.
-func (s *Store) PutArtifact(ctx context.Context, a Artifact, data []byte) (Artifact, error) {
-	err := s.tx(ctx, func(tx db) error {
-		_, err := tx.exec(ctx, `INSERT INTO artifacts (id, name, mime, size, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			a.ID, a.Name, a.MIME, a.Size, a.CreatedBy, now())
-		if err == nil && data != nil {
-			_, err = tx.exec(ctx, `INSERT INTO artifact_data (id, data) VALUES (?, ?) ON CONFLICT DO NOTHING`, a.ID, data)
-		}
-		return err
-	})
-	if err != nil {
-		return a, fmt.Errorf("store: put artifact: %w", err)
-	}
-	return s.Artifact(ctx, a.ID)
+	// Role is the role of the agent that stored it, whose quota counts it.
+	Role string `json:"role,omitempty"`
 }
 
 // Artifact returns the index entry of an artifact.
-func (s *Store) Artifact(ctx context.Context, id string) (Artifact, error) {
+func (s *Store) Artifact(ctx context.Context, id string) (Artifact, error) { return artifact(ctx, s.db, id) }
+
+// artifact is Artifact in q, the store's database or a transaction.
+func artifact(ctx context.Context, q db, id string) (Artifact, error) {
 	a := Artifact{ID: id}
 	var created string
-	err := s.db.queryRow(ctx, `SELECT name, mime, size, created_by, created_at FROM artifacts WHERE id = ?`, id).
-		Scan(&a.Name, &a.MIME, &a.Size, &a.CreatedBy, &created)
+	err := q.queryRow(ctx, `SELECT name, mime, size, created_by, role, created_at FROM artifacts WHERE id = ?`, id).
+		Scan(&a.Name, &a.MIME, &a.Size, &a.CreatedBy, &a.Role, &created)
 	if err == sql.ErrNoRows {
 		return a, fmt.Errorf("store: artifact %q: %w", id, ErrNotFound)
 	}

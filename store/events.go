@@ -28,6 +28,7 @@ const (
 	EventPluginRefused     = "plugin.refused"      // a plugin was refused for good: it stays down, the payload says why
 	EventTokenCreated      = "token.created"       // a role token was made
 	EventTokenRevoked      = "token.revoked"       // a role token was revoked
+	EventStorageEvicted    = "storage.evicted"     // a quota evicted a saved output or an artifact: its kind, key, role, size and quota
 )
 
 // Event is one audit record.

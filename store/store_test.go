@@ -267,16 +267,16 @@ func TestArtifactsInTheDatabase(t *testing.T) {
 		a, b := open(t, dir), open(t, dir)
 		ctx := context.Background()
 		data := []byte{0, 1, 2, 0xff}
-		if _, err := a.PutArtifact(ctx, Artifact{ID: "id1", Name: "first", Size: 4}, data); err != nil {
+		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id1", Name: "first", Size: 4}, data, NoQuotas, noPlace); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := a.PutArtifact(ctx, Artifact{ID: "id1", Name: "second", Size: 4}, []byte("xxxx")); err != nil || got.Name != "first" {
+		if got, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id1", Name: "second", Size: 4}, []byte("xxxx"), NoQuotas, noPlace); err != nil || got.Name != "first" {
 			t.Fatalf("a second put: %+v, %v", got, err)
 		}
 		if got, err := b.ArtifactData(ctx, "id1"); err != nil || !slices.Equal(got, data) {
 			t.Fatalf("the bytes read through another store: %v, %v", got, err)
 		}
-		if _, err := a.PutArtifact(ctx, Artifact{ID: "id2", Size: 1}, nil); err != nil {
+		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id2", Size: 1}, nil, NoQuotas, noPlace); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := b.ArtifactData(ctx, "id2"); !errors.Is(err, ErrNotFound) {
