@@ -96,6 +96,14 @@ type Store struct {
 	// <data_dir>/artifacts. Hosts sharing a PostgreSQL database must share
 	// it too (NFS or similar), or keep artifacts in the database.
 	ArtifactDir string
+	// Quota bounds, in bytes, the saved outputs (cut command outputs kept
+	// whole under data_dir/outputs) and the artifacts the host keeps: past
+	// it, the oldest saved output is evicted first, then the oldest
+	// artifact. 0: [DefaultQuota]; [QuotaOff]: no bound.
+	Quota int64 `json:",omitempty"`
+	// RoleQuota bounds, the same way, the bytes of the items of any one
+	// role. 0: [DefaultRoleQuota]; [QuotaOff]: no bound.
+	RoleQuota int64 `json:",omitempty"`
 }
 
 // Telemetry is the `telemetry` block: OpenTelemetry traces of calls, agent

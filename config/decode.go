@@ -154,6 +154,8 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		attr(d, st.Attributes, "dsn", &cfg.Store.DSN, asIs[string])
 		attr(d, st.Attributes, "artifacts", &cfg.Store.Artifacts, oneOf("files", "database"))
 		attr(d, st.Attributes, "artifact_dir", &cfg.Store.ArtifactDir, d.path)
+		attr(d, st.Attributes, "quota", &cfg.Store.Quota, quotaSize)
+		attr(d, st.Attributes, "role_quota", &cfg.Store.RoleQuota, quotaSize)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("mcp")); blk != nil {
 		m, diags := blk.Body.Content(mcpSchema)
@@ -324,7 +326,7 @@ var metricsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "pu
 
 var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode"}}}
 
-var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}, {Name: "artifacts"}, {Name: "artifact_dir"}}}
+var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}, {Name: "artifacts"}, {Name: "artifact_dir"}, {Name: "quota"}, {Name: "role_quota"}}}
 
 var mcpSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "session_idle_timeout"}, {Name: "max_sessions_per_credential"}}}
 

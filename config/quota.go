@@ -1,0 +1,56 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The storage quotas' defaults (Store.Quota and Store.RoleQuota left 0):
+// 1 GiB in all, which a laptop spares without notice, and a quarter of it
+// per role, so that one role in a loop (an agent saving 16 MiB outputs
+// call after call) evicts only its own items and leaves the other roles
+// three quarters.
+const (
+	DefaultQuota     int64 = 1 << 30
+	DefaultRoleQuota int64 = 256 << 20
+)
+
+// QuotaOff is a quota of quota = "off": no bound.
+const QuotaOff int64 = -1
+
+// sizeUnits are the units a byte size may carry, as multipliers.
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+}
+
+// quotaSize reads a quota: a byte size such as "512MiB", "2GB" or 1048576
+// (bytes), or "off" for no bound ([QuotaOff]). 0 is refused, being either
+// "keep nothing" or "no bound" depending on who reads it.
+func quotaSize(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	if t == "off" {
+		return QuotaOff, nil
+	}
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		i = len(t)
+	}
+	num, unit := t[:i], strings.TrimSpace(t[i:])
+	mult, ok := sizeUnits[unit]
+	n, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a byte size such as \"1GiB\", \"256MiB\" or \"500MB\", nor \"off\"", s)
+	}
+	size := n * float64(mult)
+	switch {
+	case size < 1:
+		return 0, fmt.Errorf("%q keeps nothing: write \"off\" for no bound, or a size of at least 1 byte", s)
+	case size >= math.MaxInt64:
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return int64(size), nil
+}

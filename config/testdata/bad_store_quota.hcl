@@ -1,0 +1,4 @@
+store {
+  quota      = "lots"
+  role_quota = 0
+}

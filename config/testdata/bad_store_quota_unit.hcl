@@ -1,0 +1,4 @@
+store {
+  quota      = "1 GiG"
+  role_quota = "-5MiB"
+}

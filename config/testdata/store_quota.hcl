@@ -1,0 +1,4 @@
+store {
+  quota      = "2GiB"
+  role_quota = "300MB"
+}

@@ -1,0 +1,4 @@
+store {
+  quota      = "off"
+  role_quota = 1048576
+}
