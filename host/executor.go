@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -204,7 +202,7 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 	if res, err = c.dispatch(ctx); err != nil {
 		return nil, err
 	}
-	return c.finish(res), nil
+	return c.finish(ctx, res), nil
 }
 
 // validate gives the tool the agent or runtime it needs (inject) and checks
@@ -387,8 +385,10 @@ func (c *call) progress(p toolhost.Progress, ended *atomic.Bool) toolhost.Progre
 // finish redacts secrets from a result and cuts its output to the group's
 // limits, working on a copy. Redaction comes first, so that no cut can leave
 // part of a secret visible; a command's output cut short is saved whole
-// (redacted) under data_dir, its path in meta.full_output.
-func (c *call) finish(in *toolhost.Result) *toolhost.Result {
+// (redacted) under data_dir, its path in meta.full_output, within the
+// storage quotas: when it cannot be kept, meta.full_output_not_kept says
+// why, and the call succeeds all the same.
+func (c *call) finish(ctx context.Context, in *toolhost.Result) *toolhost.Result {
 	res := *in
 	var changed [3]bool
 	res.Stdout, changed[0] = redact.String(res.Stdout)
@@ -412,9 +412,9 @@ func (c *call) finish(in *toolhost.Result) *toolhost.Result {
 	tail := c.tool.spec.OutputTail
 	out, errs := output.Limit(res.Stdout, lines, bytes, tail), output.Limit(res.Stderr, lines, bytes, tail)
 	cut := out.Text != res.Stdout || errs.Text != res.Stderr
-	var saved string
+	var saved, notKept string
 	if cut && tail {
-		saved = c.saveFullOutput(res.Stdout, res.Stderr)
+		saved, notKept = c.saveFullOutput(ctx, res.Stdout, res.Stderr)
 	}
 	res.Stdout, res.Stderr = out.Text, errs.Text
 	res.TruncatedLines = res.TruncatedLines || out.Lines || errs.Lines
@@ -429,7 +429,7 @@ func (c *call) finish(in *toolhost.Result) *toolhost.Result {
 			res.TruncatedBytes = true
 		}
 	}
-	if c.redacted || saved != "" {
+	if c.redacted || saved != "" || notKept != "" {
 		res.Meta = maps.Clone(res.Meta)
 		if res.Meta == nil {
 			res.Meta = map[string]any{}
@@ -440,28 +440,26 @@ func (c *call) finish(in *toolhost.Result) *toolhost.Result {
 		if saved != "" {
 			res.Meta["full_output"] = saved
 		}
+		if notKept != "" {
+			res.Meta["full_output_not_kept"] = notKept
+		}
 	}
 	return &res
 }
 
-// saveFullOutput writes a cut output whole to data_dir/outputs and returns
-// the file's path ("" if it could not be written, which is logged).
-func (c *call) saveFullOutput(stdout, stderr string) string {
-	dir := filepath.Join(c.h.DataDir(), "outputs")
-	path := filepath.Join(dir, outputName(c.req.Context.CallID))
+// saveFullOutput keeps a cut output whole under data_dir/outputs, within
+// the storage quotas (Host.saveOutput), and returns the file's path, or ""
+// and why it was not kept.
+func (c *call) saveFullOutput(ctx context.Context, stdout, stderr string) (path, notKept string) {
 	data := stdout
 	if stderr != "" {
 		data += "\n--- stderr ---\n" + stderr
 	}
-	err := os.MkdirAll(dir, store.DirMode)
-	if err == nil {
-		err = os.WriteFile(path, []byte(data), store.FileMode)
+	path, notKept = c.h.saveOutput(ctx, c.req.Context.Role, outputName(c.req.Context.CallID), []byte(data))
+	if notKept != "" {
+		c.h.log.Warn("a full output was not kept", c.logIDs("reason", notKept)...)
 	}
-	if err != nil {
-		c.h.log.Error("saving a full output", c.logIDs("error", err)...)
-		return ""
-	}
-	return path
+	return path, notKept
 }
 
 // outputName is the name of the file a call's cut output is saved in: a

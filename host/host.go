@@ -117,6 +117,8 @@ type Host struct {
 	closed  bool
 	started chan struct{} // closed when Start has finished: every plugin had its first outcome (see Ready)
 	runID   string        // this process's run on the store (beginRun)
+
+	storage storage // saved outputs and artifacts within the quotas
 }
 
 // StoreOptions are the store options of the config's store block.
@@ -290,6 +292,9 @@ func (h *Host) Start(ctx context.Context) error {
 	h.pruneCallResults(ctx)
 	if err := h.beginRun(ctx); err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	if err := h.sweepOutputs(ctx); err != nil {
+		h.log.Warn("the saved outputs and their index could not be reconciled", "error", err)
 	}
 	h.watching.Go(func() { h.watchStore(watchCtx, h.opts.StoreWatch) })
 	h.logSandboxes()

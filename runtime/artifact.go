@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost"
@@ -39,7 +40,7 @@ func (rt *Runtime) artifactGroup() *sdk.Group {
 	return &sdk.Group{ID: "artifact", Description: "Artifacts: store text or a workspace file and get an id to hand to other agents; read one back by id.", Tools: []sdk.Tool{
 		sdk.NewStructuredTool("put_artifact", "Store text (content) or a workspace file (path) as an artifact; returns its id, the SHA-256 of its bytes.",
 			func(ctx context.Context, r *sdk.Request[putArtifactArgs]) (store.Artifact, error) {
-				return rt.putArtifact(ctx, r.Call.AgentID, r.Args)
+				return rt.putArtifact(ctx, r.Call, r.Args)
 			}, sdk.Title("Store artifact"), sdk.Additive()),
 		sdk.NewTool("get_artifact", "Read an artifact by id: text is returned as is, other bytes as an attachment.",
 			func(ctx context.Context, r *sdk.Request[getArtifactArgs]) (*sdk.Result, error) {
@@ -48,22 +49,7 @@ func (rt *Runtime) artifactGroup() *sdk.Group {
 	}}
 }
 
-// artifactPath is where an artifact's bytes are kept, unless the store
-// keeps them (store { artifacts = "database" }): the store block's artifact
-// directory, by default <data_dir>/artifacts.
-func (rt *Runtime) artifactPath(id string) string {
-	dir := rt.h.Config().Store.ArtifactDir
-	if dir == "" {
-		dir = filepath.Join(rt.h.DataDir(), "artifacts")
-	}
-	return filepath.Join(dir, id[:2], id)
-}
-
-// artifactsInStore reports whether artifacts' bytes are kept in the
-// database.
-func (rt *Runtime) artifactsInStore() bool { return rt.h.Config().Store.Artifacts == "database" }
-
-func (rt *Runtime) putArtifact(ctx context.Context, by string, args putArtifactArgs) (store.Artifact, error) {
+func (rt *Runtime) putArtifact(ctx context.Context, by toolhost.CallContext, args putArtifactArgs) (store.Artifact, error) {
 	var data []byte
 	switch {
 	case (args.Content == "") == (args.Path == ""):
@@ -90,17 +76,7 @@ func (rt *Runtime) putArtifact(ctx context.Context, by string, args putArtifactA
 	if args.MIME == "" {
 		args.MIME = http.DetectContentType(data)
 	}
-	var kept []byte // the bytes, when the store keeps them
-	if rt.artifactsInStore() {
-		kept = data
-	} else if err := writeOnce(rt.artifactPath(id), data); err != nil {
-		return store.Artifact{}, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
-	}
-	a, err := rt.st.PutArtifact(ctx, store.Artifact{ID: id, Name: args.Name, MIME: args.MIME, Size: int64(len(data)), CreatedBy: by}, kept)
-	if err != nil {
-		return a, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
-	}
-	return a, nil
+	return rt.h.PutArtifact(ctx, store.Artifact{ID: id, Name: args.Name, MIME: args.MIME, Size: int64(len(data)), CreatedBy: by.AgentID, Role: by.Role}, data)
 }
 
 // readWorkspace reads a file inside the runtime's workspace; the path may
@@ -144,49 +120,25 @@ func (rt *Runtime) readWorkspace(path string) ([]byte, error) {
 	return data, nil
 }
 
-// writeOnce writes data to path atomically, unless the file exists (the
-// same id is the same bytes), private: the directories it makes are
-// store.DirMode, the file store.FileMode.
-func writeOnce(path string, data []byte) error {
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), store.DirMode); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".put-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data) // CreateTemp made it store.FileMode (0600)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return err
-}
-
 func (rt *Runtime) getArtifact(ctx context.Context, id string) (*sdk.Result, error) {
 	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "field id: %q is not an artifact id (64 lower-case hex digits)", id)
 	}
 	a, err := rt.st.Artifact(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
+		if at, err := rt.st.Evicted(ctx, id); err == nil {
+			return nil, toolhost.Errorf(toolhost.CodeValidation, "artifact %s was evicted at %s to keep within the storage quotas (store { quota, role_quota }): put it again", id, at.Format(time.RFC3339))
+		}
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "no artifact %s", id)
 	}
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 	}
 	var data []byte
-	if rt.artifactsInStore() {
+	if rt.h.Config().Store.Artifacts == "database" {
 		data, err = rt.st.ArtifactData(ctx, id)
 	} else {
-		data, err = os.ReadFile(rt.artifactPath(id))
+		data, err = os.ReadFile(rt.h.ArtifactPath(id))
 	}
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeToolExec, "artifact %s: %v", id, err)
