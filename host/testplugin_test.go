@@ -200,6 +200,8 @@ func serveTestPlugin(name string) {
 		sdk.Serve(testGroup(), nil)
 	case "snoop":
 		sdk.Serve(snoopGroup(), nil)
+	case "bigoutput":
+		sdk.Serve(bigOutputGroup(), nil)
 	case "reserved":
 		os.Setenv(groupIDEnv, "workspace")
 		sdk.Serve(testGroup(), nil)
