@@ -218,7 +218,9 @@ type Artifact struct {
 }
 
 // Artifact returns the index entry of an artifact.
-func (s *Store) Artifact(ctx context.Context, id string) (Artifact, error) { return artifact(ctx, s.db, id) }
+func (s *Store) Artifact(ctx context.Context, id string) (Artifact, error) {
+	return artifact(ctx, s.db, id)
+}
 
 // artifact is Artifact in q, the store's database or a transaction.
 func artifact(ctx context.Context, q db, id string) (Artifact, error) {
