@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -52,6 +53,10 @@ type Store struct {
 	path    string // the SQLite file; "" on PostgreSQL
 	tokens  tokenCache
 	changes *listener // PostgreSQL's notifications; nil on SQLite
+	// turn makes the event writer's batches and retention's deletion
+	// batches take turns on SQLite, whose busy wait would otherwise let a
+	// deletion that commits and begins again starve the writer.
+	turn sync.Mutex
 }
 
 // Drivers of [Options.Driver].
@@ -85,6 +90,12 @@ func Open(ctx context.Context, dir string) (*Store, error) { return OpenWith(ctx
 // migrations are applied once, and each store follows the others' changes
 // through LISTEN/NOTIFY ([Store.Changes]).
 func OpenWith(ctx context.Context, dir string, o Options) (*Store, error) {
+	return openUpTo(ctx, dir, o, 0)
+}
+
+// openUpTo is [OpenWith] applying the migrations up to version upTo only
+// (0: all).
+func openUpTo(ctx context.Context, dir string, o Options, upTo int) (*Store, error) {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -108,7 +119,7 @@ func OpenWith(ctx context.Context, dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", s.eng.name(), err)
 	}
 	s.db = db{q: s.sqlDB, eng: s.eng}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, upTo); err != nil {
 		s.sqlDB.Close()
 		return nil, err
 	}
@@ -157,9 +168,10 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // migrate applies, in order and each in its own transaction, the engine's
-// embedded migrations not yet recorded in schema_migrations. Hosts sharing
+// embedded migrations not yet recorded in schema_migrations, up to version
+// upTo (0: all; tests make the databases of older versions). Hosts sharing
 // a database take turns (the engine's lock), so each migration runs once.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context, upTo int) error {
 	err := s.tx(ctx, func(tx db) error {
 		if err := s.eng.lock(ctx, tx, "migrate"); err != nil {
 			return err
@@ -179,6 +191,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		version, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
 		if err != nil {
 			return fmt.Errorf("store: migration %s: no version number", name)
+		}
+		if upTo > 0 && version > upTo {
+			break
 		}
 		body, err := migrations.ReadFile(name)
 		if err != nil {
