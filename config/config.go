@@ -141,7 +141,22 @@ type Audit struct {
 	// commit), so no tool runs unaudited, at the cost measured in
 	// docs/BENCHMARKS.md.
 	Mode string
+	// Retention is how long events are kept: a pass every hour exports the
+	// older ones into Export, then deletes them (docs/operating.md). 0, the
+	// default, keeps every event. Written with d, h and m units: "90d",
+	// "36h", "1d12h"; at least 1h.
+	Retention time.Duration `json:",omitempty"`
+	// Export is the directory the events leaving the store are exported
+	// into, as gzipped JSON lines, before they are deleted; default
+	// <data_dir>/events-export when Retention is set. Like the data
+	// directory, no path an agent can write may hold it
+	// ([Config.CheckTrust]).
+	Export string `json:",omitempty"`
 }
+
+// DefaultExportDir is the export directory of [Audit] under the data
+// directory when retention is on and the audit block names none.
+const DefaultExportDir = "events-export"
 
 // Metrics is the `metrics` block. GET /metrics serves the host's Prometheus
 // metrics; it needs the admin token or a metrics token (toolhost tokens
@@ -372,6 +387,9 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 	}
 	if len(diags) > 0 {
 		return nil, diags
+	}
+	if cfg.Audit.Retention > 0 && cfg.Audit.Export == "" {
+		cfg.Audit.Export = filepath.Join(cfg.DataDir, DefaultExportDir)
 	}
 	for i := range cfg.Plugins {
 		if cfg.Plugins[i].Kind != KindMCP {

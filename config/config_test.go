@@ -194,6 +194,17 @@ builtin "workspace" {}`,
 		src:     "audit {\n  mode = \"paranoid\"\n}",
 		wantErr: `/srv/toolhost/config.hcl:2,10: Invalid value for "mode": "paranoid" is not one of default, strict.`,
 	}, {
+		name: "retention with the default export directory",
+		src:  "audit {\n  retention = \"1d12h\"\n}",
+		check: func(t *testing.T, c *Config) {
+			equal(t, "Audit.Retention", c.Audit.Retention, 36*time.Hour)
+			equal(t, "Audit.Export", c.Audit.Export, filepath.Join(c.DataDir, DefaultExportDir))
+		},
+	}, {
+		name:    "a retention in weeks",
+		src:     "audit {\n  retention = \"2w\"\n}",
+		wantErr: `/srv/toolhost/config.hcl:2,15: Invalid value for "retention": "2w" is not a retention such as "90d", "36h" or "1d12h".`,
+	}, {
 		name: "telemetry",
 		src:  "telemetry {\n  traces       = \"otlp\"\n  endpoint     = \"http://127.0.0.1:4318\"\n  protocol     = \"grpc\"\n  sample_ratio = 0.25\n  service_name = \"tools-eu\"\n}",
 		check: func(t *testing.T, c *Config) {

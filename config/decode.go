@@ -137,6 +137,8 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		audit, diags := blk.Body.Content(auditSchema)
 		d.add(diags)
 		attr(d, audit.Attributes, "mode", &cfg.Audit.Mode, oneOf("default", "strict"))
+		attr(d, audit.Attributes, "retention", &cfg.Audit.Retention, retention)
+		attr(d, audit.Attributes, "export", &cfg.Audit.Export, d.path)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("telemetry")); blk != nil {
 		tel, diags := blk.Body.Content(telemetrySchema)
@@ -324,7 +326,7 @@ var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token
 
 var metricsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "public"}}}
 
-var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode"}}}
+var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode"}, {Name: "retention"}, {Name: "export"}}}
 
 var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}, {Name: "artifacts"}, {Name: "artifact_dir"}, {Name: "quota"}, {Name: "role_quota"}}}
 

@@ -85,6 +85,7 @@ func (c *Config) CheckTrust(exe string) Diagnostics {
 		{path: c.File, what: "the config file"},
 		{path: c.PluginDir, what: "the plugin directory", dir: true},
 		{path: c.DataDir, what: "the data directory", dir: true},
+		{path: c.Audit.Export, what: "the audit export directory", dir: true},
 		{path: exe, what: "the toolhost binary"},
 	}
 	for _, p := range c.Plugins {

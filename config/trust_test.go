@@ -42,6 +42,8 @@ func TestTrustBoundary(t *testing.T) {
 			want: "holds the toolhost binary " + exe},
 		{name: "artifact directory holds the config file", src: "store {\n  artifact_dir = \".\"\n}\n",
 			want: "the artifact directory " + dir + " holds the config file"},
+		{name: "workspace holds the audit export directory", src: "audit {\n  retention = \"90d\"\n  export    = \"workspace/exports\"\n}\n",
+			want: "the workspace " + filepath.Join(dir, "workspace") + " holds the audit export directory " + filepath.Join(dir, "workspace", "exports")},
 		{name: "sandbox off is still a trust question for roots", src: "builtin \"workspace\" {\n  sandbox = \"off\"\n  config {\n    roots = [\"bin/plugins\"]\n  }\n}\n",
 			want: "writable path " + filepath.Join(dir, "bin", "plugins") + " holds the plugin directory"},
 	} {

@@ -124,6 +124,37 @@ func duration(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// maxRetentionDays bounds the days of a retention, far from time.Duration's
+// range.
+const maxRetentionDays = 36500
+
+// retention accepts audit's retention: a whole number of days ("90d"),
+// optionally followed by a Go duration ("1d12h"), or a Go duration alone
+// ("36h"); at least an hour.
+func retention(s string) (time.Duration, error) {
+	bad := fmt.Errorf("%q is not a retention such as \"90d\", \"36h\" or \"1d12h\"", s)
+	var d time.Duration
+	rest := s
+	if days, after, ok := strings.Cut(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > maxRetentionDays {
+			return 0, bad
+		}
+		d, rest = time.Duration(n)*24*time.Hour, after
+	}
+	if rest != "" || d == 0 {
+		r, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, bad
+		}
+		d += r
+	}
+	if d < time.Hour {
+		return 0, fmt.Errorf("%q is shorter than an hour", s)
+	}
+	return d, nil
+}
+
 // oneOf accepts only the given strings.
 func oneOf(allowed ...string) func(string) (string, error) {
 	return func(s string) (string, error) {

@@ -1,0 +1,5 @@
+audit {
+  mode      = "strict"
+  retention = "90d"
+  export    = "/var/lib/toolhost/events"
+}

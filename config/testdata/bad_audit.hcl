@@ -1,0 +1,3 @@
+audit {
+  retention = "30m"
+}

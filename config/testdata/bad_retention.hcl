@@ -1,0 +1,4 @@
+audit {
+  retention = "1.5d"
+  export    = ""
+}
