@@ -41,6 +41,9 @@ type Options struct {
 	// StoreWatch is how often the host checks the store for changes made by
 	// other processes (such as `toolhost roles` beside a server). Default 1s.
 	StoreWatch time.Duration
+	// RetentionInterval is how often the host runs a retention pass
+	// ([Host.RetainEvents]), the first at [Host.Start]. Default 1h.
+	RetentionInterval time.Duration
 	// Approver decides calls that need an approval. Nil means the executor
 	// block's approver: a queue served by the HTTP API (see [Host.Approvals]),
 	// always-approve or always-deny.
@@ -71,6 +74,7 @@ func (o *Options) withDefaults() Options {
 	setDefault(&out.HealthyAfter, 30*time.Second)
 	setDefault(&out.DescribeTimeout, 10*time.Second)
 	setDefault(&out.StoreWatch, time.Second)
+	setDefault(&out.RetentionInterval, time.Hour)
 	return out
 }
 
@@ -110,7 +114,8 @@ type Host struct {
 	closing   context.Context // cancelled by Close: calls in flight end
 	shutdown  context.CancelFunc
 
-	watchers watchers
+	watchers  watchers
+	retention retentionStats
 
 	mu      sync.Mutex
 	plugins []*supervisor // in config order
@@ -297,6 +302,7 @@ func (h *Host) Start(ctx context.Context) error {
 		h.log.Warn("the saved outputs and their index could not be reconciled", "error", err)
 	}
 	h.watching.Go(func() { h.watchStore(watchCtx, h.opts.StoreWatch) })
+	h.watching.Go(func() { h.retainLoop(watchCtx) })
 	h.logSandboxes()
 	for _, s := range sups {
 		go s.run()

@@ -84,7 +84,7 @@ func newMetrics(h *Host) *Metrics {
 	m.reg.MustRegister(m.calls, m.latency, m.tokens,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolhost_tool_calls_in_flight", Help: "Tool calls in the pipeline now."},
 			func() float64 { return float64(m.inflight.Load()) }),
-		stateCollector{h}, storageCollector{h},
+		stateCollector{h}, storageCollector{h}, retentionCollector{h},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -1,0 +1,62 @@
+package host
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/store"
+)
+
+// TestRetentionPassAtStart: a host with audit { retention } runs a pass as
+// it starts: the events older than the retention are exported and
+// deleted, the pass is recorded as an event with its counts, and /metrics
+// shows the counts, the time of the pass and the events' bytes.
+func TestRetentionPassAtStart(t *testing.T) {
+	ctx := context.Background()
+	st := propertyStore(t)
+	w := st.NewEventWriter(nil)
+	old := time.Now().Add(-72 * time.Hour)
+	const n = 50
+	for i := range n {
+		w.Emit(store.Event{Time: old.Add(time.Duration(i) * time.Second), Type: store.EventCallStarted})
+	}
+	w.Emit(store.Event{Type: store.EventCallCompleted})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h := runHost(t, &config.Config{Audit: config.Audit{Retention: 24 * time.Hour, Export: t.TempDir()}}, &Options{Store: st})
+	var passes []store.Event
+	deadline := time.Now().Add(time.Minute)
+	for len(passes) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no events.retention event within a minute of the start")
+		}
+		if err := h.FlushEvents(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if passes, err = h.Events(ctx, store.EventFilter{Type: EventRetention}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p := passes[0].Payload; p["exported"] != float64(n) || p["deleted"] != float64(n) || len(p["files"].([]any)) != 1 {
+		t.Fatalf("the pass's event: %v, want %d exported and deleted into one file", p, n)
+	}
+	left, err := h.Events(ctx, store.EventFilter{Type: store.EventCallStarted})
+	if err != nil || len(left) != 0 {
+		t.Fatalf("%d old events left, %v", len(left), err)
+	}
+	for name, want := range map[string]float64{"toolhost_events_exported_total": n, "toolhost_events_deleted_total": n} {
+		if v, ok := gathered(t, h.Metrics(), name); !ok || v != want {
+			t.Errorf("%s = %v, %v; want %v", name, v, ok, want)
+		}
+	}
+	for _, name := range []string{"toolhost_events_retention_last_pass_timestamp_seconds", "toolhost_events_bytes"} {
+		if v, ok := gathered(t, h.Metrics(), name); !ok || v <= 0 {
+			t.Errorf("%s = %v, %v; want > 0", name, v, ok)
+		}
+	}
+}
