@@ -15,11 +15,23 @@ import (
 // match to run it with the call paths it matches.
 const eventsName = "events/s"
 
-// The engines of the events/s measurement, as the report names them.
+// The engines of the events/s measurement, as the report names them:
+// PostgreSQL's events table partitioned by day (migration 014, today's
+// partition made as a host makes it), and the one table it was before,
+// measured beside it.
 const (
-	engineSQLite   = "SQLite"
-	enginePostgres = "PostgreSQL"
+	engineSQLite        = "SQLite"
+	enginePostgres      = "PostgreSQL"
+	enginePostgresTable = "PostgreSQL, one table"
 )
+
+// unpartitionSQL turns a fresh store's partitioned events table back into
+// the one table of migration 002, for the measurement's baseline.
+const unpartitionSQL = `ALTER TABLE events RENAME TO events_partitioned;
+ALTER INDEX events_call RENAME TO events_partitioned_call;
+ALTER TABLE events_partitioned RENAME CONSTRAINT events_pkey TO events_partitioned_pkey;
+CREATE TABLE events (LIKE events_partitioned INCLUDING DEFAULTS, PRIMARY KEY (id));
+CREATE INDEX events_call ON events (call_id);`
 
 // eventsResult is the events/s measurement: how fast a store.EventWriter
 // writes the events of tool calls, on each engine.
@@ -89,12 +101,15 @@ func measureEvents(ctx context.Context, tmp string, pg *pgCluster, n, rounds int
 			e.st.Close()
 		}
 	}()
-	open := func(name, where string, o store.Options) error {
+	open := func(name, where string, o store.Options, prepare func(*store.Store, string) error) error {
 		dir, err := os.MkdirTemp(tmp, "events-")
 		if err != nil {
 			return err
 		}
 		st, err := store.OpenWith(ctx, dir, o)
+		if err == nil {
+			err = prepare(st, o.DSN)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -102,16 +117,25 @@ func measureEvents(ctx context.Context, tmp string, pg *pgCluster, n, rounds int
 		res.Runs = append(res.Runs, eventsRun{Engine: name, Where: where, ServerCPU: -1})
 		return nil
 	}
-	if err := open(engineSQLite, "its data directory, in "+dirOn(os.TempDir()), store.Options{Driver: store.DriverSQLite}); err != nil {
+	maintain := func(st *store.Store, _ string) error { return st.MaintainEvents(ctx, time.Now()) }
+	if err := open(engineSQLite, "its data directory, in "+dirOn(os.TempDir()), store.Options{Driver: store.DriverSQLite}, maintain); err != nil {
 		return nil, err
 	}
 	if pg != nil {
-		dsn, err := pg.createDB(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if err := open(enginePostgres, "a database of its own on the server of -pg-dsn, over TCP on loopback", store.Options{Driver: store.DriverPostgres, DSN: dsn}); err != nil {
-			return nil, err
+		for _, e := range []struct {
+			name, where string
+			prepare     func(*store.Store, string) error
+		}{
+			{enginePostgres, "a database of its own on the server of -pg-dsn, over TCP on loopback; events partitioned by day", maintain},
+			{enginePostgresTable, "the same, with the one events table of before partitioning", func(_ *store.Store, dsn string) error { return execDSN(ctx, dsn, unpartitionSQL) }},
+		} {
+			dsn, err := pg.createDB(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := open(e.name, e.where, store.Options{Driver: store.DriverPostgres, DSN: dsn}, e.prepare); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, e := range engines {
@@ -133,7 +157,7 @@ func measureEvents(ctx context.Context, tmp string, pg *pgCluster, n, rounds int
 			run.Events += per / res.Emitters * res.Emitters
 			run.Wall += wall
 			run.CPU += cpu
-			if run.Engine == enginePostgres && server0 >= 0 {
+			if run.Engine != engineSQLite && server0 >= 0 {
 				run.ServerCPU = max(run.ServerCPU, 0) + server
 			}
 		}

@@ -64,7 +64,7 @@ func main() {
 	flag.StringVar(&o.trace, "trace", "", "write a Go execution trace of the no-op call phase to this file, each call a region named after its path "+
 		"and each batch of the event writers a region (go tool trace FILE: user-defined regions)")
 	flag.StringVar(&o.paths, "paths", "", "a regular expression: call the no-op tool only through the paths whose names it matches (such as '^MCP HTTP' or 'Host.Call$'), "+
-		"measure nothing else (but events/s when it matches \""+eventsName+"\") and write no report")
+		"measure nothing else (but events/s and retention when it matches \""+eventsName+"\" or \""+retentionName+"\") and write no report")
 	flag.StringVar(&o.concs, "conc", "1,8,32,64", "the numbers of concurrent callers of the call phase, comma-separated")
 	flag.StringVar(&o.peerConcs, "peer-conc", "1,16", "the numbers of concurrent callers of its paths against peer gateways (server-everything behind our front, supergateway, mcp-proxy, and alone), comma-separated")
 	flag.StringVar(&o.pgDSN, "pg-dsn", "", "a postgres:// URL of a PostgreSQL server on which the bench may create and drop databases "+
@@ -146,7 +146,7 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return fmt.Errorf("-paths: %w", err)
 		}
-		all := append(slices.Clone(callPaths), eventsName)
+		all := append(slices.Clone(callPaths), eventsName, retentionName)
 		if !slices.ContainsFunc(all, re.MatchString) {
 			return fmt.Errorf("-paths %q matches none of %q", o.paths, all)
 		}
@@ -218,6 +218,12 @@ func run(ctx context.Context, o options) error {
 		logf("events/s: %d events per engine, %d rounds", o.events, o.rounds)
 		if rep.Events, err = measureEvents(ctx, tmp, pg, o.events, o.rounds); err != nil {
 			return fmt.Errorf("events/s: %w", err)
+		}
+	}
+	if want == nil || want(retentionName) {
+		logf("retention: a pass over %d old events while %d callers call the no-op tool", o.events/2, retentionCallers)
+		if rep.Retention, err = measureRetention(ctx, tmp, exe.noop, pg, o.events/2, o.calls); err != nil {
+			return fmt.Errorf("retention: %w", err)
 		}
 	}
 	if want != nil { // a study of some paths: no report

@@ -97,6 +97,17 @@ func (c *pgCluster) createDB(ctx context.Context) (string, error) {
 	return u.String(), nil
 }
 
+// execDSN runs sql, one or more statements, on the database of dsn.
+func execDSN(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
 // Close drops the databases created, with their connections.
 func (c *pgCluster) Close() {
 	if len(c.dbs) == 0 {
