@@ -146,12 +146,13 @@ func (r *report) checks() []checked {
 	if pt, one := r.Events.run(enginePostgres), r.Events.run(enginePostgresTable); pt != nil && one != nil {
 		add("events/s on PostgreSQL, partitioned / one table", fmt.Sprintf("%.0f/s", pt.Rate()), fmt.Sprintf("%.0f/s", one.Rate()), pt.Rate()/one.Rate(), 0, 0.95)
 	}
-	// A retention pass leaves the calls of a host serving them nearly
-	// unharmed: their p99 while it runs ≤ 1.5 × without.
+	// What a retention pass costs the calls of a host serving them: their
+	// p99 while it runs against without (reported; neither the design nor
+	// the issue sets a target).
 	if rt := r.Retention; rt != nil {
 		for _, run := range rt.Runs {
 			add(fmt.Sprintf("Host.Call p99 during a retention pass / without, %s (%d callers)", run.Engine, rt.Callers),
-				fmtDur(run.With.P(.99)), fmtDur(run.Without.P(.99)), durRatio(run.With.P(.99), run.Without.P(.99)), 1.5, 0)
+				fmtDur(run.With.P(.99)), fmtDur(run.Without.P(.99)), durRatio(run.With.P(.99), run.Without.P(.99)), 0, 0)
 		}
 	}
 	at(pathHost, pathSDKStdio26, 32, rates, 0, 5)
@@ -514,8 +515,9 @@ func (r *report) writeRetention(p func(string, ...any)) {
 	p("A host with the no-op plugin and `audit { retention = \"1d\" }` on each engine, whose store holds the events of no-op calls "+
 		"two and three days old, written before. %d callers call the no-op tool through `Host.Call`: a round without a pass, then rounds "+
 		"for as long as a pass (`Host.RetainEvents`) exports every old event (gzipped JSON lines) and deletes it: on SQLite in transactions "+
-		"of 500 events that take turns with the event writer's, on PostgreSQL by dropping the two days' partitions. The calls' own events "+
-		"are written meanwhile. Target: p99 during the pass ≤ 1.5 × without. Bytes per event: `store.EventBytes` (SQLite: the pages of the "+
+		"of 500 events that take turns with the event writer's, on PostgreSQL by dropping the two days' partitions. A pass works a quarter "+
+		"of its time at most: after each 1000 events exported and each batch deleted it rests three times as long as that work took. "+
+		"The calls' own events are written meanwhile. No target: the figure says what a pass costs. Bytes per event: `store.EventBytes` (SQLite: the pages of the "+
 		"events table and its index; PostgreSQL: the partitions' total size) over the old events, before the pass.\n", rt.Callers)
 	p("| engine | old events | pass | exported | deleted | calls without | p50 | p99 | calls during | p50 | p99 | p99 ÷ | bytes per event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, run := range rt.Runs {

@@ -29,6 +29,7 @@ type Retention struct {
 	Batch int
 
 	afterBatch func(n int) // tests: called after each committed deletion batch (SQLite)
+	pace       *pacer      // rests between the pass's stretches of work
 	held       func()      // tests: called while the pass holds the retention lock (PostgreSQL)
 }
 
@@ -90,6 +91,7 @@ func (s *Store) PruneEvents(ctx context.Context, r Retention) (RetentionResult, 
 	if r.Batch <= 0 {
 		r.Batch = 500
 	}
+	r.pace = &pacer{mark: time.Now()}
 	if err := s.eng.(eventRetention).pruneEvents(ctx, s, r, &res); err != nil {
 		return res, fmt.Errorf("store: prune events: %w", err)
 	}
@@ -138,11 +140,46 @@ func newExport(dir string) (*exportFile, error) {
 	return x, nil
 }
 
-// add writes the events of rows (read by scanEvent) as lines, and returns
-// the first and last ids read (0 when none).
-func (x *exportFile) add(rows *sql.Rows) (first, last int64, err error) {
+// restFactor is how long a retention pass rests after each stretch of its
+// work (an export's paceRows events, a deletion batch), as a multiple of
+// the time the stretch took: a pass works a quarter of its time at most, so
+// that one over months of events leaves the calls served beside it their
+// CPU. An hourly pass, over an hour of events, takes little either way.
+const restFactor = 3
+
+// paceRows is how many events an export writes between two rests.
+const paceRows = 1000
+
+// pacer spaces a retention pass's stretches of work with rests.
+type pacer struct {
+	mark time.Time // when the current stretch of work began
+}
+
+// rest waits restFactor times as long as the work since the last rest took,
+// or until ctx ends.
+func (p *pacer) rest(ctx context.Context) error {
+	t := time.NewTimer(restFactor * time.Since(p.mark))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	p.mark = time.Now()
+	return nil
+}
+
+// add writes the events of rows (read by scanEvent) as lines, resting on p
+// every paceRows events, and returns the first and last ids read (0 when
+// none).
+func (x *exportFile) add(ctx context.Context, rows *sql.Rows, p *pacer) (first, last int64, err error) {
 	defer rows.Close()
 	for rows.Next() {
+		if x.rows > 0 && x.rows%paceRows == 0 {
+			if err := p.rest(ctx); err != nil {
+				return first, last, err
+			}
+		}
 		e, err := scanEvent(rows)
 		if err != nil {
 			return first, last, err

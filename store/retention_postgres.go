@@ -170,7 +170,7 @@ func dropPartition(ctx context.Context, s *Store, r Retention, day time.Time, re
 			x.abort()
 			return err
 		}
-		if _, _, err := x.add(q); err != nil {
+		if _, _, err := x.add(ctx, q, r.pace); err != nil {
 			x.abort()
 			return err
 		}

@@ -31,7 +31,7 @@ func (sqlite) pruneEvents(ctx context.Context, s *Store, r Retention, res *Reten
 			x.abort()
 			return err
 		}
-		first, last, err := x.add(rows)
+		first, last, err := x.add(ctx, rows, r.pace)
 		if err != nil || x.rows == 0 {
 			x.abort()
 			return err
@@ -52,7 +52,7 @@ func (sqlite) pruneEvents(ctx context.Context, s *Store, r Retention, res *Reten
 }
 
 // deleteExported deletes the events older than cutoff with ids from first
-// to last, r.Batch at a time.
+// to last, r.Batch at a time, resting on r.pace after each batch.
 func deleteExported(ctx context.Context, s *Store, r Retention, cutoff string, first, last int64, res *RetentionResult) error {
 	for lo := first; lo <= last; {
 		var n int64
@@ -79,6 +79,9 @@ func deleteExported(ctx context.Context, s *Store, r Retention, cutoff string, f
 		res.Deleted += n
 		if r.afterBatch != nil && n > 0 {
 			r.afterBatch(int(n))
+		}
+		if err := r.pace.rest(ctx); err != nil {
+			return err
 		}
 	}
 	return nil
