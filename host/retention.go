@@ -102,8 +102,6 @@ var (
 		"Audit events this host's retention passes deleted (rows on SQLite, the rows of dropped partitions on PostgreSQL).", nil, nil)
 	retentionLastPassDesc = prometheus.NewDesc("toolhost_events_retention_last_pass_timestamp_seconds",
 		"When this host's last retention pass ended, in Unix time; 0 before the first.", nil, nil)
-	eventsBytesDesc = prometheus.NewDesc("toolhost_events_bytes",
-		"Bytes the audit events take in the store, measured at the last retention pass: SQLite's pages of the events table and its index, PostgreSQL's total size of the events partitions.", nil, nil)
 )
 
 // retentionCollector reads the figures of the host's retention passes.
@@ -111,7 +109,7 @@ type retentionCollector struct{ h *Host }
 
 // Describe implements prometheus.Collector.
 func (retentionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{eventsExportedDesc, eventsDeletedDesc, retentionLastPassDesc, eventsBytesDesc} {
+	for _, d := range []*prometheus.Desc{eventsExportedDesc, eventsDeletedDesc, retentionLastPassDesc} {
 		ch <- d
 	}
 }
@@ -122,5 +120,4 @@ func (c retentionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(eventsExportedDesc, prometheus.CounterValue, float64(r.exported.Load()))
 	ch <- prometheus.MustNewConstMetric(eventsDeletedDesc, prometheus.CounterValue, float64(r.deleted.Load()))
 	ch <- prometheus.MustNewConstMetric(retentionLastPassDesc, prometheus.GaugeValue, float64(r.lastPass.Load())/1e9)
-	ch <- prometheus.MustNewConstMetric(eventsBytesDesc, prometheus.GaugeValue, float64(r.bytes.Load()))
 }

@@ -54,9 +54,9 @@ func TestRetentionPassAtStart(t *testing.T) {
 			t.Errorf("%s = %v, %v; want %v", name, v, ok, want)
 		}
 	}
-	for _, name := range []string{"toolhost_events_retention_last_pass_timestamp_seconds", "toolhost_events_bytes"} {
-		if v, ok := gathered(t, h.Metrics(), name); !ok || v <= 0 {
-			t.Errorf("%s = %v, %v; want > 0", name, v, ok)
+	for name, labels := range map[string][]string{"toolhost_events_retention_last_pass_timestamp_seconds": nil, "toolhost_storage_bytes": {"kind=events"}} {
+		if v, ok := gathered(t, h.Metrics(), name, labels...); !ok || v <= 0 {
+			t.Errorf("%s%v = %v, %v; want > 0", name, labels, v, ok)
 		}
 	}
 }

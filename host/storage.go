@@ -285,12 +285,13 @@ func (h *Host) sweepOutputs(ctx context.Context) error {
 // The storage metrics, read at each scrape.
 var (
 	storageBytesDesc = prometheus.NewDesc("toolhost_storage_bytes",
-		"Bytes the storage quotas count, by kind: outputs (this host's saved outputs) or artifacts (every artifact on the store).", []string{"kind"}, nil)
+		"Bytes the host's state takes, by kind: outputs (this host's saved outputs) and artifacts (every artifact on the store), which the storage quotas count; events (the audit events in the store, measured at the last retention pass).", []string{"kind"}, nil)
 	storageEvictionsDesc = prometheus.NewDesc("toolhost_storage_evictions_total",
 		"Items this host evicted to keep within the storage quotas, by kind: outputs or artifacts.", []string{"kind"}, nil)
 )
 
-// storageCollector reads the storage metrics.
+// storageCollector reads the storage metrics: the bytes of events once a
+// retention pass measured them.
 type storageCollector struct{ h *Host }
 
 // Describe implements prometheus.Collector.
@@ -307,6 +308,9 @@ func (c storageCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(storageBytesDesc, prometheus.GaugeValue, float64(u.Outputs), "outputs")
 			ch <- prometheus.MustNewConstMetric(storageBytesDesc, prometheus.GaugeValue, float64(u.Artifacts), "artifacts")
 		}
+	}
+	if h.retention.lastPass.Load() != 0 {
+		ch <- prometheus.MustNewConstMetric(storageBytesDesc, prometheus.GaugeValue, float64(h.retention.bytes.Load()), "events")
 	}
 	ch <- prometheus.MustNewConstMetric(storageEvictionsDesc, prometheus.CounterValue, float64(h.storage.evictedOutputs.Load()), "outputs")
 	ch <- prometheus.MustNewConstMetric(storageEvictionsDesc, prometheus.CounterValue, float64(h.storage.evictedArtifacts.Load()), "artifacts")
