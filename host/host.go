@@ -54,6 +54,11 @@ type Options struct {
 	// DisableMetrics leaves the host without metrics: [Host.Metrics] returns
 	// nil, and calls count nothing.
 	DisableMetrics bool
+	// EventQueue is how many audit events may wait in memory to be
+	// written (0: 65536). Calls wait for room while the store writes; while
+	// it cannot (its database unavailable or its disk full), an event past
+	// the bound is dropped and counted instead (toolhost_events_lost_total).
+	EventQueue int
 	// TracerProvider receives the host's spans: calls and their stages,
 	// with the plugins' spans under them. Nil means the config's telemetry
 	// block and the OTEL_* environment decide, and with neither asking for
@@ -172,7 +177,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		return nil, err
 	}
 	h.events = h.store.NewEventWriter(&store.WriterOptions{OnError: func(err error) { h.log.Error("writing events", "error", err) },
-		Urgent: cfg.Audit.Mode == "strict"})
+		Urgent: cfg.Audit.Mode == "strict", QueueSize: o.EventQueue})
 	if !o.DisableMetrics {
 		h.metrics = newMetrics(h)
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -199,7 +200,9 @@ var (
 	eventsWrittenDesc = prometheus.NewDesc("toolhost_events_written_total",
 		"Events written to the store.", nil, nil)
 	eventsLostDesc = prometheus.NewDesc("toolhost_events_lost_total",
-		"Events not written, by reason: write_failed (every attempt failed) or closed (emitted after the writer closed).", []string{"reason"}, nil)
+		"Events not written, by reason: write_failed (every attempt failed), queue_full (the queue was full while the store could not write) or closed (emitted after the writer closed).", []string{"reason"}, nil)
+	storeDownDesc = prometheus.NewDesc("toolhost_store_down",
+		"1 while the store cannot write events, for the reason: disk_full (its disk is full) or unavailable (its database cannot be reached); 0 for the other.", []string{"reason"}, nil)
 	agentsDesc = prometheus.NewDesc("toolhost_agents",
 		"Agents in the store, by role and status.", []string{"role", "status"}, nil)
 )
@@ -217,7 +220,7 @@ type stateCollector struct{ h *Host }
 
 // Describe implements prometheus.Collector.
 func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{pluginStateDesc, pluginRestartsDesc, approvalsPendingDesc, eventQueueDesc, eventsWrittenDesc, eventsLostDesc, agentsDesc} {
+	for _, d := range []*prometheus.Desc{pluginStateDesc, pluginRestartsDesc, approvalsPendingDesc, eventQueueDesc, eventsWrittenDesc, eventsLostDesc, storeDownDesc, agentsDesc} {
 		ch <- d
 	}
 }
@@ -236,8 +239,14 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(eventQueueDesc, prometheus.GaugeValue, float64(h.events.Queued()))
 	ch <- prometheus.MustNewConstMetric(eventsWrittenDesc, prometheus.CounterValue, float64(h.events.Written()))
-	ch <- prometheus.MustNewConstMetric(eventsLostDesc, prometheus.CounterValue, float64(h.events.Failed()), "write_failed")
+	failed, overflowed := h.events.Lost()
+	ch <- prometheus.MustNewConstMetric(eventsLostDesc, prometheus.CounterValue, float64(failed), "write_failed")
+	ch <- prometheus.MustNewConstMetric(eventsLostDesc, prometheus.CounterValue, float64(overflowed), "queue_full")
 	ch <- prometheus.MustNewConstMetric(eventsLostDesc, prometheus.CounterValue, float64(h.events.Dropped()), "closed")
+	down := h.events.Down()
+	full := errors.Is(down, store.ErrDiskFull)
+	ch <- prometheus.MustNewConstMetric(storeDownDesc, prometheus.GaugeValue, oneIf(full), "disk_full")
+	ch <- prometheus.MustNewConstMetric(storeDownDesc, prometheus.GaugeValue, oneIf(down != nil && !full), "unavailable")
 	for role, n := range h.agentCounts() {
 		for i, status := range agentStatuses {
 			ch <- prometheus.MustNewConstMetric(agentsDesc, prometheus.GaugeValue, float64(n[i]), role, status)

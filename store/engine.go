@@ -36,6 +36,9 @@ type engine interface {
 	// unavailable reports whether err says the database cannot be
 	// reached now, rather than that the statement failed.
 	unavailable(err error) bool
+	// diskFull reports whether err says the database could not write for
+	// want of room on its disk.
+	diskFull(err error) bool
 	// lock serializes tx with every transaction taking the same key, on any
 	// host, until tx ends.
 	lock(ctx context.Context, tx db, key string) error

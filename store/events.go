@@ -89,9 +89,9 @@ type WriterOptions struct {
 // writeAttempts is how many times a batch is tried before it is dropped;
 // retryDelay is the wait before the second attempt, doubled for each next.
 // A batch that fails because the database is unavailable (PostgreSQL
-// stopped or unreachable) is not dropped: it is tried again, every
-// outageRetry at most, until the database is back, or for closeGrace once
-// the writer is closing.
+// stopped or unreachable) or its disk is full is not dropped: it is tried
+// again, every outageRetry at most, until the database is back (or has
+// room), or for closeGrace once the writer is closing.
 const (
 	writeAttempts = 3
 	retryDelay    = 10 * time.Millisecond
@@ -121,12 +121,14 @@ type EventWriter struct {
 	// waiting or being written. lost counts the dropped ones, lastErr says why.
 	emitted, finished, lost int64
 	lastErr                 error
-	// down is set while the database is unavailable: then Emit drops an
-	// event rather than wait for room in a full queue (calls go on), and
-	// counts it in lost and overflow, which the writer reports once the
-	// database is back.
+	// down is set while the database is unavailable or its disk full (then
+	// full is set too): Emit drops an event rather than wait for room in a
+	// full queue (calls go on), and counts it in lost, overflow and spilled;
+	// the writer reports overflow once the database is back.
 	down     bool
+	full     bool
 	overflow int64
+	spilled  int64
 	progress chan struct{}     // closed when finished advances; nil until Flush waits
 	stopped  chan struct{}     // closed when the goroutines are done
 	stmts    map[int]*sql.Stmt // the goroutine's INSERTs (SQLite), by rows
@@ -172,6 +174,7 @@ func (w *EventWriter) Emit(e Event) {
 		if w.down {
 			w.lost++
 			w.overflow++
+			w.spilled++
 			w.mu.Unlock()
 			return
 		}
@@ -206,14 +209,13 @@ func (w *EventWriter) newChunk() []Event {
 
 // Flush returns once every event emitted before the call has been written,
 // or dropped after failing to write, in which case it returns an error; it
-// also returns early with ctx's error, and at once with [ErrUnavailable]
-// while the database is unavailable.
+// also returns early with ctx's error, and at once with the error of
+// [EventWriter.Down] while the database is unavailable or its disk full.
 func (w *EventWriter) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	target, lost := w.emitted, w.lost
 	for w.finished < target {
-		if w.down {
-			err := fmt.Errorf("store: %w: %v", ErrUnavailable, w.lastErr)
+		if err := w.downError(); err != nil {
 			w.mu.Unlock()
 			return err
 		}
@@ -257,6 +259,28 @@ func (w *EventWriter) lostError(n int64) error {
 	return fmt.Errorf("store: %d events not written: %w", n, w.lastErr)
 }
 
+// Down returns nil while the writer can write, else why it cannot: an error
+// wrapping [ErrDiskFull] while the database's disk is full, or
+// [ErrUnavailable] while the database cannot be reached, and the last
+// write's error. Events then wait in the queue, and are written once the
+// database has room or is back.
+func (w *EventWriter) Down() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.downError()
+}
+
+// downError is Down's error. The caller holds w.mu.
+func (w *EventWriter) downError() error {
+	switch {
+	case !w.down:
+		return nil
+	case w.full:
+		return fmt.Errorf("store: %w: %v", ErrDiskFull, w.lastErr)
+	}
+	return fmt.Errorf("store: %w: %v", ErrUnavailable, w.lastErr)
+}
+
 // Written returns how many events have been written so far.
 func (w *EventWriter) Written() int64 { return w.written.Load() }
 
@@ -274,12 +298,22 @@ func (w *EventWriter) Queued() int64 {
 
 // Failed returns how many events were lost: dropped because writing them
 // failed after every attempt (each batch reported to OnError), or because
-// the queue was full while the database was unavailable (reported to
-// OnError once it is back).
+// the queue was full while the database was unavailable or its disk full
+// (reported to OnError once it is back).
 func (w *EventWriter) Failed() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.lost
+}
+
+// Lost returns the events [EventWriter.Failed] counts, by why: failed,
+// those of batches that every attempt failed to write, and overflowed,
+// those dropped because the queue was full while the database was
+// unavailable or its disk full.
+func (w *EventWriter) Lost() (failed, overflowed int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lost - w.spilled, w.spilled
 }
 
 // freeChunks is how many written chunks the writer keeps for reuse.
@@ -400,8 +434,8 @@ func (w *EventWriter) write(th *writerThread) (leave bool) {
 
 // writeRetrying writes a batch, trying again after a growing delay when that
 // fails; after the last attempt it reports the error to OnError and returns
-// it. While the database is unavailable it keeps trying (see outageRetry),
-// with the writer marked down.
+// it. While the database is unavailable or its disk full it keeps trying
+// (see outageRetry), with the writer marked down.
 func (w *EventWriter) writeRetrying(batch []Event) error {
 	var err error
 	var closing time.Time
@@ -411,13 +445,17 @@ func (w *EventWriter) writeRetrying(batch []Event) error {
 			w.recovered()
 			return nil
 		}
-		if w.store.eng.unavailable(err) {
+		if full := w.store.eng.diskFull(err); full || w.store.eng.unavailable(err) {
 			w.mu.Lock()
-			w.down, w.lastErr = true, err
+			w.down, w.full, w.lastErr = true, full, err
 			if w.closed && closing.IsZero() {
 				closing = time.Now()
 			}
 			w.space.Broadcast() // Emits waiting for room drop their events now
+			if w.progress != nil {
+				close(w.progress) // and Flushes return
+				w.progress = nil
+			}
 			w.mu.Unlock()
 			if closing.IsZero() || time.Since(closing) < closeGrace {
 				time.Sleep(min(retryDelay<<min(attempt, 10), outageRetry))
@@ -441,10 +479,10 @@ func (w *EventWriter) writeRetrying(batch []Event) error {
 func (w *EventWriter) recovered() {
 	w.mu.Lock()
 	overflow := w.overflow
-	w.down, w.overflow = false, 0
+	w.down, w.full, w.overflow = false, false, 0
 	w.mu.Unlock()
 	if overflow > 0 && w.opts.OnError != nil {
-		w.opts.OnError(fmt.Errorf("store: %d events lost: the queue was full while the database was unavailable", overflow))
+		w.opts.OnError(fmt.Errorf("store: %d events lost: the queue was full while the database was unavailable or its disk full", overflow))
 	}
 }
 

@@ -53,6 +53,13 @@ func (postgres) unavailable(err error) bool {
 	return pgconn.SafeToRetry(err)
 }
 
+// diskFull: SQLSTATE 53100 disk_full, which PostgreSQL gives a write or an
+// extension of a file ("could not extend file") that found no room.
+func (postgres) diskFull(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "53100"
+}
+
 func (postgres) lock(ctx context.Context, tx db, key string) error {
 	_, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(?))`, lockKey(key))
 	return err

@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strings"
+
+	sqlitedrv "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // sqlite is the embedded engine: one file in the data directory, in WAL
@@ -23,6 +27,14 @@ func (sqlite) uniqueViolation(err error) bool {
 
 // unavailable is never so: the file is there, or every write fails alike.
 func (sqlite) unavailable(error) bool { return false }
+
+// diskFull: SQLITE_FULL ("database or disk is full"), which SQLite gives a
+// write that found no room (ENOSPC), in the database, its journal or a
+// temporary file.
+func (sqlite) diskFull(err error) bool {
+	var se *sqlitedrv.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL
+}
 
 // lock needs nothing: an IMMEDIATE transaction already excludes every other
 // writer.

@@ -37,6 +37,11 @@ var ErrInvalid = errors.New("invalid")
 // be reached (PostgreSQL stopped or unreachable) at the moment.
 var ErrUnavailable = errors.New("the database is unavailable")
 
+// ErrDiskFull is wrapped by the errors of a store whose database cannot
+// write for want of room on its disk (SQLite's file system, or
+// PostgreSQL's) at the moment.
+var ErrDiskFull = errors.New("the database's disk is full")
+
 // ErrExists is wrapped by the error of creating a role or a token whose name
 // is taken.
 var ErrExists = errors.New("already exists")
