@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,64 +16,11 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/disktest"
 	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
-
-// mountTmpfs mounts a tmpfs of size (as mount's size= takes it) at a new
-// directory, which it returns, unmounted (lazily) and removed when t ends.
-// Mounting needs root, as the tests have here and in CI: without it the
-// test fails, saying so.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test mounts a small tmpfs of its own to fill it, which needs root: run it as root, as scripts/test and CI do")
-	}
-	// Not under t.TempDir, whose directories only we may enter: the
-	// PostgreSQL cluster runs as nobody.
-	dir, err := os.MkdirTemp("", "toolhost-diskfull-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0755"); err != nil {
-		os.Remove(dir)
-		t.Fatalf("mount a tmpfs of %s at %s: %v", size, dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-		os.Remove(dir)
-	})
-	return dir
-}
-
-// fillDisk writes zeros to a new file in dir until its file system is full,
-// and returns the file's path.
-func fillDisk(t *testing.T, dir string) string {
-	t.Helper()
-	path := filepath.Join(dir, "fill")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	n, err := io.Copy(f, io.LimitReader(zeros{}, 1<<40))
-	if !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("filling %s: %v after %d bytes, want ENOSPC", dir, err, n)
-	}
-	t.Logf("filled the file system with %d MiB", n>>20)
-	return path
-}
-
-// zeros reads as an endless run of zero bytes.
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
 
 // diskFullEngine puts a host's store on the file system mounted at mnt:
 // config returns the config of a host (each with a data directory of its
@@ -109,7 +54,7 @@ func TestDiskFullSQLite(t *testing.T) {
 // TestDiskFullPostgres: see testDiskFull; the hosts share a database of a
 // cluster whose data directory (with its WAL) is on the small file system.
 func TestDiskFullPostgres(t *testing.T) {
-	testDiskFull(t, diskFullEngine{size: "64m", setup: func(t *testing.T, mnt string) (func(string) *config.Config, func() error) {
+	testDiskFull(t, diskFullEngine{size: "48m", setup: func(t *testing.T, mnt string) (func(string) *config.Config, func() error) {
 		c := pgtest.NewIn(t, mnt)
 		dsn := c.CreateDB(t)
 		cfg := func(string) *config.Config {
@@ -130,7 +75,7 @@ func TestDiskFullPostgres(t *testing.T) {
 // and every call acknowledged has its started and terminal events in the
 // store, except exactly those counted as lost.
 func testDiskFull(t *testing.T, e diskFullEngine) {
-	mnt := mountTmpfs(t, e.size)
+	mnt := disktest.Mount(t, e.size)
 	configOf, check := e.setup(t, mnt)
 	marker := filepath.Join(t.TempDir(), "ran")
 	const queue = 64 // the default host's bound, in events
@@ -181,9 +126,9 @@ func testDiskFull(t *testing.T, e diskFullEngine) {
 	if ran, err := sleep(); !ran || err != nil {
 		t.Fatalf("the marking tool before the disk fills: ran %v, %v", ran, err)
 	}
-	proctest.Eventually(t, "the events before the disk fills are written", func() bool { return def.events.Queued() == 0 })
+	proctest.Eventually(t, "the events before the disk fills are written", func() bool { return def.events.Queued() == 0 && strict.events.Queued() == 0 })
 
-	fill := fillDisk(t, mnt)
+	fill := disktest.Fill(t, mnt)
 	start := time.Now()
 
 	// The default host serves every call, until its writer finds the disk

@@ -140,11 +140,17 @@ func (s *Server) waitStarted(r *http.Request) bool {
 	return s.h.WaitStarted(ctx)
 }
 
-// readyz answers 200 once the host is ready to serve (host.Ready), 503
-// with the reason while it starts, closes, or its store does not answer.
+// readyz answers 200 once the host is ready to serve (host.Ready), with
+// what it serves without, if anything (host.Degraded), and 503 with the
+// reason while it starts, closes, its store does not answer, or in strict
+// audit mode cannot write events.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.h.Ready(r.Context()); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": err.Error()})
+		return
+	}
+	if d := s.h.Degraded(); d != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "degraded": d})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
