@@ -269,9 +269,9 @@ func sqliteIntegrity(path string) error {
 	return nil
 }
 
-// postgresIntegrity checks every table and B-tree index of the database
-// with amcheck (verify_heapam, bt_index_check with heapallindexed),
-// PostgreSQL's equivalent of SQLite's integrity_check.
+// postgresIntegrity checks every table and B-tree index of the database,
+// partitions included, with amcheck (verify_heapam, bt_index_check with
+// heapallindexed): PostgreSQL's equivalent of SQLite's integrity_check.
 func postgresIntegrity(dsn string) error {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -302,7 +302,7 @@ func postgresIntegrity(dsn string) error {
 	if _, err := conn.Exec(ctx, `SELECT bt_index_check(c.oid, true) FROM pg_index i
 		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
 		JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = 'public' AND a.amname = 'btree'`); err != nil {
+		WHERE n.nspname = 'public' AND a.amname = 'btree' AND c.relkind = 'i'`); err != nil {
 		return fmt.Errorf("bt_index_check: %w", err)
 	}
 	if len(bad) > 0 {
