@@ -91,7 +91,9 @@ type WriterOptions struct {
 // A batch that fails because the database is unavailable (PostgreSQL
 // stopped or unreachable) or its disk is full is not dropped: it is tried
 // again, every outageRetry at most, until the database is back (or has
-// room), or for closeGrace once the writer is closing.
+// room), or until closeGrace has passed since [EventWriter.Close]: one grace
+// for all the batches left, so that a host closing through an outage
+// stops within it.
 const (
 	writeAttempts = 3
 	retryDelay    = 10 * time.Millisecond
@@ -116,6 +118,7 @@ type EventWriter struct {
 	// the last. free keeps a few written chunks for reuse.
 	queue, free [][]Event
 	closed      bool
+	closedAt    time.Time // when Close was called: the grace of every batch left counts from it
 	// emitted counts the events accepted by Emit and finished the events
 	// written or dropped after failing; their difference is the queue's fill,
 	// waiting or being written. lost counts the dropped ones, lastErr says why.
@@ -240,6 +243,9 @@ func (w *EventWriter) Flush(ctx context.Context) error {
 // it again does nothing more and returns the same.
 func (w *EventWriter) Close() error {
 	w.mu.Lock()
+	if !w.closed {
+		w.closedAt = time.Now()
+	}
 	w.closed = true
 	w.ready.Signal()
 	w.space.Broadcast()
@@ -438,7 +444,6 @@ func (w *EventWriter) write(th *writerThread) (leave bool) {
 // (see outageRetry), with the writer marked down.
 func (w *EventWriter) writeRetrying(batch []Event) error {
 	var err error
-	var closing time.Time
 	for attempt := 0; ; attempt++ {
 		if err = w.insert(batch); err == nil {
 			w.written.Add(int64(len(batch)))
@@ -448,9 +453,7 @@ func (w *EventWriter) writeRetrying(batch []Event) error {
 		if full := w.store.eng.diskFull(err); full || w.store.eng.unavailable(err) {
 			w.mu.Lock()
 			w.down, w.full, w.lastErr = true, full, err
-			if w.closed && closing.IsZero() {
-				closing = time.Now()
-			}
+			closing := w.closedAt
 			w.space.Broadcast() // Emits waiting for room drop their events now
 			if w.progress != nil {
 				close(w.progress) // and Flushes return
