@@ -518,12 +518,12 @@ func (r *report) writeRetention(p func(string, ...any)) {
 		"of 500 events that take turns with the event writer's, on PostgreSQL by dropping the two days' partitions. A pass works a quarter "+
 		"of its time at most: after each 1000 events exported and each batch deleted it rests three times as long as that work took. "+
 		"The calls' own events are written meanwhile. No target: the figure says what a pass costs. Bytes per event: `store.EventBytes` (SQLite: the pages of the "+
-		"events table and its index; PostgreSQL: the partitions' total size) over the old events, before the pass.\n", rt.Callers)
-	p("| engine | old events | pass | exported | deleted | calls without | p50 | p99 | calls during | p50 | p99 | p99 ÷ | bytes per event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		"events table and its index; PostgreSQL: the partitions' total size) over the old events, before the pass; export bytes per event: the export files' size over the events they hold.\n", rt.Callers)
+	p("| engine | old events | pass | exported | deleted | calls without | p50 | p99 | calls during | p50 | p99 | p99 ÷ | bytes per event | export bytes per event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, run := range rt.Runs {
-		p("| %s | %d | %s | %d | %d | %d | %s | %s | %d | %s | %s | %.2f | %.0f |", run.Engine, run.Old, run.Took.Round(time.Millisecond),
+		p("| %s | %d | %s | %d | %d | %d | %s | %s | %d | %s | %s | %.2f | %.0f | %.0f |", run.Engine, run.Old, run.Took.Round(time.Millisecond),
 			run.Pass.Exported, run.Pass.Deleted, run.Without.Calls, fmtDur(run.Without.P(.5)), fmtDur(run.Without.P(.99)),
-			run.With.Calls, fmtDur(run.With.P(.5)), fmtDur(run.With.P(.99)), durRatio(run.With.P(.99), run.Without.P(.99)), run.BytesPerEvent)
+			run.With.Calls, fmtDur(run.With.P(.5)), fmtDur(run.With.P(.99)), durRatio(run.With.P(.99), run.Without.P(.99)), run.BytesPerEvent, run.ExportPerEvent)
 	}
 }
 

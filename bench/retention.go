@@ -39,6 +39,9 @@ type retentionRun struct {
 	// BytesPerEvent is the events' bytes (store.EventBytes) divided by
 	// their number, before the pass.
 	BytesPerEvent float64
+	// ExportPerEvent is the export files' bytes (gzipped JSON lines)
+	// divided by the events they hold.
+	ExportPerEvent float64
 }
 
 // measureRetention starts a host with the no-op plugin and audit {
@@ -60,9 +63,9 @@ func measureRetention(ctx context.Context, tmp, noop string, pg *pgCluster, old,
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", run.Engine, err)
 		}
-		logf("  %-10s pass over %d events: %d exported, %d deleted in %s; calls p50/p99 %s / %s without, %s / %s with (%d calls); %.0f bytes per event",
+		logf("  %-10s pass over %d events: %d exported, %d deleted in %s; calls p50/p99 %s / %s without, %s / %s with (%d calls); %.0f bytes per event, %.0f exported",
 			run.Engine, run.Old, run.Pass.Exported, run.Pass.Deleted, run.Took.Round(time.Millisecond),
-			fmtDur(run.Without.P(.5)), fmtDur(run.Without.P(.99)), fmtDur(run.With.P(.5)), fmtDur(run.With.P(.99)), run.With.Calls, run.BytesPerEvent)
+			fmtDur(run.Without.P(.5)), fmtDur(run.Without.P(.99)), fmtDur(run.With.P(.5)), fmtDur(run.With.P(.99)), run.With.Calls, run.BytesPerEvent, run.ExportPerEvent)
 		res.Runs = append(res.Runs, *run)
 	}
 	return res, nil
@@ -150,6 +153,15 @@ func retentionOn(ctx context.Context, tmp, noop, dsn string, old, calls int) (*r
 			if run.Pass.Deleted != int64(old) {
 				return run, fmt.Errorf("the pass deleted %d events, want %d", run.Pass.Deleted, old)
 			}
+			var exported int64
+			for _, f := range run.Pass.Files {
+				st, err := os.Stat(f)
+				if err != nil {
+					return run, err
+				}
+				exported += st.Size()
+			}
+			run.ExportPerEvent = float64(exported) / float64(run.Pass.Exported)
 			return run, nil
 		default:
 		}
