@@ -39,7 +39,7 @@ const tmpPrefix = ".tmp-"
 // written (a process that died while writing it).
 const staleTmp = time.Hour
 
-// hostID is the host's id (see hostID), read once.
+// storageID is the host's id (see hostID), read once.
 func (h *Host) storageID() (string, error) {
 	h.storage.once.Do(func() { h.storage.id, h.storage.idErr = hostID(h.DataDir()) })
 	return h.storage.id, h.storage.idErr
