@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code is a stable error code: the same string in Go (through the sentinels
@@ -20,6 +21,7 @@ const (
 	CodeValidation       Code = "validation"         // arguments or a request were invalid
 	CodePolicy           Code = "policy"             // a safety policy refused the call
 	CodeApprovalDenied   Code = "approval_denied"    // the call's approval was denied
+	CodeRateLimited      Code = "rate_limited"       // a call limit of the role refused the call; retry later
 	CodeTimeout          Code = "timeout"            // the call ran past its deadline
 	CodeCancelled        Code = "cancelled"          // the caller cancelled the call
 	CodePluginExited     Code = "plugin_exited"      // the plugin process exited or was unreachable
@@ -30,8 +32,8 @@ const (
 // Codes lists every code, in the order of docs/errors.md.
 var Codes = []Code{
 	CodeReservedGroupID, CodeDuplicateGroupID, CodeInvalidGroupDef, CodeUnknownTool,
-	CodeToolNotAvailable, CodeValidation, CodePolicy, CodeApprovalDenied, CodeTimeout,
-	CodeCancelled, CodePluginExited, CodeToolExec, CodeInternal,
+	CodeToolNotAvailable, CodeValidation, CodePolicy, CodeApprovalDenied, CodeRateLimited,
+	CodeTimeout, CodeCancelled, CodePluginExited, CodeToolExec, CodeInternal,
 }
 
 // Error is an error with a stable code. [errors.Is] matches any two Errors with
@@ -40,6 +42,9 @@ type Error struct {
 	Code    Code   // the stable code
 	Message string // what happened, for people
 	Err     error  // the cause, if any
+	// RetryAfter is, for rate_limited, how long until the call may succeed
+	// ([RetryAfter] reads it through wrapping); 0 otherwise.
+	RetryAfter time.Duration
 }
 
 // Sentinels for [errors.Is], one per code.
@@ -52,6 +57,7 @@ var (
 	ErrValidation       = &Error{Code: CodeValidation, Message: "validation failed"}
 	ErrPolicy           = &Error{Code: CodePolicy, Message: "refused by policy"}
 	ErrApprovalDenied   = &Error{Code: CodeApprovalDenied, Message: "approval denied"}
+	ErrRateLimited      = &Error{Code: CodeRateLimited, Message: "rate limited"}
 	ErrTimeout          = &Error{Code: CodeTimeout, Message: "timed out"}
 	ErrCancelled        = &Error{Code: CodeCancelled, Message: "cancelled"}
 	ErrPluginExited     = &Error{Code: CodePluginExited, Message: "plugin exited"}
@@ -99,4 +105,15 @@ func CodeOf(err error) Code {
 		return CodeCancelled
 	}
 	return CodeInternal
+}
+
+// RetryAfter returns the first [Error.RetryAfter] set in err's chain: for a
+// rate_limited error, how long until the call may succeed; 0 when none is.
+func RetryAfter(err error) time.Duration {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if e, ok := err.(*Error); ok && e.RetryAfter > 0 {
+			return e.RetryAfter
+		}
+	}
+	return 0
 }

@@ -1,5 +1,7 @@
 package toolhost
 
+import "time"
+
 // Result is the envelope every tool returns, whatever it does: its output,
 // whether the output was cut to the limits, and an error when it failed.
 type Result struct {
@@ -40,6 +42,17 @@ type ErrorInfo struct {
 	Code Code `json:"code"`
 	// Message is for people and models.
 	Message string `json:"message"`
+	// RetryAfterMs is, for rate_limited, in how many milliseconds the call
+	// may succeed ([RetryAfter]); absent otherwise.
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
+}
+
+// InfoOf returns the [ErrorInfo] of err: its code, message and, for
+// rate_limited, when to retry (rounded up to the millisecond, so that a
+// retry that waits as long is not early).
+func InfoOf(err error) *ErrorInfo {
+	ms := (RetryAfter(err) + time.Millisecond - 1) / time.Millisecond
+	return &ErrorInfo{Code: CodeOf(err), Message: err.Error(), RetryAfterMs: int64(ms)}
 }
 
 // Attachment is binary output of a tool.
@@ -56,6 +69,6 @@ type Attachment struct {
 func ErrorResult(err error) *Result {
 	return &Result{
 		ExitCode: 1,
-		Error:    &ErrorInfo{Code: CodeOf(err), Message: err.Error()},
+		Error:    InfoOf(err),
 	}
 }

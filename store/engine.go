@@ -28,6 +28,9 @@ type engine interface {
 	// jsonText is an expression reading key of the JSON object in column
 	// as text.
 	jsonText(column, key string) string
+	// clockMicros is an expression reading the database's clock, in
+	// microseconds since the epoch, the same all through a statement.
+	clockMicros() string
 	// forUpdate is appended to a SELECT in a transaction that will change
 	// the rows read, so that concurrent transactions wait for it.
 	forUpdate() string

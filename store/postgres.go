@@ -31,6 +31,12 @@ func (postgres) jsonText(column, key string) string {
 }
 func (postgres) forUpdate() string { return " FOR UPDATE" }
 
+// clockMicros is the statement's start on the server's clock, whatever the
+// clocks of the hosts that share it.
+func (postgres) clockMicros() string {
+	return "CAST(extract(epoch FROM statement_timestamp()) * 1000000 AS BIGINT)"
+}
+
 func (postgres) uniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"

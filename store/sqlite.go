@@ -21,6 +21,9 @@ func (sqlite) jsonText(column, key string) string {
 }
 func (sqlite) forUpdate() string { return "" }
 
+// clockMicros: 'now' is fixed for the statement, to the millisecond.
+func (sqlite) clockMicros() string { return "CAST(unixepoch('subsec') * 1000000 AS INTEGER)" }
+
 func (sqlite) uniqueViolation(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -62,6 +63,9 @@ type Store struct {
 	// batches take turns on SQLite, whose busy wait would otherwise let a
 	// deletion that commits and begins again starve the writer.
 	turn sync.Mutex
+	// sweptAt is when (unix nanoseconds) this store last swept the rate
+	// buckets (sweepBuckets).
+	sweptAt atomic.Int64
 }
 
 // Drivers of [Options.Driver].
