@@ -39,13 +39,17 @@ import (
 //     validation;
 //  4. the arguments are validated against the tool's schema (validation,
 //     naming the field and the rule);
-//  5. a tool that requires approval waits for the [Approver] (approval_denied);
-//  6. the tool runs, bounded by its timeout (timeout) and the caller's ctx
+//  5. the role's call limits that count the tool each take a token from the
+//     calling agent's bucket, all or none (rate_limited, saying when to
+//     retry);
+//  6. a tool that requires approval waits for the [Approver] (approval_denied);
+//  7. the tool runs, bounded by its timeout (timeout) and the caller's ctx
 //     (cancelled); a plugin that dies fails it with plugin_exited;
-//  7. secrets are redacted from the result, and its output cut to the
+//  8. secrets are redacted from the result, and its output cut to the
 //     group's limits (a command's full output is saved under data_dir);
-//  8. tool_call.started and exactly one tool_call.completed or
-//     tool_call.failed are recorded as events.
+//  9. tool_call.started and exactly one tool_call.completed or
+//     tool_call.failed are recorded as events, the terminal one with the
+//     limits' verdicts.
 //
 // A tool that fails is a Result with OK false; an error means the call could
 // not be carried out. An empty call id is filled in and the role set.
@@ -160,6 +164,10 @@ type call struct {
 	redacted bool
 	replayed bool   // the outcome is an earlier run's: this call ran nothing
 	traceID  string // the trace the call runs in, when traced
+
+	// limits are the verdicts of the call limits that counted the call
+	// (takeLimits), for its terminal event.
+	limits []map[string]any
 }
 
 // A claim on a call id (see flights.begin) is stale once the call's
@@ -182,7 +190,7 @@ func (c *call) unavailable(v *view) error {
 }
 
 // run takes an available tool's call on: a chosen call id's replay,
-// validation, approval and dispatch.
+// validation, call limits, approval and dispatch.
 func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err error) {
 	h := c.h
 	if c.chosenID {
@@ -195,6 +203,11 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 	}
 	if ctx, err = c.validate(ctx); err != nil {
 		return nil, err
+	}
+	if h.roleLimits != nil {
+		if err := c.takeLimits(ctx, h.roleLimits(v.role)); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.approve(ctx); err != nil {
 		return nil, err
@@ -477,7 +490,7 @@ func redactError(err error) error {
 		return nil
 	}
 	if msg, changed := redact.String(err.Error()); changed {
-		return &toolhost.Error{Code: toolhost.CodeOf(err), Message: msg}
+		return &toolhost.Error{Code: toolhost.CodeOf(err), Message: msg, RetryAfter: toolhost.RetryAfter(err)}
 	}
 	return err
 }
@@ -520,11 +533,13 @@ func (c *call) emitEnded() {
 			"truncated_bytes": c.res.TruncatedBytes, "redacted": c.redacted,
 		}
 		c.markReplay(payload)
+		c.markLimits(payload)
 		c.h.events.Emit(c.event(store.EventCallCompleted, payload))
 		return
 	}
 	payload := map[string]any{"latency_ms": latency, "redacted": c.redacted}
 	c.markReplay(payload)
+	c.markLimits(payload)
 	code, msg := toolhost.CodeOf(c.err), ""
 	if c.err != nil {
 		msg = c.err.Error()
@@ -545,14 +560,15 @@ func (c *call) markReplay(payload map[string]any) {
 }
 
 // errorClass maps a code to a tool_call.failed event's error_class:
-// validation, policy, the code itself for a call that failed in running
+// validation, policy (rate_limited too: a call limit is the role's policy),
+// the code itself for a call that failed in running
 // (tool_exec, timeout, cancelled, plugin_exited, approval_denied), else
 // unknown.
 func errorClass(code toolhost.Code) string {
 	switch code {
 	case toolhost.CodeValidation, toolhost.CodeUnknownTool:
 		return "validation"
-	case toolhost.CodeToolNotAvailable, toolhost.CodePolicy:
+	case toolhost.CodeToolNotAvailable, toolhost.CodePolicy, toolhost.CodeRateLimited:
 		return "policy"
 	case toolhost.CodeToolExec, toolhost.CodeTimeout, toolhost.CodeCancelled, toolhost.CodePluginExited, toolhost.CodeApprovalDenied:
 		return string(code)

@@ -35,6 +35,7 @@ const (
 	startFileEnv  = "TOOLHOST_TEST_STARTFILE"   // the sleep tool writes here when it starts
 	cancelFileEnv = "TOOLHOST_TEST_CANCELFILE"  // the sleep tool writes here when its ctx ends
 	sandboxOutEnv = "TOOLHOST_TEST_SANDBOXFILE" // Configure writes the sandbox it was sent here
+	countFileEnv  = "TOOLHOST_TEST_COUNTFILE"   // when set, a count tool appends a line here per call
 )
 
 type sleepArgs struct {
@@ -197,7 +198,11 @@ func serveTestPlugin(name string) {
 	obj := []byte(`{"type":"object"}`)
 	switch name {
 	case "good":
-		sdk.Serve(testGroup(), nil)
+		g := testGroup()
+		if f := os.Getenv(countFileEnv); f != "" {
+			g.Tools = append(g.Tools, countTool(f))
+		}
+		sdk.Serve(g, nil)
 	case "snoop":
 		sdk.Serve(snoopGroup(), nil)
 	case "bigoutput":
@@ -232,6 +237,20 @@ func serveTestPlugin(name string) {
 		fmt.Fprintf(os.Stderr, "unknown test plugin %q\n", name)
 		os.Exit(2)
 	}
+}
+
+// countTool appends a line to the file at path per call, so that a test
+// counts the calls that reached the plugin.
+func countTool(path string) sdk.Tool {
+	return sdk.NewTool("count", "Count a call.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		_, err = f.WriteString("call\n")
+		return &sdk.Result{OK: true}, err
+	})
 }
 
 // sleepStarts returns the env that makes the sleep tool say when it starts,

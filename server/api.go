@@ -290,6 +290,8 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case toolhost.CodeToolNotAvailable, toolhost.CodePolicy, toolhost.CodeApprovalDenied:
 		return http.StatusForbidden
+	case toolhost.CodeRateLimited:
+		return http.StatusTooManyRequests
 	case toolhost.CodeTimeout:
 		return http.StatusGatewayTimeout
 	case toolhost.CodeCancelled:

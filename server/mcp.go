@@ -569,10 +569,17 @@ func (r *mcpRole) run(ctx context.Context, a *mcpAgent, tool string, args json.R
 	return toolResult(res)
 }
 
+// errorResult is a pipeline error as a tool result with IsError, so that
+// the model sees it: "CODE: message"; a rate_limited one says when to
+// retry in _meta too, as retry_after_ms (as in the HTTP API's error).
 func errorResult(err error) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{
+	out := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{
 		&mcp.TextContent{Text: fmt.Sprintf("%s: %s", toolhost.CodeOf(err), err)},
 	}}
+	if ms := toolhost.InfoOf(err).RetryAfterMs; ms > 0 {
+		out.Meta = mcp.Meta{"retry_after_ms": ms}
+	}
+	return out
 }
 
 // toolResult maps a result envelope to MCP content: the error (when not ok),

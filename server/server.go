@@ -2,7 +2,8 @@
 // a running host, roles and their tools, tool calls and diagnostics, the
 // agents of the runtime, the events, the web page and MCP.
 // Errors are JSON {"error": {"code", "message"}} with the codes of package
-// toolhost ([toolhost.Code]).
+// toolhost ([toolhost.Code]), and retry_after_ms (with a Retry-After header)
+// for rate_limited.
 package server
 
 import (
@@ -10,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,5 +182,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError writes err as {"error": {"code", "message"}}.
 func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, map[string]any{"error": toolhost.ErrorInfo{Code: toolhost.CodeOf(err), Message: err.Error()}})
+	info := toolhost.InfoOf(err)
+	if info.RetryAfterMs > 0 {
+		// Whole seconds, rounded up: a client that waits as long is not early.
+		w.Header().Set("Retry-After", strconv.FormatInt((info.RetryAfterMs+999)/1000, 10))
+	}
+	writeJSON(w, status, map[string]any{"error": info})
 }
