@@ -41,7 +41,10 @@ func BenchmarkCall(b *testing.B) {
 
 // benchPair runs base and op alternately b.N times each and reports the p50
 // and p99 latency of both and the ratios op/base.
-func benchPair(b *testing.B, base, op func() error) {
+func benchPair(b *testing.B, base, op func() error) { benchPairAs(b, "raw", "host", base, op) }
+
+// benchPairAs is benchPair, naming base's metrics baseName and op's opName.
+func benchPairAs(b *testing.B, baseName, opName string, base, op func() error) {
 	lat := [2][]time.Duration{make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)}
 	for range b.N {
 		for i, f := range []func() error{base, op} {
@@ -58,10 +61,10 @@ func benchPair(b *testing.B, base, op func() error) {
 		p50[i] = float64(lat[i][len(lat[i])/2].Nanoseconds()) / 1e3
 		p99[i] = float64(lat[i][len(lat[i])*99/100].Nanoseconds()) / 1e3
 	}
-	b.ReportMetric(p50[0], "raw-p50-µs")
-	b.ReportMetric(p99[0], "raw-p99-µs")
-	b.ReportMetric(p50[1], "host-p50-µs")
-	b.ReportMetric(p99[1], "host-p99-µs")
+	b.ReportMetric(p50[0], baseName+"-p50-µs")
+	b.ReportMetric(p99[0], baseName+"-p99-µs")
+	b.ReportMetric(p50[1], opName+"-p50-µs")
+	b.ReportMetric(p99[1], opName+"-p99-µs")
 	b.ReportMetric(p50[1]/p50[0], "p50-ratio")
 	b.ReportMetric(p99[1]/p99[0], "p99-ratio")
 }

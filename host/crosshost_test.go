@@ -17,7 +17,7 @@ import (
 
 // pgStores opens n stores on one fresh PostgreSQL database, as n hosts
 // sharing it do, each with a data directory of its own.
-func pgStores(t *testing.T, n int) []*store.Store {
+func pgStores(t testing.TB, n int) []*store.Store {
 	t.Helper()
 	dsn := pgtest.Start(t)
 	out := make([]*store.Store, n)

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -102,6 +103,14 @@ func (s *Store) takeAt(ctx context.Context, buckets []Bucket, at *int64) ([]Take
 		return nil
 	}
 	var err error
+	if s.path != "" {
+		// SQLite: wait for the event writer's batch in turn (Store.turn)
+		// rather than in SQLite's busy handler, which sleeps (8775 against
+		// 3119 calls/s at 32 callers of one bucket, p99 1.6 against 3.3 ×
+		// an unlimited call: BenchmarkLimitedCall).
+		s.turn.Lock()
+		defer s.turn.Unlock()
+	}
 	if len(buckets) == 1 {
 		err = takeAll(s.db) // one statement: a refusal changes nothing
 	} else {
@@ -121,18 +130,13 @@ func (s *Store) take(ctx context.Context, d db, b Bucket, at *int64) (Take, erro
 	calls := int64(b.Calls)
 	step := (per + calls - 1) / calls // T, rounded up
 	burst := (calls - 1) * step       // how far past now tat may be before a take
-	// Every expression of the update reads the row as it was: the verdict
-	// and the new tat are computed alike.
-	next := `CASE WHEN rate_buckets.tat > excluded.seen THEN rate_buckets.tat ELSE excluded.seen END`
-	q := `INSERT INTO rate_buckets (role, agent, target, tat, seen, granted)
-		SELECT ?, ?, ?, c.n + ?, c.n, 1 FROM (SELECT COALESCE(CAST(? AS BIGINT), ` + s.eng.clockMicros() + `) AS n) AS c WHERE true
-		ON CONFLICT (role, agent, target) DO UPDATE SET
-			granted = CASE WHEN ` + next + ` - excluded.seen <= ? THEN 1 ELSE 0 END,
-			tat = CASE WHEN ` + next + ` - excluded.seen <= ? THEN ` + next + ` + ? ELSE rate_buckets.tat END,
-			seen = excluded.seen
-		RETURNING tat, seen, granted`
+	stmt, err := s.takeStatement(ctx)
+	if err != nil {
+		return Take{}, err
+	}
 	var tat, seen, granted int64
-	if err := d.queryRow(ctx, q, b.Role, b.Agent, b.Target, step, at, burst, burst, step).Scan(&tat, &seen, &granted); err != nil {
+	err = d.stmt(ctx, stmt).QueryRowContext(ctx, b.Role, b.Agent, b.Target, step, at, burst, burst, step).Scan(&tat, &seen, &granted)
+	if err != nil {
 		return Take{}, err
 	}
 	ahead := max(tat, seen) - seen // how far tat is past now
@@ -144,6 +148,32 @@ func (s *Store) take(ctx context.Context, d db, b Bucket, at *int64) (Take, erro
 		left = int((burst-ahead)/step) + 1
 	}
 	return Take{Granted: true, Left: left}, nil
+}
+
+// takeStatement returns the take's statement, prepared on the first take
+// (prepared again after a failure, such as PostgreSQL being unreachable).
+// The statement is the upsert described at [Store.TakeTokens]: every
+// expression of its update reads the row as it was, so the verdict and the
+// new tat are computed alike.
+func (s *Store) takeStatement(ctx context.Context) (*sql.Stmt, error) {
+	if stmt := s.takeStmt.Load(); stmt != nil {
+		return stmt, nil
+	}
+	next := `CASE WHEN rate_buckets.tat > excluded.seen THEN rate_buckets.tat ELSE excluded.seen END`
+	stmt, err := s.db.prepare(ctx, `INSERT INTO rate_buckets (role, agent, target, tat, seen, granted)
+		SELECT ?, ?, ?, c.n + ?, c.n, 1 FROM (SELECT COALESCE(CAST(? AS BIGINT), `+s.eng.clockMicros()+`) AS n) AS c WHERE true
+		ON CONFLICT (role, agent, target) DO UPDATE SET
+			granted = CASE WHEN `+next+` - excluded.seen <= ? THEN 1 ELSE 0 END,
+			tat = CASE WHEN `+next+` - excluded.seen <= ? THEN `+next+` + ? ELSE rate_buckets.tat END,
+			seen = excluded.seen
+		RETURNING tat, seen, granted`)
+	if err != nil {
+		return nil, err
+	}
+	if !s.takeStmt.CompareAndSwap(nil, stmt) {
+		stmt.Close()
+	}
+	return s.takeStmt.Load(), nil
 }
 
 // sweepBuckets deletes, at most every sweepEvery, up to sweepBatch rows of

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -255,4 +256,23 @@ func TestSweepBuckets(t *testing.T) {
 			t.Fatalf("a swept bucket: %+v", got)
 		}
 	})
+}
+
+// BenchmarkTakeTokens is one take from one bucket, on each engine, with the
+// database to itself.
+func BenchmarkTakeTokens(b *testing.B) {
+	for _, o := range []Options{{}, {Driver: DriverPostgres}} {
+		b.Run(cmp.Or(o.Driver, DriverSQLite), func(b *testing.B) {
+			if o.Driver == DriverPostgres {
+				o.DSN = pgtest.Start(b)
+			}
+			s := openWith(b, b.TempDir(), o)
+			bucket := []Bucket{{Role: "dev", Agent: "a", Target: "*", Calls: 1 << 30, Per: time.Hour}}
+			for b.Loop() {
+				if _, ok, err := s.TakeTokens(context.Background(), bucket); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
 }

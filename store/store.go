@@ -66,6 +66,9 @@ type Store struct {
 	// sweptAt is when (unix nanoseconds) this store last swept the rate
 	// buckets (sweepBuckets).
 	sweptAt atomic.Int64
+	// takeStmt is the prepared statement of a take from a bucket
+	// (Store.take), once a take prepared it.
+	takeStmt atomic.Pointer[sql.Stmt]
 }
 
 // Drivers of [Options.Driver].
