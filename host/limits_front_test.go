@@ -39,14 +39,8 @@ func TestRateLimitedThroughTheFronts(t *testing.T) {
 	const token = "limits-admin-token-0123456789abcdef"
 	cfg := &config.Config{Auth: config.Auth{Token: token}, Limits: config.Limits{Timeout: time.Minute},
 		Roles: []config.Role{{Name: "dev", ToolGroups: []string{"pings"}, Pos: "config.hcl:1,1"}}}
-	h, err := host.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := startHost(cfg)
 	t.Cleanup(func() { _ = h.Close() })
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	var ran atomic.Int32
 	if err := h.RegisterGroup(context.Background(), &sdk.Group{ID: "pings", Description: "Pings.", Tools: []sdk.Tool{
 		sdk.NewTool("ping", "Ping.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
