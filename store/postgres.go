@@ -71,14 +71,23 @@ func (postgres) lock(ctx context.Context, tx db, key string) error {
 	return err
 }
 
+// idleConns is how many connections the pool keeps open between uses.
+// database/sql's default, 2, made concurrent calls that each need the
+// database (a call limit's take, a claimed call id) open and close a
+// connection for most of them: 32 agents' limited calls ran at 2.4k/s
+// with it and 4.4k/s with 16.
+const idleConns = 16
+
 // openPostgres opens a pool of connections to dsn that database/sql checks
-// before reusing one (shouldPing).
+// before reusing one (shouldPing), keeping idleConns of them open.
 func openPostgres(dsn string) (*sql.DB, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return stdlib.OpenDB(*cfg, stdlib.OptionShouldPing(shouldPing)), nil
+	db := stdlib.OpenDB(*cfg, stdlib.OptionShouldPing(shouldPing))
+	db.SetMaxIdleConns(idleConns)
+	return db, nil
 }
 
 // shouldPing says whether to ping a pooled connection before reusing it:
