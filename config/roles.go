@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/toolhost/toolhost/rules"
 )
 
 // Role is a `role "NAME" {}` block: a role declared in the file, read-only at
@@ -31,9 +32,22 @@ type Role struct {
 	// module reports them or as a tool block's read_only overrides them. The
 	// global tools block has no read_only: it is said of a role.
 	ReadOnlyTools bool
+	// Rules are the role's rule blocks, in file order: the first whose
+	// tools and condition match a call decides it.
+	Rules []Rule `json:",omitempty"`
+	// Limits are the role's limit blocks, in file order.
+	Limits []Limit `json:",omitempty"`
 	// Pos is where the block is declared, "file:line,col".
 	Pos string
 }
+
+// Rule is a `rule "NAME" { tools, when, action, reason }` block of a role
+// (see [rules.Rule]).
+type Rule = rules.Rule
+
+// Limit is a `limit "TARGET" { calls, per }` block of a role (see
+// [rules.Limit]).
+type Limit = rules.Limit
 
 // ToolPolicy is a `tools {}` block: which optional tools are visible and which
 // tools are hidden. Each entry names a tool, a group (a plugin's id) or
@@ -55,7 +69,15 @@ var (
 
 var roleSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "description"}, {Name: "prompt"}, {Name: "tool_groups"}, {Name: "deferred_groups"}},
-	Blocks:     []hcl.BlockHeaderSchema{{Type: "tools"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "tools"}, {Type: "rule", LabelNames: []string{"name"}}, {Type: "limit", LabelNames: []string{"target"}}},
+}
+
+var ruleSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "tools"}, {Name: "when"}, {Name: "action", Required: true}, {Name: "reason"}},
+}
+
+var limitSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "calls", Required: true}, {Name: "per", Required: true}},
 }
 
 var toolsSchema = &hcl.BodySchema{
@@ -90,12 +112,73 @@ func (d *decoder) role(blk *hcl.Block, declared map[string]hcl.Range) Role {
 			}
 		}
 	}
-	if blk := d.onlyBlock(content.Blocks); blk != nil {
+	blocks := content.Blocks.ByType()
+	if blk := d.onlyBlock(blocks["tools"]); blk != nil {
 		var attrs hcl.Attributes
 		r.Tools, attrs = d.tools(blk.Body)
 		attr(d, attrs, "read_only", &r.ReadOnlyTools, asIs)
 	}
+	names := map[string]hcl.Range{}
+	for _, blk := range blocks["rule"] {
+		r.Rules = append(r.Rules, d.rule(blk, names))
+	}
+	for _, blk := range blocks["limit"] {
+		r.Limits = append(r.Limits, d.limit(blk))
+	}
 	return r
+}
+
+// rule decodes a role's rule block; names maps the rule names seen so far
+// in the role to their blocks. Its condition is compiled, so that an
+// expression that does not is reported at the when attribute.
+func (d *decoder) rule(blk *hcl.Block, names map[string]hcl.Range) Rule {
+	r := Rule{Name: blk.Labels[0]}
+	if err := rules.CheckName(r.Name); err != nil {
+		d.fail(blk.LabelRanges[0], "Invalid rule name", err.Error()+".")
+	} else if first, dup := names[r.Name]; dup {
+		d.fail(blk.LabelRanges[0], "Duplicate rule name", fmt.Sprintf("A rule named %q was already declared in this role at %s.", r.Name, position(first)))
+	} else {
+		names[r.Name] = blk.DefRange
+	}
+	content, diags := blk.Body.Content(ruleSchema)
+	d.add(diags)
+	attr(d, content.Attributes, "tools", &r.Tools, func(items []string) ([]string, error) {
+		for _, it := range items {
+			if err := rules.CheckTool(it); err != nil {
+				return nil, err
+			}
+		}
+		return items, nil
+	})
+	attr(d, content.Attributes, "when", &r.When, func(expr string) (string, error) {
+		if _, err := rules.Compile(expr); err != nil {
+			return "", fmt.Errorf("the condition does not compile: %w", err)
+		}
+		return expr, nil
+	})
+	attr(d, content.Attributes, "action", &r.Action, func(a string) (rules.Action, error) {
+		return rules.Action(a), rules.CheckAction(rules.Action(a))
+	})
+	attr(d, content.Attributes, "reason", &r.Reason, asIs)
+	return r
+}
+
+// limit decodes a role's limit block.
+func (d *decoder) limit(blk *hcl.Block) Limit {
+	l := Limit{Target: blk.Labels[0]}
+	if err := rules.CheckTarget(l.Target); err != nil {
+		d.fail(blk.LabelRanges[0], "Invalid limit target", err.Error()+".")
+	}
+	content, diags := blk.Body.Content(limitSchema)
+	d.add(diags)
+	attr(d, content.Attributes, "calls", &l.Calls, func(n int) (int, error) {
+		if n < 1 {
+			return 0, fmt.Errorf("%d calls: a limit allows at least 1", n)
+		}
+		return n, nil
+	})
+	attr(d, content.Attributes, "per", &l.Per, duration)
+	return l
 }
 
 // toolPolicy decodes the global tools block, which refuses read_only.

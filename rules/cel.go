@@ -1,0 +1,263 @@
+package rules
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+	"cel.dev/cel-go/interpreter"
+)
+
+// The bounds of a condition: its length, and the cost of one evaluation
+// (the operations it performs, each call weighed by the size of what it
+// reads and builds: see sizeCost). A condition
+// past them fails, which refuses the call (fail closed), whatever the
+// arguments. CEL's memory limit is not used: it counts the arguments
+// themselves, and would refuse any call with more than a few thousand
+// values in them.
+const (
+	MaxConditionLen = 4096
+	CostLimit       = 1_000_000
+	// interruptEvery is how many comprehension steps pass between two
+	// looks at the caller's context.
+	interruptEvery = 100
+)
+
+var (
+	envOnce sync.Once
+	env     *cel.Env
+	envErr  error
+)
+
+// Env returns the CEL environment of conditions: args, a map of the call's
+// arguments as JSON decodes them (numbers are doubles); tool, group, role
+// and agent, strings (agent is "" for a caller without one); CEL's standard
+// functions (contains, startsWith, matches with RE2, size, …); and
+// path.clean(string) (a path with "." and ".." resolved and repeated "/"
+// dropped, as Go's path.Clean does) and url.host(string) (the host a URL
+// names, lower-cased, without port, brackets or trailing dot; an error for
+// what does not parse as an absolute URL with a host). CEL's strings
+// extension is left out: its replace can build, in one step and before any
+// cost is counted, a string the square of its input's size.
+func Env() (*cel.Env, error) {
+	envOnce.Do(func() {
+		env, envErr = cel.NewEnv(
+			cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+			cel.Variable("tool", cel.StringType),
+			cel.Variable("group", cel.StringType),
+			cel.Variable("role", cel.StringType),
+			cel.Variable("agent", cel.StringType),
+			cel.ParserExpressionSizeLimit(MaxConditionLen),
+			cel.Function("path.clean", cel.Overload("path_clean_string", []*cel.Type{cel.StringType}, cel.StringType,
+				cel.UnaryBinding(func(v ref.Val) ref.Val { return types.String(CleanPath(string(v.(types.String)))) }))),
+			cel.Function("url.host", cel.Overload("url_host_string", []*cel.Type{cel.StringType}, cel.StringType,
+				cel.UnaryBinding(func(v ref.Val) ref.Val {
+					h, err := URLHost(string(v.(types.String)))
+					if err != nil {
+						return types.NewErr("%v", err)
+					}
+					return types.String(h)
+				}))),
+		)
+	})
+	return env, envErr
+}
+
+// CleanPath is path.clean: the path with "." and ".." resolved lexically
+// and repeated "/" dropped ("src/../etc/passwd" is "etc/passwd"); "" is
+// ".". It knows nothing of symbolic links, which only the sandbox and the
+// tool's own checks see.
+func CleanPath(p string) string { return path.Clean(p) }
+
+// URLHost is url.host: the host an absolute URL names, lower-cased,
+// without port, brackets or trailing dot.
+func URLHost(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("url.host: %w", err)
+	}
+	h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if h == "" {
+		return "", fmt.Errorf("url.host: %q names no host", s)
+	}
+	return h, nil
+}
+
+// Condition is a rule's compiled condition.
+type Condition struct {
+	prg cel.Program
+	// constant is set for a literal true or false: a condition that does
+	// not depend on the call.
+	constant *bool
+}
+
+// ConditionError is an expression that does not compile: a syntax error,
+// an unknown name or function, or a result other than a bool.
+type ConditionError struct {
+	// Line and Column (1-based) are where in the expression, when known.
+	Line, Column int
+	// Message says what is wrong.
+	Message string
+}
+
+func (e *ConditionError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d, column %d of the expression: %s", e.Line, e.Column, e.Message)
+	}
+	return e.Message
+}
+
+// Compile compiles a condition: empty is nil (every call matches). The
+// result must be a bool (or dyn, such as args.force, which must then be a
+// bool when evaluated).
+func Compile(expr string) (*Condition, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, nil
+	}
+	e, err := Env()
+	if err != nil {
+		return nil, fmt.Errorf("rules: the CEL environment: %w", err)
+	}
+	if len(expr) > MaxConditionLen {
+		return nil, &ConditionError{Message: fmt.Sprintf("%d bytes; at most %d", len(expr), MaxConditionLen)}
+	}
+	checked, iss := e.Compile(expr)
+	if iss.Err() != nil {
+		first := iss.Errors()[0]
+		ce := &ConditionError{Message: first.Message}
+		if loc := first.Location; loc != nil && loc.Line() > 0 {
+			ce.Line, ce.Column = loc.Line(), loc.Column()+1
+		}
+		return nil, ce
+	}
+	if t := checked.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
+		return nil, &ConditionError{Message: fmt.Sprintf("the result is a %s; a condition must be a bool", t)}
+	}
+	c := &Condition{}
+	if x := checked.NativeRep().Expr(); x.Kind() == ast.LiteralKind {
+		if b, ok := x.AsLiteral().(types.Bool); ok {
+			v := bool(b)
+			c.constant = &v
+		}
+	}
+	c.prg, err = e.Program(checked, cel.CostLimit(CostLimit), cel.CostTracking(sizeCost{}), cel.InterruptCheckFrequency(interruptEvery))
+	if err != nil {
+		return nil, &ConditionError{Message: err.Error()}
+	}
+	return c, nil
+}
+
+// Always reports whether the condition holds whatever the call: none, or
+// a literal true.
+func (c *Condition) Always() bool { return c == nil || c.constant != nil && *c.constant }
+
+// Never reports whether the condition holds for no call: a literal false.
+func (c *Condition) Never() bool { return c != nil && c.constant != nil && !*c.constant }
+
+// Vars are the variables of one call, decoded once and shared by the
+// conditions evaluated on it.
+type Vars struct {
+	Tool, Group, Role, Agent string
+	args                     ref.Val
+}
+
+// NewVars decodes a call's arguments (a JSON object) once for every
+// condition evaluated on it.
+func NewVars(tool, group, role, agent string, args json.RawMessage) (*Vars, error) {
+	var m map[string]any
+	if err := json.Unmarshal(args, &m); err != nil {
+		return nil, fmt.Errorf("rules: the arguments are not a JSON object: %w", err)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return &Vars{Tool: tool, Group: group, Role: role, Agent: agent, args: types.DefaultTypeAdapter.NativeToValue(m)}, nil
+}
+
+// ResolveName gives CEL the variable named name.
+func (v *Vars) ResolveName(name string) (any, bool) {
+	switch name {
+	case "args":
+		return v.args, true
+	case "tool":
+		return v.Tool, true
+	case "group":
+		return v.Group, true
+	case "role":
+		return v.Role, true
+	case "agent":
+		return v.Agent, true
+	}
+	return nil, false
+}
+
+// Parent is nil: the variables are all there is.
+func (v *Vars) Parent() interpreter.Activation { return nil }
+
+// ErrNotBool is the error of a condition whose value is not a bool.
+var ErrNotBool = errors.New("the condition's value is not a bool")
+
+// Match evaluates the condition on a call's variables, within its cost and
+// memory bounds and until ctx ends. An error (a missing key, a bound
+// passed, a value not a bool) is for the caller to refuse the call on.
+func (c *Condition) Match(ctx context.Context, v *Vars) (bool, error) {
+	if c == nil {
+		return true, nil
+	}
+	if c.constant != nil {
+		return *c.constant, nil
+	}
+	out, _, err := c.prg.ContextEval(ctx, v)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, fmt.Errorf("%w: it is a %s", ErrNotBool, out.Type().(ref.Type).TypeName())
+	}
+	return bool(b), nil
+}
+
+// sizeCost charges every call 1 plus a tenth of the bytes of the strings,
+// and of the elements of the lists and maps, it takes and returns. CEL's
+// own model charges by size only the calls whose types it knows when
+// compiling, and args is dynamic: "args.s + args.s" would cost 1 however
+// long args.s, and a comprehension over it could build gigabytes within
+// the limit. With this, what a condition reads and builds is bounded by
+// ten times the cost limit.
+type sizeCost struct{}
+
+// CallCost implements CEL's ActualCostEstimator.
+func (sizeCost) CallCost(_, _ string, args []ref.Val, result ref.Val) *uint64 {
+	n := 10 + size(result)
+	for _, a := range args {
+		n += size(a)
+	}
+	n /= 10
+	return &n
+}
+
+// size is a value's bytes (string, bytes) or elements (list, map).
+func size(v ref.Val) uint64 {
+	switch x := v.(type) {
+	case types.String:
+		return uint64(len(x))
+	case types.Bytes:
+		return uint64(len(x))
+	case traits.Sizer:
+		if n, ok := x.Size().(types.Int); ok && n > 0 {
+			return uint64(n)
+		}
+	}
+	return 0
+}
