@@ -42,6 +42,10 @@ type Approval struct {
 	Role    string
 	// Arguments are the call's arguments, redacted.
 	Arguments json.RawMessage
+	// Rule names the role's rule that asked for the approval, and
+	// RuleReason is its reason; both empty when the tool's settings did.
+	Rule       string
+	RuleReason string
 	// RunID is the run ([Store.BeginRun]) of the host whose call waits.
 	RunID string
 	// Requested is when the call asked; Deadline is when its waiter gives
@@ -68,7 +72,7 @@ type ApprovalDecision struct {
 	Arguments json.RawMessage
 }
 
-const approvalColumns = `id, call_id, tool, group_id, agent_id, role, arguments, run_id, requested_at, deadline, status, decided_at, reason, modified`
+const approvalColumns = `id, call_id, tool, group_id, agent_id, role, arguments, run_id, requested_at, deadline, status, decided_at, reason, modified, rule, rule_reason`
 
 // CreateApproval records a pending approval. Its ID must be new
 // ([ErrExists] otherwise), its Deadline set; Status is ignored. It also
@@ -86,9 +90,9 @@ func (s *Store) CreateApproval(ctx context.Context, a Approval) error {
 		if _, err := tx.exec(ctx, `DELETE FROM approvals WHERE deadline < ?`, stamp(time.Now().Add(-approvalKeep))); err != nil {
 			return err
 		}
-		res, err := tx.exec(ctx, `INSERT INTO approvals (id, call_id, tool, group_id, agent_id, role, arguments, run_id, requested_at, deadline, status)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			a.ID, a.CallID, a.Tool, a.Group, a.AgentID, a.Role, string(a.Arguments), a.RunID, stamp(a.Requested), stamp(a.Deadline), ApprovalPending)
+		res, err := tx.exec(ctx, `INSERT INTO approvals (id, call_id, tool, group_id, agent_id, role, arguments, run_id, requested_at, deadline, status, rule, rule_reason)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			a.ID, a.CallID, a.Tool, a.Group, a.AgentID, a.Role, string(a.Arguments), a.RunID, stamp(a.Requested), stamp(a.Deadline), ApprovalPending, a.Rule, a.RuleReason)
 		if err != nil {
 			return err
 		}
@@ -196,7 +200,7 @@ func (s *Store) CancelRunApprovals(ctx context.Context, runID string) (int64, er
 func scanApproval(row scanner) (Approval, error) {
 	var a Approval
 	var args, requested, deadline, decided, modified string
-	err := row.Scan(&a.ID, &a.CallID, &a.Tool, &a.Group, &a.AgentID, &a.Role, &args, &a.RunID, &requested, &deadline, &a.Status, &decided, &a.Reason, &modified)
+	err := row.Scan(&a.ID, &a.CallID, &a.Tool, &a.Group, &a.AgentID, &a.Role, &args, &a.RunID, &requested, &deadline, &a.Status, &decided, &a.Reason, &modified, &a.Rule, &a.RuleReason)
 	if err != nil {
 		return a, err
 	}
