@@ -41,13 +41,18 @@ type ApprovalRequest struct {
 	AgentID   string          `json:"agentId,omitempty"`
 	Role      string          `json:"role,omitempty"`
 	Arguments json.RawMessage `json:"arguments"` // redacted
-	Requested time.Time       `json:"requested"`
-	Expires   time.Time       `json:"expires,omitzero"`
+	// Rule names the role's rule that asks for the approval, and RuleReason
+	// is its reason; both empty when the tool's own settings ask.
+	Rule       string    `json:"rule,omitempty"`
+	RuleReason string    `json:"ruleReason,omitempty"`
+	Requested  time.Time `json:"requested"`
+	Expires    time.Time `json:"expires,omitzero"`
 }
 
 // Approver decides whether a call that requires approval may run: a call
 // of a tool declared so (its spec's RequiresApproval) or whose block in the
-// config requires it (requires_approval).
+// config requires it (requires_approval), or a call that a rule of the
+// caller's role sends for approval (ApprovalRequest.Rule names it).
 // It is asked before the tool runs; ctx ends if the call is cancelled.
 type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
@@ -161,7 +166,7 @@ func (q *ApprovalQueue) Approve(ctx context.Context, req ApprovalRequest) (Decis
 			runID = q.runID()
 		}
 		err := st.CreateApproval(ctx, store.Approval{ID: req.ID, CallID: req.CallID, Tool: req.Tool, Group: req.Group, AgentID: req.AgentID,
-			Role: req.Role, Arguments: req.Arguments, RunID: runID, Requested: req.Requested, Deadline: req.Expires})
+			Role: req.Role, Arguments: req.Arguments, RunID: runID, Requested: req.Requested, Deadline: req.Expires, Rule: req.Rule, RuleReason: req.RuleReason})
 		if err != nil {
 			if ctx.Err() != nil {
 				return Decision{}, ctx.Err()
@@ -319,7 +324,7 @@ func decisionOf(a store.Approval) Decision {
 // requestOf is the request a stored approval records.
 func requestOf(a store.Approval) ApprovalRequest {
 	return ApprovalRequest{ID: a.ID, CallID: a.CallID, Tool: a.Tool, Group: a.Group, AgentID: a.AgentID, Role: a.Role,
-		Arguments: a.Arguments, Requested: a.Requested, Expires: a.Deadline}
+		Arguments: a.Arguments, Rule: a.Rule, RuleReason: a.RuleReason, Requested: a.Requested, Expires: a.Deadline}
 }
 
 // Pending lists the calls waiting for a decision, oldest first: with a

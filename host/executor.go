@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/redact"
+	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/store"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -39,17 +40,21 @@ import (
 //     validation;
 //  4. the arguments are validated against the tool's schema (validation,
 //     naming the field and the rule);
-//  5. the role's call limits that count the tool each take a token from the
+//  5. the role's rules are evaluated in order, the first that matches
+//     deciding: deny fails the call with policy, naming the rule; approve
+//     sends it to the approver; allow ends the evaluation;
+//  6. the role's call limits that count the tool each take a token from the
 //     calling agent's bucket, all or none (rate_limited, saying when to
 //     retry);
-//  6. a tool that requires approval waits for the [Approver] (approval_denied);
-//  7. the tool runs, bounded by its timeout (timeout) and the caller's ctx
+//  7. a tool that requires approval, or whose rule says approve, waits for
+//     the [Approver] (approval_denied);
+//  8. the tool runs, bounded by its timeout (timeout) and the caller's ctx
 //     (cancelled); a plugin that dies fails it with plugin_exited;
-//  8. secrets are redacted from the result, and its output cut to the
+//  9. secrets are redacted from the result, and its output cut to the
 //     group's limits (a command's full output is saved under data_dir);
-//  9. tool_call.started and exactly one tool_call.completed or
+//  10. tool_call.started and exactly one tool_call.completed or
 //     tool_call.failed are recorded as events, the terminal one with the
-//     limits' verdicts.
+//     limits' verdicts and the rule that decided.
 //
 // A tool that fails is a Result with OK false; an error means the call could
 // not be carried out. An empty call id is filled in and the role set.
@@ -168,6 +173,8 @@ type call struct {
 	// limits are the verdicts of the call limits that counted the call
 	// (takeLimits), for its terminal event.
 	limits []map[string]any
+	// rule is the role's rule that decided the call, if one matched.
+	rule *rules.Compiled
 }
 
 // A claim on a call id (see flights.begin) is stale once the call's
@@ -186,11 +193,14 @@ func (c *call) unavailable(v *view) error {
 	if v.role == "" {
 		return toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available: the tools policy hides it", c.req.Tool)
 	}
+	if i, ok := v.rules.hiddenBy(c.req.Tool); ok {
+		return c.hiddenByRule(v.rules, i)
+	}
 	return toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %q is not available to role %q", c.req.Tool, v.role)
 }
 
 // run takes an available tool's call on: a chosen call id's replay,
-// validation, call limits, approval and dispatch.
+// validation, rules, call limits, approval and dispatch.
 func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err error) {
 	h := c.h
 	if c.chosenID {
@@ -202,6 +212,9 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 		defer func() { h.flights.end(h, f, res, err) }()
 	}
 	if ctx, err = c.validate(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.checkRules(ctx, v.rules); err != nil {
 		return nil, err
 	}
 	if h.roleLimits != nil {
@@ -272,26 +285,31 @@ func (c *call) inject(ctx context.Context) (context.Context, error) {
 	return ctx, nil
 }
 
-// approve asks the approver when the tool, its group's config or its own
-// config requires approval, but for a read-only tool (trustedReadOnly) when
-// the executor approves those (approve = "read_only"); a modification is
-// validated again.
+// approve asks the approver when the role's rule that matched says
+// approve, or when the tool, its group's config or its own config requires
+// approval, but for a read-only tool (trustedReadOnly) when the executor
+// approves those (approve = "read_only"); a modification is validated
+// again. A rule's allow does not waive the tool's own approval.
 func (c *call) approve(ctx context.Context) (err error) {
 	g, spec := c.tool.group, c.tool.spec
 	need := spec.RequiresApproval
 	if g.conf != nil {
 		need = need || g.conf.RequiresApproval || g.conf.Tools[spec.Name].RequiresApproval
 	}
-	if !need || c.h.cfg.Executor.Approve == "read_only" && trustedReadOnly(g, spec) {
+	if !c.ruleAsks() && (!need || c.h.cfg.Executor.Approve == "read_only" && trustedReadOnly(g, spec)) {
 		return nil
 	}
 	ctx, span := c.stage(ctx, "approval")
 	defer func() { endStage(span, err) }()
 	args, _ := redact.JSON(c.req.Arguments)
-	d, err := c.h.approver.Approve(ctx, ApprovalRequest{
+	req := ApprovalRequest{
 		CallID: c.req.Context.CallID, Tool: spec.Name, Group: g.Spec.ID, AgentID: c.req.Context.AgentID,
 		Role: c.req.Context.Role, Arguments: args, Requested: time.Now(),
-	})
+	}
+	if c.ruleAsks() {
+		req.Rule, req.RuleReason = c.rule.Name, c.rule.Reason
+	}
+	d, err := c.h.approver.Approve(ctx, req)
 	switch {
 	case err != nil:
 		return toolhost.Errorf(toolhost.CodeOf(err), "approval of %s: %w", spec.Name, err)
@@ -534,12 +552,14 @@ func (c *call) emitEnded() {
 		}
 		c.markReplay(payload)
 		c.markLimits(payload)
+		c.markRule(payload)
 		c.h.events.Emit(c.event(store.EventCallCompleted, payload))
 		return
 	}
 	payload := map[string]any{"latency_ms": latency, "redacted": c.redacted}
 	c.markReplay(payload)
 	c.markLimits(payload)
+	c.markRule(payload)
 	code, msg := toolhost.CodeOf(c.err), ""
 	if c.err != nil {
 		msg = c.err.Error()

@@ -74,6 +74,8 @@ type view struct {
 	// when the role defers nothing; eager is then defs).
 	eager []ToolDefinition
 	lazy  map[string]bool
+	// rules are the role's rules; nil when it has none.
+	rules *roleRules
 
 	tokensOnce sync.Once
 	tokens     int
@@ -94,7 +96,9 @@ type viewTool struct {
 // says so. A role with deferred groups gets tool_search too, and only
 // such a role does; a read-only one gets all of it, since tool_search is not
 // one of its groups but how it reaches them (load_tools changes only which
-// definitions the agent's own requests carry).
+// definitions the agent's own requests carry). A tool the role's rules deny
+// whatever its arguments is left out; one they refuse or send for approval
+// for some arguments says so in its description.
 func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy) *view {
 	v := &view{snap: s, rev: rev, tools: map[string]viewTool{}}
 	ids, allow, deny := s.ids, global.Allow, global.Deny
@@ -114,6 +118,7 @@ func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy
 		if role.Name != store.RootRole {
 			deferred = role.Deferred
 		}
+		v.rules = compileRules(role.Rules)
 	}
 	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == ToolSearchGroup })
 	if len(deferred) > 0 {
@@ -130,7 +135,15 @@ func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy
 				(readOnly && id != ToolSearchGroup && !readOnlyHint(t)) {
 				continue
 			}
+			listed, notes := v.rules.listing(t.Name, id)
+			if !listed {
+				continue
+			}
 			v.add(g, t)
+			if len(notes) > 0 {
+				f := &v.defs[len(v.defs)-1].Function
+				f.Description = describeRules(f.Description, notes)
+			}
 		}
 	}
 	v.eager = v.defs

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -205,14 +206,19 @@ type RoleSpec struct {
 	Deny           []string `json:"deny,omitempty"`
 	// ReadOnlyTools keeps only the read-only tools of the role's groups
 	// (see [store.Role.ReadOnlyTools]).
-	ReadOnlyTools bool   `json:"readOnlyTools,omitempty"`
-	CreatedBy     string `json:"createdBy,omitempty"`
+	ReadOnlyTools bool `json:"readOnlyTools,omitempty"`
+	// Rules and Limits are the role's (see [store.Role.Rules]); each rule's
+	// condition must compile.
+	Rules     []rules.Rule  `json:"rules,omitempty"`
+	Limits    []rules.Limit `json:"limits,omitempty"`
+	CreatedBy string        `json:"createdBy,omitempty"`
 }
 
 // CreateRole stores a new, editable role. Its name must be free and valid,
-// and its tool groups known (validation otherwise, the message starting
-// with the field at fault as [RoleSpec]'s JSON names it: "name: …",
-// "toolGroups: …", "deferredGroups: …").
+// and its tool groups known, its rules and limits valid (validation
+// otherwise, the message starting with the field at fault as [RoleSpec]'s
+// JSON names it: "name: …", "toolGroups: …", "deferredGroups: …",
+// "rules[1] \"no_sudo\": when: …", "limits[0]: per: …").
 func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error) {
 	if !config.ValidRoleName(spec.Name) {
 		return store.Role{}, toolhost.Errorf(toolhost.CodeValidation,
@@ -224,11 +230,15 @@ func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error
 	if err := h.checkDeferred(spec.ToolGroups, spec.DeferredGroups); err != nil {
 		return store.Role{}, err
 	}
+	if err := checkRoleRules(spec.Rules, spec.Limits); err != nil {
+		return store.Role{}, err
+	}
 	h.dir.edit.Lock()
 	defer h.dir.edit.Unlock()
 	r, err := h.store.CreateRole(ctx, store.Role{
 		Name: spec.Name, Description: spec.Description, Prompt: spec.Prompt, ToolGroups: dedupe(spec.ToolGroups),
 		Deferred: dedupe(spec.DeferredGroups), Allow: spec.Allow, Deny: spec.Deny, ReadOnlyTools: spec.ReadOnlyTools, CreatedBy: spec.CreatedBy,
+		Rules: spec.Rules, Limits: spec.Limits,
 	})
 	if errors.Is(err, store.ErrExists) {
 		return r, &toolhost.Error{Code: toolhost.CodeValidation, Message: fmt.Sprintf("name: a role named %q already exists", spec.Name), Err: err}
@@ -256,6 +266,9 @@ type RoleUpdate struct {
 	Deny           *[]string
 	// ReadOnlyTools sets whether the role keeps only its read-only tools.
 	ReadOnlyTools *bool
+	// Rules and Limits replace the role's, in order.
+	Rules  *[]rules.Rule
+	Limits *[]rules.Limit
 }
 
 // UpdateRole edits a role created at run time; the root role and config
@@ -282,6 +295,11 @@ func (h *Host) UpdateRole(ctx context.Context, name string, u RoleUpdate) (store
 	set(&r.Allow, u.Allow)
 	set(&r.Deny, u.Deny)
 	set(&r.ReadOnlyTools, u.ReadOnlyTools)
+	set(&r.Rules, u.Rules)
+	set(&r.Limits, u.Limits)
+	if err := checkRoleRules(r.Rules, r.Limits); err != nil {
+		return store.Role{}, err
+	}
 	h.dir.edit.Lock()
 	defer h.dir.edit.Unlock()
 	if err := h.store.UpdateRole(ctx, r); err != nil {
@@ -472,7 +490,7 @@ func (h *Host) reconcileRoles(ctx context.Context) error {
 	declared := make([]store.Role, len(h.cfg.Roles))
 	for i, r := range h.cfg.Roles {
 		declared[i] = store.Role{Name: r.Name, Description: r.Description, Prompt: r.Prompt, ToolGroups: r.ToolGroups,
-			Deferred: r.DeferredGroups, Allow: r.Tools.Allow, Deny: r.Tools.Deny, ReadOnlyTools: r.ReadOnlyTools}
+			Deferred: r.DeferredGroups, Allow: r.Tools.Allow, Deny: r.Tools.Deny, ReadOnlyTools: r.ReadOnlyTools, Rules: r.Rules, Limits: r.Limits}
 	}
 	changed, err := h.store.ReconcileConfigRoles(ctx, declared)
 	if err != nil {

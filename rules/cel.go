@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/ast"
@@ -117,6 +118,17 @@ func (e *ConditionError) Error() string {
 	return e.Message
 }
 
+// compiled memoises Compile's conditions by expression, up to
+// maxCompiled of them: a role's views are rebuilt whenever groups or roles
+// change, and its conditions are compiled once all the same.
+var compiled sync.Map
+
+// maxCompiled bounds the conditions compiled is kept to; an expression
+// past it is compiled again each time it is asked for.
+const maxCompiled = 4096
+
+var compiledCount atomic.Int64
+
 // Compile compiles a condition: empty is nil (every call matches). The
 // result must be a bool (or dyn, such as args.force, which must then be a
 // bool when evaluated).
@@ -124,6 +136,19 @@ func Compile(expr string) (*Condition, error) {
 	if strings.TrimSpace(expr) == "" {
 		return nil, nil
 	}
+	if c, ok := compiled.Load(expr); ok {
+		return c.(*Condition), nil
+	}
+	c, err := compile(expr)
+	if err == nil && compiledCount.Load() < maxCompiled {
+		if _, loaded := compiled.LoadOrStore(expr, c); !loaded {
+			compiledCount.Add(1)
+		}
+	}
+	return c, err
+}
+
+func compile(expr string) (*Condition, error) {
 	e, err := Env()
 	if err != nil {
 		return nil, fmt.Errorf("rules: the CEL environment: %w", err)

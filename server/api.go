@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -110,7 +111,8 @@ func (s *Server) getRole(w http.ResponseWriter, r *http.Request) {
 // updateRole applies the fields present in the body: "toolGroups": null
 // clears the groups (every group is then available), "deferredGroups": null
 // or [] defers none, "readOnlyTools": true keeps only the role's read-only
-// tools (null or false: all), an absent field is left as it is.
+// tools (null or false: all), "rules" and "limits" replace the role's
+// (null or []: none), an absent field is left as it is.
 func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
 	var fields map[string]json.RawMessage
 	if !decode(w, r, maxRoleBody, &fields) {
@@ -134,8 +136,12 @@ func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
 			u.Deny, err = field[[]string](raw)
 		case "readOnlyTools":
 			u.ReadOnlyTools, err = field[bool](raw)
+		case "rules":
+			u.Rules, err = field[[]rules.Rule](raw)
+		case "limits":
+			u.Limits, err = field[[]rules.Limit](raw)
 		default:
-			err = errors.New("not a field that can be changed (description, prompt, toolGroups, deferredGroups, allow, deny, readOnlyTools)")
+			err = errors.New("not a field that can be changed (description, prompt, toolGroups, deferredGroups, allow, deny, readOnlyTools, rules, limits)")
 		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "%s: %v", name, err))

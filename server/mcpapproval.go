@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -151,10 +152,14 @@ func approvalElicitation(role string, ar host.ApprovalRequest) *mcp.ElicitParams
 	if len(args) > 2000 {
 		args = args[:2000] + "…"
 	}
+	why := ""
+	if ar.Rule != "" {
+		why = fmt.Sprintf(" The role's rule %q asks for this approval: %s.", ar.Rule, cmp.Or(ar.RuleReason, "no reason given"))
+	}
 	return &mcp.ElicitParams{
 		Mode: "form",
-		Message: fmt.Sprintf("Approve this call? An agent of role %q calls the tool %s (group %s) with the arguments %s. It waits for a decision until %s.",
-			role, ar.Tool, ar.Group, args, ar.Expires.Format(time.RFC3339)),
+		Message: fmt.Sprintf("Approve this call? An agent of role %q calls the tool %s (group %s) with the arguments %s.%s It waits for a decision until %s.",
+			role, ar.Tool, ar.Group, args, why, ar.Expires.Format(time.RFC3339)),
 		RequestedSchema: json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve","description":"Run the call (true) or deny it (false)"}},"required":["approve"]}`),
 	}
 }

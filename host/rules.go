@@ -1,0 +1,185 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/rules"
+)
+
+// roleRules is the part of a role's view its rules make: the rules
+// compiled, which of them apply to each listed tool, and the tools they
+// deny whatever the arguments (not listed, so that listing equals calling).
+type roleRules struct {
+	list   []rules.Compiled
+	byTool map[string][]int // a listed tool's rules that may match, in order
+	hidden map[string]int   // a tool denied whatever its arguments: the rule
+}
+
+// compileRules compiles a role's rules for its view. A rule whose
+// condition does not compile (the API and the config refuse one, so only a
+// store written otherwise holds it) denies its tools whatever the
+// arguments: it fails closed.
+func compileRules(rs []rules.Rule) *roleRules {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := &roleRules{list: make([]rules.Compiled, len(rs)), byTool: map[string][]int{}, hidden: map[string]int{}}
+	for i, r := range rs {
+		c, err := rules.Compile(r.When)
+		if err != nil {
+			r.Action, r.Reason, c = rules.Deny, fmt.Sprintf("its condition does not compile (%v); the call is refused", err), nil
+		}
+		out.list[i] = rules.Compiled{Rule: r, Cond: c}
+	}
+	return out
+}
+
+// listing decides whether a tool of group is listed under the rules, and
+// the lines its description gains: what is refused, and what needs an
+// approval. A tool is hidden when a rule denies it whatever the arguments
+// (no condition, or a literal true) before any rule that could let a call
+// through (a conditional allow or approve) comes.
+func (rr *roleRules) listing(tool, group string) (listed bool, notes []string) {
+	if rr == nil {
+		return true, nil
+	}
+	passable := false
+	for i := range rr.list {
+		r := &rr.list[i]
+		if !rules.Applies(r.Tools, tool, group) || r.Cond.Never() {
+			continue
+		}
+		rr.byTool[tool] = append(rr.byTool[tool], i)
+		what := r.Reason
+		if what == "" {
+			what = "rule " + r.Name
+		}
+		always := r.Cond.Always()
+		switch {
+		case always && r.Action == rules.Deny && !passable:
+			delete(rr.byTool, tool)
+			rr.hidden[tool] = i
+			return false, nil
+		case always && r.Action == rules.Deny:
+			return true, append(notes, "Refused otherwise: "+what)
+		case always && r.Action == rules.Approve:
+			return true, append(notes, "Needs approval: "+what)
+		case always:
+			return true, notes
+		case r.Action == rules.Deny:
+			notes = append(notes, fmt.Sprintf("Refused when %s: %s", r.When, what))
+		case r.Action == rules.Approve:
+			notes = append(notes, fmt.Sprintf("Needs approval when %s: %s", r.When, what))
+			passable = true
+		default:
+			passable = true
+		}
+	}
+	return true, notes
+}
+
+// hiddenBy returns the rule that denies the tool whatever its arguments.
+func (rr *roleRules) hiddenBy(tool string) (int, bool) {
+	if rr == nil {
+		return 0, false
+	}
+	i, ok := rr.hidden[tool]
+	return i, ok
+}
+
+// describeRules adds the notes of the rules to a tool's description.
+func describeRules(desc string, notes []string) string {
+	if len(notes) == 0 {
+		return desc
+	}
+	return strings.TrimRight(desc, "\n") + "\n\n" + strings.Join(notes, "\n")
+}
+
+// hiddenByRule is the error of a call of a tool that a rule denies
+// whatever its arguments; it names the rule and its reason.
+func (c *call) hiddenByRule(rr *roleRules, i int) error {
+	c.rule = &rr.list[i]
+	return c.refusal()
+}
+
+// refusal is the policy error of a call the rule c.rule denies.
+func (c *call) refusal() error {
+	reason := c.rule.Reason
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return toolhost.Errorf(toolhost.CodePolicy, "call of %s refused by rule %q of role %q: %s", c.req.Tool, c.rule.Name, c.req.Context.Role, reason)
+}
+
+// checkRules evaluates the caller's role's rules on the call, in order,
+// its arguments decoded once for all of them: the first that matches
+// decides. A deny fails the call with policy; an approve or an allow is
+// returned (c.rule), for approve to act on. A condition that cannot be
+// evaluated (a missing argument, its cost bound passed) refuses the call.
+func (c *call) checkRules(ctx context.Context, rr *roleRules) error {
+	if rr == nil {
+		return nil
+	}
+	idx := rr.byTool[c.req.Tool]
+	if len(idx) == 0 {
+		return nil
+	}
+	_, span := c.stage(ctx, "rules")
+	var err error
+	defer func() { endStage(span, err) }()
+	var vars *rules.Vars
+	for _, i := range idx {
+		r := &rr.list[i]
+		match := r.Cond.Always()
+		if !match {
+			if vars == nil {
+				if vars, err = rules.NewVars(c.req.Tool, c.tool.group.Spec.ID, c.req.Context.Role, c.req.Context.AgentID, c.req.Arguments); err != nil {
+					return err
+				}
+			}
+			if match, err = r.Cond.Match(ctx, vars); err != nil {
+				c.rule = r
+				if ctx.Err() != nil {
+					err = toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "rule %q: %w", r.Name, ctx.Err())
+					return err
+				}
+				err = toolhost.Errorf(toolhost.CodePolicy, "call of %s refused: rule %q of role %q could not be evaluated on it (%v), and a rule that cannot decide refuses", c.req.Tool, r.Name, c.req.Context.Role, err)
+				return err
+			}
+		}
+		if !match {
+			continue
+		}
+		c.rule = r
+		if r.Action == rules.Deny {
+			err = c.refusal()
+		}
+		return err
+	}
+	return nil
+}
+
+// ruleAsks reports whether the rule that decided the call asks the
+// approver.
+func (c *call) ruleAsks() bool { return c.rule != nil && c.rule.Action == rules.Approve }
+
+// markRule records in a terminal event's payload the rule that decided the
+// call, and its action.
+func (c *call) markRule(payload map[string]any) {
+	if c.rule != nil {
+		payload["rule"], payload["rule_action"] = c.rule.Name, string(c.rule.Action)
+	}
+}
+
+// checkRoleRules refuses, with validation naming the rule or limit and its
+// field ("rules[0] \"no_sudo\": when: …"), a role's rules or limits that
+// are not valid.
+func checkRoleRules(rs []rules.Rule, ls []rules.Limit) error {
+	if _, err := rules.Check(rs, ls); err != nil {
+		return toolhost.Errorf(toolhost.CodeValidation, "%v", err)
+	}
+	return nil
+}
