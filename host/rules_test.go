@@ -14,12 +14,15 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// rulesHost starts a host on the real test plugin (a subprocess), with the
-// approval queue as its approver, and a role "dev" of the rules.
-func rulesHost(t *testing.T, rs ...rules.Rule) *Host {
+// rulesHost starts a host on the real test plugin (a subprocess), with an
+// approver that approves every call, and a role "dev" of the rules.
+func rulesHost(t *testing.T, rs ...rules.Rule) *Host { return rulesHostWith(t, "approve", rs...) }
+
+// rulesHostWith is rulesHost with the approver named ("approve", "queue").
+func rulesHostWith(t *testing.T, approver string, rs ...rules.Rule) *Host {
 	t.Helper()
 	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{testPlugin("good", "good", nil)},
-		Executor: config.Executor{Mode: "sequential", MaxParallel: 4, Approver: "queue", ApprovalTimeout: time.Minute, IdempotencyWindow: time.Hour}}
+		Executor: config.Executor{Mode: "sequential", MaxParallel: 4, Approver: approver, ApprovalTimeout: time.Minute, IdempotencyWindow: time.Hour}}
 	h := runHost(t, cfg, testOptions(t))
 	if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "dev", ToolGroups: []string{"testgroup"}, Rules: rs}); err != nil {
 		t.Fatal(err)
@@ -38,7 +41,7 @@ func roleCall(h *Host, ctx context.Context, tool, args string) (*toolhost.Result
 // call is refused naming the rule; a tool denied for some arguments is
 // listed and says what is refused; the rule is in the call's events.
 func TestRulesDecide(t *testing.T) {
-	h := rulesHost(t,
+	h := rulesHostWith(t, "queue",
 		rules.Rule{Name: "no_sudo", Tools: []string{"echo"}, When: "args.text.contains('sudo')", Action: rules.Deny, Reason: "no sudo here"},
 		rules.Rule{Name: "src_only", Tools: []string{"echo"}, When: "!path.clean(args.text).startsWith('src/')", Action: rules.Approve, Reason: "outside src"},
 		rules.Rule{Name: "never_noop", Tools: []string{"noop"}, Action: rules.Deny, Reason: "noop is pointless"},
