@@ -49,6 +49,11 @@ func TestRuleSpellingAttacks(t *testing.T) {
 		{"plain alphabet: a harmless command runs", plain, "ls -la src/", false},
 		{"raw prefix: src/../etc/passwd", rawSrc, "src/../etc/passwd", false},
 		{"raw prefix: ./src/a", rawSrc, "./src/a", true}, // refused though inside: raw text is neither sound nor complete
+		{"raw prefix: src//../../etc", rawSrc, "src//../../etc", false},
+		{"raw prefix: src/a runs", rawSrc, "src/a", false},
+		{"raw prefix: src/a/../b runs", rawSrc, "src/a/../b", false},
+		{"raw prefix: /src/a", rawSrc, "/src/a", true},
+		{"cleaned: src/a runs", cleanSrc, "src/a", false},
 		{"cleaned: src/../etc/passwd", cleanSrc, "src/../etc/passwd", true},
 		{"cleaned: src//../../etc", cleanSrc, "src//../../etc", true},
 		{"cleaned: /src/a (absolute)", cleanSrc, "/src/a", true},
