@@ -217,8 +217,8 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 	if err := c.checkRules(ctx, v.rules); err != nil {
 		return nil, err
 	}
-	if h.roleLimits != nil {
-		if err := c.takeLimits(ctx, h.roleLimits(v.role)); err != nil {
+	if len(v.limits) > 0 {
+		if err := c.takeLimits(ctx, v.limits); err != nil {
 			return nil, err
 		}
 	}

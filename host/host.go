@@ -129,10 +129,6 @@ type Host struct {
 	runID   string        // this process's run on the store (beginRun)
 
 	storage storage // saved outputs and artifacts within the quotas
-
-	// roleLimits returns a role's call limits (limits.go); nil: none. Set by
-	// tests until roles carry their limit blocks.
-	roleLimits func(role string) []limit
 }
 
 // StoreOptions are the store options of the config's store block.

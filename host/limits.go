@@ -7,25 +7,9 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/store"
 )
-
-// limit is one call limit of a role: each agent of the role may make calls
-// calls per per of the tools target names — a tool, "group:ID" (the tools
-// of a group) or "*" (every tool). It is a token bucket per agent (and one
-// for the role's callers without an agent): calls at once, then one more
-// every per/calls.
-type limit struct {
-	target string
-	calls  int
-	per    time.Duration
-}
-
-// matches reports whether the limit counts a call of tool, of group.
-func (l limit) matches(tool, group string) bool {
-	g, isGroup := strings.CutPrefix(l.target, "group:")
-	return l.target == "*" || l.target == tool || isGroup && g == group
-}
 
 // takeLimits takes a token, for the call's agent, from the bucket of each of
 // limits that counts the call's tool, all or none ([store.Store.TakeTokens]):
@@ -36,14 +20,14 @@ func (l limit) matches(tool, group string) bool {
 // buckets live in the store, so that hosts sharing a PostgreSQL database
 // share them; a store that cannot take fails the call (internal): a limit
 // is not skipped.
-func (c *call) takeLimits(ctx context.Context, limits []limit) (err error) {
+func (c *call) takeLimits(ctx context.Context, limits []rules.Limit) (err error) {
 	tool, group := c.tool.spec.Name, c.tool.group.Spec.ID
-	var counted []limit
+	var counted []rules.Limit
 	var buckets []store.Bucket
 	for _, l := range limits {
-		if l.matches(tool, group) {
+		if l.Counts(tool, group) {
 			counted = append(counted, l)
-			buckets = append(buckets, store.Bucket{Role: c.req.Context.Role, Agent: c.req.Context.AgentID, Target: l.target, Calls: l.calls, Per: l.per})
+			buckets = append(buckets, store.Bucket{Role: c.req.Context.Role, Agent: c.req.Context.AgentID, Target: l.Target, Calls: l.Calls, Per: l.Per})
 		}
 	}
 	if len(buckets) == 0 {
@@ -59,13 +43,13 @@ func (c *call) takeLimits(ctx context.Context, limits []limit) (err error) {
 	var retry time.Duration
 	for i, t := range takes {
 		l := counted[i]
-		d := map[string]any{"limit": l.target, "calls": l.calls, "per": l.per.String(), "taken": ok}
+		d := map[string]any{"limit": l.Target, "calls": l.Calls, "per": l.Per.String(), "taken": ok}
 		switch {
 		case ok:
 			d["tokens_left"] = t.Left
 		case !t.Granted:
 			d["retry_after_ms"] = ceilMs(t.RetryAfter).Milliseconds()
-			refused = append(refused, fmt.Sprintf("%q (%d calls per %s)", l.target, l.calls, l.per))
+			refused = append(refused, fmt.Sprintf("%q (%d calls per %s)", l.Target, l.Calls, l.Per))
 			retry = max(retry, t.RetryAfter)
 		}
 		c.limits = append(c.limits, d)

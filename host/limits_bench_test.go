@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -51,7 +52,7 @@ func BenchmarkLimitedCall(b *testing.B) {
 				}
 			}
 			free, limited, spread := call("free", 1), call("limited", 1), call("limited", 32)
-			h.roleLimits = limitsOf("limited", limit{"noop", 1 << 30, time.Hour})
+			setLimits(b, h, "limited", rules.Limit{Target: "noop", Calls: 1 << 30, Per: time.Hour})
 			b.Run("latency", func(b *testing.B) { benchPairAs(b, "unlimited", "limited", free, limited) })
 			b.Run("unlimited/callers=32", func(b *testing.B) { benchParallel(b, 32, free) })
 			b.Run("limited/callers=32", func(b *testing.B) { benchParallel(b, 32, limited) })

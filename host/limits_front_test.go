@@ -16,7 +16,6 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/server"
 )
@@ -38,7 +37,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestRateLimitedThroughTheFronts(t *testing.T) {
 	const token = "limits-admin-token-0123456789abcdef"
 	cfg := &config.Config{Auth: config.Auth{Token: token}, Limits: config.Limits{Timeout: time.Minute},
-		Roles: []config.Role{{Name: "dev", ToolGroups: []string{"pings"}, Pos: "config.hcl:1,1"}}}
+		Roles: []config.Role{{Name: "dev", ToolGroups: []string{"pings"}, Pos: "config.hcl:1,1",
+			Limits: []config.Limit{{Target: "ping", Calls: 2, Per: time.Minute}}}}}
 	h := startHost(cfg)
 	t.Cleanup(func() { _ = h.Close() })
 	var ran atomic.Int32
@@ -50,7 +50,6 @@ func TestRateLimitedThroughTheFronts(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	host.SetRoleLimit(h, "dev", "ping", 2, time.Minute)
 	handler, err := server.New(h, nil)
 	if err != nil {
 		t.Fatal(err)

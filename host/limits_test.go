@@ -14,16 +14,15 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/proctest"
+	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/store"
 )
 
-// limitsOf makes the host's roles limited: role has limits, the others none.
-func limitsOf(role string, limits ...limit) func(string) []limit {
-	return func(r string) []limit {
-		if r == role {
-			return limits
-		}
-		return nil
+// setLimits gives role the call limits ls, as the roles API would.
+func setLimits(t testing.TB, h *Host, role string, ls ...rules.Limit) {
+	t.Helper()
+	if _, err := h.UpdateRole(context.Background(), role, RoleUpdate{Limits: &ls}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -51,7 +50,7 @@ func TestLimitsBeforeDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	a2, _ := h.CreateAgent(ctx, "dev", store.Agent{})
-	h.roleLimits = limitsOf("dev", limit{"count", 3, time.Hour}, limit{"group:testgroup", 5, time.Hour}, limit{"echo", 1, time.Hour})
+	setLimits(t, h, "dev", rules.Limit{Target: "count", Calls: 3, Per: time.Hour}, rules.Limit{Target: "group:testgroup", Calls: 5, Per: time.Hour}, rules.Limit{Target: "echo", Calls: 1, Per: time.Hour})
 
 	for i := range 3 {
 		if res, err := callAgent(h, a1.ID, "count"); err != nil || !res.OK {
@@ -150,8 +149,8 @@ func TestLimitsAcrossHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	proctest.Eventually(t, "host B knows the agent", func() bool { _, ok := b.Agent(agent.ID); return ok })
-	a.roleLimits = limitsOf("dev", limit{"echo", 5, time.Minute})
-	b.roleLimits = a.roleLimits
+	setLimits(t, a, "dev", rules.Limit{Target: "echo", Calls: 5, Per: time.Minute})
+	proctest.Eventually(t, "host B knows the limit", func() bool { r, err := b.Role("dev"); return err == nil && len(r.Limits) == 1 })
 	for i := range 5 {
 		if res, err := callAgent([]*Host{a, b}[i%2], agent.ID, "echo"); err != nil || !res.OK {
 			t.Fatalf("call %d: %+v, %v", i, res, err)
@@ -183,7 +182,7 @@ func TestLimitsConcurrently(t *testing.T) {
 				t.Fatal(err)
 			}
 			agent, _ := h.CreateAgent(ctx, "dev", store.Agent{})
-			h.roleLimits = limitsOf("dev", limit{"*", 10, time.Hour}, limit{"group:probe", 12, time.Hour})
+			setLimits(t, h, "dev", rules.Limit{Target: "*", Calls: 10, Per: time.Hour}, rules.Limit{Target: "group:probe", Calls: 12, Per: time.Hour})
 			var ok, limited atomic.Int32
 			var wg sync.WaitGroup
 			for range 24 {
@@ -207,7 +206,7 @@ func TestLimitsConcurrently(t *testing.T) {
 			}
 
 			other, _ := h.CreateAgent(ctx, "dev", store.Agent{})
-			h.roleLimits = limitsOf("dev", limit{"echo", 2, time.Hour})
+			setLimits(t, h, "dev", rules.Limit{Target: "echo", Calls: 2, Per: time.Hour})
 			req := func(id string) *toolhost.CallRequest {
 				return &toolhost.CallRequest{Tool: "echo", Arguments: []byte(`{}`), Context: toolhost.CallContext{AgentID: other.ID, CallID: id}}
 			}

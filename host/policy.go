@@ -11,6 +11,7 @@ import (
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -76,6 +77,8 @@ type view struct {
 	lazy  map[string]bool
 	// rules are the role's rules; nil when it has none.
 	rules *roleRules
+	// limits are the role's call limits.
+	limits []rules.Limit
 
 	tokensOnce sync.Once
 	tokens     int
@@ -118,7 +121,7 @@ func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy
 		if role.Name != store.RootRole {
 			deferred = role.Deferred
 		}
-		v.rules = compileRules(role.Rules)
+		v.rules, v.limits = compileRules(role.Rules), role.Limits
 	}
 	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == ToolSearchGroup })
 	if len(deferred) > 0 {

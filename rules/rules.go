@@ -135,6 +135,11 @@ func CheckTarget(target string) error {
 	return fmt.Errorf(`%q is neither a tool name, "group:NAME" nor "*"`, target)
 }
 
+// Counts reports whether the limit counts a call of tool, of group.
+func (l Limit) Counts(tool, group string) bool {
+	return l.Target == "*" || Applies([]string{l.Target}, tool, group)
+}
+
 // check says what is wrong with a limit, and in which field, or nil.
 func (l Limit) check() (string, error) {
 	switch {
