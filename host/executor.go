@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"strconv"
 	"sync"
@@ -375,6 +376,13 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 	}
 	if err == nil && res == nil {
 		err = toolhost.Errorf(toolhost.CodeInternal, "group %s returned no result", c.tool.group.Spec.ID)
+	}
+	if err == nil && !res.OK && res.Error == nil {
+		// A failure must say what failed: the pipeline, its events and
+		// every front read the error of a result that is not ok.
+		r := *res
+		r.Error = &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: fmt.Sprintf("tool %s failed without saying why (its result has ok false and no error)", c.req.Tool)}
+		res = &r
 	}
 	return res, err
 }
