@@ -39,6 +39,10 @@ type Role struct {
 	Limits []Limit `json:",omitempty"`
 	// Pos is where the block is declared, "file:line,col".
 	Pos string
+	// RulePos and LimitPos are where each of Rules and Limits is declared,
+	// "file:line,col", index for index.
+	RulePos  []string `json:",omitempty"`
+	LimitPos []string `json:",omitempty"`
 }
 
 // Rule is a `rule "NAME" { tools, when, action, reason }` block of a role
@@ -121,9 +125,11 @@ func (d *decoder) role(blk *hcl.Block, declared map[string]hcl.Range) Role {
 	names := map[string]hcl.Range{}
 	for _, blk := range blocks["rule"] {
 		r.Rules = append(r.Rules, d.rule(blk, names))
+		r.RulePos = append(r.RulePos, position(blk.DefRange))
 	}
 	for _, blk := range blocks["limit"] {
 		r.Limits = append(r.Limits, d.limit(blk))
+		r.LimitPos = append(r.LimitPos, position(blk.DefRange))
 	}
 	return r
 }

@@ -357,6 +357,10 @@ type RoleDeclaration struct {
 	File string `json:"file"`
 	// Line is the line of the role block; 0 when unknown.
 	Line int `json:"line,omitempty"`
+	// Rules and Limits are the lines of the role's rule and limit blocks,
+	// in the order of the role's rules and limits.
+	Rules  []int `json:"rules,omitempty"`
+	Limits []int `json:"limits,omitempty"`
 }
 
 // String returns "FILE:LINE", or FILE when the line is unknown.
@@ -368,19 +372,22 @@ func (d RoleDeclaration) String() string {
 }
 
 // RoleDeclaredAt returns where this host's config file declares the role
-// named name; ok is false for a role it does not declare (the root role, a
-// role made at run time, a role of another host's config sharing the store)
-// or when it does not know the file.
+// named name, and its rule and limit blocks; ok is false for a role it does
+// not declare (the root role, a role made at run time, a role of another
+// host's config sharing the store) or when it does not know the file.
 func (h *Host) RoleDeclaredAt(name string) (d RoleDeclaration, ok bool) {
 	for _, r := range h.cfg.Roles {
 		if r.Name != name {
 			continue
 		}
-		// Pos is "file:line,col", the file as the config was loaded.
-		d.File = r.Pos
-		if i := strings.LastIndexByte(r.Pos, ':'); i >= 0 {
-			d.File = r.Pos[:i]
-			d.Line, _ = strconv.Atoi(strings.SplitN(r.Pos[i+1:], ",", 2)[0])
+		d.File, d.Line = splitPos(r.Pos)
+		for _, p := range r.RulePos {
+			_, line := splitPos(p)
+			d.Rules = append(d.Rules, line)
+		}
+		for _, p := range r.LimitPos {
+			_, line := splitPos(p)
+			d.Limits = append(d.Limits, line)
 		}
 		if h.cfg.File != "" {
 			d.File = h.cfg.File
@@ -388,6 +395,17 @@ func (h *Host) RoleDeclaredAt(name string) (d RoleDeclaration, ok bool) {
 		return d, d.File != ""
 	}
 	return d, false
+}
+
+// splitPos splits a config position, "file:line,col" (the file as the
+// config was loaded), into its file and line (0 when there is none).
+func splitPos(pos string) (file string, line int) {
+	file = pos
+	if i := strings.LastIndexByte(pos, ':'); i >= 0 {
+		file = pos[:i]
+		line, _ = strconv.Atoi(strings.SplitN(pos[i+1:], ",", 2)[0])
+	}
+	return file, line
 }
 
 func set[T any](dst *T, v *T) {
