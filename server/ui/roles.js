@@ -10,7 +10,7 @@ const TOKEN_LIFETIMES = [['', 'never expires'], ['24h', 'expires in 1 day'], ['7
 
 // ROLE_FIELDS are the fields of the role form, by the name an API error
 // starts with ("name: …", "toolGroups: …").
-const ROLE_FIELDS = { name: '#role-name', description: '#role-description', prompt: '#role-prompt', toolGroups: '#group-list', deferredGroups: '#group-list' };
+const ROLE_FIELDS = { name: '#role-name', description: '#role-description', prompt: '#role-prompt', toolGroups: '#group-list', deferredGroups: '#group-list', rules: '#rule-list', limits: '#limit-list' };
 
 // groupChips shows a role's tool groups (null: all groups), marking those
 // in deferred, whose tools its agents load on demand.
@@ -141,7 +141,7 @@ async function roleEditor(main, v, role, groups) {
       h('div', { class: 'group-desc' }, isMissing ? 'This group is not registered now (a plugin not running?). The API refuses unknown groups.' : (g.description || '')),
       tools.length || skipped.length ? h('details', { class: 'tools' },
         h('summary', {}, 'Tools'),
-        h('ul', {}, tools.map((t) => h('li', {}, h('code', {}, t))), skippedItems(skipped))) : null);
+        h('ul', {}, tools.map((t) => h('li', { 'data-tool': t }, h('code', {}, t))), skippedItems(skipped))) : null);
   };
 
   const current = h('div', { id: 'current-groups', class: 'groups' });
@@ -208,6 +208,7 @@ async function roleEditor(main, v, role, groups) {
         : `${count(t.eagerTokens, 'token')}: ${fmt(all - lazy)} of ${count(all, 'tool')}, ${fmt(lazy)} on demand (as saved)`;
       eagerEl.dataset.tokens = t.eagerTokens;
       eagerBox.hidden = lazy === 0 && !savedReadsOnly;
+      markDenied(main, t, rulesEd.saved().rules);
     } catch (e) {
       if (v.signal.aborted) return;
       eagerBox.hidden = true;
@@ -216,26 +217,35 @@ async function roleEditor(main, v, role, groups) {
 
   const sameSet = (a, b) => a.slice().sort().join(',') === b.slice().sort().join(',');
   function dirty() {
-    return !sameSet(selected(), saved || []) || !sameSet(selectedDeferred(), savedDeferred) || readsOnly.checked !== savedReadsOnly;
+    return !sameSet(selected(), saved || []) || !sameSet(selectedDeferred(), savedDeferred) || readsOnly.checked !== savedReadsOnly || rulesEd.dirty();
   }
 
   function changed() {
     showDefer();
     notice.hidden = selected().length !== 0;
-    status.textContent = !draft && dirty() ? 'Unsaved changes' : '';
-    status.className = 'status' + (!draft && dirty() ? ' dirty' : '');
+    showDirty();
     updateTokens();
   }
+
+  function showDirty() {
+    status.textContent = !draft && dirty() ? 'Unsaved changes' : '';
+    status.className = 'status' + (!draft && dirty() ? ' dirty' : '');
+  }
+
+  // The role's rules and limits, saved with the rest.
+  const rulesEd = rulesEditor(role, ro, showDirty);
 
   // The new role's name, description and prompt.
   const nameIn = h('input', { type: 'text', id: 'role-name', name: 'name', required: true, autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. reviewer' });
   const descIn = h('input', { type: 'text', id: 'role-description', name: 'description', placeholder: 'what its agents are for' });
   const promptIn = h('textarea', { id: 'role-prompt', name: 'prompt', rows: 3, placeholder: 'its agents\' system prompt (optional)' });
 
-  // showSaveError shows e, and marks the field it names ("name: …").
+  // showSaveError shows e, and marks the field it names ("name: …"), or
+  // the rule's or limit's (`rules[1] "x": when: …`), the error under it.
   function showSaveError(e) {
     errorEl.textContent = e instanceof APIError ? e.message : String(e.message || e);
     errorEl.hidden = false;
+    if (rulesEd.showError(e.message || '')) return;
     const m = /^(\w+): /.exec(e.message || '');
     const field = m && ROLE_FIELDS[m[1]] && $(ROLE_FIELDS[m[1]], main);
     if (field) {
@@ -247,9 +257,10 @@ async function roleEditor(main, v, role, groups) {
   async function doSave() {
     const sel = selected();
     // deferredGroups goes along always: a group unticked leaves it too.
-    const body = { toolGroups: sel.length ? sel : null, deferredGroups: selectedDeferred(), readOnlyTools: readsOnly.checked };
+    const body = Object.assign({ toolGroups: sel.length ? sel : null, deferredGroups: selectedDeferred(), readOnlyTools: readsOnly.checked }, rulesEd.value());
     errorEl.hidden = true;
     for (const el of $$('[aria-invalid]', main)) el.removeAttribute('aria-invalid');
+    rulesEd.clearErrors();
     save.disabled = true;
     status.textContent = draft ? 'Creating…' : 'Saving…';
     status.className = 'status';
@@ -264,6 +275,7 @@ async function roleEditor(main, v, role, groups) {
       saved = r.toolGroups;
       savedDeferred = r.deferredGroups || [];
       savedReadsOnly = !!r.readOnlyTools;
+      rulesEd.reset(r);
       showCurrent();
       updateEager();
       status.textContent = 'Saved';
@@ -307,7 +319,8 @@ async function roleEditor(main, v, role, groups) {
         h('h2', {}, 'Tool groups'),
         h('ul', { id: 'group-list', class: 'group-list' },
           ordered.map((g) => groupCard(g, false)),
-          missing.map((id) => groupCard({ id, tools: [] }, true)))),
+          missing.map((id) => groupCard({ id, tools: [] }, true))),
+        rulesEd.els),
       h('aside', { class: 'card cost' },
         h('h3', {}, 'Token cost of the selection'),
         h('div', {}, tokensEl),
