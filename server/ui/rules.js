@@ -196,7 +196,7 @@ function rulesEditor(role, ro, changed) {
       const input = rows[+m[2]] && $(`.${m[1] === 'rules' ? 'rule' : 'limit'}-${m[3]}`, rows[+m[2]]);
       if (!input) return false;
       const pos = m[3] === 'when' && /^line (\d+), column (\d+) of the expression: /.exec(m[4]);
-      mark(input, m[4], pos ? caret(input.value, +pos[1], +pos[2]) : null);
+      mark(input, m[4], pos ? caret(input.value.trim(), +pos[1], +pos[2]) : null); // the when as sent
       return true;
     }
     const d = /^(?:limits|request body): per: ("(?:[^"\\]|\\.)*") is not a duration/.exec(message);
