@@ -184,6 +184,9 @@ type Auth struct {
 	// a request's Host header, and a browser write's Origin, may carry.
 	// Lower case; the listen address's own host is allowed too.
 	AllowedHosts []string
+	// OIDC accepts the access tokens of an OpenID provider, from the
+	// `oidc` block; nil when there is none.
+	OIDC *OIDC `json:",omitempty"`
 }
 
 // MinTokenLength is the shortest admin token accepted from the config.
@@ -449,7 +452,7 @@ func (c *Config) override(getenv func(string) string) Diagnostics {
 
 // check refuses an auth block that leaves the server open or guessable: auth
 // disabled on a listen address that is not loopback, disabled beside a
-// token, or a token too short.
+// token or an oidc block, or a token too short.
 func (a *Auth) check(listen, filename string) Diagnostics {
 	var detail string
 	switch {
@@ -457,6 +460,8 @@ func (a *Auth) check(listen, filename string) Diagnostics {
 		detail = fmt.Sprintf("listen %q is not a loopback address, and auth { disabled = true } would open every route to the network: remove disabled, or listen on 127.0.0.1.", listen)
 	case a.Disabled && a.Token != "":
 		detail = "auth { disabled = true } and a token (auth { token } or TOOLHOST_TOKEN) contradict each other: remove one."
+	case a.Disabled && a.OIDC != nil:
+		detail = "auth { disabled = true } and an oidc block contradict each other: remove one."
 	case a.Token != "" && len(a.Token) < MinTokenLength:
 		detail = fmt.Sprintf("the admin token (auth { token } or TOOLHOST_TOKEN) has %d characters, fewer than %d: use a long random one (for example openssl rand -hex 32), or remove it to use the generated one.", len(a.Token), MinTokenLength)
 	default:

@@ -124,6 +124,9 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		attr(d, auth.Attributes, "token", &cfg.Auth.Token, asIs)
 		attr(d, auth.Attributes, "disabled", &cfg.Auth.Disabled, asIs)
 		attr(d, auth.Attributes, "allowed_hosts", &cfg.Auth.AllowedHosts, hostNames)
+		if o := d.onlyBlock(auth.Blocks.OfType("oidc")); o != nil {
+			cfg.Auth.OIDC = d.oidc(o.Body)
+		}
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("executor")); blk != nil {
 		d.executor(&cfg.Executor, blk.Body)
@@ -322,7 +325,8 @@ func (d *decoder) tool(p *Plugin, blk *hcl.Block) {
 	p.Tools[name] = t
 }
 
-var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token"}, {Name: "disabled"}, {Name: "allowed_hosts"}}}
+var authSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "token"}, {Name: "disabled"}, {Name: "allowed_hosts"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "oidc"}}}
 
 var metricsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "public"}}}
 
