@@ -91,6 +91,10 @@ type CallContext struct {
 	// ParentID is the event the call belongs under, such as an agent's
 	// turn: its events carry it, so they form a tree. Not sent to plugins.
 	ParentID string `json:"parent_id,omitempty"`
+	// Principal is who called, when the credential names someone beyond
+	// the agent: an OpenID access token's subject. The call's events carry
+	// it in their payload's "principal". Not sent to plugins.
+	Principal string `json:"principal,omitempty"`
 }
 
 // DescribeRequest asks a provider for its group as seen from a context.

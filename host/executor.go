@@ -530,6 +530,9 @@ func (c *call) event(typ string, payload map[string]any) store.Event {
 	if c.found {
 		e.Group = c.tool.group.Spec.ID
 	}
+	if p := c.req.Context.Principal; p != "" {
+		payload["principal"] = p
+	}
 	return e
 }
 

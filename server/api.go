@@ -212,7 +212,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		body.Arguments = json.RawMessage("{}")
 	}
 	res, err := s.h.Call(r.Context(), &toolhost.CallRequest{Tool: body.Tool, Arguments: body.Arguments,
-		Context: toolhost.CallContext{CallID: body.CallID, Role: body.Role, AgentID: body.AgentID, Channel: "http"}})
+		Context: toolhost.CallContext{CallID: body.CallID, Role: body.Role, AgentID: body.AgentID, Channel: "http", Principal: principalOf(r).subject()}})
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -229,7 +229,8 @@ func (s *Server) callerInRole(r *http.Request, p principal, body CallBody) bool 
 		a, err := s.h.Store().Agent(r.Context(), body.AgentID)
 		return err == nil && p.opens(a.RoleID) && (body.Role == "" || s.roleIs(body.Role, a.RoleID))
 	case body.Role != "":
-		return s.roleIs(body.Role, p.token.RoleID)
+		role, err := s.h.Role(body.Role)
+		return err == nil && p.opens(role.ID)
 	}
 	return false
 }

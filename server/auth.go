@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -73,15 +75,35 @@ func createAdminToken(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// principal is who a request is from: the admin, or a scoped token.
+// principal is who a request is from: the admin, a scoped token, or the
+// bearer of an OpenID provider's access token.
 type principal struct {
 	admin bool
 	token store.Token // a role or metrics token's record, when not admin
+	oidc  *oidcPrincipal
+}
+
+// oidcPrincipal is the bearer of an OpenID provider's access token.
+type oidcPrincipal struct {
+	subject string
+	roles   []string // the roles claim's values
+	roleIDs []string // the ids of the roles they name that exist
 }
 
 // opens reports whether the principal may use the role with the id.
 func (p principal) opens(roleID string) bool {
-	return p.admin || p.token.Scope == store.ScopeRole && p.token.RoleID == roleID
+	return p.admin || p.token.Scope == store.ScopeRole && p.token.RoleID == roleID ||
+		p.oidc != nil && slices.Contains(p.oidc.roleIDs, roleID)
+}
+
+// subject is the principal that the events of its calls name: an access
+// token's subject; "" for the admin and role tokens, whose calls' events
+// name their agent and role alone.
+func (p principal) subject() string {
+	if p.oidc == nil {
+		return ""
+	}
+	return p.oidc.subject
 }
 
 // credential names the credential the principal came with, for what the
@@ -90,6 +112,9 @@ func (p principal) opens(roleID string) bool {
 // with auth disabled), or a token by its name and when it was made — a
 // token made later under a revoked one's name is another credential.
 func (p principal) credential() string {
+	if p.oidc != nil {
+		return fmt.Sprintf("OIDC subject %q", p.oidc.subject)
+	}
 	if p.admin {
 		return "the admin token"
 	}
@@ -114,6 +139,11 @@ func (p principal) refusal(what string) error {
 	if p.token.Scope == store.ScopeMetrics {
 		return toolhost.Errorf(toolhost.CodePolicy, "%s: refused: token %q is a metrics token; it opens GET /metrics and nothing else", what, p.token.Name)
 	}
+	if p.oidc != nil {
+		return toolhost.Errorf(toolhost.CodePolicy,
+			"%s: refused: the access token of %q opens the roles its claim names (%s), their /mcp/ROLE, GET /api/roles/ROLE, GET /api/roles/ROLE/tools and POST /api/call as them, and nothing else",
+			what, p.oidc.subject, strings.Join(p.oidc.roles, ", "))
+	}
 	return toolhost.Errorf(toolhost.CodePolicy,
 		"%s: refused: token %q is for role %s; it opens /mcp/%[3]s, GET /api/roles/%[3]s, GET /api/roles/%[3]s/tools and POST /api/call as role %[3]s, and nothing else",
 		what, p.token.Name, p.token.Role)
@@ -128,11 +158,14 @@ func principalOf(r *http.Request) principal {
 }
 
 // authenticator checks credentials: the admin token, compared in constant
-// time, or a role token, looked up by store.LookupToken (whose cache a
-// revocation by any process drops at once).
+// time, a role token, looked up by store.LookupToken (whose cache a
+// revocation by any process drops at once), or with auth { oidc }, a JWT
+// access token of the OpenID provider.
 type authenticator struct {
-	admin string // "": auth disabled
-	st    *store.Store
+	admin  string // "": auth disabled
+	st     *store.Store
+	oidc   *oidcVerifier                    // nil without auth { oidc }
+	roleID func(name string) (string, bool) // the id of the role with the name or id
 
 	mu      sync.Mutex
 	touched map[string]time.Time // token name → last use written
@@ -143,7 +176,11 @@ func (a *authenticator) authenticate(r *http.Request) (principal, error) {
 	if a.admin == "" {
 		return principal{admin: true}, nil
 	}
-	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	header := r.Header.Get("Authorization")
+	if len(header) > maxAuthorization {
+		return principal{}, toolhost.Errorf(toolhost.CodePolicy, "the Authorization header is %d bytes, more than %d: refused unread", len(header), maxAuthorization)
+	}
+	secret, ok := strings.CutPrefix(header, "Bearer ")
 	if !ok || secret == "" {
 		return principal{}, toolhost.Errorf(toolhost.CodePolicy, "a bearer token is required: send Authorization: Bearer TOKEN (toolhost token prints the admin token; toolhost tokens create -role R makes one for a role)")
 	}
@@ -151,6 +188,9 @@ func (a *authenticator) authenticate(r *http.Request) (principal, error) {
 		return principal{admin: true}, nil
 	}
 	now := time.Now()
+	if a.oidc != nil && strings.Count(secret, ".") == 2 { // a JWT; our tokens have no dot
+		return a.fromOIDC(r.Context(), secret, now)
+	}
 	t, err := a.st.LookupToken(r.Context(), secret, now)
 	switch {
 	case errors.Is(err, store.ErrExpired):
@@ -163,6 +203,32 @@ func (a *authenticator) authenticate(r *http.Request) (principal, error) {
 	a.touch(r.Context(), t.Name, now)
 	return principal{token: t}, nil
 }
+
+// fromOIDC returns the principal of an OpenID provider's access token: the
+// admin when it carries the admin role or scope, else the roles its claim
+// names (those that exist).
+func (a *authenticator) fromOIDC(ctx context.Context, raw string, now time.Time) (principal, error) {
+	c, err := a.oidc.verify(ctx, raw, now)
+	var scope errScope
+	switch {
+	case errors.As(err, &scope):
+		return principal{}, toolhost.Errorf(toolhost.CodePolicy, "%w", err)
+	case err != nil:
+		return principal{}, toolhost.Errorf(toolhost.CodePolicy, "the access token is not valid: %v", err)
+	}
+	p := principal{admin: a.oidc.admin(c), oidc: &oidcPrincipal{subject: c.subject, roles: c.roles}}
+	for _, name := range c.roles {
+		if id, ok := a.roleID(name); ok {
+			p.oidc.roleIDs = append(p.oidc.roleIDs, id)
+		}
+	}
+	return p, nil
+}
+
+// maxAuthorization bounds the Authorization header: a longer one is
+// refused before any work that grows with it (hashing, parsing, a
+// signature's check).
+const maxAuthorization = 16 << 10
 
 // touch records a token's use, at most once per touchEvery.
 func (a *authenticator) touch(ctx context.Context, name string, now time.Time) {
@@ -294,4 +360,13 @@ func ExpiryOf(lifetime string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("expires %q: want a positive duration such as 720h", lifetime)
 	}
 	return now.Add(d), nil
+}
+
+// roleID returns the function that finds the id of h's role with a name
+// or id.
+func roleID(h *host.Host) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		r, err := h.Role(name)
+		return r.ID, err == nil
+	}
 }

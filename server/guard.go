@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"mime"
 	"net"
 	"net/http"
@@ -65,8 +66,11 @@ func (hs hosts) allows(hostport string) bool {
 // answers the request itself and returns false when it refuses it:
 //   - 403 policy: a Host that is not loopback or allowed; a state-changing
 //     request a browser sends from another origin or site;
-//   - 401: no valid credential, on every route but GET /healthz and the
-//     page's static files (and GET /metrics with metrics { public = true });
+//   - 401: no valid credential, on every route but GET /healthz, the
+//     page's static files and /.well-known/ paths (and GET /metrics with
+//     metrics { public = true }), with a WWW-Authenticate challenge that
+//     names the resource metadata with auth { oidc } (resource.go);
+//   - 403 insufficient_scope: an access token without a required scope;
 //   - 403 policy: a role token on a route that does not serve its role, a
 //     metrics token on any route but GET /metrics;
 //   - 415: a state-changing request with a body not declared application/json
@@ -91,8 +95,15 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, b
 	}
 	p, err := s.auth.authenticate(r)
 	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost"`)
-		writeError(w, http.StatusUnauthorized, err)
+		status, why := http.StatusUnauthorized, ""
+		if r.Header.Get("Authorization") != "" {
+			why = "invalid_token"
+		}
+		if errors.As(err, new(errScope)) {
+			status, why = http.StatusForbidden, "insufficient_scope"
+		}
+		w.Header().Set("WWW-Authenticate", s.challenge(r, why))
+		writeError(w, status, err)
 		return nil, false
 	}
 	if !p.admin {
@@ -111,9 +122,10 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, b
 
 // isPublic reports whether r may be served without a credential: the health
 // check and the page's static files, which hold no data (the page must load
-// to ask for the token).
+// to ask for the token), and /.well-known/ paths (the resource metadata,
+// else 404).
 func isPublic(r *http.Request) bool {
-	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (isProbe(r) || isUIAsset(r))
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (isProbe(r) || isUIAsset(r)) || isWellKnown(r)
 }
 
 // isProbe reports whether r asks for liveness (/healthz) or readiness

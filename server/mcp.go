@@ -32,7 +32,12 @@ func (s *Server) routesMCP() {
 	s.mcp = f
 	s.roleRoute("/mcp/{role}", func(w http.ResponseWriter, r *http.Request) {
 		if role, ok := s.openRole(w, r, r.PathValue("role")); ok {
-			f.serveHTTP(w, r, f.role(role.Name), principalOf(r).credential())
+			p := principalOf(r)
+			r.Header.Del(principalHeader)
+			if sub := p.subject(); sub != "" {
+				r.Header.Set(principalHeader, sub)
+			}
+			f.serveHTTP(w, r, f.role(role.Name), p.credential())
 		}
 	})
 }
@@ -123,10 +128,11 @@ type mcpRole struct {
 // names none), so that what a session held, the tools load_tools loaded
 // above all, holds for sessionless clients too.
 type mcpAgent struct {
-	key     agentKey
-	agentID string
-	ss      *mcp.ServerSession // the session it lives in, to notify; nil for a keyed sessionless agent
-	entry   *openSession       // its entry in the front's table, when it counts against its credential's bound
+	key       agentKey
+	agentID   string
+	principal string             // who the agent's calls are from, for their events; "" but for OIDC tokens
+	ss        *mcp.ServerSession // the session it lives in, to notify; nil for a keyed sessionless agent
+	entry     *openSession       // its entry in the front's table, when it counts against its credential's bound
 
 	mu      sync.Mutex
 	visible []string                    // the tools its list holds, as last listed or announced
@@ -158,6 +164,11 @@ const (
 // SDK's handlers in the request's header; the front sets it on every
 // request, over any value the client sent.
 const credentialHeader = "Toolhost-Credential"
+
+// principalHeader carries the caller's principal ([principal.subject]),
+// when it has one, from the front to the SDK's handlers as
+// credentialHeader does; the front removes any value the client sent.
+const principalHeader = "Toolhost-Principal"
 
 // newMCPRole returns the MCP server of a role; open is where its HTTP
 // sessions and sessionless agents are kept, nil when it serves no HTTP.
@@ -401,6 +412,9 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 		return a.(*mcpAgent).busy(), nil
 	}
 	a := &mcpAgent{key: k, calls: map[*int]context.CancelFunc{}}
+	if r.open != nil && extra != nil && extra.Header != nil {
+		a.principal = extra.Header.Get(principalHeader)
+	}
 	if !k.sessionless() {
 		a.ss = ss
 	}
@@ -562,7 +576,7 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 // pipeline error is a result with IsError, so the model sees it.
 func (r *mcpRole) run(ctx context.Context, a *mcpAgent, tool string, args json.RawMessage) *mcp.CallToolResult {
 	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: args,
-		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp"}})
+		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp", Principal: a.principal}})
 	if err != nil {
 		return errorResult(err)
 	}

@@ -37,6 +37,7 @@ type Server struct {
 	// which a metrics token opens too).
 	roleRoutes map[string]bool
 	mcp        *mcpFront // the roles' MCP servers at /mcp/{role}
+	stop       func()    // stops fetching the OpenID provider's keys
 }
 
 // Options tune a [Server]; nil means the defaults.
@@ -55,9 +56,15 @@ func New(h *host.Host, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{h: h, mux: http.NewServeMux(), hosts: newHosts(cfg), roleRoutes: map[string]bool{},
-		auth: &authenticator{admin: admin, st: h.Store(), touched: map[string]time.Time{}}}
+		auth: &authenticator{admin: admin, st: h.Store(), touched: map[string]time.Time{}, roleID: roleID(h)}}
 	if opts != nil {
 		s.rt = opts.Runtime
+	}
+	s.stop = func() {}
+	if o := cfg.Auth.OIDC; o != nil && admin != "" {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.auth.oidc, s.stop = newOIDCVerifier(o, h.Logger()), cancel
+		go s.auth.oidc.run(ctx)
 	}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
@@ -79,6 +86,7 @@ func New(h *host.Host, opts *Options) (*Server, error) {
 // so that the host's Close does not wait for them. Call it as the HTTP
 // server shuts down ([http.Server.RegisterOnShutdown]).
 func (s *Server) Close() {
+	s.stop()
 	s.mcp.roles.Range(func(_, r any) bool {
 		r.(*mcpRole).tasks.cancelAll()
 		r.(*mcpRole).held.cancelAll()
@@ -91,6 +99,10 @@ func (s *Server) Close() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, ok := s.guard(w, r)
 	if !ok {
+		return
+	}
+	if isWellKnown(r) {
+		s.wellKnown(w, r)
 		return
 	}
 	if !s.h.Started() && !isProbe(r) && !isUIAsset(r) && r.URL.Path != "/metrics" && !s.waitStarted(r) {
@@ -143,7 +155,8 @@ func (s *Server) waitStarted(r *http.Request) bool {
 }
 
 // readyz answers 200 once the host is ready to serve (host.Ready), with
-// what it serves without, if anything (host.Degraded), and 503 with the
+// what it serves without, if anything (host.Degraded, and the OpenID
+// provider's tokens while it cannot be used), and 503 with the
 // reason while it starts, closes, its store does not answer, or in strict
 // audit mode cannot write events.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +164,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": err.Error()})
 		return
 	}
-	if d := s.h.Degraded(); d != nil {
+	d := s.h.Degraded()
+	if s.auth.oidc != nil {
+		if why := s.auth.oidc.unavailable(); why != "" {
+			if d == nil {
+				d = map[string]string{}
+			}
+			d["oidc"] = why
+		}
+	}
+	if d != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "degraded": d})
 		return
 	}
