@@ -128,16 +128,16 @@ type mcpRole struct {
 // names none), so that what a session held, the tools load_tools loaded
 // above all, holds for sessionless clients too.
 type mcpAgent struct {
-	key       agentKey
-	agentID   string
-	principal string             // who the agent's calls are from, for their events; "" but for OIDC tokens
-	ss        *mcp.ServerSession // the session it lives in, to notify; nil for a keyed sessionless agent
-	entry     *openSession       // its entry in the front's table, when it counts against its credential's bound
+	key     agentKey
+	agentID string
+	ss      *mcp.ServerSession // the session it lives in, to notify; nil for a keyed sessionless agent
+	entry   *openSession       // its entry in the front's table, when it counts against its credential's bound
 
-	mu      sync.Mutex
-	visible []string                    // the tools its list holds, as last listed or announced
-	why     string                      // why its agent is ending, when the front ends it
-	calls   map[*int]context.CancelFunc // its calls running, to cancel when its session ends
+	mu        sync.Mutex
+	principal string                      // who its calls are from, for their events ([principal.subject])
+	visible   []string                    // the tools its list holds, as last listed or announced
+	why       string                      // why its agent is ending, when the front ends it
+	calls     map[*int]context.CancelFunc // its calls running, to cancel when its session ends
 }
 
 // agentKey identifies an mcpAgent of a role.
@@ -404,17 +404,14 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 		return nil, err
 	}
 	if a, ok := r.agents.Load(k); ok {
-		return a.(*mcpAgent).busy(), nil
+		return a.(*mcpAgent).busy().from(extra), nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if a, ok := r.agents.Load(k); ok {
-		return a.(*mcpAgent).busy(), nil
+		return a.(*mcpAgent).busy().from(extra), nil
 	}
-	a := &mcpAgent{key: k, calls: map[*int]context.CancelFunc{}}
-	if r.open != nil && extra != nil && extra.Header != nil {
-		a.principal = extra.Header.Get(principalHeader)
-	}
+	a := (&mcpAgent{key: k, calls: map[*int]context.CancelFunc{}}).from(extra)
 	if !k.sessionless() {
 		a.ss = ss
 	}
@@ -465,6 +462,13 @@ func (r *mcpRole) agentKeyOf(ss *mcp.ServerSession, extra *mcp.RequestExtra, met
 	return k, cred, nil
 }
 
+// caller is the principal of the agent's calls (see from).
+func (a *mcpAgent) caller() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.principal
+}
+
 // session returns the id of the agent's session, "" when it has none.
 func (a *mcpAgent) session() string {
 	if a.ss == nil {
@@ -478,6 +482,21 @@ func (a *mcpAgent) busy() *mcpAgent {
 	if a.entry != nil {
 		a.entry.table.begin(a.entry)
 	}
+	return a
+}
+
+// from notes the principal of a request of the agent, when it names one:
+// the front's principalHeader. A session's first agent is made by the
+// initialized notification, which carries no header, so the calls that
+// follow say who the agent is; it stays one credential's.
+func (a *mcpAgent) from(extra *mcp.RequestExtra) *mcpAgent {
+	if extra == nil || extra.Header == nil || extra.Header.Get(credentialHeader) == "" {
+		return a
+	}
+	p := extra.Header.Get(principalHeader)
+	a.mu.Lock()
+	a.principal = p
+	a.mu.Unlock()
 	return a
 }
 
@@ -576,7 +595,7 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 // pipeline error is a result with IsError, so the model sees it.
 func (r *mcpRole) run(ctx context.Context, a *mcpAgent, tool string, args json.RawMessage) *mcp.CallToolResult {
 	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: args,
-		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp", Principal: a.principal}})
+		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp", Principal: a.caller()}})
 	if err != nil {
 		return errorResult(err)
 	}
