@@ -246,8 +246,9 @@ type oidcServer struct {
 
 // serveOIDC serves a host with the roles reader (group notes: read_note)
 // and writer (group ink: write_note), with auth { oidc } for issuer:
-// roles_claim toolhost_roles, admin_role toolhost-admin.
-func serveOIDC(t *testing.T, issuer string) *oidcServer {
+// roles_claim toolhost_roles, admin_role toolhost-admin, and what tune
+// changes of that.
+func serveOIDC(t *testing.T, issuer string, tune ...func(*config.OIDC)) *oidcServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -259,6 +260,9 @@ func serveOIDC(t *testing.T, issuer string) *oidcServer {
 		Auth: config.Auth{OIDC: &config.OIDC{Issuer: issuer, Audience: o.url, RolesClaim: "toolhost_roles", ScopesClaim: "scope",
 			AdminRole: "toolhost-admin", ClockSkew: config.DefaultOIDCClockSkew, Algorithms: config.OIDCAlgorithms}},
 	})
+	for _, f := range tune {
+		f(cfg.Auth.OIDC)
+	}
 	if o.h, err = host.New(cfg, &host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: o.log, Level: hclog.Debug})}); err != nil {
 		t.Fatal(err)
 	}
@@ -620,5 +624,42 @@ func TestOIDCTypeScriptClient(t *testing.T) {
 	}
 	if strings.Join(got.Tools, ",") != "read_note" {
 		t.Errorf("the client lists %v, want [read_note]", got.Tools)
+	}
+}
+
+// TestOIDCScopes: with required_scopes, a valid token without them opens
+// nothing (403 insufficient_scope, the challenge naming the scope), one
+// with them opens its roles; admin_scope makes a token the admin's, a
+// nested roles claim (realm_access.roles) is read.
+func TestOIDCScopes(t *testing.T) {
+	p := startProvider(t, 0)
+	o := serveOIDC(t, p.issuer, func(c *config.OIDC) {
+		c.RequiredScopes, c.AdminScope, c.RolesClaim = []string{"toolhost:tools"}, "toolhost:admin", "realm_access.roles"
+	})
+	o.ready(t)
+	token := func(scope string, roles ...string) string {
+		c := accessClaims(p.issuer, o.url)
+		c["scope"], c["realm_access"] = scope, map[string]any{"roles": roles}
+		return mint(t, p.key, c)
+	}
+	top := accessClaims(p.issuer, o.url)
+	top["scope"], top["roles"] = "toolhost:tools", []string{"reader"}
+	topLevel := mint(t, p.key, top)
+	for _, c := range []struct {
+		name, token, path string
+		want              int
+		challenge         string
+	}{
+		{"the provider's token, without the required scope", p.token(t, "reader-bot", o.url), "/api/roles/reader/tools", 403, `error="insufficient_scope", scope="toolhost:tools"`},
+		{"with the required scope", token("toolhost toolhost:tools", "reader"), "/api/roles/reader/tools", 200, ""},
+		{"with the required scope, another role", token("toolhost:tools", "reader"), "/api/roles/writer/tools", 403, ""},
+		{"the admin scope without the required one", token("toolhost:admin"), "/api/groups", 403, `error="insufficient_scope"`},
+		{"the admin scope", token("toolhost:tools toolhost:admin"), "/api/groups", 200, ""},
+		{"the roles at the top level, not in realm_access", topLevel, "/api/roles/reader/tools", 403, ""},
+	} {
+		code, challenge, body := o.do(t, "GET", c.path, c.token, "")
+		if code != c.want || !strings.Contains(challenge, c.challenge) {
+			t.Errorf("%s: %d %q, want %d %q: %s", c.name, code, challenge, c.want, c.challenge, body)
+		}
 	}
 }
