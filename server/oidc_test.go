@@ -332,7 +332,9 @@ func TestOIDCTokensOpenTheirRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(role, tool string) string { return fmt.Sprintf(`{"role": %q, "tool": %q, "callId": "c-%s-%s"}`, role, tool, role, tool) }
+	call := func(role, tool string) string {
+		return fmt.Sprintf(`{"role": %q, "tool": %q, "callId": "c-%s-%s"}`, role, tool, role, tool)
+	}
 	for _, c := range []struct {
 		who, token, method, path, body string
 		want                           int
