@@ -327,6 +327,9 @@ func (c *call) approve(ctx context.Context) (err error) {
 	if reason == "" {
 		reason = "no reason given"
 	}
+	if c.ruleAsks() {
+		return toolhost.Errorf(toolhost.CodeApprovalDenied, "call of %s, sent for approval by rule %q of role %q, denied: %s", spec.Name, c.rule.Name, c.req.Context.Role, reason)
+	}
 	return toolhost.Errorf(toolhost.CodeApprovalDenied, "call of %s denied: %s", spec.Name, reason)
 }
 

@@ -93,7 +93,7 @@ func TestRulesDecide(t *testing.T) {
 	if err := h.Approvals().Decide(p.ID, Decision{Kind: Deny, Reason: "no"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; !errors.Is(err, toolhost.ErrApprovalDenied) {
+	if err := <-done; !errors.Is(err, toolhost.ErrApprovalDenied) || !strings.Contains(err.Error(), `sent for approval by rule "src_only" of role "dev", denied: no`) {
 		t.Fatalf("denied approval: %v", err)
 	}
 	if err := h.FlushEvents(ctx); err != nil {

@@ -232,7 +232,7 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 	fs, c := newFlags("call", stderr, "warn")
 	role := fs.String("role", "", "call as this role: a tool outside it is refused")
 	agent := fs.String("agent", "", "call as this agent (and so its role)")
-	approve := fs.Bool("approve", false, "approve the call if its tool requires approval (otherwise it is denied)")
+	approve := fs.Bool("approve", false, "approve the call if it needs approval, its tool's or a rule's (otherwise it is denied)")
 	id := fs.String("id", "", "the call's id: a repeat with the same id and arguments replays the first outcome instead of running again")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolhost call [-config F] [-role R | -agent ID] [-id CALL-ID] TOOL ['JSON-ARGS']")
@@ -245,7 +245,7 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	c.approver = host.AlwaysDeny{Reason: "the tool requires approval: pass -approve to approve it"}
+	c.approver = host.AlwaysDeny{Reason: "the call needs approval: pass -approve to approve it"}
 	if *approve {
 		c.approver = host.AlwaysApprove{}
 	}
