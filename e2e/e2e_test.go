@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/hosttest"
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 
@@ -72,24 +72,7 @@ plugin "chrome" {
 // ends; every module must be running.
 func runConfig(t testing.TB, src string) *host.Host {
 	t.Helper()
-	cfg, err := config.Parse([]byte(src), filepath.Join(t.TempDir(), "config.hcl"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := host.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range h.Plugins() {
-		if p.State != host.StateRunning {
-			t.Fatalf("plugin %s: %s: %s", p.Name, p.State, p.LastError)
-		}
-	}
-	return h
+	return hosttest.Run(t, src)
 }
 
 // hclList writes strings as an HCL list.

@@ -11,6 +11,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/hosttest"
 	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/sdk"
 )
@@ -18,15 +19,7 @@ import (
 // startHost starts a host on cfg, closed when the test ends.
 func startHost(t testing.TB, cfg *config.Config) *host.Host {
 	t.Helper()
-	h, err := host.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return hosttest.Start(t, cfg)
 }
 
 // testToken is the admin token of the servers the tests start, unless a

@@ -3,10 +3,43 @@
 package hosttest
 
 import (
+	"context"
+	"path/filepath"
+	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 )
+
+// Run starts a host on the config src, closed when the test ends, and
+// waits for every module to run (AwaitRunning, up to a minute).
+func Run(t testing.TB, src string) *host.Host {
+	t.Helper()
+	cfg, err := config.Parse([]byte(src), filepath.Join(t.TempDir(), "config.hcl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Start(t, cfg)
+	if down := AwaitRunning(h, time.Minute); len(down) > 0 {
+		t.Fatalf("modules not running: %v", down)
+	}
+	return h
+}
+
+// Start starts a host on cfg, closed when the test ends.
+func Start(t testing.TB, cfg *config.Config) *host.Host {
+	t.Helper()
+	h, err := host.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
 
 // AwaitRunning polls h until every configured module is running, for at
 // most within, and returns the modules still not running then, each as
