@@ -176,6 +176,8 @@ type call struct {
 	limits []map[string]any
 	// rule is the role's rule that decided the call, if one matched.
 	rule *rules.Compiled
+	// args are the arguments as validation decoded them, for the rules.
+	args map[string]any
 }
 
 // A claim on a call id (see flights.begin) is stale once the call's
@@ -240,7 +242,8 @@ func (c *call) validate(ctx context.Context) (_ context.Context, err error) {
 	if ctx, err = c.inject(ctx); err != nil {
 		return ctx, err
 	}
-	return ctx, c.tool.group.checks[c.tool.spec.Name].check(c.req.Arguments)
+	c.args, err = c.tool.group.checks[c.tool.spec.Name].decode(c.req.Arguments)
+	return ctx, err
 }
 
 type ctxKey int

@@ -14,8 +14,9 @@ import (
 // deny whatever the arguments (not listed, so that listing equals calling).
 type roleRules struct {
 	list   []rules.Compiled
-	byTool map[string][]int // a listed tool's rules that may match, in order
-	hidden map[string]int   // a tool denied whatever its arguments: the rule
+	byTool map[string][]int        // a listed tool's rules that may match, in order
+	chains map[string]*rules.Chain // their conditions, chained
+	hidden map[string]int          // a tool denied whatever its arguments: the rule
 }
 
 // compileRules compiles a role's rules for its view. A rule whose
@@ -26,7 +27,7 @@ func compileRules(rs []rules.Rule) *roleRules {
 	if len(rs) == 0 {
 		return nil
 	}
-	out := &roleRules{list: make([]rules.Compiled, len(rs)), byTool: map[string][]int{}, hidden: map[string]int{}}
+	out := &roleRules{list: make([]rules.Compiled, len(rs)), byTool: map[string][]int{}, chains: map[string]*rules.Chain{}, hidden: map[string]int{}}
 	for i, r := range rs {
 		c, err := rules.Compile(r.When)
 		if err != nil {
@@ -46,6 +47,15 @@ func (rr *roleRules) listing(tool, group string) (listed bool, notes []string) {
 	if rr == nil {
 		return true, nil
 	}
+	defer func() {
+		if idx := rr.byTool[tool]; len(idx) > 0 {
+			conds := make([]*rules.Condition, len(idx))
+			for j, i := range idx {
+				conds[j] = rr.list[i].Cond
+			}
+			rr.chains[tool] = rules.NewChain(conds)
+		}
+	}()
 	passable := false
 	for i := range rr.list {
 		r := &rr.list[i]
@@ -115,10 +125,11 @@ func (c *call) refusal() error {
 }
 
 // checkRules evaluates the caller's role's rules on the call, in order,
-// its arguments decoded once for all of them: the first that matches
-// decides. A deny fails the call with policy; an approve or an allow is
-// returned (c.rule), for approve to act on. A condition that cannot be
-// evaluated (a missing argument, its cost bound passed) refuses the call.
+// in one evaluation of their chained conditions (rules.Chain) on the
+// arguments as validation decoded them: the first that matches decides. A deny fails
+// the call with policy; an approve or an allow is returned (c.rule), for
+// approve to act on. A condition that cannot be evaluated (a missing
+// argument, its cost bound passed) refuses the call.
 func (c *call) checkRules(ctx context.Context, rr *roleRules) error {
 	if rr == nil {
 		return nil
@@ -131,35 +142,27 @@ func (c *call) checkRules(ctx context.Context, rr *roleRules) error {
 	var err error
 	defer func() { endStage(span, err) }()
 	var vars *rules.Vars
-	for _, i := range idx {
-		r := &rr.list[i]
-		match := r.Cond.Always()
-		if !match {
-			if vars == nil {
-				if vars, err = rules.NewVars(c.req.Tool, c.tool.group.Spec.ID, c.req.Context.Role, c.req.Context.AgentID, c.req.Arguments); err != nil {
-					return err
-				}
-			}
-			if match, err = r.Cond.Match(ctx, vars); err != nil {
-				c.rule = r
-				if ctx.Err() != nil {
-					err = toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "rule %q: %w", r.Name, ctx.Err())
-					return err
-				}
-				err = toolhost.Errorf(toolhost.CodePolicy, "call of %s refused: rule %q of role %q could not be evaluated on it (%v), and a rule that cannot decide refuses", c.req.Tool, r.Name, c.req.Context.Role, err)
-				return err
-			}
+	if !rr.list[idx[0]].Cond.Always() { // the first decides without them
+		vars = rules.VarsOf(c.req.Tool, c.tool.group.Spec.ID, c.req.Context.Role, c.req.Context.AgentID, c.args)
+	}
+	first, err := rr.chains[c.req.Tool].First(ctx, vars)
+	if first < 0 {
+		return nil
+	}
+	r := &rr.list[idx[first]]
+	c.rule = r
+	if err != nil {
+		if ctx.Err() != nil {
+			err = toolhost.Errorf(toolhost.CodeOf(ctx.Err()), "rule %q: %w", r.Name, ctx.Err())
+			return err
 		}
-		if !match {
-			continue
-		}
-		c.rule = r
-		if r.Action == rules.Deny {
-			err = c.refusal()
-		}
+		err = toolhost.Errorf(toolhost.CodePolicy, "call of %s refused: rule %q of role %q could not be evaluated on it (%v), and a rule that cannot decide refuses", c.req.Tool, r.Name, c.req.Context.Role, err)
 		return err
 	}
-	return nil
+	if r.Action == rules.Deny {
+		err = c.refusal()
+	}
+	return err
 }
 
 // ruleAsks reports whether the rule that decided the call asks the

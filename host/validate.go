@@ -72,27 +72,35 @@ func compileChecks(spec *toolhost.GroupSpec) (map[string]*argCheck, error) {
 // check validates raw arguments; the error has code validation and names
 // the field and the rule it breaks, or the limit the arguments pass.
 func (c *argCheck) check(raw json.RawMessage) error {
+	_, err := c.decode(raw)
+	return err
+}
+
+// decode is check, returning the arguments as it decoded them (an empty
+// map for none), for the role's rules to read without decoding them again.
+func (c *argCheck) decode(raw json.RawMessage) (map[string]any, error) {
 	if c.emptyValid && isEmptyObject(raw) {
-		return nil
+		return map[string]any{}, nil
 	}
 	shape, err := scanArgs(raw)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return toolhost.Errorf(toolhost.CodeValidation, "arguments are not JSON: %v", err)
+		return nil, toolhost.Errorf(toolhost.CodeValidation, "arguments are not JSON: %v", err)
 	}
-	if _, ok := v.(map[string]any); !ok {
-		return toolhost.Errorf(toolhost.CodeValidation, "arguments must be a JSON object, not %s", clip(bytes.TrimSpace(raw)))
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, toolhost.Errorf(toolhost.CodeValidation, "arguments must be a JSON object, not %s", clip(bytes.TrimSpace(raw)))
 	}
 	if c.graph.mayExceed(shape, len(raw)) && c.graph.cost(v) > maxValidationCost {
-		return toolhost.Errorf(toolhost.CodeValidation, "arguments: validating them against the tool's schema would cost more than the limit of %d MiB ($ref cycles and anyOf, oneOf or allOf branches multiply the work)", maxValidationCost>>20)
+		return nil, toolhost.Errorf(toolhost.CodeValidation, "arguments: validating them against the tool's schema would cost more than the limit of %d MiB ($ref cycles and anyOf, oneOf or allOf branches multiply the work)", maxValidationCost>>20)
 	}
 	if err := c.schema.Validate(v); err != nil {
-		return toolhost.Errorf(toolhost.CodeValidation, "arguments: %s", describeSchemaError(err.Error()))
+		return nil, toolhost.Errorf(toolhost.CodeValidation, "arguments: %s", describeSchemaError(err.Error()))
 	}
-	return nil
+	return m, nil
 }
 
 // isEmptyObject reports whether raw is {}, null or nothing, without

@@ -93,7 +93,8 @@ func URLHost(s string) (string, error) {
 
 // Condition is a rule's compiled condition.
 type Condition struct {
-	prg cel.Program
+	expr string
+	prg  cel.Program
 	// constant is set for a literal true or false: a condition that does
 	// not depend on the call.
 	constant *bool
@@ -165,7 +166,7 @@ func compile(expr string) (*Condition, error) {
 	if t := checked.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
 		return nil, &ConditionError{Message: fmt.Sprintf("the result is a %s; a condition must be a bool", t)}
 	}
-	c := &Condition{}
+	c := &Condition{expr: expr}
 	if x := checked.NativeRep().Expr(); x.Kind() == ast.LiteralKind {
 		if b, ok := x.AsLiteral().(types.Bool); ok {
 			v := bool(b)
@@ -186,10 +187,10 @@ func (c *Condition) Always() bool { return c == nil || c.constant != nil && *c.c
 // Never reports whether the condition holds for no call: a literal false.
 func (c *Condition) Never() bool { return c != nil && c.constant != nil && !*c.constant }
 
-// Vars are the variables of one call, decoded once and shared by the
-// conditions evaluated on it.
+// Vars are the variables of one call, made once and shared by the
+// conditions evaluated on it, as CEL values.
 type Vars struct {
-	Tool, Group, Role, Agent string
+	tool, group, role, agent string
 	args                     ref.Val
 }
 
@@ -200,10 +201,21 @@ func NewVars(tool, group, role, agent string, args json.RawMessage) (*Vars, erro
 	if err := json.Unmarshal(args, &m); err != nil {
 		return nil, fmt.Errorf("rules: the arguments are not a JSON object: %w", err)
 	}
-	if m == nil {
-		m = map[string]any{}
+	return VarsOf(tool, group, role, agent, m), nil
+}
+
+// VarsOf makes a call's variables of its arguments as JSON decodes them
+// into a map (numbers float64), such as the host's validation decoded
+// them; nil is {}. The map is not changed, and must not change while the
+// variables are used.
+func VarsOf(tool, group, role, agent string, args map[string]any) *Vars {
+	// The top-level values are made CEL values once, rather than at every
+	// condition reading them.
+	m := make(map[string]any, len(args))
+	for k, v := range args {
+		m[k] = types.DefaultTypeAdapter.NativeToValue(v)
 	}
-	return &Vars{Tool: tool, Group: group, Role: role, Agent: agent, args: types.DefaultTypeAdapter.NativeToValue(m)}, nil
+	return &Vars{tool: tool, group: group, role: role, agent: agent, args: types.NewStringInterfaceMap(types.DefaultTypeAdapter, m)}
 }
 
 // ResolveName gives CEL the variable named name.
@@ -212,13 +224,13 @@ func (v *Vars) ResolveName(name string) (any, bool) {
 	case "args":
 		return v.args, true
 	case "tool":
-		return v.Tool, true
+		return types.String(v.tool), true
 	case "group":
-		return v.Group, true
+		return types.String(v.group), true
 	case "role":
-		return v.Role, true
+		return types.String(v.role), true
 	case "agent":
-		return v.Agent, true
+		return types.String(v.agent), true
 	}
 	return nil, false
 }
@@ -267,9 +279,20 @@ func (sizeCost) CallCost(_, _ string, args []ref.Val, result ref.Val) *uint64 {
 	for _, a := range args {
 		n += size(a)
 	}
-	n /= 10
-	return &n
+	if n /= 10; n < uint64(len(smallCosts)) {
+		return &smallCosts[n] // CEL only reads it: no allocation per call
+	}
+	big := n
+	return &big
 }
+
+// smallCosts are the costs 0–1023, for CallCost to point at.
+var smallCosts = func() (c [1024]uint64) {
+	for i := range c {
+		c[i] = uint64(i)
+	}
+	return c
+}()
 
 // size is a value's bytes (string, bytes) or elements (list, map).
 func size(v ref.Val) uint64 {
