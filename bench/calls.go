@@ -24,6 +24,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/store"
 )
@@ -37,6 +38,7 @@ const (
 	pathHostBare   = "Host.Call, metrics off"
 	pathHostStrict = "Host.Call, audit strict"
 	pathHostTraced = "Host.Call, traced"
+	pathHostRules  = "Host.Call, 10 rules"
 	pathAPI        = "POST /api/call"
 	pathHostMCP    = "Host.Call → mcp_server"
 
@@ -66,7 +68,7 @@ const (
 )
 
 // callPaths are all the call paths, in the report's order.
-var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathAPI,
+var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathHostRules, pathAPI,
 	pathOursHTTP25, pathSDKHTTP25, pathFrontHTTP25, pathOursHTTP26, pathSDKHTTP26, pathFrontHTTP26,
 	pathOursStdio25, pathSDKStdio25, pathFrontStdio25, pathOursStdio26, pathSDKStdio26, pathFrontStdio26, pathHostMCP,
 	pathPeerOurs, pathSupergateway, pathMCPProxy, pathEverything}
@@ -292,6 +294,18 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 			return nil, fmt.Errorf("%s: %w", pathHostStrict, err)
 		}
 		r.add(pathHostStrict, hostCall(h, agent.ID))
+	}
+	// Host.Call, 10 rules: a host of its own whose role has ten rules on
+	// the tool that do not match its calls, so that every one is evaluated.
+	if want(pathHostRules) {
+		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop", "")
+		if err == nil {
+			_, err = h.UpdateRole(ctx, "bench", host.RoleUpdate{Rules: &benchRules})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pathHostRules, err)
+		}
+		r.add(pathHostRules, hostCall(h, agent.ID))
 	}
 	// Host.Call, traced: a host of its own with a telemetry block, every call
 	// sampled and its spans exported in batches over OTLP/HTTP to a sink in
@@ -639,6 +653,27 @@ func benchAgent(ctx context.Context, h *host.Host, group string) (store.Agent, e
 	}
 	return h.CreateAgent(ctx, "bench", store.Agent{})
 }
+
+// benchRules are the ten rules of Host.Call, 10 rules: ordinary
+// conditions (on arguments the no-op tool is not given, the tool, the role
+// and the agent) naming the tool, its group or every tool, none matching.
+var benchRules = func() []rules.Rule {
+	conds := []string{
+		"has(args.command) && args.command.contains('sudo')", "has(args.path) && path.clean(args.path).startsWith('..')",
+		"has(args.path) && args.path.startsWith('/etc')", "has(args.command) && args.command.matches('^rm ')", "size(args) > 100",
+		"tool == 'x' && role == 'y'", "role == 'nobody'", "agent == 'nobody'",
+		"has(args.url) && url.host(args.url) == 'example.com'", "has(args.path) && args.path.endsWith('.key')",
+	}
+	tools := [][]string{{"noop"}, {"group:noop"}, nil}
+	out := make([]rules.Rule, len(conds))
+	for i, c := range conds {
+		out[i] = rules.Rule{Name: fmt.Sprintf("r%d", i), Tools: tools[i%len(tools)], When: c, Action: rules.Deny, Reason: "bench"}
+		if i%5 == 4 {
+			out[i].Action = rules.Approve
+		}
+	}
+	return out
+}()
 
 // isPGPath reports whether a call path needs PostgreSQL (-pg-dsn).
 func isPGPath(path string) bool { return path == pathHostPG || path == pathHostPG2 }
