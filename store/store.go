@@ -106,7 +106,8 @@ func OpenWith(ctx context.Context, dir string, o Options) (*Store, error) {
 }
 
 // openUpTo is [OpenWith] applying the migrations up to version upTo only
-// (0: all).
+// (0: all). A store of an older version has no root role made: the root's
+// row is today's, whose columns an older roles table may lack.
 func openUpTo(ctx context.Context, dir string, o Options, upTo int) (*Store, error) {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -135,9 +136,11 @@ func openUpTo(ctx context.Context, dir string, o Options, upTo int) (*Store, err
 		s.sqlDB.Close()
 		return nil, err
 	}
-	if err := s.ensureRoot(ctx); err != nil {
-		s.sqlDB.Close()
-		return nil, err
+	if upTo == 0 {
+		if err := s.ensureRoot(ctx); err != nil {
+			s.sqlDB.Close()
+			return nil, err
+		}
 	}
 	if o.Driver == DriverPostgres {
 		s.changes = listen(o.DSN, &s.tokens)
