@@ -102,6 +102,8 @@ func TestRuleCostAttacks(t *testing.T) {
 		{"six nested comprehensions", fmt.Sprintf("%s.map(a, %s.map(b, %s.map(c, %s.map(d, %s.map(e, %s.map(f, 1)))))).size() > 0", ten, ten, ten, ten, ten, ten), "x", false},
 		{"a regular expression over a huge argument, repeated", fmt.Sprintf("%s.map(a, %s.map(b, %s.map(c, args.text.matches('(a|aa)*c')))).size() > 0", ten, ten, ten), big, false},
 		{"string repetition by replace", "args.text.replace('a', args.text).size() > 0", big, true},
+		{"concatenation without a loop", strings.Repeat("args.text + ", 40) + "args.text != ''", big, false},
+		{"a hundred passes over a huge argument without a loop", strings.Repeat("args.text.contains('b') || ", 100) + "false", big, false},
 		{"a comprehension over a huge argument split", "args.text.split('').exists(c, c == 'b')", big, true},
 	}
 	ctx := context.Background()

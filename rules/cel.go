@@ -13,6 +13,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
@@ -173,12 +174,35 @@ func compile(expr string) (*Condition, error) {
 			c.constant = &v
 		}
 	}
-	c.prg, err = e.Program(checked, cel.CostLimit(CostLimit), cel.CostTracking(sizeCost{}), cel.EvalOptions(cel.OptOptimize))
+	c.prg, err = program(e, checked)
 	if err != nil {
 		return nil, &ConditionError{Message: err.Error()}
 	}
 	return c, nil
 }
+
+// program plans a checked condition (or chain) for evaluation. One that is
+// linear — no loop (a macro such as all, exists, map or filter, which CEL
+// makes a comprehension), no `+` (which can build a string or list as long
+// as all its operands), and at most maxLinearCalls calls — reads each of its
+// operands once per call: its time is bounded by its size times the
+// arguments', which validation bounds, so it goes without the cost
+// tracking, which costs about as much as the evaluation itself. Any other
+// is evaluated within the cost bound ([CostLimit], sizeCost).
+func program(e *cel.Env, checked *cel.Ast) (cel.Program, error) {
+	root := ast.NavigateAST(checked.NativeRep())
+	loops := ast.MatchDescendants(root, ast.KindMatcher(ast.ComprehensionKind))
+	sums := ast.MatchDescendants(root, ast.FunctionMatcher(operators.Add))
+	if len(loops) == 0 && len(sums) == 0 && len(ast.MatchDescendants(root, ast.KindMatcher(ast.CallKind))) <= maxLinearCalls {
+		return e.Program(checked, cel.EvalOptions(cel.OptOptimize))
+	}
+	return e.Program(checked, cel.CostLimit(CostLimit), cel.CostTracking(sizeCost{}), cel.EvalOptions(cel.OptOptimize))
+}
+
+// maxLinearCalls is the most calls a condition (or a role's chain of them)
+// may make and go without cost tracking: 64 passes over the largest
+// arguments validation lets through.
+const maxLinearCalls = 64
 
 // Always reports whether the condition holds whatever the call: none, or
 // a literal true.

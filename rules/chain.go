@@ -72,7 +72,7 @@ func compileChain(text string) cel.Program {
 	if iss.Err() != nil {
 		return nil
 	}
-	prg, err := e.Program(checked, cel.CostLimit(CostLimit), cel.CostTracking(sizeCost{}), cel.EvalOptions(cel.OptOptimize))
+	prg, err := program(e, checked)
 	if err != nil {
 		return nil
 	}
