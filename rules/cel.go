@@ -2,7 +2,6 @@ package rules
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -216,16 +215,6 @@ func (c *Condition) Never() bool { return c != nil && c.constant != nil && !*c.c
 type Vars struct {
 	tool, group, role, agent string
 	args                     ref.Val
-}
-
-// NewVars decodes a call's arguments (a JSON object) once for every
-// condition evaluated on it.
-func NewVars(tool, group, role, agent string, args json.RawMessage) (*Vars, error) {
-	var m map[string]any
-	if err := json.Unmarshal(args, &m); err != nil {
-		return nil, fmt.Errorf("rules: the arguments are not a JSON object: %w", err)
-	}
-	return VarsOf(tool, group, role, agent, m), nil
 }
 
 // VarsOf makes a call's variables of its arguments as JSON decodes them
