@@ -50,10 +50,10 @@ func eventText(e Event) [7]string {
 const copyHeader = "PGCOPY\n\xff\r\n\x00" + "\x00\x00\x00\x00" + "\x00\x00\x00\x00"
 
 // appendCopyMessages appends what copyEvents sends for events, framed as
-// protocol messages: the query copyEventsSQL, the batch as one CopyData
+// protocol messages: the query copySQL of table, the batch as one CopyData
 // message (appendCopyBatch), and CopyDone.
-func (b *batchBuf) appendCopyMessages(dst []byte, events []Event) []byte {
-	dst = appendMessage(dst, 'Q', func(dst []byte) []byte { return append(append(dst, copyEventsSQL...), 0) })
+func (b *batchBuf) appendCopyMessages(dst []byte, events []Event, table string) []byte {
+	dst = appendMessage(dst, 'Q', func(dst []byte) []byte { return append(append(dst, copySQL(table)...), 0) })
 	dst = appendMessage(dst, 'd', func(dst []byte) []byte { return b.appendCopyBatch(dst, events) })
 	return append(dst, 'c', 0, 0, 0, 4)
 }

@@ -136,7 +136,7 @@ func TestCopyAfterAFailedCopy(t *testing.T) {
 	s.sqlDB.SetMaxOpenConns(1) // one connection, used by every step
 	var b batchBuf
 	e := Event{Time: time.Now(), Type: EventCallStarted, CallID: "call_1", Tool: "noop", Payload: map[string]any{"arguments": "{}"}}
-	bad := b.appendCopyMessages(nil, []Event{e, e})
+	bad := b.appendCopyMessages(nil, []Event{e, e}, "events")
 	at := bytes.Index(bad, []byte(copyHeader)) + len(copyHeader)
 	binary.BigEndian.PutUint16(bad[at:], 3) // the first row says it has 3 fields
 	var pe *pgconn.PgError
@@ -145,7 +145,7 @@ func TestCopyAfterAFailedCopy(t *testing.T) {
 	}
 	for i := range 2 {
 		e.CallID = fmt.Sprintf("call_%d", i+2)
-		if err := (postgres{}).copyEvents(ctx, s.sqlDB, b.appendCopyMessages(nil, []Event{e})); err != nil {
+		if err := (postgres{}).copyEvents(ctx, s.sqlDB, b.appendCopyMessages(nil, []Event{e}, "events")); err != nil {
 			t.Fatalf("batch %d after the failed one: %v", i+1, err)
 		}
 	}

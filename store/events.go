@@ -496,8 +496,12 @@ func (w *EventWriter) recovered() {
 func (w *EventWriter) insert(events []Event) error {
 	ctx := context.Background()
 	if c, ok := w.store.eng.(copier); ok { // PostgreSQL
-		w.buf.data = w.buf.appendCopyMessages(w.buf.data[:0], events)
+		table := w.store.copyTable(events)
+		w.buf.data = w.buf.appendCopyMessages(w.buf.data[:0], events, table)
 		err := c.copyEvents(ctx, w.store.sqlDB, w.buf.data)
+		if table != "events" && missingTable(err) {
+			w.store.days.Delete(strings.TrimPrefix(table, partitionPrefix)) // the next attempt goes to the events table
+		}
 		if cap(w.buf.data) > maxKeptBatch {
 			w.buf.data = nil // an unusually large batch: let it go
 		}

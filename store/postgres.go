@@ -182,9 +182,35 @@ func (postgres) copyEvents(ctx context.Context, sqlDB *sql.DB, data []byte) erro
 // eventCopyColumns are the columns copyEvents fills: all but the id.
 var eventCopyColumns = []string{"ts", "type", "call_id", "agent_id", "role", "tool", "group_id", "parent_id", "payload"}
 
-// copyEventsSQL takes the events lock, then copies a batch in binary.
-var copyEventsSQL = "SELECT pg_advisory_xact_lock(hashtext('" + lockKey("events") + "')); COPY events (" +
-	strings.Join(eventCopyColumns, ", ") + ") FROM STDIN (FORMAT binary)"
+// copySQL takes the events lock, then copies a batch in binary into table.
+func copySQL(table string) string {
+	return "SELECT pg_advisory_xact_lock(hashtext('" + lockKey("events") + "')); COPY " + table + " (" +
+		strings.Join(eventCopyColumns, ", ") + ") FROM STDIN (FORMAT binary)"
+}
+
+// copyTable is the table a batch of events is copied into: their day's
+// partition when they all fall on one day whose partition is there (every
+// batch but those around midnight), so that PostgreSQL need not route each
+// row (a tenth of the events/s); else the events table, which routes them.
+func (s *Store) copyTable(events []Event) string {
+	day := events[0].Time.UTC().Format(dayName)
+	if _, ok := s.days.Load(day); !ok {
+		return "events"
+	}
+	for _, e := range events[1:] {
+		if e.Time.UTC().Format(dayName) != day {
+			return "events"
+		}
+	}
+	return partitionPrefix + day
+}
+
+// missingTable reports whether err says that a table copied into does not
+// exist (SQLSTATE 42P01): a day's partition that another host dropped.
+func missingTable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01"
+}
 
 // lockKey is the text whose hash names the advisory lock of key.
 func lockKey(key string) string { return "toolhost:" + key }

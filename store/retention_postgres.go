@@ -76,6 +76,9 @@ func (postgres) maintainEvents(ctx context.Context, s *Store, now time.Time) err
 			have = append(have, day)
 		}
 	}
+	for _, day := range have {
+		s.days.Store(day.Format(dayName), true)
+	}
 	return nil
 }
 
@@ -188,6 +191,7 @@ func dropPartition(ctx context.Context, s *Store, r Retention, day time.Time, re
 	if err != nil {
 		return fmt.Errorf("partition %s: %w", name, err)
 	}
+	s.days.Delete(day.Format(dayName))
 	res.Partitions++
 	res.Exported += rows
 	res.Deleted += rows

@@ -69,6 +69,9 @@ type Store struct {
 	// takeStmt is the prepared statement of a take from a bucket
 	// (Store.take), once a take prepared it.
 	takeStmt atomic.Pointer[sql.Stmt]
+	// days are the days (dayName) whose events partition this store saw
+	// made or there (PostgreSQL; see copyTable).
+	days sync.Map
 }
 
 // Drivers of [Options.Driver].
