@@ -227,7 +227,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 	// host's pipeline, not the sandbox around the plugin.
 	noopPlugin := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\n", exe.noop)
 	var served *host.Host
-	if want(pathHost) || want(pathAPI) {
+	if want(pathHost) || want(pathAPI) || want(pathHostRules) {
 		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop", "")
 		if err != nil {
 			return nil, err
@@ -237,6 +237,20 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 				return nil, fmt.Errorf("%s: tracing is on (an OTEL_* variable?), but this path is the host without it", pathHost)
 			}
 			r.add(pathHost, hostCall(h, agent.ID))
+		}
+		// Host.Call, 10 rules: the same host and plugin process, as an
+		// agent of a role of its own with the same group and ten rules on
+		// the tool that do not match its calls, so that every one is
+		// evaluated: the two paths differ by the role's rules alone.
+		if want(pathHostRules) {
+			if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "bench-rules", ToolGroups: []string{"noop"}, Rules: benchRules}); err != nil {
+				return nil, fmt.Errorf("%s: %w", pathHostRules, err)
+			}
+			ruled, err := h.CreateAgent(ctx, "bench-rules", store.Agent{})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", pathHostRules, err)
+			}
+			r.add(pathHostRules, hostCall(h, ruled.ID))
 		}
 		served = h
 	}
@@ -294,18 +308,6 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 			return nil, fmt.Errorf("%s: %w", pathHostStrict, err)
 		}
 		r.add(pathHostStrict, hostCall(h, agent.ID))
-	}
-	// Host.Call, 10 rules: a host of its own whose role has ten rules on
-	// the tool that do not match its calls, so that every one is evaluated.
-	if want(pathHostRules) {
-		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop", "")
-		if err == nil {
-			_, err = h.UpdateRole(ctx, "bench", host.RoleUpdate{Rules: &benchRules})
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", pathHostRules, err)
-		}
-		r.add(pathHostRules, hostCall(h, agent.ID))
 	}
 	// Host.Call, traced: a host of its own with a telemetry block, every call
 	// sampled and its spans exported in batches over OTLP/HTTP to a sink in

@@ -366,7 +366,7 @@ func (r *report) writeCalls(p func(string, ...any)) {
 	p("- **%s** — the same on a host of its own (its own plugin process) made with `host.Options{DisableMetrics: true}`: "+
 		"what the Prometheus metrics cost a call is %s's p50 over this one's.", pathHostBare, pathHost)
 	p("- **%s** — the same on a host of its own with `audit { mode = \"strict\" }`: a call is dispatched only once its started event is committed.", pathHostStrict)
-	p("- **%s** — the same on a host of its own whose role `bench` has ten rules naming the tool (by name, `group:noop`, or none) "+
+	p("- **%s** — Host.Call's host and plugin process, as an agent of a role of its own, `bench-rules`, holding the same group with ten rules naming the tool (by name, `group:noop`, or none) "+
 		"with ordinary conditions that do not match its calls (`has(args.path) && path.clean(args.path).startsWith('..')`, "+
 		"`args.command.matches(…)`, `url.host(…)`, `role == …`), so that all ten are evaluated on every call.", pathHostRules)
 	traced := ""
