@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -74,8 +73,8 @@ func npmNode(t testing.TB) string {
 type nodeClient struct {
 	name   string
 	in     io.Writer
-	lines  chan string // its stdout, a line at a time; closed at its end
-	stderr string      // the file its stderr goes to
+	lines  <-chan string // its stdout, a line at a time; closed at its end
+	stderr string        // the file its stderr goes to
 	hello  json.RawMessage
 }
 
@@ -93,38 +92,9 @@ func startNodeClient(t *testing.T, name, node, dir string, env []string, args ..
 		t.Fatal(err)
 	}
 	cmd.Stderr = stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &nodeClient{name: name, in: in, lines: make(chan string), stderr: stderr.Name()}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = in.Close() // the script closes its client at its stdin's end
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		stderr.Close()
-	})
+	t.Cleanup(func() { stderr.Close() }) // after the script's end, the cleanup StartLines registers
+	in, lines := mcptest.StartLines(t, name, cmd)
+	c := &nodeClient{name: name, in: in, lines: lines, stderr: stderr.Name()}
 	c.read(t, &c.hello)
 	return c
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -50,7 +49,7 @@ var oidcClients = []map[string]any{
 type oidcProvider struct {
 	issuer string
 	in     io.WriteCloser
-	lines  chan string
+	lines  <-chan string
 	key    *jose.JSONWebKey // the private key it signs with now
 	keys   int              // keys made so far, for their kids
 }
@@ -73,35 +72,8 @@ func startProvider(t *testing.T, port int) *oidcProvider {
 	cmd := exec.Command(node, filepath.Join("testdata", "oidc", "provider.mjs"))
 	cmd.Env = append(os.Environ(), "OIDC_PROVIDER="+lib)
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &oidcProvider{in: in, lines: make(chan string, 8)}
-	t.Cleanup(func() {
-		_ = in.Close() // the provider exits with its stdin
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(proctest.Patience):
-			_ = cmd.Process.Kill()
-			t.Errorf("the provider did not exit when its stdin closed")
-		}
-	})
-	go func() {
-		defer close(p.lines)
-		for sc := bufio.NewScanner(out); sc.Scan(); {
-			p.lines <- sc.Text()
-		}
-	}()
+	in, lines := mcptest.StartLines(t, "the provider", cmd)
+	p := &oidcProvider{in: in, lines: lines}
 	p.key = p.newKey(t)
 	p.send(t, map[string]any{"port": port, "clients": oidcClients, "jwks": p.jwks(t)})
 	line := p.await(t)

@@ -3,16 +3,21 @@
 package mcptest
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -150,4 +155,46 @@ mcp_server "everything" {
   }
 }
 `, bins[0], root, npm, root, bins[1], memoryFile, npm, filepath.Dir(memoryFile), bins[2], npm), nil
+}
+
+// StartLines starts cmd, a script that reads requests on its stdin and
+// answers a line at a time on its stdout, and returns its stdin and its
+// stdout's lines (closed at its end). When the test ends its stdin is
+// closed, the script's cue to exit; one still running after
+// proctest.Patience is killed and fails the test.
+func StartLines(t testing.TB, name string, cmd *exec.Cmd) (io.WriteCloser, <-chan string) {
+	t.Helper()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 8)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = in.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(proctest.Patience):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("%s did not exit when its stdin closed", name)
+		}
+	})
+	return in, lines
 }
