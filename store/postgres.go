@@ -193,14 +193,16 @@ func copySQL(table string) string {
 // batch but those around midnight), so that PostgreSQL need not route each
 // row (a tenth of the events/s); else the events table, which routes them.
 func (s *Store) copyTable(events []Event) string {
+	const secondsPerDay = 24 * 60 * 60
+	first := events[0].Time.Unix() / secondsPerDay // a UTC day's number, compared without formatting each event's
+	for _, e := range events[1:] {
+		if e.Time.Unix()/secondsPerDay != first {
+			return "events"
+		}
+	}
 	day := events[0].Time.UTC().Format(dayName)
 	if _, ok := s.days.Load(day); !ok {
 		return "events"
-	}
-	for _, e := range events[1:] {
-		if e.Time.UTC().Format(dayName) != day {
-			return "events"
-		}
 	}
 	return partitionPrefix + day
 }
