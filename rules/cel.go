@@ -95,6 +95,8 @@ func URLHost(s string) (string, error) {
 type Condition struct {
 	expr string
 	prg  cel.Program
+	// direct is its direct evaluation, when it has one (see direct).
+	direct direct
 	// constant is set for a literal true or false: a condition that does
 	// not depend on the call.
 	constant *bool
@@ -173,6 +175,9 @@ func compile(expr string) (*Condition, error) {
 			c.constant = &v
 		}
 	}
+	if linear(checked) { // evaluated by CEL within no bound either
+		c.direct = lowerDirect(checked.NativeRep().Expr())
+	}
 	c.prg, err = program(e, checked)
 	if err != nil {
 		return nil, &ConditionError{Message: err.Error()}
@@ -181,21 +186,27 @@ func compile(expr string) (*Condition, error) {
 }
 
 // program plans a checked condition (or chain) for evaluation. One that is
-// linear — no loop (a macro such as all, exists, map or filter, which CEL
-// makes a comprehension), no `+` (which can build a string or list as long
-// as all its operands), and at most maxLinearCalls calls — reads each of its
-// operands once per call: its time is bounded by its size times the
-// arguments', which validation bounds, so it goes without the cost
-// tracking, which costs about as much as the evaluation itself. Any other
-// is evaluated within the cost bound ([CostLimit], sizeCost).
+// linear goes without the cost tracking, which costs about as much as the
+// evaluation itself; any other is evaluated within the cost bound
+// ([CostLimit], sizeCost).
 func program(e *cel.Env, checked *cel.Ast) (cel.Program, error) {
-	root := ast.NavigateAST(checked.NativeRep())
-	loops := ast.MatchDescendants(root, ast.KindMatcher(ast.ComprehensionKind))
-	sums := ast.MatchDescendants(root, ast.FunctionMatcher(operators.Add))
-	if len(loops) == 0 && len(sums) == 0 && len(ast.MatchDescendants(root, ast.KindMatcher(ast.CallKind))) <= maxLinearCalls {
+	if linear(checked) {
 		return e.Program(checked, cel.EvalOptions(cel.OptOptimize))
 	}
 	return e.Program(checked, cel.CostLimit(CostLimit), cel.CostTracking(sizeCost{}), cel.EvalOptions(cel.OptOptimize))
+}
+
+// linear reports whether a checked expression has no loop (a macro such
+// as all, exists, map or filter, which CEL makes a comprehension), no `+`
+// (which can build a string or list as long as all its operands), and at
+// most maxLinearCalls calls: it reads each of its operands once per call,
+// so its time is bounded by its size times the arguments', which
+// validation bounds.
+func linear(checked *cel.Ast) bool {
+	root := ast.NavigateAST(checked.NativeRep())
+	loops := ast.MatchDescendants(root, ast.KindMatcher(ast.ComprehensionKind))
+	sums := ast.MatchDescendants(root, ast.FunctionMatcher(operators.Add))
+	return len(loops) == 0 && len(sums) == 0 && len(ast.MatchDescendants(root, ast.KindMatcher(ast.CallKind))) <= maxLinearCalls
 }
 
 // maxLinearCalls is the most calls a condition (or a role's chain of them)
@@ -211,10 +222,11 @@ func (c *Condition) Always() bool { return c == nil || c.constant != nil && *c.c
 func (c *Condition) Never() bool { return c != nil && c.constant != nil && !*c.constant }
 
 // Vars are the variables of one call, made once and shared by the
-// conditions evaluated on it, as CEL values.
+// conditions evaluated on it.
 type Vars struct {
 	tool, group, role, agent string
-	args                     ref.Val
+	raw                      map[string]any
+	args                     ref.Val // raw as a CEL value, made when CEL first reads it
 }
 
 // VarsOf makes a call's variables of its arguments as JSON decodes them
@@ -222,19 +234,25 @@ type Vars struct {
 // them; nil is {}. The map is not changed, and must not change while the
 // variables are used.
 func VarsOf(tool, group, role, agent string, args map[string]any) *Vars {
-	// The top-level values are made CEL values once, rather than at every
-	// condition reading them.
-	m := make(map[string]any, len(args))
-	for k, v := range args {
-		m[k] = types.DefaultTypeAdapter.NativeToValue(v)
+	if args == nil {
+		args = map[string]any{}
 	}
-	return &Vars{tool: tool, group: group, role: role, agent: agent, args: types.NewStringInterfaceMap(types.DefaultTypeAdapter, m)}
+	return &Vars{tool: tool, group: group, role: role, agent: agent, raw: args}
 }
 
 // ResolveName gives CEL the variable named name.
 func (v *Vars) ResolveName(name string) (any, bool) {
 	switch name {
 	case "args":
+		if v.args == nil {
+			// The top-level values are made CEL values once, rather than
+			// at every condition reading them.
+			m := make(map[string]any, len(v.raw))
+			for k, x := range v.raw {
+				m[k] = types.DefaultTypeAdapter.NativeToValue(x)
+			}
+			v.args = types.NewStringInterfaceMap(types.DefaultTypeAdapter, m)
+		}
 		return v.args, true
 	case "tool":
 		return types.String(v.tool), true
@@ -265,6 +283,11 @@ func (c *Condition) Match(_ context.Context, v *Vars) (bool, error) {
 	}
 	if c.constant != nil {
 		return *c.constant, nil
+	}
+	if c.direct != nil {
+		if b, ok := boolOf(c.direct(v)); ok {
+			return b, nil
+		}
 	}
 	out, _, err := c.prg.Eval(v)
 	if err != nil {

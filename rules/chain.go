@@ -19,9 +19,14 @@ import (
 // fail before one holds; then, or when its cost passes the bound of one
 // condition, the conditions are evaluated one by one, which says which
 // failed and why.
+//
+// First evaluates the conditions directly (see direct) first, and CEL
+// decides only a call on which one of them, before one holds, is not sure
+// or has no direct evaluation.
 type Chain struct {
-	conds []*Condition
-	prg   cel.Program // nil: fewer than two conditions, or not compiled
+	conds   []*Condition
+	prg     cel.Program // nil: fewer than two conditions, or not compiled
+	directs []direct    // the conditions' direct evaluations (nil: none)
 }
 
 // chains memoises the chains' programs by their text, within the bound
@@ -30,7 +35,13 @@ var chains sync.Map
 
 // NewChain chains the conditions (nil: one that always holds).
 func NewChain(conds []*Condition) *Chain {
-	ch := &Chain{conds: conds}
+	ch := &Chain{conds: conds, directs: make([]direct, len(conds))}
+	for i, c := range conds {
+		ch.directs[i] = holds
+		if c != nil {
+			ch.directs[i] = c.direct
+		}
+	}
 	if len(conds) < 2 || conds[0].Always() {
 		return ch
 	}
@@ -86,6 +97,9 @@ func (ch *Chain) First(ctx context.Context, v *Vars) (int, error) {
 	if len(ch.conds) > 0 && ch.conds[0].Always() {
 		return 0, nil
 	}
+	if i, ok := ch.directFirst(v); ok {
+		return i, nil
+	}
 	if ch.prg != nil {
 		if out, _, err := ch.prg.Eval(v); err == nil {
 			if i, ok := out.(types.Int); ok {
@@ -100,3 +114,25 @@ func (ch *Chain) First(ctx context.Context, v *Vars) (int, error) {
 	}
 	return -1, nil
 }
+
+// directFirst is First by the direct evaluations: the first condition
+// that holds, or -1, and true; or false when one of them, before one
+// holds, is not sure or has none.
+func (ch *Chain) directFirst(v *Vars) (int, bool) {
+	for i, d := range ch.directs {
+		if d == nil {
+			return 0, false
+		}
+		b, ok := boolOf(d(v))
+		if !ok {
+			return 0, false
+		}
+		if b {
+			return i, true
+		}
+	}
+	return -1, true
+}
+
+// holds is the direct evaluation of no condition: it holds.
+func holds(*Vars) (any, bool) { return true, true }
