@@ -316,7 +316,7 @@ func (c *call) approve(ctx context.Context) (err error) {
 	d, err := c.h.approver.Approve(ctx, req)
 	switch {
 	case err != nil:
-		return toolhost.Errorf(toolhost.CodeOf(err), "approval of %s: %w", spec.Name, err)
+		return toolhost.Errorf(toolhost.CodeOf(err), "approval of %s%s failed: %w", spec.Name, c.sentBy(), err)
 	case d.Kind == Approve:
 		return nil
 	case d.Kind == Modify:
@@ -330,10 +330,7 @@ func (c *call) approve(ctx context.Context) (err error) {
 	if reason == "" {
 		reason = "no reason given"
 	}
-	if c.ruleAsks() {
-		return toolhost.Errorf(toolhost.CodeApprovalDenied, "call of %s, sent for approval by rule %q of role %q, denied: %s", spec.Name, c.rule.Name, c.req.Context.Role, reason)
-	}
-	return toolhost.Errorf(toolhost.CodeApprovalDenied, "call of %s denied: %s", spec.Name, reason)
+	return toolhost.Errorf(toolhost.CodeApprovalDenied, "call of %s%s denied: %s", spec.Name, c.sentBy(), reason)
 }
 
 // timeout is the call's bound: the tool's config, else the tool's spec, else

@@ -169,6 +169,16 @@ func (c *call) checkRules(ctx context.Context, rr *roleRules) error {
 // approver.
 func (c *call) ruleAsks() bool { return c.rule != nil && c.rule.Action == rules.Approve }
 
+// sentBy names, after the tool in an approval's error, the rule that sent
+// the call for approval: ", sent for approval by rule R of role O," or
+// nothing.
+func (c *call) sentBy() string {
+	if !c.ruleAsks() {
+		return ""
+	}
+	return fmt.Sprintf(", sent for approval by rule %q of role %q,", c.rule.Name, c.req.Context.Role)
+}
+
 // markRule records in a terminal event's payload the rule that decided the
 // call, and its action.
 func (c *call) markRule(payload map[string]any) {

@@ -96,6 +96,19 @@ func TestRulesDecide(t *testing.T) {
 	if err := <-done; !errors.Is(err, toolhost.ErrApprovalDenied) || !strings.Contains(err.Error(), `sent for approval by rule "src_only" of role "dev", denied: no`) {
 		t.Fatalf("denied approval: %v", err)
 	}
+	// An approval that ends without a decision (its caller gone) names the
+	// rule too.
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		_, err := h.Call(cctx, &toolhost.CallRequest{Tool: "echo", Arguments: []byte(`{"text":"/etc"}`),
+			Context: toolhost.CallContext{Role: "dev"}})
+		done <- err
+	}()
+	pendingOn(t, h)
+	cancel()
+	if err := <-done; !errors.Is(err, toolhost.ErrCancelled) || !strings.Contains(err.Error(), `sent for approval by rule "src_only" of role "dev", failed: `) {
+		t.Fatalf("cancelled approval: %v", err)
+	}
 	if err := h.FlushEvents(ctx); err != nil {
 		t.Fatal(err)
 	}
