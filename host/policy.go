@@ -11,6 +11,7 @@ import (
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/toolsearch"
 	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/store"
 )
@@ -84,6 +85,10 @@ type view struct {
 	tokens     int
 	eagerOnce  sync.Once
 	eagerToks  int
+	// search ranks the tools of the deferred groups for find_tools, built
+	// on first use (SearchTools).
+	searchOnce sync.Once
+	search     *toolsearch.Index
 }
 
 type viewTool struct {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/toolsearch"
 )
 
 // ToolSearchGroup is the id of the runtime's group that finds and loads the
@@ -49,12 +50,8 @@ type LoadableTool struct {
 // LoadableTools returns the tools of the agent role's deferred groups,
 // loaded or not, in [Host.ToolsFor]'s order; none when it defers nothing.
 func (h *Host) LoadableTools(agentID string) ([]LoadableTool, error) {
-	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
-	if err != nil || v.lazy == nil {
-		return nil, err
-	}
-	loaded, err := h.loadedOf(agentID)
-	if err != nil {
+	v, loaded, err := h.deferring(agentID)
+	if v == nil {
 		return nil, err
 	}
 	var out []LoadableTool
@@ -113,6 +110,20 @@ func (h *Host) LoadTools(ctx context.Context, agentID string, names []string) ([
 	return added, nil
 }
 
+// deferring returns the view of the agent's role and the tools the agent
+// has loaded; a nil view when the role defers nothing or on error.
+func (h *Host) deferring(agentID string) (*view, map[string]bool, error) {
+	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
+	if err != nil || v.lazy == nil {
+		return nil, nil, err
+	}
+	loaded, err := h.loadedOf(agentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, loaded, nil
+}
+
 // loadedOf returns the set of tools the agent has loaded, read from the
 // store once and then kept; the map is never modified (LoadTools replaces
 // it).
@@ -130,4 +141,56 @@ func (h *Host) loadedOf(agentID string) (map[string]bool, error) {
 	}
 	actual, _ := h.loaded.LoadOrStore(agentID, m)
 	return actual.(map[string]bool), nil
+}
+
+// ToolMatch is a tool of an agent role's deferred groups that
+// [Host.SearchTools] found.
+type ToolMatch struct {
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Group is the id of the tool's group.
+	Group string `json:"group"`
+	// Description is the first sentence of the tool's description.
+	Description string `json:"description"`
+	// Why says which words of the query, or their synonyms, matched which
+	// parts of the tool ("picture → screenshot (synonym): name").
+	Why string `json:"why"`
+	// Loaded says its definition is in the agent's [Host.Definitions].
+	Loaded bool `json:"loaded"`
+}
+
+// SearchTools ranks the tools of the agent role's deferred groups, loaded
+// or not, against a need described in words, best first, at most limit of
+// them (find_tools; internal/toolsearch ranks). The index is built once per
+// role view, on first use. None when the role defers nothing or nothing
+// matches.
+func (h *Host) SearchTools(agentID, query string, limit int) ([]ToolMatch, error) {
+	v, loaded, err := h.deferring(agentID)
+	if v == nil {
+		return nil, err
+	}
+	v.searchOnce.Do(func() { v.search = v.searchIndex() })
+	hits := v.search.Search(query, limit)
+	if hits == nil {
+		return nil, nil
+	}
+	out := make([]ToolMatch, len(hits))
+	for i, hit := range hits {
+		out[i] = ToolMatch{Name: hit.Name, Group: hit.Group, Description: hit.Description, Why: hit.Why, Loaded: loaded[hit.Name]}
+	}
+	return out, nil
+}
+
+// searchIndex indexes the tools of the view's deferred groups.
+func (v *view) searchIndex() *toolsearch.Index {
+	var docs []toolsearch.Doc
+	for _, d := range v.defs {
+		f := d.Function
+		if !v.lazy[f.Name] {
+			continue
+		}
+		docs = append(docs, toolsearch.Doc{Name: f.Name, Group: v.tools[f.Name].group.Spec.ID,
+			Description: f.Description, InputSchema: f.Parameters})
+	}
+	return toolsearch.New(docs)
 }

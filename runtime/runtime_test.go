@@ -422,7 +422,7 @@ func TestDeferredGroupIsFoundAndLoaded(t *testing.T) {
 	if slices.Contains(first, "run_command") || !slices.Contains(first, "find_tools") || !slices.Contains(first, "load_tools") || !slices.Contains(first, "read_file") {
 		t.Errorf("the first request's tools: %v", first)
 	}
-	if found := lastToolResult(reqs[1]); !strings.Contains(found, `run_command`) {
+	if found := lastToolResult(reqs[1]); !strings.Contains(found, `run_command`) || !strings.Contains(found, `why`) {
 		t.Errorf("find_tools answered %s", found)
 	}
 	if slices.Contains(tools(reqs[1]), "run_command") || !slices.Contains(tools(reqs[2]), "run_command") {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/toolsearch"
 	"github.com/toolhost/toolhost/sdk"
 )
 
@@ -23,6 +22,7 @@ type FoundTool struct {
 	Name        string `json:"name"`
 	Group       string `json:"group"`
 	Description string `json:"description" jsonschema:"the first sentence of its description"`
+	Why         string `json:"why" jsonschema:"which words of your query, or their synonyms, matched which parts of the tool"`
 	Loaded      bool   `json:"loaded" jsonschema:"its definition is already among your tools"`
 }
 
@@ -41,7 +41,7 @@ type LoadedTools struct {
 // only.
 func (rt *Runtime) toolSearchGroup() *sdk.Group {
 	return &sdk.Group{ID: host.ToolSearchGroup, Description: "Tool search: find the tools you may load on demand, and load them.", Tools: []sdk.Tool{
-		sdk.NewStructuredTool("find_tools", "Search the tools you can load on demand (they are not among your tools until loaded) by what you need to do; returns the best matches, best first.",
+		sdk.NewStructuredTool("find_tools", "Search the tools you can load on demand (they are not among your tools until loaded) by what you need to do; returns the best matches, best first, each with why it matched: choose among them.",
 			func(_ context.Context, r *sdk.Request[findToolsArgs]) (FoundTools, error) {
 				limit := r.Args.Limit
 				switch {
@@ -50,19 +50,13 @@ func (rt *Runtime) toolSearchGroup() *sdk.Group {
 				case limit == 0:
 					limit = 5
 				}
-				tools, err := rt.h.LoadableTools(r.Call.AgentID)
+				found, err := rt.h.SearchTools(r.Call.AgentID, r.Args.Query, limit)
 				if err != nil {
 					return FoundTools{}, err
 				}
-				docs := make([]toolsearch.Doc, len(tools))
-				loaded := map[string]bool{}
-				for i, t := range tools {
-					docs[i] = toolsearch.Doc{Name: t.Function.Name, Group: t.Group, Description: t.Function.Description, InputSchema: t.Function.Parameters}
-					loaded[t.Function.Name] = t.Loaded
-				}
 				out := FoundTools{Tools: []FoundTool{}}
-				for _, hit := range toolsearch.New(docs).Search(r.Args.Query, limit) {
-					out.Tools = append(out.Tools, FoundTool{Name: hit.Name, Group: hit.Group, Description: hit.Description, Loaded: loaded[hit.Name]})
+				for _, m := range found {
+					out.Tools = append(out.Tools, FoundTool{Name: m.Name, Group: m.Group, Description: m.Description, Why: m.Why, Loaded: m.Loaded})
 				}
 				return out, nil
 			}, sdk.Title("Find tools"), sdk.NeedsAgent(), sdk.ReadOnly(), sdk.Idempotent()),

@@ -12,6 +12,9 @@
 // tasks use (folder for directory, picture for screenshot) at a lower
 // weight, and a file name, path or URL in a query for "file", "path" or
 // "url": BM25 alone matches only the words a tool's author happened to use.
+// Each hit says why it matched, in one line: which query words, or their
+// synonyms, it holds in which fields ("picture → screenshot (synonym):
+// name"), so that a model can choose among several candidates.
 //
 // Retrieval quality is measured on a real catalog, testdata/catalog.json
 // (the first-party modules, the runtime's groups and the npm MCP servers

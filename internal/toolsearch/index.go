@@ -32,6 +32,11 @@ type Hit struct {
 	// Description is the first sentence of the tool's description, for a
 	// one-line listing.
 	Description string `json:"description"`
+	// Why says which words of the query, or their synonyms, matched which
+	// fields of the tool, best match first: "picture → image (synonym):
+	// description; page: name, description"; "its name" when the query was
+	// the tool's name.
+	Why string `json:"why"`
 	// Score is the tool's BM25F score for the query: higher is better,
 	// comparable only within one Search.
 	Score float64 `json:"score"`
@@ -49,6 +54,9 @@ const (
 	fieldPropDesc              // the input schema's property descriptions
 	numFields
 )
+
+// fieldNames name the fields in a hit's Why.
+var fieldNames = [numFields]string{"name", "group", "description", "parameter names", "parameter descriptions"}
 
 // params are the ranking's knobs; defaultParams holds the values chosen on
 // testdata (testdata/README.md has the measurements; TestAblation repeats the main ones).
@@ -84,9 +92,10 @@ var defaultParams = params{
 }
 
 // posting is one tool's precomputed share of a term's score: idf times the
-// saturated BM25F term frequency.
+// saturated BM25F term frequency, and the fields the term occurs in.
 type posting struct {
 	doc    int32
+	fields uint16 // bit f: the term occurs in field f
 	weight float64
 }
 
@@ -97,6 +106,7 @@ type Index struct {
 	docs        []entry              // the indexed tools, by position
 	postings    map[string][]posting // term → the docs holding it, by doc
 	byName      map[string][]int32   // lower-case name → docs, for exact-name queries
+	surface     map[string]string    // term → a word of the tools it stems from, for Why
 	expand      float64              // params.expand
 	sumSynonyms bool                 // params.sumSynonyms
 	hints       bool                 // params.hints
@@ -118,6 +128,7 @@ func newIndex(docs []Doc, p params) *Index {
 		docs:        make([]entry, len(docs)),
 		postings:    map[string][]posting{},
 		byName:      map[string][]int32{},
+		surface:     map[string]string{},
 		expand:      p.expand,
 		sumSynonyms: p.sumSynonyms,
 		hints:       p.hints,
@@ -141,12 +152,19 @@ func newIndex(docs []Doc, p params) *Index {
 				continue
 			}
 			for _, text := range texts[f] {
-				for _, t := range tokenize(text) {
+				for _, w := range splitWords(text) {
+					t, ok := term(w)
+					if !ok {
+						continue
+					}
 					c := counts[i][t]
 					if c == nil {
 						c = new([numFields]int)
 						counts[i][t] = c
 						df[t]++
+					}
+					if _, ok := ix.surface[t]; !ok {
+						ix.surface[t] = strings.ToLower(w)
 					}
 					c[f]++
 					lengths[i][f]++
@@ -170,11 +188,15 @@ func newIndex(docs []Doc, p params) *Index {
 		}
 		for t, c := range counts[i] {
 			tf := 0.0
+			var fields uint16
 			for f := range numFields {
 				tf += p.weight[f] * float64(c[f]) / norm[f]
+				if c[f] > 0 {
+					fields |= 1 << f
+				}
 			}
 			idf := math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
-			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), weight: idf * tf * (p.k1 + 1) / (p.k1 + tf)})
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), fields: fields, weight: idf * tf * (p.k1 + 1) / (p.k1 + tf)})
 		}
 	}
 	return ix
@@ -186,8 +208,9 @@ func newIndex(docs []Doc, p params) *Index {
 // stands for its synonyms at a lower weight, and a file name, a path or a
 // URL in it stands for "file", "path" or "url". A tool matches when it
 // shares a term with that; a query that is exactly a tool's name ranks that
-// tool first. Ties are broken by name, then group. An empty query, or one
-// matching nothing, returns no hits. Safe for concurrent use.
+// tool first. Ties are broken by name, then group. Each hit says why it
+// matched. An empty query, or one matching nothing, returns no hits. Safe
+// for concurrent use.
 func (ix *Index) Search(query string, limit int) []Hit {
 	if ix == nil {
 		return nil
@@ -216,12 +239,11 @@ func (ix *Index) Search(query string, limit int) []Hit {
 			}
 		}
 	}
-	for _, w := range queryWords(query, ix.hints) {
+	words := queryWords(query, ix.hints)
+	for _, w := range words {
 		add(w.term, 1)
-		if ix.expand > 0 && !w.literal {
-			for _, syn := range synonyms[w.term] {
-				add(syn, ix.expand)
-			}
+		for _, syn := range ix.synonymsOf(w) {
+			add(syn, ix.expand)
 		}
 		for _, d := range touched {
 			scores[d] += word[d]
@@ -229,7 +251,8 @@ func (ix *Index) Search(query string, limit int) []Hit {
 		}
 		touched = touched[:0]
 	}
-	if exact := ix.byName[strings.ToLower(strings.TrimSpace(query))]; len(exact) > 0 {
+	exact := ix.byName[strings.ToLower(strings.TrimSpace(query))]
+	if len(exact) > 0 {
 		top := 0.0
 		for _, d := range docs {
 			top = math.Max(top, scores[d])
@@ -242,30 +265,44 @@ func (ix *Index) Search(query string, limit int) []Hit {
 			scores[d] = top + 1
 		}
 	}
-	hits := make([]Hit, 0, len(docs))
-	for _, d := range docs {
-		e := ix.docs[d]
-		hits = append(hits, Hit{Name: e.name, Group: e.group, Description: e.line, Score: scores[d]})
-	}
-	slices.SortFunc(hits, func(a, b Hit) int {
+	slices.SortFunc(docs, func(a, b int32) int {
 		switch {
-		case a.Score > b.Score:
+		case scores[a] > scores[b]:
 			return -1
-		case a.Score < b.Score:
+		case scores[a] < scores[b]:
 			return 1
 		}
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
+		ea, eb := ix.docs[a], ix.docs[b]
+		if c := strings.Compare(ea.name, eb.name); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Group, b.Group)
+		return strings.Compare(ea.group, eb.group)
 	})
-	if limit > 0 && len(hits) > limit {
-		hits = hits[:limit]
+	if limit > 0 && len(docs) > limit {
+		docs = docs[:limit]
 	}
-	if len(hits) == 0 {
+	if len(docs) == 0 {
 		return nil
 	}
+	hits := make([]Hit, len(docs))
+	for i, d := range docs {
+		e := ix.docs[d]
+		why := "its name"
+		if !slices.Contains(exact, d) {
+			why = ix.why(d, words)
+		}
+		hits[i] = Hit{Name: e.name, Group: e.group, Description: e.line, Why: why, Score: scores[d]}
+	}
 	return hits
+}
+
+// synonymsOf returns the synonyms a query word is also searched as: none
+// for a literal word or without expansion.
+func (ix *Index) synonymsOf(w queryWord) []string {
+	if ix.expand == 0 || w.literal {
+		return nil
+	}
+	return synonyms[w.term]
 }
 
 // Len is the number of tools indexed.

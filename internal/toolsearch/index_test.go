@@ -102,8 +102,14 @@ func TestSynonyms(t *testing.T) {
 }
 
 func TestQueryWords(t *testing.T) {
-	lit := func(term string) queryWord { return queryWord{term, true} }
-	word := func(term string) queryWord { return queryWord{term, false} }
+	lit := func(term string) queryWord { return queryWord{term: term, literal: true} }
+	word := func(term string) queryWord { return queryWord{term: term} }
+	terms := func(ws []queryWord) []queryWord {
+		for i := range ws {
+			ws[i].word = ""
+		}
+		return ws
+	}
 	for _, tc := range []struct {
 		in   string
 		want []queryWord
@@ -118,11 +124,11 @@ func TestQueryWords(t *testing.T) {
 		{".go", []queryWord{word("go")}},
 		{"", nil},
 	} {
-		if got := queryWords(tc.in, true); !slices.Equal(got, tc.want) {
+		if got := terms(queryWords(tc.in, true)); !slices.Equal(got, tc.want) {
 			t.Errorf("queryWords(%q) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
-	if got, want := queryWords("open main.go", false), []queryWord{word("go"), word("main"), word("open")}; !slices.Equal(got, want) {
+	if got, want := terms(queryWords("open main.go", false)), []queryWord{word("go"), word("main"), word("open")}; !slices.Equal(got, want) {
 		t.Errorf("without hints: %v, want %v", got, want)
 	}
 }
@@ -236,6 +242,20 @@ func TestSearch(t *testing.T) {
 			t.Errorf("take a picture: %v, want screenshot", got)
 		}
 	})
+	t.Run("why", func(t *testing.T) {
+		for _, tc := range []struct{ query, tool, why string }{
+			{"take a picture", "screenshot", "picture → screenshot (synonym): name"},
+			{"save it in notes.txt", "write_file", "notes.txt → file: name, description; save → write (synonym): name, description"},
+			{"readTextFile", "read_file", "read: name, description; file: name, description; text: description"},
+			{"identical twins", "a_twin", "twins: name, description; identical: description"},
+			{"write_file", "write_file", "its name"},
+		} {
+			hits := ix.Search(tc.query, 1)
+			if len(hits) != 1 || hits[0].Name != tc.tool || hits[0].Why != tc.why {
+				t.Errorf("Search(%q) = %+v, want %s because %q", tc.query, hits, tc.tool, tc.why)
+			}
+		}
+	})
 	t.Run("exact name first", func(t *testing.T) {
 		// write_file matches "file" as much as read_file; the exact name wins.
 		for _, q := range []string{"write_file", " WRITE_FILE ", "read_file"} {
@@ -343,6 +363,9 @@ func TestSearchProperties(t *testing.T) {
 			seen[h.Name] = true
 			if !(h.Score > 0) || math.IsInf(h.Score, 0) {
 				t.Fatalf("hit %+v: score not positive and finite", h)
+			}
+			if h.Why == "" || strings.Count(h.Why, ";") >= maxWhy {
+				t.Fatalf("hit %+v: Why empty or naming more than %d words", h, maxWhy)
 			}
 			if i > 0 {
 				prev := hits[i-1]

@@ -11,6 +11,7 @@ import (
 type queryWord struct {
 	term    string
 	literal bool
+	word    string // the word of the query it comes from, lower-cased, for Why
 }
 
 // fileExtensions are the extensions that make a query word a file name
@@ -45,19 +46,29 @@ func init() {
 // literal and not is not literal.
 func queryWords(query string, hints bool) []queryWord {
 	var words []queryWord
+	var lower string
 	add := func(literal bool, terms ...string) {
 		for _, t := range terms {
-			words = append(words, queryWord{t, literal})
+			words = append(words, queryWord{t, literal, lower})
+		}
+	}
+	// plain adds the terms of an ordinary word, each with the part of it
+	// it comes from ("readTextFile" → read, text, file).
+	plain := func(f string) {
+		for _, w := range splitWords(f) {
+			if t, ok := term(w); ok {
+				words = append(words, queryWord{t, false, strings.ToLower(w)})
+			}
 		}
 	}
 	for _, f := range strings.Fields(query) {
 		f = strings.Trim(f, ".,;:!?'\"()[]{}<>`")
-		lower := strings.ToLower(f)
+		lower = strings.ToLower(f)
 		ext := strings.TrimPrefix(path.Ext(lower), ".")
 		media, isFile := fileExtensions[ext]
 		switch {
 		case !hints:
-			add(false, tokenize(f)...)
+			plain(f)
 		case strings.Contains(lower, "://") || strings.HasPrefix(lower, "www."):
 			add(false, stem("url"))
 			add(true, tokenize(f)...)
@@ -71,10 +82,10 @@ func queryWords(query string, hints bool) []queryWord {
 			add(false, stem("path"))
 			add(true, tokenize(f)...)
 		default:
-			add(false, tokenize(f)...)
+			plain(f)
 		}
 	}
-	slices.SortFunc(words, func(a, b queryWord) int {
+	slices.SortStableFunc(words, func(a, b queryWord) int {
 		if c := strings.Compare(a.term, b.term); c != 0 {
 			return c
 		}

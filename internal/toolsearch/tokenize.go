@@ -31,13 +31,21 @@ var stopWords = map[string]bool{
 func tokenize(s string) []string {
 	var terms []string
 	for _, w := range splitWords(s) {
-		w = strings.ToLower(w)
-		if stopWords[w] || len(w) == 1 && !unicode.IsDigit(rune(w[0])) {
-			continue
+		if t, ok := term(w); ok {
+			terms = append(terms, t)
 		}
-		terms = append(terms, stem(w))
 	}
 	return terms
+}
+
+// term is the index term of one word of splitWords: lower-cased and
+// stemmed; false for a stop word or a single letter.
+func term(w string) (string, bool) {
+	w = strings.ToLower(w)
+	if stopWords[w] || len(w) == 1 && !unicode.IsDigit(rune(w[0])) {
+		return "", false
+	}
+	return stem(w), true
 }
 
 // splitWords cuts s into runs of letters and digits, and each run at its
