@@ -21,7 +21,13 @@ func TestAblation(t *testing.T) {
 		{"no file/path/URL hints", func(p *params) { p.hints = false }, true},
 		{"synonyms summed, not the best one", func(p *params) { p.sumSynonyms = true }, false},
 		{"top-level properties only", func(p *params) { p.nested = false }, false},
-		{"every field weight 1", func(p *params) { p.weight = [numFields]float64{1, 1, 1, 1, 1} }, false},
+		{"every field used weighs 1", func(p *params) {
+			for f := range p.weight {
+				if p.weight[f] > 0 {
+					p.weight[f] = 1
+				}
+			}
+		}, false},
 	} {
 		p := defaultParams
 		v.change(&p)

@@ -40,7 +40,8 @@ type catalogGroup struct {
 	Source      string `json:"source"`
 }
 
-// loadCatalog reads the committed catalog.
+// loadCatalog reads the committed catalog, each tool with its group's
+// description.
 func loadCatalog(t testing.TB) catalogFile {
 	t.Helper()
 	raw, err := os.ReadFile(catalogPath)
@@ -50,6 +51,13 @@ func loadCatalog(t testing.TB) catalogFile {
 	var c catalogFile
 	if err := json.Unmarshal(raw, &c); err != nil {
 		t.Fatalf("%s: %v", catalogPath, err)
+	}
+	desc := map[string]string{}
+	for _, g := range c.Groups {
+		desc[g.ID] = g.Description
+	}
+	for i := range c.Tools {
+		c.Tools[i].GroupDescription = desc[c.Tools[i].Group]
 	}
 	return c
 }
@@ -127,7 +135,13 @@ func writeCatalog(t *testing.T) {
 	if err := os.Mkdir(fsRoot, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	servers, err := mcptest.ReferenceServers(fsRoot, filepath.Join(dir, "memory.jsonl"))
+	// The memory server's file in a directory of its own: the directory of
+	// its file is writable by it, and must not hold the config or binaries.
+	memDir := filepath.Join(dir, "memory")
+	if err := os.Mkdir(memDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	servers, err := mcptest.ReferenceServers(fsRoot, filepath.Join(memDir, "memory.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +203,12 @@ plugin "chrome" {
 				Parameters  json.RawMessage `json:"parameters"`
 			} `json:"function"`
 		} `json:"tools"`
-		Meta     map[string]struct{ Group string } `json:"meta"`
-		AllTools int                               `json:"allTools"`
+		Meta map[string]struct {
+			Group       string          `json:"group"`
+			Title       string          `json:"title"`
+			Annotations json.RawMessage `json:"annotations"`
+		} `json:"meta"`
+		AllTools int `json:"allTools"`
 	}
 	if err := json.Unmarshal(toolhost("tools", "-json"), &tools); err != nil {
 		t.Fatalf("toolhost tools -json: %v", err)
@@ -231,7 +249,8 @@ plugin "chrome" {
 		if tools.Meta[f.Name].Group == searchGroup {
 			continue
 		}
-		c.Tools = append(c.Tools, Doc{Name: f.Name, Group: tools.Meta[f.Name].Group, Description: f.Description, InputSchema: f.Parameters})
+		m := tools.Meta[f.Name]
+		c.Tools = append(c.Tools, Doc{Name: f.Name, Title: m.Title, Group: m.Group, Description: f.Description, InputSchema: f.Parameters, Annotations: m.Annotations})
 	}
 	slices.SortFunc(c.Groups, func(a, b catalogGroup) int { return strings.Compare(a.ID, b.ID) })
 	slices.SortStableFunc(c.Tools, func(a, b Doc) int { return strings.Compare(a.Group, b.Group) })

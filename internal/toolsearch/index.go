@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -13,14 +14,22 @@ type Doc struct {
 	// Name is the tool's name as the model calls it ("fs_read_text_file").
 	// Its words count most: it is split at '_', '-', '.' and camelCase.
 	Name string `json:"name"`
+	// Title is the tool's human-readable title (MCP's title), if any.
+	Title string `json:"title,omitempty"`
 	// Group is the id of the tool group that provides the tool.
 	Group string `json:"group"`
+	// GroupDescription is the description of the tool's group.
+	GroupDescription string `json:"group_description,omitempty"`
 	// Description is the tool's description, all of it.
 	Description string `json:"description"`
 	// InputSchema is the tool's JSON-schema input; the names of its
 	// properties (nested ones too) and their descriptions are indexed. Nil or
 	// malformed is an empty schema.
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// Annotations are MCP's hints about the tool (readOnlyHint,
+	// destructiveHint, …, a JSON object): each hint that is true stands
+	// for the words annotationWords gives it.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 }
 
 // Hit is one tool found by Search.
@@ -47,16 +56,27 @@ type Hit struct {
 type field int
 
 const (
-	fieldName     field = iota // the tool name's words
-	fieldGroup                 // the group id's words
-	fieldDesc                  // the description
-	fieldProps                 // the input schema's property names
-	fieldPropDesc              // the input schema's property descriptions
+	fieldName        field = iota // the tool name's words
+	fieldGroup                    // the group id's words
+	fieldDesc                     // the description
+	fieldProps                    // the input schema's property names
+	fieldPropDesc                 // the input schema's property descriptions
+	fieldTitle                    // the tool's title
+	fieldGroupDesc                // the group's description
+	fieldAnnotations              // the words of the tool's true hints
 	numFields
 )
 
 // fieldNames name the fields in a hit's Why.
-var fieldNames = [numFields]string{"name", "group", "description", "parameter names", "parameter descriptions"}
+var fieldNames = [numFields]string{"name", "group", "description", "parameter names", "parameter descriptions",
+	"title", "group description", "annotations"}
+
+// annotationWords are the words each MCP hint stands for when true.
+var annotationWords = map[string]string{
+	"readOnlyHint":    "read only: looks, changes nothing",
+	"destructiveHint": "destructive: deletes or overwrites",
+	"openWorldHint":   "reaches the outside world",
+}
 
 // params are the ranking's knobs; defaultParams holds the values chosen on
 // testdata (testdata/README.md has the measurements; TestAblation repeats the main ones).
@@ -85,7 +105,7 @@ type params struct {
 var defaultParams = params{
 	k1:     1.2,
 	weight: [numFields]float64{fieldName: 3, fieldGroup: 1, fieldDesc: 1, fieldProps: 1.5, fieldPropDesc: 0.5},
-	b:      [numFields]float64{fieldName: 0.75, fieldGroup: 0.75, fieldDesc: 0.75, fieldProps: 0.75, fieldPropDesc: 0.75},
+	b:      [numFields]float64{0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75},
 	nested: true,
 	expand: 0.4,
 	hints:  true,
@@ -146,6 +166,9 @@ func newIndex(docs []Doc, p params) *Index {
 		texts[fieldGroup] = []string{d.Group}
 		texts[fieldDesc] = []string{d.Description}
 		texts[fieldProps], texts[fieldPropDesc] = schemaTexts(d.InputSchema, p.nested)
+		texts[fieldTitle] = []string{d.Title}
+		texts[fieldGroupDesc] = []string{d.GroupDescription}
+		texts[fieldAnnotations] = annotationTexts(d.Annotations)
 		counts[i] = map[string]*[numFields]int{}
 		for f := range numFields {
 			if p.weight[f] == 0 {
@@ -311,6 +334,22 @@ func (ix *Index) Len() int {
 		return 0
 	}
 	return len(ix.docs)
+}
+
+// annotationTexts returns the words of the hints that are true in an MCP
+// annotations object, by hint name.
+func annotationTexts(raw json.RawMessage) []string {
+	var hints map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &hints) != nil {
+		return nil
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(annotationWords)) {
+		if hints[k] == true {
+			out = append(out, annotationWords[k])
+		}
+	}
+	return out
 }
 
 // schemaTexts collects the property names of a JSON schema and their
