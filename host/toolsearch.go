@@ -161,8 +161,9 @@ type ToolMatch struct {
 
 // SearchTools ranks the tools of the agent role's deferred groups, loaded
 // or not, against a need described in words, best first, at most limit of
-// them (find_tools; internal/toolsearch ranks). The index is built once per
-// role view, on first use. None when the role defers nothing or nothing
+// them (find_tools). Everything a tool states is handed to the ranking
+// (internal/toolsearch), which reads its name, title, description and
+// parameters. The index is built once per role view, on first use. None when the role defers nothing or nothing
 // matches.
 func (h *Host) SearchTools(agentID, query string, limit int) ([]ToolMatch, error) {
 	v, loaded, err := h.deferring(agentID)
@@ -189,8 +190,9 @@ func (v *view) searchIndex() *toolsearch.Index {
 		if !v.lazy[f.Name] {
 			continue
 		}
-		docs = append(docs, toolsearch.Doc{Name: f.Name, Group: v.tools[f.Name].group.Spec.ID,
-			Description: f.Description, InputSchema: f.Parameters})
+		g := v.tools[f.Name].group.Spec
+		docs = append(docs, toolsearch.Doc{Name: f.Name, Title: f.Title, Group: g.ID, GroupDescription: g.Description,
+			Description: f.Description, InputSchema: f.Parameters, Annotations: f.Annotations})
 	}
 	return toolsearch.New(docs)
 }

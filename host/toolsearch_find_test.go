@@ -10,7 +10,7 @@ import (
 )
 
 // TestSearchTools: find_tools ranks only the tools of the agent role's
-// deferred groups, says why each matched and which are loaded, and sees a
+// deferred groups, reads a tool's title, says why each matched and which are loaded, and sees a
 // group the role defers later (a new view, a new index).
 func TestSearchTools(t *testing.T) {
 	ctx := context.Background()
@@ -18,7 +18,7 @@ func TestSearchTools(t *testing.T) {
 	addGroup(t, h, ToolSearchGroup, SourceRuntime, "find_tools", "load_tools")
 	addGroup(t, h, "alpha", SourcePlugin, "read", "write")
 	shot := tool("screenshot")
-	shot.Description = "Capture the viewport as a PNG."
+	shot.Title, shot.Description = "Take screenshot", "Capture the viewport as a PNG."
 	addSpecs(t, h, "browser", SourcePlugin, nil, nil, shot, tool("navigate"))
 	for _, r := range []RoleSpec{
 		{Name: "lazy", ToolGroups: []string{"alpha", "browser"}, DeferredGroups: []string{"browser"}},
@@ -35,8 +35,8 @@ func TestSearchTools(t *testing.T) {
 	if err != nil || len(found) == 0 || found[0].Name != "screenshot" || found[0].Group != "browser" || found[0].Loaded {
 		t.Fatalf("found %+v, %v: want screenshot of browser first, not loaded", found, err)
 	}
-	if why := found[0].Why; !strings.HasPrefix(why, "picture → screenshot (synonym): name") {
-		t.Errorf("why %q: want the picture's synonym in the name", why)
+	if why := found[0].Why; !strings.Contains(why, "picture → screenshot (synonym): name, title") || !strings.Contains(why, "take: title") {
+		t.Errorf("why %q: want the picture's synonym in the name and title, take in the title", why)
 	}
 	// Only deferred tools: "read" is the role's, but always loaded.
 	if found, _ := h.SearchTools(lazy.ID, "read", 5); slices.ContainsFunc(found, func(m ToolMatch) bool { return m.Name == "read" }) {

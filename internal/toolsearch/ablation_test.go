@@ -21,6 +21,9 @@ func TestAblation(t *testing.T) {
 		{"no file/path/URL hints", func(p *params) { p.hints = false }, true},
 		{"synonyms summed, not the best one", func(p *params) { p.sumSynonyms = true }, false},
 		{"top-level properties only", func(p *params) { p.nested = false }, false},
+		{"no title", func(p *params) { p.weight[fieldTitle] = 0 }, false},
+		{"group description added (×0.6)", func(p *params) { p.weight[fieldGroupDesc] = 0.6 }, false},
+		{"annotations added (×0.3)", func(p *params) { p.weight[fieldAnnotations] = 0.3 }, false},
 		{"every field used weighs 1", func(p *params) {
 			for f := range p.weight {
 				if p.weight[f] > 0 {

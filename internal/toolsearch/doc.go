@@ -4,8 +4,9 @@
 //
 // The ranking is BM25F (Okapi BM25 over weighted fields): a tool's name
 // (split at '_', '-', '.' and camelCase) weighs most, then its input
-// schema's property names, its description, its group id and its
-// properties' descriptions. Text is lower-cased, cut at every
+// schema's property names, its title, description and group id, and its
+// properties' descriptions. Its group's description and its annotations
+// are read but weigh nothing: each lowered recall. Text is lower-cased, cut at every
 // non-alphanumeric character, stripped of a short list of English stop
 // words and lightly stemmed (plurals, -ly, -ing, -ed, a final e). A query
 // word also stands for its synonyms from a small table of the vocabulary
@@ -19,7 +20,8 @@
 // Retrieval quality is measured on a real catalog, testdata/catalog.json
 // (the first-party modules, the runtime's groups and the npm MCP servers
 // filesystem, memory and everything; `go generate` rebuilds it), against
-// the task phrasings of testdata/queries.json; testdata/README.md has the
+// the task phrasings of testdata/queries.json and the frozen blind set
+// testdata/queries_blind.json; testdata/README.md has the
 // figures and how the defaults were chosen.
 package toolsearch
 

@@ -57,19 +57,19 @@ type field int
 
 const (
 	fieldName        field = iota // the tool name's words
+	fieldTitle                    // the tool's title
 	fieldGroup                    // the group id's words
+	fieldGroupDesc                // the group's description
 	fieldDesc                     // the description
 	fieldProps                    // the input schema's property names
 	fieldPropDesc                 // the input schema's property descriptions
-	fieldTitle                    // the tool's title
-	fieldGroupDesc                // the group's description
 	fieldAnnotations              // the words of the tool's true hints
 	numFields
 )
 
 // fieldNames name the fields in a hit's Why.
-var fieldNames = [numFields]string{"name", "group", "description", "parameter names", "parameter descriptions",
-	"title", "group description", "annotations"}
+var fieldNames = [numFields]string{"name", "title", "group", "group description", "description",
+	"parameter names", "parameter descriptions", "annotations"}
 
 // annotationWords are the words each MCP hint stands for when true.
 var annotationWords = map[string]string{
@@ -80,6 +80,8 @@ var annotationWords = map[string]string{
 
 // params are the ranking's knobs; defaultParams holds the values chosen on
 // testdata (testdata/README.md has the measurements; TestAblation repeats the main ones).
+// The group's description and the annotations weigh 0: each lowered
+// recall on the development data.
 type params struct {
 	// k1 is BM25's term-frequency saturation.
 	k1 float64
@@ -104,7 +106,7 @@ type params struct {
 
 var defaultParams = params{
 	k1:     1.2,
-	weight: [numFields]float64{fieldName: 3, fieldGroup: 1, fieldDesc: 1, fieldProps: 1.5, fieldPropDesc: 0.5},
+	weight: [numFields]float64{fieldName: 3, fieldGroup: 1, fieldDesc: 1, fieldProps: 1.5, fieldPropDesc: 0.5, fieldTitle: 1},
 	b:      [numFields]float64{0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75},
 	nested: true,
 	expand: 0.4,
@@ -168,7 +170,9 @@ func newIndex(docs []Doc, p params) *Index {
 		texts[fieldProps], texts[fieldPropDesc] = schemaTexts(d.InputSchema, p.nested)
 		texts[fieldTitle] = []string{d.Title}
 		texts[fieldGroupDesc] = []string{d.GroupDescription}
-		texts[fieldAnnotations] = annotationTexts(d.Annotations)
+		if p.weight[fieldAnnotations] > 0 {
+			texts[fieldAnnotations] = annotationTexts(d.Annotations)
+		}
 		counts[i] = map[string]*[numFields]int{}
 		for f := range numFields {
 			if p.weight[f] == 0 {
