@@ -39,12 +39,19 @@ func blindSlot(t testing.TB, docs []Doc, slot string) []query {
 	return out
 }
 
+// blindFloor is the blind set's recall@3 over all 201 phrasings (154 of
+// them, 0.766) as measured once, when the ranking of issue 34's first part
+// was final: a regression floor, not the target. Issue 34's target is 0.9,
+// which this ranking does not reach (testdata/README.md).
+const blindFloor = 154.0 / 201
+
 // TestBlindRecall ranks the frozen blind phrasings (issue 34) against the
 // real catalog. Slot a is the development slot: its figures and misses are
 // logged. Slots b and c are held out: only their figures are logged, never
 // a phrasing or a miss, so that a run of this test does not show what the
 // ranking could be tuned to. During development run only
-// -run 'TestBlindRecall/slot_a'.
+// -run 'TestBlindRecall/slot_a'. Over all 201 phrasings recall@3 must not
+// fall below blindFloor.
 func TestBlindRecall(t *testing.T) {
 	docs := loadCatalog(t).Tools
 	ix := New(docs)
@@ -53,6 +60,24 @@ func TestBlindRecall(t *testing.T) {
 		t.Logf("slot a (development): %d phrasings, recall@1 %.3f, recall@3 %.3f", r.n, r.at1, r.at3)
 		for _, m := range r.misses {
 			t.Logf("miss: %s", m)
+		}
+	})
+	t.Run("all", func(t *testing.T) {
+		var all []query
+		for _, slot := range []string{"a", "b", "c"} {
+			qs := blindSlot(t, docs, slot)
+			r := measure(ix, qs)
+			t.Logf("slot %s: %d phrasings, recall@1 %.3f, recall@3 %.3f", slot, r.n, r.at1, r.at3)
+			all = append(all, qs...)
+		}
+		r := measure(ix, all)
+		t.Logf("all: %d phrasings over %d tools, recall@1 %.3f, recall@3 %.3f (counting only each phrasing's own tool: %.3f, %.3f)",
+			r.n, len(docs), r.at1, r.at3, r.strictAt1, r.strictAt3)
+		if r.n != 201 {
+			t.Errorf("%d blind phrasings, want 201", r.n)
+		}
+		if r.at3 < blindFloor {
+			t.Errorf("recall@3 %.3f on the blind set, below its floor %.3f: the ranking got worse on phrasings it was never tuned on", r.at3, blindFloor)
 		}
 	})
 }
