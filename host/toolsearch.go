@@ -163,8 +163,8 @@ type ToolMatch struct {
 // or not, against a need described in words, best first, at most limit of
 // them (find_tools). Everything a tool states is handed to the ranking
 // (internal/toolsearch), which reads its name, title, description and
-// parameters. The index is built once per role view, on first use. None when the role defers nothing or nothing
-// matches.
+// parameters. The index is built once per role view, on first use. None
+// when the role defers nothing or nothing matches.
 func (h *Host) SearchTools(agentID, query string, limit int) ([]ToolMatch, error) {
 	v, loaded, err := h.deferring(agentID)
 	if v == nil {
