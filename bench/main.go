@@ -255,6 +255,10 @@ func run(ctx context.Context, o options) error {
 	if rep.Context, err = measureContext(ctx, root, tmp); err != nil {
 		return err
 	}
+	logf("find_tools: recall and time on the committed catalog")
+	if rep.Search, err = measureSearch(root, max(3, o.calls/3000)); err != nil {
+		return fmt.Errorf("find_tools: %w", err)
+	}
 
 	if o.plot != "" {
 		var rows [][]*Series

@@ -26,6 +26,7 @@ type report struct {
 	RSS        []rssRow
 	Sandbox    *sandboxResult
 	Context    *contextResult
+	Search     *searchResult
 	Events     *eventsResult    // nil when not measured
 	Retention  *retentionResult // nil when not measured
 	Postgres   string           // the PostgreSQL server of -pg-dsn (pgCluster.About); "" when there was none
@@ -236,6 +237,9 @@ func (r *report) checks() []checked {
 		all, deferred := c.Rows[0], c.Rows[2]
 		add("first request, role with every group deferred / with every tool (tokens; goal ≥ 85 % fewer)", fmt.Sprint(deferred.total()), fmt.Sprint(all.total()),
 			float64(deferred.total())/float64(all.total()), 0.15, 0)
+	}
+	if s := r.Search; s != nil {
+		s.checks(add)
 	}
 	at(pathAPI, pathRaw, 1, .5, 0, 0)
 	return out
@@ -506,6 +510,9 @@ func (r *report) writeRest(p func(string, ...any)) {
 			p("| %s | %d | %d | %d | %d | %.3f | %d |", row.Name, row.Tools, row.ToolTokens, row.PromptTokens, row.total(),
 				float64(row.total())/float64(c.Rows[0].total()), row.LoadableTools)
 		}
+	}
+	if s := r.Search; s != nil {
+		s.write(p)
 	}
 	r.writeEvents(p)
 	r.writeRetention(p)

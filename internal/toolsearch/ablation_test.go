@@ -10,8 +10,8 @@ import "testing"
 func TestAblation(t *testing.T) {
 	c := loadCatalog(t)
 	qs := loadQueries(t, c.Tools)
-	base := measure(newIndex(c.Tools, defaultParams), qs)
-	t.Logf("%-34s recall@1 %.3f recall@3 %.3f", "defaults", base.at1, base.at3)
+	base := Measure(newIndex(c.Tools, defaultParams), qs)
+	t.Logf("%-34s recall@1 %.3f recall@3 %.3f", "defaults", base.At1, base.At3)
 	for _, v := range []struct {
 		name   string
 		change func(*params)
@@ -34,10 +34,10 @@ func TestAblation(t *testing.T) {
 	} {
 		p := defaultParams
 		v.change(&p)
-		r := measure(newIndex(c.Tools, p), qs)
-		t.Logf("%-34s recall@1 %.3f recall@3 %.3f", v.name, r.at1, r.at3)
-		if v.worse && r.at3 >= base.at3 {
-			t.Errorf("%s: recall@3 %.3f, not below the defaults' %.3f: the feature does not earn its place", v.name, r.at3, base.at3)
+		r := Measure(newIndex(c.Tools, p), qs)
+		t.Logf("%-34s recall@1 %.3f recall@3 %.3f", v.name, r.At1, r.At3)
+		if v.worse && r.At3 >= base.At3 {
+			t.Errorf("%s: recall@3 %.3f, not below the defaults' %.3f: the feature does not earn its place", v.name, r.At3, base.At3)
 		}
 	}
 }

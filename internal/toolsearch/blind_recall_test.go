@@ -1,42 +1,20 @@
 package toolsearch
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 )
 
 // blindSlot returns the phrasings of slot a, b or c of the frozen blind set
-// (testdata/queries_blind.json) as queries, failing on a tool that is not
-// in the catalog.
-func blindSlot(t testing.TB, docs []Doc, slot string) []query {
+// (testdata/queries_blind.json), failing on a tool that is not in the
+// catalog.
+func blindSlot(t testing.TB, docs []Doc, slot string) []Query {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "queries_blind.json"))
+	qs, err := LoadQueries(filepath.Join("testdata", "queries_blind.json"), docs, slot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var qf blindQueryFile
-	if err := json.Unmarshal(raw, &qf); err != nil {
-		t.Fatalf("queries_blind.json: %v", err)
-	}
-	names := map[string]bool{}
-	for _, d := range docs {
-		names[d.Name] = true
-	}
-	var out []query
-	for _, q := range qf.Queries {
-		if q.Slot != slot {
-			continue
-		}
-		for _, tool := range append([]string{q.Tool}, q.Also...) {
-			if !names[tool] {
-				t.Fatalf("blind query %d of slot %s: tool %s is not in the catalog", len(out), slot, tool)
-			}
-		}
-		out = append(out, query{Query: q.Query, Tool: q.Tool, Also: q.Also, Set: "blind-" + slot})
-	}
-	return out
+	return qs
 }
 
 // blindFloor is the blind set's recall@3 over all 201 phrasings (154 of
@@ -56,28 +34,28 @@ func TestBlindRecall(t *testing.T) {
 	docs := loadCatalog(t).Tools
 	ix := New(docs)
 	t.Run("slot_a", func(t *testing.T) {
-		r := measure(ix, blindSlot(t, docs, "a"))
-		t.Logf("slot a (development): %d phrasings, recall@1 %.3f, recall@3 %.3f", r.n, r.at1, r.at3)
-		for _, m := range r.misses {
+		r := Measure(ix, blindSlot(t, docs, "a"))
+		t.Logf("slot a (development): %d phrasings, recall@1 %.3f, recall@3 %.3f", r.N, r.At1, r.At3)
+		for _, m := range r.Misses {
 			t.Logf("miss: %s", m)
 		}
 	})
 	t.Run("all", func(t *testing.T) {
-		var all []query
+		var all []Query
 		for _, slot := range []string{"a", "b", "c"} {
 			qs := blindSlot(t, docs, slot)
-			r := measure(ix, qs)
-			t.Logf("slot %s: %d phrasings, recall@1 %.3f, recall@3 %.3f", slot, r.n, r.at1, r.at3)
+			r := Measure(ix, qs)
+			t.Logf("slot %s: %d phrasings, recall@1 %.3f, recall@3 %.3f", slot, r.N, r.At1, r.At3)
 			all = append(all, qs...)
 		}
-		r := measure(ix, all)
+		r := Measure(ix, all)
 		t.Logf("all: %d phrasings over %d tools, recall@1 %.3f, recall@3 %.3f (counting only each phrasing's own tool: %.3f, %.3f)",
-			r.n, len(docs), r.at1, r.at3, r.strictAt1, r.strictAt3)
-		if r.n != 201 {
-			t.Errorf("%d blind phrasings, want 201", r.n)
+			r.N, len(docs), r.At1, r.At3, r.StrictAt1, r.StrictAt3)
+		if r.N != 201 {
+			t.Errorf("%d blind phrasings, want 201", r.N)
 		}
-		if r.at3 < blindFloor {
-			t.Errorf("recall@3 %.3f on the blind set, below its floor %.3f: the ranking got worse on phrasings it was never tuned on", r.at3, blindFloor)
+		if r.At3 < blindFloor {
+			t.Errorf("recall@3 %.3f on the blind set, below its floor %.3f: the ranking got worse on phrasings it was never tuned on", r.At3, blindFloor)
 		}
 	})
 }

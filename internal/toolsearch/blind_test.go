@@ -12,18 +12,6 @@ import (
 // queries_blind.json is a frozen evaluation set written blind to the
 // ranking (issue 34). This file checks only its shape; it never ranks.
 
-type blindQuery struct {
-	Query string   `json:"query"`
-	Tool  string   `json:"tool"`
-	Also  []string `json:"also"`
-	Slot  string   `json:"slot"`
-}
-
-type blindQueryFile struct {
-	About   string       `json:"about"`
-	Queries []blindQuery `json:"queries"`
-}
-
 type blindCatalogFile struct {
 	Tools []struct {
 		Name string `json:"name"`
@@ -69,7 +57,7 @@ func blindReuses(q, n string) bool {
 }
 
 func TestBlindQueriesWellFormed(t *testing.T) {
-	var qf blindQueryFile
+	var qf QueryFile
 	blindReadJSON(t, filepath.Join("testdata", "queries_blind.json"), &qf)
 	var cf blindCatalogFile
 	blindReadJSON(t, filepath.Join("testdata", "catalog.json"), &cf)

@@ -389,26 +389,6 @@ func TestSearchProperties(t *testing.T) {
 	})
 }
 
-// bigCatalog is the real catalog copied until it holds n tools, each copy's
-// names and groups suffixed (read_file_2 of workspace_2): a deployment of
-// many modules whose tools share the real ones' vocabulary, so that every
-// posting list is as long as it gets.
-func bigCatalog(docs []Doc, n int) []Doc {
-	out := make([]Doc, 0, n)
-	for i := 0; len(out) < n; i++ {
-		for _, d := range docs {
-			if len(out) == n {
-				break
-			}
-			if i > 0 {
-				d.Name, d.Group = fmt.Sprintf("%s_%d", d.Name, i), fmt.Sprintf("%s_%d", d.Group, i)
-			}
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 // BenchmarkSearch is one find_tools search (its index built once per role
 // view, as the host keeps it) over the real catalog of 67 tools and over
 // 2000, the development phrasings (the old set and blind slot a) taken in
@@ -418,7 +398,7 @@ func BenchmarkSearch(b *testing.B) {
 	docs := loadCatalog(b).Tools
 	qs := append(loadQueries(b, docs), blindSlot(b, docs, "a")...)
 	for _, n := range []int{len(docs), 2000} {
-		ix := New(bigCatalog(docs, n))
+		ix := New(Replicate(docs, n))
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
@@ -435,7 +415,7 @@ func BenchmarkSearch(b *testing.B) {
 func BenchmarkNew(b *testing.B) {
 	docs := loadCatalog(b).Tools
 	for _, n := range []int{len(docs), 2000} {
-		big := bigCatalog(docs, n)
+		big := Replicate(docs, n)
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
