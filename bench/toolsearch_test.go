@@ -29,7 +29,7 @@ func TestMeasureSearch(t *testing.T) {
 	})
 	var b strings.Builder
 	s.write(func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) })
-	if len(lines) != 3 || !strings.Contains(lines[2], "recall@3 on the blind set (201 phrasings)") || !strings.Contains(b.String(), "| blind set, slot c | 67 |") {
+	if len(lines) != 4 || !strings.Contains(lines[2], "recall@3 on the blind set (201 phrasings)") || !strings.Contains(b.String(), "| blind set, slot c | 67 |") {
 		t.Fatalf("summary %q; section:\n%s", lines, b.String())
 	}
 	t.Logf("%s\n%s", strings.Join(lines, "\n"), b.String())

@@ -45,12 +45,12 @@ func TestBlindRecall(t *testing.T) {
 		for _, slot := range []string{"a", "b", "c"} {
 			qs := blindSlot(t, docs, slot)
 			r := Measure(ix, qs)
-			t.Logf("slot %s: %d phrasings, recall@1 %.3f, recall@3 %.3f", slot, r.N, r.At1, r.At3)
+			t.Logf("slot %s: %d phrasings, recall@1 %.3f, recall@3 %.3f, recall@5 %.3f", slot, r.N, r.At1, r.At3, r.At5)
 			all = append(all, qs...)
 		}
 		r := Measure(ix, all)
-		t.Logf("all: %d phrasings over %d tools, recall@1 %.3f, recall@3 %.3f (counting only each phrasing's own tool: %.3f, %.3f)",
-			r.N, len(docs), r.At1, r.At3, r.StrictAt1, r.StrictAt3)
+		t.Logf("all: %d phrasings over %d tools, recall@1 %.3f, recall@3 %.3f (counting only each phrasing's own tool: %.3f, %.3f), recall@5 (find_tools' default) %.3f",
+			r.N, len(docs), r.At1, r.At3, r.StrictAt1, r.StrictAt3, r.At5)
 		if r.N != 201 {
 			t.Errorf("%d blind phrasings, want 201", r.N)
 		}

@@ -100,10 +100,10 @@ func readJSON(path string, v any) error {
 }
 
 // Recall is the share of phrasings whose tool (or one of its alternatives)
-// is among the top 1 and top 3 hits, and the phrasings that missed the top
-// 3.
+// is among the top 1, 3 and 5 hits (5: find_tools' default), and the
+// phrasings that missed the top 3.
 type Recall struct {
-	At1, At3             float64
+	At1, At3, At5        float64
 	StrictAt1, StrictAt3 float64 // counting only the phrasing's own tool
 	N                    int
 	Misses               []string
@@ -112,9 +112,9 @@ type Recall struct {
 // Measure runs every phrasing against ix.
 func Measure(ix *Index, qs []Query) Recall {
 	var r Recall
-	var hit1, hit3, strict1, strict3 int
+	var hit1, hit3, hit5, strict1, strict3 int
 	for _, q := range qs {
-		hits := ix.Search(q.Query, 3)
+		hits := ix.Search(q.Query, 5)
 		rank, strict := 0, 0
 		for i, h := range hits {
 			if strict == 0 && h.Name == q.Tool {
@@ -128,10 +128,13 @@ func Measure(ix *Index, qs []Query) Recall {
 			hit1++
 		}
 		if rank >= 1 {
+			hit5++
+		}
+		if rank >= 1 && rank <= 3 {
 			hit3++
 		} else {
 			var got []string
-			for _, h := range hits {
+			for _, h := range hits[:min(3, len(hits))] {
 				got = append(got, h.Name)
 			}
 			r.Misses = append(r.Misses, q.Query+" → want "+q.Tool+", got ["+strings.Join(got, " ")+"]")
@@ -139,13 +142,14 @@ func Measure(ix *Index, qs []Query) Recall {
 		if strict == 1 {
 			strict1++
 		}
-		if strict >= 1 {
+		if strict >= 1 && strict <= 3 {
 			strict3++
 		}
 	}
 	r.N = len(qs)
 	n := float64(len(qs))
-	r.At1, r.At3, r.StrictAt1, r.StrictAt3 = float64(hit1)/n, float64(hit3)/n, float64(strict1)/n, float64(strict3)/n
+	r.At1, r.At3, r.At5 = float64(hit1)/n, float64(hit3)/n, float64(hit5)/n
+	r.StrictAt1, r.StrictAt3 = float64(strict1)/n, float64(strict3)/n
 	return r
 }
 
