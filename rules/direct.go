@@ -126,21 +126,13 @@ func lowerDirect(e ast.Expr) direct {
 		}
 		return func(v *Vars) (any, bool) {
 			m, ok := dict(operand(v))
-			if !ok {
-				return nil, false
-			}
-			return lookup(m, field)
+			x, has := m[field]
+			return x, ok && has
 		}
 	case ast.CallKind:
 		return lowerCall(e.AsCall())
 	}
 	return nil
-}
-
-// lookup is m[k], when it is there.
-func lookup(m map[string]any, k string) (any, bool) {
-	x, has := m[k]
-	return x, has
 }
 
 // lowerCall lowers the operators and functions it knows.
@@ -202,10 +194,8 @@ func lowerCall(c ast.CallExpr) direct {
 		return func(v *Vars) (any, bool) {
 			m, ok := dict(fs[0](v))
 			k, kok := str(fs[1](v))
-			if !ok || !kok {
-				return nil, false
-			}
-			return lookup(m, k)
+			x, has := m[k]
+			return x, ok && kok && has
 		}
 	case name == overloads.Size && len(fs) == 1:
 		return func(v *Vars) (any, bool) {
