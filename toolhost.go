@@ -95,6 +95,13 @@ type CallContext struct {
 	// the agent: an OpenID access token's subject. The call's events carry
 	// it in their payload's "principal". Not sent to plugins.
 	Principal string `json:"principal,omitempty"`
+	// Credential is the credential the call came with: "admin", "cli",
+	// "token:NAME/ID" (a role token's name and id), "oidc:SUBJECT", or ""
+	// for the embedding program's own calls. A role's call limits count per
+	// credential, pending approvals are bounded per credential, and the
+	// call's events carry it in their payload's "credential". Not sent to
+	// plugins.
+	Credential string `json:"credential,omitempty"`
 }
 
 // DescribeRequest asks a provider for its group as seen from a context.

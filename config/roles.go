@@ -49,7 +49,7 @@ type Role struct {
 // (see [rules.Rule]).
 type Rule = rules.Rule
 
-// Limit is a `limit "TARGET" { calls, per }` block of a role (see
+// Limit is a `limit "TARGET" { calls, per, by }` block of a role (see
 // [rules.Limit]).
 type Limit = rules.Limit
 
@@ -81,7 +81,7 @@ var ruleSchema = &hcl.BodySchema{
 }
 
 var limitSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "calls", Required: true}, {Name: "per", Required: true}},
+	Attributes: []hcl.AttributeSchema{{Name: "calls", Required: true}, {Name: "per", Required: true}, {Name: "by"}},
 }
 
 var toolsSchema = &hcl.BodySchema{
@@ -184,6 +184,7 @@ func (d *decoder) limit(blk *hcl.Block) Limit {
 		return n, nil
 	})
 	attr(d, content.Attributes, "per", &l.Per, duration)
+	attr(d, content.Attributes, "by", &l.By, func(by string) (string, error) { return by, rules.CheckBy(by) })
 	return l
 }
 

@@ -536,6 +536,9 @@ func (c *call) event(typ string, payload map[string]any) store.Event {
 	if p := c.req.Context.Principal; p != "" {
 		payload["principal"] = p
 	}
+	if cr := c.req.Context.Credential; cr != "" {
+		payload["credential"] = cr
+	}
 	return e
 }
 

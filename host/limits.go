@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -11,8 +12,11 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// takeLimits takes a token, for the call's agent, from the bucket of each of
-// limits that counts the call's tool, all or none ([store.Store.TakeTokens]):
+// takeLimits takes a token from the bucket of each of limits that counts the
+// call's tool, all or none ([store.Store.TakeTokens]): the bucket of the
+// call's credential (whatever agent, session or key it calls as: those are
+// free to make, so they never reset a bucket), or the role's one bucket
+// for a limit by role.
 // a call two limits count spends nothing when either refuses. A refusal is
 // rate_limited, naming each limit that refused and saying when to retry
 // ([toolhost.Error.RetryAfter]: when every one of them will have a token).
@@ -27,7 +31,11 @@ func (c *call) takeLimits(ctx context.Context, limits []rules.Limit) (err error)
 	for _, l := range limits {
 		if l.Counts(tool, group) {
 			counted = append(counted, l)
-			buckets = append(buckets, store.Bucket{Role: c.req.Context.Role, Agent: c.req.Context.AgentID, Target: l.Target, Calls: l.Calls, Per: l.Per})
+			b := store.Bucket{Role: c.req.Context.Role, Caller: c.req.Context.Credential, Target: l.Target, Calls: l.Calls, Per: l.Per}
+			if l.By == rules.ByRole {
+				b.Caller = ""
+			}
+			buckets = append(buckets, b)
 		}
 	}
 	if len(buckets) == 0 {
@@ -43,13 +51,13 @@ func (c *call) takeLimits(ctx context.Context, limits []rules.Limit) (err error)
 	var retry time.Duration
 	for i, t := range takes {
 		l := counted[i]
-		d := map[string]any{"limit": l.Target, "calls": l.Calls, "per": l.Per.String(), "taken": ok}
+		d := map[string]any{"limit": l.Target, "calls": l.Calls, "per": l.Per.String(), "by": cmp.Or(l.By, rules.ByCredential), "taken": ok}
 		switch {
 		case ok:
 			d["tokens_left"] = t.Left
 		case !t.Granted:
 			d["retry_after_ms"] = ceilMs(t.RetryAfter).Milliseconds()
-			refused = append(refused, fmt.Sprintf("%q (%d calls per %s)", l.Target, l.Calls, l.Per))
+			refused = append(refused, fmt.Sprintf("%q (%d calls per %s, %s)", l.Target, l.Calls, l.Per, limitWhose(l, c.req.Context.Credential)))
 			retry = max(retry, t.RetryAfter)
 		}
 		c.limits = append(c.limits, d)
@@ -57,13 +65,20 @@ func (c *call) takeLimits(ctx context.Context, limits []rules.Limit) (err error)
 	if ok {
 		return nil
 	}
-	who := "agent " + c.req.Context.AgentID
-	if c.req.Context.AgentID == "" {
-		who = "the callers without an agent"
-	}
 	return &toolhost.Error{Code: toolhost.CodeRateLimited, RetryAfter: retry, Message: fmt.Sprintf(
-		"call of %s refused: %s spent the limit %s of role %s; retry in %s",
-		tool, who, strings.Join(refused, " and "), c.req.Context.Role, ceilMs(retry))}
+		"call of %s refused: the limit %s of role %s is spent; retry in %s",
+		tool, strings.Join(refused, " and "), c.req.Context.Role, ceilMs(retry))}
+}
+
+// limitWhose names whose calls the limit l counts for a call of cred.
+func limitWhose(l rules.Limit, cred string) string {
+	switch {
+	case l.By == rules.ByRole:
+		return "shared by the role's callers"
+	case cred == "":
+		return "counted for the embedding program's calls"
+	}
+	return "counted for " + cred
 }
 
 // ceilMs rounds d up to the millisecond: a caller who waits as long as it

@@ -59,18 +59,41 @@ type Limit struct {
 	Calls int
 	// Per is the period in which Calls calls are allowed, greater than 0.
 	Per time.Duration
+	// By is whose calls a bucket counts: [ByCredential] ("" too), one
+	// bucket per credential whatever agents, sessions or keys it makes, or
+	// [ByRole], one bucket that every credential of the role shares.
+	By string
+}
+
+// The values of [Limit.By].
+const (
+	ByCredential = "credential"
+	ByRole       = "role"
+)
+
+// CheckBy says what is wrong with a limit's by, or nil.
+func CheckBy(by string) error {
+	if by == "" || by == ByCredential || by == ByRole {
+		return nil
+	}
+	return fmt.Errorf(`%q is neither "credential" nor "role"`, by)
 }
 
 type limitJSON struct {
 	Target string `json:"target"`
 	Calls  int    `json:"calls"`
 	Per    string `json:"per"`
+	By     string `json:"by,omitempty"`
 }
 
-// MarshalJSON writes the limit as {"target", "calls", "per"}, per as a
-// duration such as "1m0s".
+// MarshalJSON writes the limit as {"target", "calls", "per", "by"}, per as a
+// duration such as "1m0s", by only when it is "role".
 func (l Limit) MarshalJSON() ([]byte, error) {
-	return json.Marshal(limitJSON{l.Target, l.Calls, l.Per.String()})
+	by := l.By
+	if by == ByCredential {
+		by = ""
+	}
+	return json.Marshal(limitJSON{l.Target, l.Calls, l.Per.String(), by})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes; per is a duration such as
@@ -80,7 +103,10 @@ func (l *Limit) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*l = Limit{Target: j.Target, Calls: j.Calls}
+	if err := CheckBy(j.By); err != nil {
+		return fmt.Errorf("by: %w", err)
+	}
+	*l = Limit{Target: j.Target, Calls: j.Calls, By: j.By}
 	if j.Per != "" {
 		d, err := time.ParseDuration(j.Per)
 		if err != nil {

@@ -130,7 +130,7 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 }
 
 func (rt *Runtime) spawnTool(ctx context.Context, cc toolhost.CallContext, role, task string) (*sdk.Result, error) {
-	a, err := rt.Spawn(ctx, SpawnRequest{Role: role, Task: task, ParentID: cc.AgentID, CallID: cc.CallID})
+	a, err := rt.Spawn(ctx, SpawnRequest{Role: role, Task: task, ParentID: cc.AgentID, CallID: cc.CallID, Credential: cc.Credential})
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func (rt *Runtime) adopt(ctx context.Context, all []store.Agent) error {
 		}
 		rt.log.Info("agent resumed", "agent", rec.ID, "role", r.Name, "status", rec.Status, "previous_owner", rec.Owner)
 		rec.Owner = rt.owner
-		rt.launch(&agent{id: rec.ID, rec: rec, role: r.Name}, begun)
+		rt.launch(&agent{id: rec.ID, rec: rec, role: r.Name, cred: rec.Credential}, begun)
 	}
 	if lagging {
 		rt.catchUp = min(max(2*rt.catchUp, catchUpFirst), rt.lease/renewParts)

@@ -22,6 +22,7 @@ type agent struct {
 	id      string
 	rec     store.Agent
 	role    string
+	cred    string // the credential it is of (rec.Credential, which never changes)
 	wake    chan struct{}
 	pending bool // mail arrived and is not yet taken
 	busy    bool // the loop is working or about to look for work
@@ -499,7 +500,7 @@ func (rt *Runtime) toolCalls(ctx context.Context, a *agent, t *task, turnID stri
 			continue
 		}
 		reqs = append(reqs, &toolhost.CallRequest{Tool: c.Name, Arguments: json.RawMessage(c.Arguments), Context: toolhost.CallContext{
-			AgentID: a.id, Role: a.role, Session: a.id, Channel: "agent", ParentID: turnID,
+			AgentID: a.id, Role: a.role, Session: a.id, Channel: "agent", ParentID: turnID, Credential: a.cred,
 		}})
 		idx = append(idx, i)
 	}

@@ -226,6 +226,11 @@ type SpawnRequest struct {
 	ParentID string
 	// CallID is the tool call that spawns it, under which its events show.
 	CallID string
+	// Credential is the credential spawning it (see
+	// [toolhost.CallContext.Credential]); the agent is that credential's,
+	// and its calls count against that credential's limits. Empty: the
+	// parent's, if it has one.
+	Credential string
 }
 
 // Spawn creates an agent of a role and, when the runtime runs agents,
@@ -239,9 +244,11 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (AgentSummary, e
 		return AgentSummary{}, err
 	}
 	if req.ParentID != "" {
-		if _, err := rt.st.Agent(ctx, req.ParentID); err != nil {
+		parent, err := rt.st.Agent(ctx, req.ParentID)
+		if err != nil {
 			return AgentSummary{}, toolhost.Errorf(toolhost.CodeValidation, "no agent %q to be the parent", req.ParentID)
 		}
+		req.Credential = cmp.Or(req.Credential, parent.Credential)
 	}
 	// The agent, its task with it (the first save of its loop opens its
 	// conversation with the task), is this runtime's from the start, so
@@ -249,7 +256,7 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (AgentSummary, e
 	// run agents releases it, for a server to adopt.
 	begun := time.Now()
 	rec := store.Agent{ParentID: req.ParentID, Kind: store.AgentRuntime, Task: req.Task, Status: store.StatusWaiting,
-		Owner: rt.owner, LeaseUntil: begun.Add(rt.lease)}
+		Owner: rt.owner, LeaseUntil: begun.Add(rt.lease), Credential: req.Credential}
 	rec, err = rt.h.CreateAgent(ctx, role.Name, rec)
 	if err != nil {
 		return AgentSummary{}, err
@@ -258,7 +265,7 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (AgentSummary, e
 		Payload: map[string]any{"parent_agent": req.ParentID, "task": req.Task}})
 	rt.log.Info("agent spawned", "agent", rec.ID, "role", role.Name, "parent", req.ParentID)
 	if rt.opts.RunAgents {
-		rt.launch(&agent{id: rec.ID, rec: rec, role: role.Name}, begun)
+		rt.launch(&agent{id: rec.ID, rec: rec, role: role.Name, cred: rec.Credential}, begun)
 	} else {
 		// Should this fail, the lease passes instead.
 		if _, err := rt.st.ReleaseAgent(context.WithoutCancel(ctx), rec.ID, rt.owner); err != nil {

@@ -79,7 +79,7 @@ func (s *Server) spawnAgent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a, err := rt.Spawn(r.Context(), runtime.SpawnRequest{Role: body.Role, Task: body.Task, ParentID: body.ParentID})
+	a, err := rt.Spawn(r.Context(), runtime.SpawnRequest{Role: body.Role, Task: body.Task, ParentID: body.ParentID, Credential: principalOf(r).credential()})
 	if err != nil {
 		status := statusOf(err)
 		if status == http.StatusNotFound { // the role named in the body: the request is wrong, not its path

@@ -204,15 +204,19 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "tool: required"))
 		return
 	}
-	if p := principalOf(r); !p.admin && !s.callerInRole(r, p, body) {
-		writeError(w, http.StatusForbidden, p.refusal("a call as "+callerName(body)))
-		return
+	p := principalOf(r)
+	if !p.admin {
+		if err := s.callerOf(r, p, body); err != nil {
+			writeError(w, http.StatusForbidden, err)
+			return
+		}
 	}
 	if len(body.Arguments) == 0 {
 		body.Arguments = json.RawMessage("{}")
 	}
 	res, err := s.h.Call(r.Context(), &toolhost.CallRequest{Tool: body.Tool, Arguments: body.Arguments,
-		Context: toolhost.CallContext{CallID: body.CallID, Role: body.Role, AgentID: body.AgentID, Channel: "http", Principal: principalOf(r).subject()}})
+		Context: toolhost.CallContext{CallID: body.CallID, Role: body.Role, AgentID: body.AgentID, Channel: "http",
+			Principal: p.subject(), Credential: p.credential()}})
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -220,19 +224,29 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// callerInRole reports whether a call's caller (its agent, else its role) is
-// of the role the token p opens. A call with neither runs with every group:
-// never a role token's.
-func (s *Server) callerInRole(r *http.Request, p principal, body CallBody) bool {
+// callerOf checks that p, which is not the admin, may make a call as its
+// caller: its agent, which must be of a role p opens and p's own (an agent
+// belongs to the credential that made it), else its role, which p must
+// open. A call with neither runs with every group: never a role token's.
+func (s *Server) callerOf(r *http.Request, p principal, body CallBody) error {
 	switch {
 	case body.AgentID != "":
 		a, err := s.h.Store().Agent(r.Context(), body.AgentID)
-		return err == nil && p.opens(a.RoleID) && (body.Role == "" || s.roleIs(body.Role, a.RoleID))
+		if err != nil || !p.opens(a.RoleID) || body.Role != "" && !s.roleIs(body.Role, a.RoleID) {
+			return p.refusal("a call as " + callerName(body))
+		}
+		if a.Credential != p.credential() {
+			return toolhost.Errorf(toolhost.CodePolicy,
+				"a call as agent %q: refused: the agent belongs to the credential that made it, and %s is not that credential (make calls as an agent of your own: an MCP session or agent key makes one)",
+				body.AgentID, p.credential())
+		}
+		return nil
 	case body.Role != "":
-		role, err := s.h.Role(body.Role)
-		return err == nil && p.opens(role.ID)
+		if role, err := s.h.Role(body.Role); err == nil && p.opens(role.ID) {
+			return nil
+		}
 	}
-	return false
+	return p.refusal("a call as " + callerName(body))
 }
 
 // roleIs reports whether the role named (or with the id) name has the id.

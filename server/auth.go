@@ -106,19 +106,21 @@ func (p principal) subject() string {
 	return p.oidc.subject
 }
 
-// credential names the credential the principal came with, for what the
-// MCP front holds per credential (sessions, agents, their tasks and held
-// calls) and the messages about it: "the admin token" (every request's,
-// with auth disabled), or a token by its name and when it was made — a
-// token made later under a revoked one's name is another credential.
+// credential names the credential the principal came with (see
+// [toolhost.CallContext.Credential]): what the MCP front holds per
+// credential (sessions, agents, their tasks and held calls), what a call's
+// limits count, whose an agent is, and what the events name. "admin" for
+// the admin token (every request's, with auth disabled), "oidc:SUBJECT"
+// for an OpenID provider's access token, else "token:NAME/ID": a token
+// made later under a revoked one's name is another credential.
 func (p principal) credential() string {
-	if p.oidc != nil {
-		return fmt.Sprintf("OIDC subject %q", p.oidc.subject)
+	switch {
+	case p.oidc != nil:
+		return store.OIDCCredential(p.oidc.subject)
+	case p.admin:
+		return store.CredentialAdmin
 	}
-	if p.admin {
-		return "the admin token"
-	}
-	return fmt.Sprintf("token %q (made %s)", p.token.Name, p.token.CreatedAt.UTC().Format(time.RFC3339Nano))
+	return p.token.Credential()
 }
 
 // permits reports whether the principal may reach the route with the

@@ -130,6 +130,7 @@ type mcpRole struct {
 type mcpAgent struct {
 	key     agentKey
 	agentID string
+	cred    string             // the credential it belongs to ([principal.credential]; store.CredentialCLI over stdio)
 	ss      *mcp.ServerSession // the session it lives in, to notify; nil for a keyed sessionless agent
 	entry   *openSession       // its entry in the front's table, when it counts against its credential's bound
 
@@ -411,9 +412,17 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 	if a, ok := r.agents.Load(k); ok {
 		return a.(*mcpAgent).busy().from(extra), nil
 	}
-	a := (&mcpAgent{key: k, calls: map[*int]context.CancelFunc{}}).from(extra)
+	a := (&mcpAgent{key: k, cred: cred, calls: map[*int]context.CancelFunc{}}).from(extra)
 	if !k.sessionless() {
 		a.ss = ss
+	}
+	switch {
+	case r.open == nil:
+		a.cred = store.CredentialCLI
+	case a.cred == "" && ss != nil:
+		// The initialized notification carries no header: the session's
+		// entry says whose it is.
+		a.cred = r.open.credentialOf(ss.ID())
 	}
 	// Over HTTP, a sessionless agent, and an agent a session's client named
 	// beside the session's own, count against the credential's bound.
@@ -422,7 +431,7 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 			return nil, r.open.refusal(cred)
 		}
 	}
-	created, err := r.h.CreateAgent(ctx, r.role, store.Agent{})
+	created, err := r.h.CreateAgent(ctx, r.role, store.Agent{Credential: a.cred})
 	if err != nil {
 		if a.entry != nil {
 			r.open.drop(a.entry)
@@ -595,7 +604,7 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 // pipeline error is a result with IsError, so the model sees it.
 func (r *mcpRole) run(ctx context.Context, a *mcpAgent, tool string, args json.RawMessage) *mcp.CallToolResult {
 	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: args,
-		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp", Principal: a.caller()}})
+		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp", Principal: a.caller(), Credential: a.cred}})
 	if err != nil {
 		return errorResult(err)
 	}

@@ -138,6 +138,17 @@ func (t *sessionTable) lookup(id string, r *mcpRole, cred string) (e *openSessio
 	return e, true
 }
 
+// credentialOf returns the credential that opened the session with the id,
+// "" when the table holds no such session.
+func (t *sessionTable) credentialOf(id string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.byID[id]; e != nil && e.ss != nil {
+		return e.cred
+	}
+	return ""
+}
+
 // sessions returns how many sessions of role r the table holds.
 func (t *sessionTable) sessions(r *mcpRole) int {
 	t.mu.Lock()

@@ -57,18 +57,22 @@ type Agent struct {
 	LeaseUntil time.Time `json:"leaseUntil,omitzero"`
 	CreatedAt  time.Time `json:"createdAt"`
 	UpdatedAt  time.Time `json:"updatedAt"`
+	// Credential is the credential that made the agent ("admin", "cli",
+	// "token:NAME/ID", "oidc:SUBJECT"; "" for an embedding program's): only
+	// it, or the admin, may call as the agent.
+	Credential string `json:"credential,omitempty"`
 }
 
 // Final reports whether the agent's status can no longer change.
 func (a *Agent) Final() bool { return a.Status == StatusFailed || a.Status == StatusTerminated }
 
-const agentColumns = `id, role_id, parent_id, status, kind, task, answer, error_code, error, turns, tokens, owner, lease_until, created_at, updated_at`
+const agentColumns = `id, role_id, parent_id, status, kind, task, answer, error_code, error, turns, tokens, owner, lease_until, created_at, updated_at, credential`
 
 func scanAgent(row scanner) (Agent, error) {
 	var a Agent
 	var lease, created, updated string
 	err := row.Scan(&a.ID, &a.RoleID, &a.ParentID, &a.Status, &a.Kind, &a.Task, &a.Answer, &a.ErrorCode, &a.Error,
-		&a.Turns, &a.Tokens, &a.Owner, &lease, &created, &updated)
+		&a.Turns, &a.Tokens, &a.Owner, &lease, &created, &updated, &a.Credential)
 	a.LeaseUntil, a.CreatedAt, a.UpdatedAt = parseLease(lease), parseTime(created), parseTime(updated)
 	return a, err
 }
@@ -104,9 +108,9 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 	}
 	a.CreatedAt = time.Now().UTC()
 	a.UpdatedAt = a.CreatedAt
-	_, err := s.db.exec(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.db.exec(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.RoleID, a.ParentID, a.Status, a.Kind, a.Task, a.Answer, a.ErrorCode, a.Error, a.Turns, a.Tokens, a.Owner,
-		leaseStamp(a.LeaseUntil), stamp(a.CreatedAt), stamp(a.UpdatedAt))
+		leaseStamp(a.LeaseUntil), stamp(a.CreatedAt), stamp(a.UpdatedAt), a.Credential)
 	if err != nil {
 		return a, fmt.Errorf("store: create agent: %w", err)
 	}

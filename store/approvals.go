@@ -40,8 +40,17 @@ type Approval struct {
 	Group   string
 	AgentID string
 	Role    string
-	// Arguments are the call's arguments, redacted.
-	Arguments json.RawMessage
+	// Credential is the credential of the waiting call (see
+	// [Agent.Credential]).
+	Credential string
+	// Arguments are what the approver sees of the call's arguments:
+	// redacted, and no longer than the host's preview bound (cut to a JSON
+	// string then). ArgumentsSize is the full arguments' size in bytes, and
+	// ArgumentsSHA256 their SHA-256 in hex, which the call checks before it
+	// runs.
+	Arguments       json.RawMessage
+	ArgumentsSize   int64
+	ArgumentsSHA256 string
 	// Rule names the role's rule that asked for the approval, and
 	// RuleReason is its reason; both empty when the tool's settings did.
 	Rule       string
@@ -58,6 +67,9 @@ type Approval struct {
 	Decided time.Time
 	// Reason is the decider's, for any decision.
 	Reason string
+	// DecidedBy names who decided: the credential of the operator who did
+	// (see [Agent.Credential]) and how; "" until decided.
+	DecidedBy string
 	// Modified are the new arguments of [ApprovalModified].
 	Modified json.RawMessage
 }
@@ -70,9 +82,11 @@ type ApprovalDecision struct {
 	Reason string
 	// Arguments replace the call's for [ApprovalModified]; required then.
 	Arguments json.RawMessage
+	// By names who decided (see [Approval.DecidedBy]).
+	By string
 }
 
-const approvalColumns = `id, call_id, tool, group_id, agent_id, role, arguments, run_id, requested_at, deadline, status, decided_at, reason, modified, rule, rule_reason`
+const approvalColumns = `id, call_id, tool, group_id, agent_id, role, arguments, run_id, requested_at, deadline, status, decided_at, reason, modified, rule, rule_reason, credential, decided_by, arguments_size, arguments_sha256`
 
 // CreateApproval records a pending approval. Its ID must be new
 // ([ErrExists] otherwise), its Deadline set; Status is ignored. It also
@@ -90,9 +104,11 @@ func (s *Store) CreateApproval(ctx context.Context, a Approval) error {
 		if _, err := tx.exec(ctx, `DELETE FROM approvals WHERE deadline < ?`, stamp(time.Now().Add(-approvalKeep))); err != nil {
 			return err
 		}
-		res, err := tx.exec(ctx, `INSERT INTO approvals (id, call_id, tool, group_id, agent_id, role, arguments, run_id, requested_at, deadline, status, rule, rule_reason)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			a.ID, a.CallID, a.Tool, a.Group, a.AgentID, a.Role, string(a.Arguments), a.RunID, stamp(a.Requested), stamp(a.Deadline), ApprovalPending, a.Rule, a.RuleReason)
+		res, err := tx.exec(ctx, `INSERT INTO approvals (id, call_id, tool, group_id, agent_id, role, arguments, run_id, requested_at, deadline, status, rule, rule_reason,
+			credential, arguments_size, arguments_sha256)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			a.ID, a.CallID, a.Tool, a.Group, a.AgentID, a.Role, string(a.Arguments), a.RunID, stamp(a.Requested), stamp(a.Deadline), ApprovalPending, a.Rule, a.RuleReason,
+			a.Credential, a.ArgumentsSize, a.ArgumentsSHA256)
 		if err != nil {
 			return err
 		}
@@ -146,9 +162,9 @@ func (s *Store) DecideApproval(ctx context.Context, id string, d ApprovalDecisio
 		d.Arguments = nil
 	}
 	t := now()
-	a, err := scanApproval(s.db.queryRow(ctx, `UPDATE approvals SET status = ?, decided_at = ?, reason = ?, modified = ?
+	a, err := scanApproval(s.db.queryRow(ctx, `UPDATE approvals SET status = ?, decided_at = ?, reason = ?, modified = ?, decided_by = ?
 		WHERE id = ? AND status = ? AND deadline > ? RETURNING `+approvalColumns,
-		d.Status, t, d.Reason, string(d.Arguments), id, ApprovalPending, t))
+		d.Status, t, d.Reason, string(d.Arguments), d.By, id, ApprovalPending, t))
 	if err == nil {
 		return a, nil
 	}
@@ -200,7 +216,8 @@ func (s *Store) CancelRunApprovals(ctx context.Context, runID string) (int64, er
 func scanApproval(row scanner) (Approval, error) {
 	var a Approval
 	var args, requested, deadline, decided, modified string
-	err := row.Scan(&a.ID, &a.CallID, &a.Tool, &a.Group, &a.AgentID, &a.Role, &args, &a.RunID, &requested, &deadline, &a.Status, &decided, &a.Reason, &modified, &a.Rule, &a.RuleReason)
+	err := row.Scan(&a.ID, &a.CallID, &a.Tool, &a.Group, &a.AgentID, &a.Role, &args, &a.RunID, &requested, &deadline, &a.Status, &decided, &a.Reason, &modified, &a.Rule, &a.RuleReason,
+		&a.Credential, &a.DecidedBy, &a.ArgumentsSize, &a.ArgumentsSHA256)
 	if err != nil {
 		return a, err
 	}

@@ -11,11 +11,11 @@ import (
 )
 
 // Bucket is the token bucket of one call limit for one caller: the calls of
-// an agent (or of a role's callers without an agent, Agent "") of a role
-// under one limit target. It holds Calls tokens at most, and gains one every
+// a credential (Caller; "" for a limit that the role's callers share) of a
+// role under one limit target. It holds Calls tokens at most, and gains one every
 // Per/Calls, rounded up to the microsecond so that it never refills faster.
 type Bucket struct {
-	Role, Agent, Target string
+	Role, Caller, Target string
 	Calls               int
 	Per                 time.Duration
 }
@@ -76,7 +76,7 @@ func (s *Store) takeAt(ctx context.Context, buckets []Bucket, at *int64) ([]Take
 	for _, b := range buckets {
 		if b.Calls < 1 || b.Calls > maxBucketCalls || b.Per < time.Microsecond {
 			return nil, false, fmt.Errorf("store: take tokens: %w: bucket %s/%s/%s of %d calls per %s: want 1 to %d calls per 1µs or more",
-				ErrInvalid, b.Role, b.Agent, b.Target, b.Calls, b.Per, maxBucketCalls)
+				ErrInvalid, b.Role, b.Caller, b.Target, b.Calls, b.Per, maxBucketCalls)
 		}
 	}
 	order := make([]int, len(buckets))
@@ -85,7 +85,7 @@ func (s *Store) takeAt(ctx context.Context, buckets []Bucket, at *int64) ([]Take
 	}
 	slices.SortFunc(order, func(i, j int) int {
 		a, b := buckets[i], buckets[j]
-		return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Target, b.Target))
+		return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Caller, b.Caller), cmp.Compare(a.Target, b.Target))
 	})
 	ok := true
 	takeAll := func(d db) error {
@@ -135,7 +135,7 @@ func (s *Store) take(ctx context.Context, d db, b Bucket, at *int64) (Take, erro
 		return Take{}, err
 	}
 	var tat, seen, granted int64
-	err = d.stmt(ctx, stmt).QueryRowContext(ctx, b.Role, b.Agent, b.Target, step, at, burst, burst, step).Scan(&tat, &seen, &granted)
+	err = d.stmt(ctx, stmt).QueryRowContext(ctx, b.Role, b.Caller, b.Target, step, at, burst, burst, step).Scan(&tat, &seen, &granted)
 	if err != nil {
 		return Take{}, err
 	}
@@ -160,9 +160,9 @@ func (s *Store) takeStatement(ctx context.Context) (*sql.Stmt, error) {
 		return stmt, nil
 	}
 	next := `CASE WHEN rate_buckets.tat > excluded.seen THEN rate_buckets.tat ELSE excluded.seen END`
-	stmt, err := s.db.prepare(ctx, `INSERT INTO rate_buckets (role, agent, target, tat, seen, granted)
+	stmt, err := s.db.prepare(ctx, `INSERT INTO rate_buckets (role, caller, target, tat, seen, granted)
 		SELECT ?, ?, ?, c.n + ?, c.n, 1 FROM (SELECT COALESCE(CAST(? AS BIGINT), `+s.eng.clockMicros()+`) AS n) AS c WHERE true
-		ON CONFLICT (role, agent, target) DO UPDATE SET
+		ON CONFLICT (role, caller, target) DO UPDATE SET
 			granted = CASE WHEN `+next+` - excluded.seen <= ? THEN 1 ELSE 0 END,
 			tat = CASE WHEN `+next+` - excluded.seen <= ? THEN `+next+` + ? ELSE rate_buckets.tat END,
 			seen = excluded.seen
@@ -185,6 +185,6 @@ func (s *Store) sweepBuckets(ctx context.Context, at *int64) {
 	if now-last < int64(sweepEvery) || !s.sweptAt.CompareAndSwap(last, now) {
 		return
 	}
-	_, _ = s.db.exec(ctx, `DELETE FROM rate_buckets WHERE (role, agent, target) IN
-		(SELECT role, agent, target FROM rate_buckets WHERE tat < COALESCE(CAST(? AS BIGINT), `+s.eng.clockMicros()+`) - ? LIMIT ?)`, at, sweepSlack.Microseconds(), sweepBatch)
+	_, _ = s.db.exec(ctx, `DELETE FROM rate_buckets WHERE (role, caller, target) IN
+		(SELECT role, caller, target FROM rate_buckets WHERE tat < COALESCE(CAST(? AS BIGINT), `+s.eng.clockMicros()+`) - ? LIMIT ?)`, at, sweepSlack.Microseconds(), sweepBatch)
 }

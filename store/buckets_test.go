@@ -37,7 +37,7 @@ func takeOne(t interface {
 func TestTakeTokens(t *testing.T) {
 	engines(t, func(t *testing.T, open opener) {
 		s := open(t, t.TempDir())
-		b := Bucket{Role: "dev", Agent: "a1", Target: "run_command", Calls: 5, Per: time.Minute}
+		b := Bucket{Role: "dev", Caller: "a1", Target: "run_command", Calls: 5, Per: time.Minute}
 		const t0 = int64(1_700_000_000_000_000)
 		for i := range 5 {
 			if got := takeOne(t, s, b, t0); !got.Granted || got.Left != 4-i {
@@ -51,7 +51,7 @@ func TestTakeTokens(t *testing.T) {
 			t.Fatalf("after 12 s: %+v", got)
 		}
 		other := b
-		other.Agent = "a2"
+		other.Caller = "a2"
 		if got := takeOne(t, s, other, t0+12_000_000); !got.Granted || got.Left != 4 {
 			t.Fatalf("another agent's bucket: %+v", got)
 		}
@@ -77,8 +77,8 @@ func TestTakeTokens(t *testing.T) {
 func TestTakeTokensAllOrNothing(t *testing.T) {
 	engines(t, func(t *testing.T, open opener) {
 		s := open(t, t.TempDir())
-		one := Bucket{Role: "dev", Agent: "a", Target: "run_command", Calls: 1, Per: time.Minute}
-		five := Bucket{Role: "dev", Agent: "a", Target: "*", Calls: 5, Per: time.Minute}
+		one := Bucket{Role: "dev", Caller: "a", Target: "run_command", Calls: 1, Per: time.Minute}
+		five := Bucket{Role: "dev", Caller: "a", Target: "*", Calls: 5, Per: time.Minute}
 		at := int64(1_700_000_000_000_000)
 		takes, ok, err := s.takeAt(context.Background(), []Bucket{one, five}, &at)
 		if err != nil || !ok || takes[0].Left != 0 || takes[1].Left != 4 {
@@ -117,7 +117,7 @@ func TestTakeTokensProperty(t *testing.T) {
 		s := open(t, t.TempDir())
 		var n atomic.Int64
 		rapid.Check(t, func(rt *rapid.T) {
-			b := Bucket{Role: "r", Agent: "a", Target: fmt.Sprint("t", n.Add(1)),
+			b := Bucket{Role: "r", Caller: "a", Target: fmt.Sprint("t", n.Add(1)),
 				Calls: rapid.IntRange(1, 8).Draw(rt, "calls"),
 				Per:   time.Duration(rapid.Int64Range(1, 10_000_000).Draw(rt, "per_us")) * time.Microsecond}
 			per := b.Per.Microseconds()
@@ -181,8 +181,8 @@ func TestTakeTokensProperty(t *testing.T) {
 func TestTakeTokensConcurrently(t *testing.T) {
 	engines(t, func(t *testing.T, open opener) {
 		s := open(t, t.TempDir())
-		b := Bucket{Role: "dev", Agent: "a", Target: "*", Calls: 20, Per: time.Hour}
-		pair := []Bucket{b, {Role: "dev", Agent: "a", Target: "run_command", Calls: 50, Per: time.Hour}}
+		b := Bucket{Role: "dev", Caller: "a", Target: "*", Calls: 20, Per: time.Hour}
+		pair := []Bucket{b, {Role: "dev", Caller: "a", Target: "run_command", Calls: 50, Per: time.Hour}}
 		var granted atomic.Int64
 		var wg sync.WaitGroup
 		for g := range 16 {
@@ -213,7 +213,7 @@ func TestTakeTokensSharedByStores(t *testing.T) {
 	dsn := pgtest.Start(t)
 	a := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: dsn})
 	b := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: dsn})
-	bucket := []Bucket{{Role: "dev", Agent: "a", Target: "run_command", Calls: 5, Per: time.Minute}}
+	bucket := []Bucket{{Role: "dev", Caller: "a", Target: "run_command", Calls: 5, Per: time.Minute}}
 	for i := range 6 {
 		s := []*Store{a, b}[i%2]
 		_, ok, err := s.TakeTokens(context.Background(), bucket)
@@ -230,9 +230,9 @@ func TestSweepBuckets(t *testing.T) {
 		s := open(t, t.TempDir())
 		at := int64(1_700_000_000_000_000)
 		for i := range 3 {
-			takeOne(t, s, Bucket{Role: "dev", Agent: fmt.Sprint("gone", i), Target: "*", Calls: 2, Per: time.Minute}, at)
+			takeOne(t, s, Bucket{Role: "dev", Caller: fmt.Sprint("gone", i), Target: "*", Calls: 2, Per: time.Minute}, at)
 		}
-		kept := Bucket{Role: "dev", Agent: "busy", Target: "*", Calls: 2, Per: time.Hour}
+		kept := Bucket{Role: "dev", Caller: "busy", Target: "*", Calls: 2, Per: time.Hour}
 		takeOne(t, s, kept, at)
 		count := func() int {
 			var n int
@@ -252,7 +252,7 @@ func TestSweepBuckets(t *testing.T) {
 		if n := count(); n != 1 {
 			t.Fatalf("%d rows after the sweep, want the busy agent's alone", n)
 		}
-		if got := takeOne(t, s, Bucket{Role: "dev", Agent: "gone0", Target: "*", Calls: 2, Per: time.Minute}, at); !got.Granted || got.Left != 1 {
+		if got := takeOne(t, s, Bucket{Role: "dev", Caller: "gone0", Target: "*", Calls: 2, Per: time.Minute}, at); !got.Granted || got.Left != 1 {
 			t.Fatalf("a swept bucket: %+v", got)
 		}
 	})
@@ -267,7 +267,7 @@ func BenchmarkTakeTokens(b *testing.B) {
 				o.DSN = pgtest.Start(b)
 			}
 			s := openWith(b, b.TempDir(), o)
-			bucket := []Bucket{{Role: "dev", Agent: "a", Target: "*", Calls: 1 << 30, Per: time.Hour}}
+			bucket := []Bucket{{Role: "dev", Caller: "a", Target: "*", Calls: 1 << 30, Per: time.Hour}}
 			for b.Loop() {
 				if _, ok, err := s.TakeTokens(context.Background(), bucket); err != nil || !ok {
 					b.Fatal(ok, err)

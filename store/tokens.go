@@ -40,6 +40,10 @@ const (
 type Token struct {
 	// Name identifies the token for listing and revoking.
 	Name string `json:"name"`
+	// ID tells apart tokens made under one name (one revoked, the next made
+	// later): the first 12 hex digits of the SHA-256 of its secret, which
+	// reveal nothing of the secret.
+	ID string `json:"id"`
 	// Scope is what the token opens: [ScopeRole] or [ScopeMetrics].
 	Scope string `json:"scope"`
 	// RoleID is the role the token opens; "" for a metrics token.
@@ -54,6 +58,22 @@ type Token struct {
 	// ExpiresAt is when it stops working; zero for never.
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
+
+// The credentials that are not tokens (see [Agent.Credential]).
+const (
+	// CredentialAdmin is the admin token's (and every request's, with auth
+	// disabled).
+	CredentialAdmin = "admin"
+	// CredentialCLI is the CLI's: the user who owns the data directory.
+	CredentialCLI = "cli"
+)
+
+// Credential names the token as a credential: "token:NAME/ID".
+func (t *Token) Credential() string { return "token:" + t.Name + "/" + t.ID }
+
+// OIDCCredential names the bearer of an OpenID provider's access token with
+// the subject as a credential: "oidc:SUBJECT".
+func OIDCCredential(subject string) string { return "oidc:" + subject }
 
 // Expired reports whether the token has expired at t.
 func (t *Token) Expired(at time.Time) bool { return !t.ExpiresAt.IsZero() && !at.Before(t.ExpiresAt) }
@@ -72,13 +92,13 @@ func hashSecret(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-const tokenSelect = `SELECT t.name, t.scope, coalesce(t.role_id, ''), coalesce(r.name, ''), t.created_at, t.last_used_at, t.expires_at
+const tokenSelect = `SELECT t.name, substr(t.hash, 1, 12), t.scope, coalesce(t.role_id, ''), coalesce(r.name, ''), t.created_at, t.last_used_at, t.expires_at
 FROM tokens t LEFT JOIN roles r ON r.id = t.role_id`
 
 func scanToken(row scanner) (Token, error) {
 	var t Token
 	var created, used, expires string
-	err := row.Scan(&t.Name, &t.Scope, &t.RoleID, &t.Role, &created, &used, &expires)
+	err := row.Scan(&t.Name, &t.ID, &t.Scope, &t.RoleID, &t.Role, &created, &used, &expires)
 	t.CreatedAt, t.LastUsedAt, t.ExpiresAt = parseTime(created), parseTime(used), parseTime(expires)
 	return t, err
 }
@@ -112,6 +132,7 @@ func (s *Store) insertToken(ctx context.Context, t Token, prefix string) (string
 		return "", Token{}, fmt.Errorf("store: token name %q: use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit: %w", t.Name, ErrInvalid)
 	}
 	secret := NewSecret()
+	t.ID = hashSecret(secret)[:12]
 	t.CreatedAt, t.ExpiresAt = time.Now().UTC(), t.ExpiresAt.UTC()
 	var roleID, exp any = nil, ""
 	if t.RoleID != "" {

@@ -47,7 +47,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer sess.Close()
-	a, err := sess.rt.Spawn(ctx, runtime.SpawnRequest{Role: *role, Task: fs.Arg(0)})
+	a, err := sess.rt.Spawn(ctx, runtime.SpawnRequest{Role: *role, Task: fs.Arg(0), Credential: store.CredentialCLI})
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return 1

@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/runtime/model"
+	"github.com/toolhost/toolhost/store"
 )
 
 // common are the flags every host command takes.
@@ -259,7 +260,7 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
-		res, err := h.Call(ctx, &toolhost.CallRequest{Tool: fs.Arg(0), Arguments: raw, Context: toolhost.CallContext{CallID: *id, Channel: "cli", Role: *role, AgentID: *agent}})
+		res, err := h.Call(ctx, &toolhost.CallRequest{Tool: fs.Arg(0), Arguments: raw, Context: toolhost.CallContext{CallID: *id, Channel: "cli", Role: *role, AgentID: *agent, Credential: store.CredentialCLI}})
 		if err != nil {
 			res = toolhost.ErrorResult(err)
 		}
