@@ -205,6 +205,11 @@ type MCP struct {
 	// past it is refused with 429. 0 means
 	// [DefaultMCPMaxSessionsPerCredential].
 	MaxSessionsPerCredential int
+	// ClientApprovals names the roles whose MCP clients may decide the
+	// approvals of their own calls (an elicitation their user answers):
+	// the operator's word that a person sits in front of each such client.
+	// For every other role, approvals are the approval queue's alone.
+	ClientApprovals []string
 }
 
 // The defaults of the mcp block.
@@ -234,7 +239,20 @@ type Executor struct {
 	// IdempotencyWindow is how long a call id's result is kept and replayed
 	// for a repeated call id; default 24h.
 	IdempotencyWindow time.Duration
+	// MaxPendingApprovals bounds the calls of one credential waiting for an
+	// approval at once on a host; default [DefaultMaxPendingApprovals].
+	MaxPendingApprovals int
+	// MaxPendingApprovalMB bounds the arguments, in MiB, of the calls of one
+	// credential waiting for an approval at once on a host; default
+	// [DefaultMaxPendingApprovalMB].
+	MaxPendingApprovalMB int
 }
+
+// The defaults of the executor's bounds on pending approvals.
+const (
+	DefaultMaxPendingApprovals  = 16
+	DefaultMaxPendingApprovalMB = 32
+)
 
 // ToolSettings is a `tool "NAME" {}` block inside a plugin or builtin block.
 type ToolSettings struct {

@@ -167,6 +167,14 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		d.add(diags)
 		attr(d, m.Attributes, "session_idle_timeout", &cfg.MCP.SessionIdleTimeout, duration)
 		attr(d, m.Attributes, "max_sessions_per_credential", &cfg.MCP.MaxSessionsPerCredential, positive)
+		attr(d, m.Attributes, "client_approvals", &cfg.MCP.ClientApprovals, func(names []string) ([]string, error) {
+			for _, n := range names {
+				if !ValidRoleName(n) {
+					return nil, fmt.Errorf("%q is not a role name", n)
+				}
+			}
+			return names, nil
+		})
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
 		cfg.Tools = d.toolPolicy(blk.Body)
@@ -334,7 +342,7 @@ var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode
 
 var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}, {Name: "artifacts"}, {Name: "artifact_dir"}, {Name: "quota"}, {Name: "role_quota"}}}
 
-var mcpSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "session_idle_timeout"}, {Name: "max_sessions_per_credential"}}}
+var mcpSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "session_idle_timeout"}, {Name: "max_sessions_per_credential"}, {Name: "client_approvals"}}}
 
 var telemetrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "traces"}, {Name: "endpoint"}, {Name: "protocol"}, {Name: "sample_ratio"}, {Name: "service_name"},
@@ -342,6 +350,7 @@ var telemetrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 
 var executorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "mode"}, {Name: "max_parallel"}, {Name: "approver"}, {Name: "approval_timeout"}, {Name: "idempotency_window"}, {Name: "approve"},
+	{Name: "max_pending_approvals"}, {Name: "max_pending_approval_mb"},
 }}
 
 func (d *decoder) executor(e *Executor, body hcl.Body) {
@@ -353,6 +362,8 @@ func (d *decoder) executor(e *Executor, body hcl.Body) {
 	attr(d, content.Attributes, "approval_timeout", &e.ApprovalTimeout, duration)
 	attr(d, content.Attributes, "idempotency_window", &e.IdempotencyWindow, duration)
 	attr(d, content.Attributes, "approve", &e.Approve, oneOf("read_only"))
+	attr(d, content.Attributes, "max_pending_approvals", &e.MaxPendingApprovals, positive)
+	attr(d, content.Attributes, "max_pending_approval_mb", &e.MaxPendingApprovalMB, positive)
 }
 
 // onlyBlock returns the first of blocks, all of one type, reporting the others as duplicates.

@@ -30,6 +30,12 @@ type Decision struct {
 	Kind      DecisionKind    `json:"decision"`
 	Arguments json.RawMessage `json:"arguments,omitempty"` // for [Modify]
 	Reason    string          `json:"reason,omitempty"`
+	// By names who decided: the deciding operator's credential (see
+	// [toolhost.CallContext.Credential]), or a role's MCP client with its
+	// credential where the operator lets that role's clients decide. The
+	// call's terminal event records it.
+	// The deciding surface sets it: never from a request's body.
+	By string `json:"-"`
 }
 
 // ApprovalRequest is a call waiting for a decision.
@@ -40,7 +46,17 @@ type ApprovalRequest struct {
 	Group     string          `json:"group"`
 	AgentID   string          `json:"agentId,omitempty"`
 	Role      string          `json:"role,omitempty"`
-	Arguments json.RawMessage `json:"arguments"` // redacted
+	// Credential is the waiting call's (see
+	// [toolhost.CallContext.Credential]).
+	Credential string `json:"credential,omitempty"`
+	// Arguments are what the approver sees of the call's arguments:
+	// redacted, and a JSON string of their first [MaxApprovalPreview]
+	// bytes when longer. ArgumentsSize is the full arguments' size, and
+	// ArgumentsSHA256 their SHA-256 (hex), which the call checks before it
+	// runs: what was approved is what runs.
+	Arguments       json.RawMessage `json:"arguments"`
+	ArgumentsSize   int64           `json:"argumentsSize"`
+	ArgumentsSHA256 string          `json:"argumentsSha256"`
 	// Rule names the role's rule that asks for the approval, and RuleReason
 	// is its reason; both empty when the tool's own settings ask.
 	Rule       string    `json:"rule,omitempty"`
@@ -166,7 +182,8 @@ func (q *ApprovalQueue) Approve(ctx context.Context, req ApprovalRequest) (Decis
 			runID = q.runID()
 		}
 		err := st.CreateApproval(ctx, store.Approval{ID: req.ID, CallID: req.CallID, Tool: req.Tool, Group: req.Group, AgentID: req.AgentID,
-			Role: req.Role, Arguments: req.Arguments, RunID: runID, Requested: req.Requested, Deadline: req.Expires, Rule: req.Rule, RuleReason: req.RuleReason})
+			Role: req.Role, Credential: req.Credential, Arguments: req.Arguments, ArgumentsSize: req.ArgumentsSize, ArgumentsSHA256: req.ArgumentsSHA256,
+			RunID: runID, Requested: req.Requested, Deadline: req.Expires, Rule: req.Rule, RuleReason: req.RuleReason})
 		if err != nil {
 			if ctx.Err() != nil {
 				return Decision{}, ctx.Err()
@@ -312,19 +329,20 @@ func (q *ApprovalQueue) end(ctx context.Context, st *store.Store, id, status str
 func decisionOf(a store.Approval) Decision {
 	switch a.Status {
 	case store.ApprovalApproved:
-		return Decision{Kind: Approve, Reason: a.Reason}
+		return Decision{Kind: Approve, Reason: a.Reason, By: a.DecidedBy}
 	case store.ApprovalModified:
-		return Decision{Kind: Modify, Arguments: a.Modified, Reason: a.Reason}
+		return Decision{Kind: Modify, Arguments: a.Modified, Reason: a.Reason, By: a.DecidedBy}
 	case store.ApprovalDenied:
-		return Decision{Kind: Deny, Reason: a.Reason}
+		return Decision{Kind: Deny, Reason: a.Reason, By: a.DecidedBy}
 	}
 	return Decision{Kind: Deny, Reason: "the approval was " + a.Status}
 }
 
 // requestOf is the request a stored approval records.
 func requestOf(a store.Approval) ApprovalRequest {
-	return ApprovalRequest{ID: a.ID, CallID: a.CallID, Tool: a.Tool, Group: a.Group, AgentID: a.AgentID, Role: a.Role,
-		Arguments: a.Arguments, Rule: a.Rule, RuleReason: a.RuleReason, Requested: a.Requested, Expires: a.Deadline}
+	return ApprovalRequest{ID: a.ID, CallID: a.CallID, Tool: a.Tool, Group: a.Group, AgentID: a.AgentID, Role: a.Role, Credential: a.Credential,
+		Arguments: a.Arguments, ArgumentsSize: a.ArgumentsSize, ArgumentsSHA256: a.ArgumentsSHA256,
+		Rule: a.Rule, RuleReason: a.RuleReason, Requested: a.Requested, Expires: a.Deadline}
 }
 
 // Pending lists the calls waiting for a decision, oldest first: with a
@@ -419,7 +437,7 @@ func (q *ApprovalQueue) Decide(id string, d Decision) error {
 	q.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	a, err := st.DecideApproval(ctx, id, store.ApprovalDecision{Status: status, Reason: d.Reason, Arguments: d.Arguments})
+	a, err := st.DecideApproval(ctx, id, store.ApprovalDecision{Status: status, Reason: d.Reason, Arguments: d.Arguments, By: d.By})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notPending(id, "")

@@ -174,6 +174,9 @@ type call struct {
 	// limits are the verdicts of the call limits that counted the call
 	// (takeLimits), for its terminal event.
 	limits []map[string]any
+	// approval is what the approver decided, for the terminal event; nil
+	// when the call asked none.
+	approval map[string]any
 	// rule is the role's rule that decided the call, if one matched.
 	rule *rules.Compiled
 	// args are the arguments as validation decoded them, for the rules.
@@ -305,19 +308,33 @@ func (c *call) approve(ctx context.Context) (err error) {
 	}
 	ctx, span := c.stage(ctx, "approval")
 	defer func() { endStage(span, err) }()
-	args, _ := redact.JSON(c.req.Arguments)
 	req := ApprovalRequest{
 		CallID: c.req.Context.CallID, Tool: spec.Name, Group: g.Spec.ID, AgentID: c.req.Context.AgentID,
-		Role: c.req.Context.Role, Arguments: args, Requested: time.Now(),
+		Role: c.req.Context.Role, Credential: c.req.Context.Credential, Requested: time.Now(),
 	}
+	req.Arguments, req.ArgumentsSize, req.ArgumentsSHA256 = approvalArguments(c.req.Arguments)
 	if c.ruleAsks() {
 		req.Rule, req.RuleReason = c.rule.Name, c.rule.Reason
 	}
+	release, err := c.h.pending.hold(req.Credential, req.ArgumentsSize)
+	if err != nil {
+		return fmt.Errorf("call of %s%s refused: %w", spec.Name, c.sentBy(), err)
+	}
 	d, err := c.h.approver.Approve(ctx, req)
+	release()
+	if err == nil {
+		c.approval = map[string]any{"decision": string(d.Kind), "reason": d.Reason}
+		if d.By != "" {
+			c.approval["by"] = d.By
+		}
+	}
 	switch {
 	case err != nil:
 		return toolhost.Errorf(toolhost.CodeOf(err), "approval of %s%s failed: %w", spec.Name, c.sentBy(), err)
 	case d.Kind == Approve:
+		if argumentsDigest(c.req.Arguments) != req.ArgumentsSHA256 {
+			return toolhost.Errorf(toolhost.CodeInternal, "call of %s: its arguments changed while it waited for its approval: not run", spec.Name)
+		}
 		return nil
 	case d.Kind == Modify:
 		if err := g.checks[spec.Name].check(d.Arguments); err != nil {
@@ -570,6 +587,7 @@ func (c *call) emitEnded() {
 		c.markReplay(payload)
 		c.markLimits(payload)
 		c.markRule(payload)
+		c.markApproval(payload)
 		c.h.events.Emit(c.event(store.EventCallCompleted, payload))
 		return
 	}
@@ -577,6 +595,7 @@ func (c *call) emitEnded() {
 	c.markReplay(payload)
 	c.markLimits(payload)
 	c.markRule(payload)
+	c.markApproval(payload)
 	code, msg := toolhost.CodeOf(c.err), ""
 	if c.err != nil {
 		msg = c.err.Error()
@@ -586,6 +605,14 @@ func (c *call) emitEnded() {
 	}
 	payload["error"], payload["code"], payload["error_class"] = msg, code, errorClass(code)
 	c.h.events.Emit(c.event(store.EventCallFailed, payload))
+}
+
+// markApproval puts the approver's decision, and who made it, into the
+// terminal event's payload, when the call asked for one.
+func (c *call) markApproval(payload map[string]any) {
+	if c.approval != nil {
+		payload["approval"] = c.approval
+	}
 }
 
 // markReplay marks a replay's terminal event: replayed, and the id of the

@@ -113,6 +113,7 @@ type Host struct {
 	stopTrace func(context.Context) error // flushes and stops a provider the host made
 	approver  Approver
 	queue     *ApprovalQueue // the approver, when it is a queue
+	pending   *pendingWork   // bounds the calls waiting for an approval, per credential
 	flights   flights
 	inflight  sync.WaitGroup  // calls in the pipeline
 	callGate  sync.RWMutex    // orders a call's start before Close's wait for the calls
@@ -199,6 +200,8 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if h.queue != nil { // shared with the hosts on the store
 		h.queue.useStore(h.store, o.StoreWatch, func() string { return h.runID }, h.log)
 	}
+	h.pending = newPendingWork(cmp.Or(cfg.Executor.MaxPendingApprovals, config.DefaultMaxPendingApprovals),
+		int64(cmp.Or(cfg.Executor.MaxPendingApprovalMB, config.DefaultMaxPendingApprovalMB))<<20)
 	h.closing, h.shutdown = context.WithCancel(context.Background())
 	h.flights.saves, h.flights.done = make(chan *flight, 1024), make(chan struct{})
 	go h.flights.saveLoop(h)

@@ -98,6 +98,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, maxCallBody, &d) {
 		return
 	}
+	d.By = principalOf(r).credential()
 	if err := q.Decide(r.PathValue("id"), d); err != nil {
 		writeError(w, statusOf(err), err)
 		return

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,9 +17,11 @@ import (
 )
 
 // Approvals through the client. A call that needs an approval waits in the
-// host's approval queue, where the page's user may decide it. When the MCP
-// client can elicit, the front asks the client's user as well, the modern
-// way: the tools/call is answered with an input-required result (SEP-2322)
+// host's approval queue, where the operator decides it (the page, the API).
+// The caller never judges itself: only where the operator names the role in
+// mcp { client_approvals }, saying a person sits in front of each of its
+// clients, and the MCP client can elicit, does the front ask the client's
+// user as well, the modern way: the tools/call is answered with an input-required result (SEP-2322)
 // holding an elicitation that says what the call will do — tool, arguments
 // (redacted, as the queue keeps them) and role — and a request state; the
 // call waits in the queue meanwhile. The client retries the tools/call with
@@ -80,7 +83,7 @@ func canElicit(req *mcp.CallToolRequest) bool {
 // the approval's deadline passes.
 func (r *mcpRole) callAsking(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	q := r.h.Approvals()
-	if q == nil || !canElicit(req) || r.held.count(a) >= maxHeldCalls {
+	if q == nil || !r.clientsDecide() || !canElicit(req) || r.held.count(a) >= maxHeldCalls {
 		return r.run(ctx, a, req.Params.Name, req.Params.Arguments)
 	}
 	pending := make(chan host.ApprovalRequest, 1)
@@ -123,6 +126,7 @@ func (r *mcpRole) resume(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequ
 		} else if answer.Action == "cancel" {
 			d.Reason = "the MCP client's user dismissed the request"
 		}
+		d.By = "the MCP client of " + a.cred + " (mcp { client_approvals })"
 		if err := r.h.Approvals().Decide(c.approval, d); err != nil {
 			r.h.Logger().Debug("mcp: the client's decision came too late", "approval", c.approval, "error", err)
 		}
@@ -134,6 +138,12 @@ func (r *mcpRole) resume(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequ
 	}
 	r.held.forget(req.Params.RequestState, c)
 	return c.result
+}
+
+// clientsDecide reports whether the operator lets the role's MCP clients
+// decide the approvals of their own calls (mcp { client_approvals }).
+func (r *mcpRole) clientsDecide() bool {
+	return slices.Contains(r.h.Config().MCP.ClientApprovals, r.role)
 }
 
 // resumeWindow is how long a held call's result waits for its client after
