@@ -96,7 +96,7 @@ type CallContext struct {
 	// it in their payload's "principal". Not sent to plugins.
 	Principal string `json:"principal,omitempty"`
 	// Credential is the credential the call came with: "admin", "cli",
-	// "token:NAME/ID" (a role token's name and id), "oidc:SUBJECT", or ""
+	// "token/NAME/ID" (a role token's name and id), "oidc/SUBJECT", or ""
 	// for the embedding program's own calls. A role's call limits count per
 	// credential, pending approvals are bounded per credential, and the
 	// call's events carry it in their payload's "credential". Not sent to

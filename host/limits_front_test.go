@@ -33,7 +33,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // with Retry-After (whole seconds, rounded up) and the error's
 // retry_after_ms; MCP answers a tool result with isError, "rate_limited:
 // …" and _meta.retry_after_ms, as it does other pipeline errors (policy);
-// the refused calls never run.
+// the refused calls never run. A limit counts per credential: the token
+// that spent it over HTTP is refused over MCP at once, another token has a
+// bucket of its own.
 func TestRateLimitedThroughTheFronts(t *testing.T) {
 	const token = "limits-admin-token-0123456789abcdef"
 	cfg := &config.Config{Auth: config.Auth{Token: token}, Limits: config.Limits{Timeout: time.Minute},
@@ -56,7 +58,24 @@ func TestRateLimitedThroughTheFronts(t *testing.T) {
 	}
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	client := &http.Client{Transport: bearer(token)}
+	httpToken, _, err := h.Store().CreateToken(context.Background(), "over-http", "dev", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcpToken, _, err := h.Store().CreateToken(context.Background(), "over-mcp", "dev", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: bearer(httpToken)}
+	connect := func(t *testing.T, token string) *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/dev", HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
 
 	t.Run("http", func(t *testing.T) {
 		post := func() (*http.Response, []byte) {
@@ -87,12 +106,13 @@ func TestRateLimitedThroughTheFronts(t *testing.T) {
 	})
 
 	t.Run("mcp", func(t *testing.T) {
-		c := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
-		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/dev", HTTPClient: client}, nil)
-		if err != nil {
-			t.Fatal(err)
+		// The token that spent the limit over HTTP, in a session (a new
+		// agent) of its own: still refused.
+		spent, err := connect(t, httpToken).CallTool(context.Background(), &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+		if err != nil || !spent.IsError {
+			t.Fatalf("the HTTP token's MCP session: %+v, %v", spent, err)
 		}
-		t.Cleanup(func() { _ = cs.Close() })
+		cs := connect(t, mcpToken)
 		call := func() *mcp.CallToolResult {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
 			if err != nil {

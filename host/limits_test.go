@@ -26,17 +26,25 @@ func setLimits(t testing.TB, h *Host, role string, ls ...rules.Limit) {
 	}
 }
 
-// callAgent calls tool as the agent.
+// callAgent calls tool as the agent, with the credential "token/alice/1".
 func callAgent(h *Host, agent, tool string) (*toolhost.Result, error) {
-	return h.Call(context.Background(), &toolhost.CallRequest{Tool: tool, Context: toolhost.CallContext{AgentID: agent}})
+	return callWith(h, agent, "token/alice/1", tool)
+}
+
+// callWith calls tool as the agent with the credential cred.
+func callWith(h *Host, agent, cred, tool string) (*toolhost.Result, error) {
+	return h.Call(context.Background(), &toolhost.CallRequest{Tool: tool, Context: toolhost.CallContext{AgentID: agent, Credential: cred}})
 }
 
 // TestLimitsBeforeDispatch, with a real plugin that counts the calls that
 // reach it: a limit refuses past its calls, with rate_limited and when to
 // retry, and the refused call never reaches the plugin; a call two limits
-// count spends nothing when one refuses; each agent, and the role's callers
-// without an agent, have buckets of their own; a caller without a role has
-// no limits; the terminal events carry the verdicts.
+// count spends nothing when one refuses; a limit counts per credential,
+// whatever agent it calls as (another agent of the same credential is
+// refused too), each credential, and the embedding program's calls
+// (credential ""), have buckets of their own; a limit by role is shared by
+// every credential; a caller without a role has no limits; the terminal
+// events carry the verdicts.
 func TestLimitsBeforeDispatch(t *testing.T) {
 	counted := filepath.Join(t.TempDir(), "count")
 	reached := func() int { b, _ := os.ReadFile(counted); return strings.Count(string(b), "\n") }
@@ -59,7 +67,7 @@ func TestLimitsBeforeDispatch(t *testing.T) {
 	}
 	_, err = callAgent(h, a1.ID, "count")
 	if retry := toolhost.RetryAfter(err); !errors.Is(err, toolhost.ErrRateLimited) || retry <= 19*time.Minute || retry > 20*time.Minute ||
-		!strings.Contains(err.Error(), `"count" (3 calls per 1h0m0s)`) || !strings.Contains(err.Error(), "retry in 19m") {
+		!strings.Contains(err.Error(), `"count" (3 calls per 1h0m0s, counted for token/alice/1)`) || !strings.Contains(err.Error(), "retry in 19m") {
 		t.Fatalf("fourth call: %v (retry after %s)", err, retry)
 	}
 	if n := reached(); n != 3 {
@@ -74,8 +82,11 @@ func TestLimitsBeforeDispatch(t *testing.T) {
 	if _, err := callAgent(h, a1.ID, "noop"); !errors.Is(err, toolhost.ErrRateLimited) || !strings.Contains(err.Error(), `"group:testgroup"`) {
 		t.Fatalf("past the group's limit: %v", err)
 	}
-	if res, err := callAgent(h, a2.ID, "count"); err != nil || !res.OK {
-		t.Fatalf("another agent: %+v, %v", res, err)
+	if _, err := callAgent(h, a2.ID, "count"); !errors.Is(err, toolhost.ErrRateLimited) || !strings.Contains(err.Error(), "counted for token/alice/1") {
+		t.Fatalf("another agent of the same credential: %v", err)
+	}
+	if res, err := callWith(h, a2.ID, "token/bob/2", "count"); err != nil || !res.OK {
+		t.Fatalf("another credential: %+v, %v", res, err)
 	}
 	asRole := &toolhost.CallRequest{Tool: "count", Context: toolhost.CallContext{Role: "dev"}}
 	if res, err := h.Call(ctx, asRole); err != nil || !res.OK {
@@ -130,6 +141,14 @@ func TestLimitsBeforeDispatch(t *testing.T) {
 	}
 	if failed := evs[len(evs)-1]; failed.Payload["code"] != string(toolhost.CodeRateLimited) || failed.Payload["error_class"] != "policy" {
 		t.Fatalf("the refusal's event: %+v", failed.Payload)
+	}
+	// By role: one bucket for every credential of the role.
+	setLimits(t, h, "dev", rules.Limit{Target: "noop", Calls: 1, Per: time.Hour, By: rules.ByRole})
+	if res, err := callWith(h, a1.ID, "token/carol/3", "noop"); err != nil || !res.OK {
+		t.Fatalf("the role's one noop: %+v, %v", res, err)
+	}
+	if _, err := callWith(h, a2.ID, "token/dave/4", "noop"); !errors.Is(err, toolhost.ErrRateLimited) || !strings.Contains(err.Error(), "shared by the role's callers") {
+		t.Fatalf("a second noop of the role, by another credential: %v", err)
 	}
 }
 

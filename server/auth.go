@@ -110,8 +110,8 @@ func (p principal) subject() string {
 // [toolhost.CallContext.Credential]): what the MCP front holds per
 // credential (sessions, agents, their tasks and held calls), what a call's
 // limits count, whose an agent is, and what the events name. "admin" for
-// the admin token (every request's, with auth disabled), "oidc:SUBJECT"
-// for an OpenID provider's access token, else "token:NAME/ID": a token
+// the admin token (every request's, with auth disabled), "oidc/SUBJECT"
+// for an OpenID provider's access token, else "token/NAME/ID": a token
 // made later under a revoked one's name is another credential.
 func (p principal) credential() string {
 	switch {

@@ -58,7 +58,7 @@ type Agent struct {
 	CreatedAt  time.Time `json:"createdAt"`
 	UpdatedAt  time.Time `json:"updatedAt"`
 	// Credential is the credential that made the agent ("admin", "cli",
-	// "token:NAME/ID", "oidc:SUBJECT"; "" for an embedding program's): only
+	// "token/NAME/ID", "oidc/SUBJECT"; "" for an embedding program's): only
 	// it, or the admin, may call as the agent.
 	Credential string `json:"credential,omitempty"`
 }

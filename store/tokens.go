@@ -68,12 +68,12 @@ const (
 	CredentialCLI = "cli"
 )
 
-// Credential names the token as a credential: "token:NAME/ID".
-func (t *Token) Credential() string { return "token:" + t.Name + "/" + t.ID }
+// Credential names the token as a credential: "token/NAME/ID".
+func (t *Token) Credential() string { return "token/" + t.Name + "/" + t.ID }
 
 // OIDCCredential names the bearer of an OpenID provider's access token with
-// the subject as a credential: "oidc:SUBJECT".
-func OIDCCredential(subject string) string { return "oidc:" + subject }
+// the subject as a credential: "oidc/SUBJECT".
+func OIDCCredential(subject string) string { return "oidc/" + subject }
 
 // Expired reports whether the token has expired at t.
 func (t *Token) Expired(at time.Time) bool { return !t.ExpiresAt.IsZero() && !at.Before(t.ExpiresAt) }

@@ -1,5 +1,5 @@
 -- Who made what. An agent belongs to the credential that made it (its
--- credential: "admin", "cli", "token:NAME/ID" or "oidc:SUBJECT"; "" for
+-- credential: "admin", "cli", "token/NAME/ID" or "oidc/SUBJECT"; "" for
 -- the agents of an embedding program, and of rows made before): only that
 -- credential, or the admin, may call as it. A call limit's bucket counts
 -- per credential (or per role), never per agent: caller is the credential,
