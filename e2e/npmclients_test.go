@@ -49,6 +49,9 @@ builtin "workspace" {
 builtin "command" {
   config {}
 }
+mcp {
+  client_approvals = ["developer"]  # its clients' users decide its approvals
+}
 role "developer" {
   prompt      = "You are the e2e developer: read, edit and run."
   tool_groups = ["workspace", "command"]

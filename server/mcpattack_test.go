@@ -229,15 +229,17 @@ func TestMCPQuickCallNotATask(t *testing.T) {
 }
 
 // approvalFront serves a worker role whose guarded tool needs an approval
-// from the host's queue.
-func approvalFront(t *testing.T) (string, *host.Host) {
+// from the host's queue, the role's MCP clients allowed to decide them
+// (mcp { client_approvals }) when clientApprovals names it.
+func approvalFront(t *testing.T, clientApprovals ...string) (string, *host.Host) {
 	t.Helper()
 	g := group("console", "console_print")
 	g.Tools = append(g.Tools, sdk.NewTool("guarded", "Needs approval.", func(_ context.Context, r *sdk.Request[textArgs]) (*sdk.Result, error) {
 		return sdk.Text("guarded:" + r.Args.Text), nil
 	}, sdk.RequiresApproval()))
 	cfg := &config.Config{Roles: []config.Role{{Name: "worker", ToolGroups: []string{"console"}, Pos: "config.hcl:1,1"}},
-		Executor: config.Executor{Approver: "queue", ApprovalTimeout: 10 * time.Minute, IdempotencyWindow: time.Hour}}
+		Executor: config.Executor{Approver: "queue", ApprovalTimeout: 10 * time.Minute, IdempotencyWindow: time.Hour},
+		MCP:      config.MCP{ClientApprovals: clientApprovals}}
 	srv, h := serve(t, cfg, g)
 	// The host closes once its calls have returned: one left waiting for
 	// an approval (a test failed) is denied first, not waited for until
@@ -352,7 +354,7 @@ func approvalStatus(t *testing.T, h *host.Host, id string) string {
 // (approval_denied, recorded denied); a fresh call its agent accepts runs,
 // recorded approved.
 func TestMCPApprovalBoundToAgent(t *testing.T) {
-	url, h := approvalFront(t)
+	url, h := approvalFront(t, "worker")
 	alice, mallory := roleToken(t, h, "alice"), roleToken(t, h, "mallory")
 	asked, ar := askApproval(t, url, h, alice, "first")
 
@@ -392,20 +394,34 @@ func TestMCPApprovalBoundToAgent(t *testing.T) {
 	if s := approvalStatus(t, h, ar.ID); s != store.ApprovalApproved {
 		t.Errorf("the accepted approval is recorded %s, want %s", s, store.ApprovalApproved)
 	}
+	if a, _ := h.Store().Approval(context.Background(), ar.ID); !strings.HasPrefix(a.DecidedBy, "the MCP client of token/alice/") {
+		t.Errorf("the accepted approval records it was decided by %q, want alice's client", a.DecidedBy)
+	}
 }
 
-// TestMCPApprovalWithoutElicitation: a client that cannot elicit is not
-// asked: its call waits in the queue, sessionless or in a 2025 session,
-// and is answered with its result once the queue decides.
-func TestMCPApprovalWithoutElicitation(t *testing.T) {
+// TestMCPApprovalQueueOnly: the caller never judges itself. A client that
+// cannot elicit, and one that can whose role the operator has not named in
+// mcp { client_approvals } (the attack: an agent's own client answering
+// its approval), is not asked: its call waits in the queue, sessionless or
+// in a 2025 session, no elicitation reaches it, an answer it makes up is
+// refused, and the call is answered with its result once the queue
+// decides, the record naming the operator's credential.
+func TestMCPApprovalQueueOnly(t *testing.T) {
 	url, h := approvalFront(t)
+	token := roleToken(t, h, "alice")
+	for _, caps := range []string{"{}", elicitCaps} {
+		t.Run("caps "+caps, func(t *testing.T) { approvalQueueOnly(t, url, h, token, caps) })
+	}
+}
+
+func approvalQueueOnly(t *testing.T, url string, h *host.Host, token, caps string) {
 	for _, tt := range []struct {
 		name string
 		call func(t *testing.T, text string) func() string // makes the client; its call, returning the response
 	}{
 		{"sessionless", func(t *testing.T, text string) func() string {
 			return func() string {
-				_, msgs, err := post2026(t, context.Background(), url, "", request(1, "tools/call", fmt.Sprintf(`{"name":"guarded","arguments":{"text":%q}}`, text), meta2026("")), nil)
+				_, msgs, err := post2026(t, context.Background(), url, token, request(1, "tools/call", fmt.Sprintf(`{"name":"guarded","arguments":{"text":%q}}`, text), metaCaps(caps, "")), nil)
 				if err != nil || len(msgs) != 1 {
 					return fmt.Sprintf("%+v %v", msgs, err)
 				}
@@ -413,8 +429,8 @@ func TestMCPApprovalWithoutElicitation(t *testing.T) {
 			}
 		}},
 		{"2025 session", func(t *testing.T, text string) func() string {
-			s := &httpSession{url: url, version: "2025-11-25"}
-			s.post(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+			s := &httpSession{url: url, version: "2025-11-25", token: token}
+			s.post(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"raw","version":"1"}}}`)
 			s.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 			// A request that a server asking the client (which cannot
 			// answer) would hold open ends with the session, before the
@@ -438,7 +454,7 @@ func TestMCPApprovalWithoutElicitation(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			text := strings.ReplaceAll(tt.name, " ", "-")
+			text := fmt.Sprintf("%s-%d", strings.ReplaceAll(tt.name, " ", "-"), strings.Count(caps, "form"))
 			done := make(chan string, 1)
 			send := tt.call(t, text)
 			go func() { done <- send() }()
@@ -448,7 +464,14 @@ func TestMCPApprovalWithoutElicitation(t *testing.T) {
 				t.Fatalf("the call was answered before the queue decided: %s", got)
 			default:
 			}
-			if err := h.Approvals().Decide(ar.ID, host.Decision{Kind: host.Approve, Reason: "the test"}); err != nil {
+			// An answer the client makes up for its own call is refused.
+			if r := resultOf(t, rpc(t, url, token, retry(5, text, strings.Repeat("0", 32), acceptAnswer, ""), nil)); !r.IsError || strings.Contains(r.text(), "guarded:") {
+				t.Errorf("the client approving its own call: %+v, want an error", r)
+			}
+			if s := approvalStatus(t, h, ar.ID); s != store.ApprovalPending {
+				t.Fatalf("the approval after the client's answer is %s, want pending", s)
+			}
+			if err := h.Approvals().Decide(ar.ID, host.Decision{Kind: host.Approve, Reason: "the test", By: "admin"}); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -459,8 +482,8 @@ func TestMCPApprovalWithoutElicitation(t *testing.T) {
 			case <-time.After(proctest.Patience):
 				t.Fatalf("the call was not answered within %s of its approval", proctest.Patience)
 			}
-			if s := approvalStatus(t, h, ar.ID); s != store.ApprovalApproved {
-				t.Errorf("the approval is recorded %s, want %s", s, store.ApprovalApproved)
+			if a, _ := h.Store().Approval(context.Background(), ar.ID); a.Status != store.ApprovalApproved || a.DecidedBy != "admin" || !strings.HasPrefix(a.Credential, "token/alice/") {
+				t.Errorf("the approval is recorded %s by %q for %q, want %s by admin for alice's token", a.Status, a.DecidedBy, a.Credential, store.ApprovalApproved)
 			}
 		})
 	}
@@ -477,7 +500,8 @@ func TestMCPCloseEndsHeldWork(t *testing.T) {
 		return sdk.Text("guarded:" + r.Args.Text), nil
 	}, sdk.RequiresApproval()))
 	cfg := &config.Config{Roles: []config.Role{{Name: "worker", ToolGroups: []string{"gate", "console"}, Pos: "config.hcl:1,1"}},
-		Executor: config.Executor{Approver: "queue", ApprovalTimeout: 10 * time.Minute, IdempotencyWindow: time.Hour}}
+		Executor: config.Executor{Approver: "queue", ApprovalTimeout: 10 * time.Minute, IdempotencyWindow: time.Hour},
+		MCP:      config.MCP{ClientApprovals: []string{"worker"}}}
 	h := startHost(t, withTestToken(cfg))
 	for _, grp := range []*sdk.Group{g.group(), guarded} {
 		if err := h.RegisterGroup(context.Background(), grp); err != nil {

@@ -129,6 +129,7 @@ type rpcResponse struct {
 // httpSession is a client of /mcp/{role} that speaks raw HTTP.
 type httpSession struct {
 	url, id, version string
+	token            string // the bearer token; "": the admin's
 }
 
 // post sends a JSON-RPC message and returns the response's Content-Type and
@@ -165,6 +166,9 @@ func (s *httpSession) request(ctx context.Context, method, msg string) *http.Req
 	req, _ := http.NewRequestWithContext(ctx, method, s.url, strings.NewReader(msg))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
 	if s.id != "" {
 		req.Header.Set("Mcp-Session-Id", s.id)
 		req.Header.Set("Mcp-Protocol-Version", s.version)
