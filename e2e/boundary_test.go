@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -315,4 +317,89 @@ func TestRoleBoundaryCredentials(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRoleBoundaryPendingApprovals: one token sends 20 calls of write_file
+// with 15 MiB of content each at once, every one needing an approval, then
+// goes away. Past the credential's bound of request bodies in flight (64
+// MiB) or of pending work (32 MiB of arguments) the calls are refused at
+// once with rate_limited; what waits
+// keeps a bounded preview for the approver; a caller gone frees its
+// approval at once; serve, in a memory cgroup of its own, stays within
+// its bound.
+func TestRoleBoundaryPendingApprovals(t *testing.T) {
+	s := startBoundaryServe(t, "")
+	serve := s.cmd.Process.Pid
+	memoryCgroup(t, serve, 1<<30)
+	content := strings.Repeat("x", 15<<20)
+	body, _ := json.Marshal(map[string]any{"role": "developer", "tool": "write_file", "arguments": map[string]any{"path": "big.txt", "content": content}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const n = 20
+	type answer struct {
+		status int
+		body   string
+	}
+	answers := make(chan answer, n)
+	for range n {
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, "POST", s.base+"/api/call", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+s.dev)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{0, err.Error()}
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			answers <- answer{resp.StatusCode, string(b)}
+		}()
+	}
+	var pending []struct {
+		ID            string
+		Arguments     json.RawMessage
+		ArgumentsSize int64
+	}
+	refused := 0
+	proctest.Eventually(t, "every call is refused or waits", func() bool {
+		for {
+			select {
+			case a := <-answers:
+				if a.status != http.StatusTooManyRequests || !strings.Contains(a.body, "rate_limited") ||
+					!strings.Contains(a.body, "max_pending_approval_mb") && !strings.Contains(a.body, "MiB per credential") {
+					t.Fatalf("a call past the bound: %d %.300s", a.status, a.body)
+				}
+				refused++
+				continue
+			default:
+			}
+			break
+		}
+		_, list := s.send(request{method: "GET", path: "/api/approvals", token: s.admin})
+		_ = json.Unmarshal([]byte(list), &pending)
+		return refused+len(pending) == n
+	})
+	if len(pending) > 2 {
+		t.Errorf("%d calls of 15 MiB wait for an approval, want at most 2 (32 MiB)", len(pending))
+	}
+	for _, p := range pending {
+		if len(p.Arguments) > 17<<10 || p.ArgumentsSize < 15<<20 {
+			t.Errorf("an approval keeps %d bytes of arguments of %d", len(p.Arguments), p.ArgumentsSize)
+		}
+	}
+	hwm := statusKB(serve, "VmHWM")
+	t.Logf("serve's peak RSS: %d MiB; %d refused, %d pending", hwm>>10, refused, len(pending))
+	if hwm == 0 || hwm > 768<<10 {
+		t.Errorf("serve's peak RSS is %d MiB, want at most 768 MiB", hwm>>10)
+	}
+	// The callers go away: their approvals end at once.
+	cancel()
+	proctest.Eventually(t, "the abandoned approvals end", func() bool {
+		_, list := s.send(request{method: "GET", path: "/api/approvals", token: s.admin})
+		return strings.TrimSpace(list) == "[]"
+	})
+	if _, err := os.Stat(filepath.Join(s.ws, "big.txt")); err == nil {
+		t.Error("a write that waited for an approval ran")
+	}
 }

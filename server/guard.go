@@ -74,24 +74,28 @@ func (hs hosts) allows(hostport string) bool {
 //   - 403 policy: a role token on a route that does not serve its role, a
 //     metrics token on any route but GET /metrics;
 //   - 415: a state-changing request with a body not declared application/json
-//     (which a browser cannot send cross-origin without a preflight).
+//     (which a browser cannot send cross-origin without a preflight);
+//   - 429 rate_limited: a request whose body would take its credential, or
+//     the server, past the bytes of request bodies it may hold at once
+//     (inflight.go).
 //
-// It caps the body and puts the principal in the request's context.
-func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+// It caps the body and puts the principal in the request's context; the
+// function it returns counts the request's body out once it is answered.
+func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, func(), bool) {
 	if !s.hosts.allows(r.Host) {
 		writeError(w, http.StatusForbidden, toolhost.Errorf(toolhost.CodePolicy,
 			"Host %q is not a loopback name or address, nor in auth { allowed_hosts }: refused (DNS rebinding)", r.Host))
-		return nil, false
+		return nil, nil, false
 	}
 	if changesState(r.Method) {
 		if why := s.crossOrigin(r); why != "" {
 			writeError(w, http.StatusForbidden, toolhost.Errorf(toolhost.CodePolicy, "%s %s from %s: refused", r.Method, r.URL.Path, why))
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	if isPublic(r) || s.isPublicMetrics(r) {
-		return r, true
+		return r, func() {}, true
 	}
 	p, err := s.auth.authenticate(r)
 	if err != nil {
@@ -104,20 +108,26 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		}
 		w.Header().Set("WWW-Authenticate", s.challenge(r, why))
 		writeError(w, status, err)
-		return nil, false
+		return nil, nil, false
 	}
 	if !p.admin {
 		if _, pattern := s.mux.Handler(r); !s.permits(p, pattern) {
 			writeError(w, http.StatusForbidden, p.refusal(r.Method+" "+r.URL.Path))
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	if changesState(r.Method) && r.ContentLength != 0 && !isJSON(r.Header.Get("Content-Type")) {
 		writeError(w, http.StatusUnsupportedMediaType, toolhost.Errorf(toolhost.CodeValidation,
 			"Content-Type %q: the body must be application/json", r.Header.Get("Content-Type")))
-		return nil, false
+		return nil, nil, false
 	}
-	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), true
+	release, err := s.inflight.take(p.credential(), bodySize(r))
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, err)
+		return nil, nil, false
+	}
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), release, true
 }
 
 // isPublic reports whether r may be served without a credential: the health

@@ -36,6 +36,8 @@ type Server struct {
 	// check the role. Every other route is the admin's (but GET /metrics,
 	// which a metrics token opens too).
 	roleRoutes map[string]bool
+	// inflight bounds the request bodies being handled.
+	inflight inflight
 	mcp        *mcpFront // the roles' MCP servers at /mcp/{role}
 	stop       func()    // stops fetching the OpenID provider's keys
 }
@@ -97,10 +99,11 @@ func (s *Server) Close() {
 // ServeHTTP implements [http.Handler]. Unknown paths and methods get JSON
 // errors, 404 and 405 (with Allow), like every other error.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r, ok := s.guard(w, r)
+	r, release, ok := s.guard(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	if isWellKnown(r) {
 		s.wellKnown(w, r)
 		return
