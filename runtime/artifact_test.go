@@ -141,3 +141,30 @@ func TestArtifactsBelongToRoles(t *testing.T) {
 		t.Errorf("reviewer's copy after author's evictions: %q", text)
 	}
 }
+
+// TestArtifactsOfADeletedRole: a role made under the name of a deleted one
+// reads none of the deleted role's artifacts.
+func TestArtifactsOfADeletedRole(t *testing.T) {
+	e := start(t, `{"roles": {}}`, "", "", "")
+	ctx := context.Background()
+	agentOf := func() string {
+		t.Helper()
+		e.createRole("temp", "artifact")
+		a, err := e.h.CreateAgent(ctx, "temp", store.Agent{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.ID
+	}
+	res, err := e.call(agentOf(), "put_artifact", map[string]any{"content": "the old role's"})
+	if err != nil || !res.OK {
+		t.Fatalf("put_artifact: %+v, %v", res, err)
+	}
+	id := res.Meta[toolhost.MetaStructuredContent].(map[string]any)["id"].(string)
+	if err := e.h.DeleteRole(ctx, "temp"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.call(agentOf(), "get_artifact", map[string]string{"id": id}); err != nil || res.OK || res.Error.Code != toolhost.CodeValidation {
+		t.Fatalf("the new role reads the old one's artifact: %+v, %v", res, err)
+	}
+}
