@@ -88,7 +88,7 @@ type Store struct {
 	// may hold a password: write it as env("…") rather than in the file.
 	DSN string `json:"-"`
 	// Artifacts is where artifacts' bytes are kept: "files" (the default),
-	// content-addressed under ArtifactDir, or "database", beside their
+	// one per artifact under ArtifactDir, or "database", beside their
 	// index, which suits small deployments of several hosts that share no
 	// directory.
 	Artifacts string

@@ -3,6 +3,8 @@ package host
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -111,7 +113,7 @@ func (h *Host) saveOutput(ctx context.Context, role, key string, data []byte) (p
 		})
 	if err != nil {
 		removeFile(h, tmp, path, placed)
-		if errors.Is(err, store.ErrOverQuota) {
+		if errors.Is(err, store.ErrOverQuota) || errors.Is(err, store.ErrQuotaFull) {
 			return "", err.Error()
 		}
 		return "", fmt.Sprintf("not indexed: %v", err)
@@ -132,21 +134,25 @@ func removeFile(h *Host, tmp, path string, placed bool) {
 	}
 }
 
-// PutArtifact keeps an artifact's bytes, stored by an agent of its Role,
-// within the quotas: in the database or in the artifact directory
-// ([Host.ArtifactPath]), content-addressed (a.ID is the SHA-256 of data),
-// indexed in the store, private to the host. The oldest saved outputs, then
-// the oldest artifacts, are evicted to make room; an artifact larger than a
-// quota by itself is refused with code policy.
+// PutArtifact keeps an artifact's bytes, stored by an agent of its Role
+// (whose id is its RoleID, the role that owns it; both "" for the
+// operator), as a new artifact with a new random id, within the quotas: in
+// the database or in the artifact directory ([Host.ArtifactPath]), indexed
+// in the store, private to the host. The oldest saved outputs, then the
+// role's own oldest artifacts, are evicted to make room, never another
+// role's; an artifact larger than a quota by itself, or that only other
+// roles' artifacts would make room for, is refused with code policy.
 func (h *Host) PutArtifact(ctx context.Context, a store.Artifact, data []byte) (store.Artifact, error) {
 	q := h.quotas()
-	if why := overQuota(q, int64(len(data))); why != "" {
+	a.Size = int64(len(data))
+	if why := overQuota(q, a.Size); why != "" {
 		return a, toolhost.Errorf(toolhost.CodePolicy, "artifact not kept: %s", why)
 	}
 	id, err := h.storageID()
 	if err != nil {
 		return a, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 	}
+	a.ID = newArtifactID()
 	kept, tmp, path := data, "", "" // the bytes, when the store keeps them
 	if !h.artifactsInStore() {
 		path, kept = h.ArtifactPath(a.ID), nil
@@ -157,27 +163,34 @@ func (h *Host) PutArtifact(ctx context.Context, a store.Artifact, data []byte) (
 	var placed bool
 	got, evicted, err := h.store.PutArtifact(ctx, id, a, kept, q, func(ev []store.Eviction) error {
 		if tmp != "" {
-			if _, err := os.Stat(path); err != nil { // the same id is the same bytes
-				if err := os.Rename(tmp, path); err != nil {
-					return err
-				}
-				placed = true
+			if err := os.Rename(tmp, path); err != nil {
+				return err
 			}
+			placed = true
 		}
 		h.removeEvicted(ev)
 		return nil
 	})
-	if tmp != "" && (err != nil || !placed) {
-		removeFile(h, tmp, path, placed)
-	}
 	if err != nil {
-		if errors.Is(err, store.ErrOverQuota) {
-			return a, toolhost.Errorf(toolhost.CodePolicy, "artifact not kept: %v", err)
+		if tmp != "" {
+			removeFile(h, tmp, path, placed)
+		}
+		if errors.Is(err, store.ErrOverQuota) || errors.Is(err, store.ErrQuotaFull) {
+			return a, toolhost.Errorf(toolhost.CodePolicy, "artifact not kept: %w", err)
 		}
 		return a, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 	}
 	h.evicted(evicted)
 	return got, nil
+}
+
+// newArtifactID is a new artifact's id: 32 random bytes in hex, which say
+// nothing of its bytes. It has the shape of the ids of the artifacts stored
+// before (the SHA-256 of their bytes), which keep them.
+func newArtifactID() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }
 
 // writeTemp writes data to a new private file in dir (made private if

@@ -226,9 +226,9 @@ func TestOutputNotKeptWhenWriteFails(t *testing.T) {
 }
 
 // TestArtifactQuotas: artifacts count in the same quotas: making room for
-// one evicts the oldest saved outputs first, then the oldest artifacts
-// (files removed, or bytes dropped from the database); an artifact larger
-// than a quota is refused with code policy.
+// one evicts the oldest saved outputs first, then the role's oldest
+// artifacts (files removed, or bytes dropped from the database); an
+// artifact larger than a quota is refused with code policy.
 func TestArtifactQuotas(t *testing.T) {
 	for _, where := range []string{"files", "database"} {
 		t.Run(where, func(t *testing.T) {
@@ -239,14 +239,14 @@ func TestArtifactQuotas(t *testing.T) {
 					Store: config.Store{Quota: 1000 * kib, RoleQuota: 500 * kib, Artifacts: where}}
 				cfg.Limits = config.Limits{Timeout: proctest.Patience, MaxOutputLines: 2000, MaxOutputBytes: 51200}
 				h := runHost(t, cfg, opts)
-				if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "dev"}); err != nil {
+				dev, err := h.CreateRole(context.Background(), RoleSpec{Name: "dev"})
+				if err != nil {
 					t.Fatal(err)
 				}
 				agent, _ := h.CreateAgent(context.Background(), "dev", store.Agent{})
 				put := func(fill byte, size int) (store.Artifact, error) {
 					data := []byte(strings.Repeat(string(fill), size))
-					sum := sha256.Sum256(data)
-					return h.PutArtifact(context.Background(), store.Artifact{ID: hex.EncodeToString(sum[:]), Size: int64(size), Role: "dev"}, data)
+					return h.PutArtifact(context.Background(), store.Artifact{Role: "dev", RoleID: dev.ID}, data)
 				}
 				a1, err := put('a', 150*kib)
 				if err != nil {
@@ -262,14 +262,14 @@ func TestArtifactQuotas(t *testing.T) {
 				if _, err := put('c', 200*kib); err != nil { // 550 KiB again: no output left, the oldest artifact goes
 					t.Fatal(err)
 				}
-				if _, err := h.Store().Artifact(context.Background(), a1.ID); !errors.Is(err, store.ErrNotFound) {
+				if _, err := h.Store().Artifact(context.Background(), a1.ID, dev.ID); !errors.Is(err, store.ErrNotFound) {
 					t.Fatalf("the oldest artifact: %v", err)
 				}
 				if where == "files" {
 					if _, err := os.Stat(h.ArtifactPath(a1.ID)); !errors.Is(err, os.ErrNotExist) {
 						t.Fatalf("the evicted artifact's file: %v", err)
 					}
-				} else if _, err := h.Store().ArtifactData(context.Background(), a1.ID); !errors.Is(err, store.ErrNotFound) {
+				} else if _, err := h.Store().ArtifactData(context.Background(), a1.ID, dev.ID); !errors.Is(err, store.ErrNotFound) {
 					t.Fatalf("the evicted artifact's bytes: %v", err)
 				}
 				ev := evictions(t, h)
@@ -285,6 +285,57 @@ func TestArtifactQuotas(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestArtifactsOfOtherRolesStay: the same bytes stored by two roles are
+// two artifacts, with ids of their own that are not the bytes' SHA-256,
+// and two files; one role's quota evicts its own copy alone, and the
+// host's quota full of other roles' artifacts refuses a role's artifact
+// (policy) rather than evict one of theirs.
+func TestArtifactsOfOtherRolesStay(t *testing.T) {
+	storageEngines(t, func(t *testing.T, open func(*testing.T, string) *Options) {
+		dir := t.TempDir()
+		h, _ := quotaHost(t, dir, open(t, dir), 300*kib, 200*kib, "dev", "ops", "qa")
+		ctx := context.Background()
+		put := func(role string, data []byte) (store.Artifact, error) {
+			r, err := h.Role(role)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h.PutArtifact(ctx, store.Artifact{Role: role, RoleID: r.ID}, data)
+		}
+		must := func(a store.Artifact, err error) store.Artifact {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		same := []byte(strings.Repeat("s", 100*kib))
+		sum := sha256.Sum256(same)
+		ops, dev := must(put("ops", same)), must(put("dev", same))
+		if ops.ID == dev.ID || ops.ID == hex.EncodeToString(sum[:]) || dev.ID == hex.EncodeToString(sum[:]) {
+			t.Fatalf("ids %s and %s for the same bytes (SHA-256 %x)", ops.ID, dev.ID, sum)
+		}
+		must(put("dev", make([]byte, 150*kib))) // 250 KiB of dev's: its copy goes
+		opsRole, _ := h.Role("ops")
+		if _, err := h.Store().Artifact(ctx, ops.ID, opsRole.ID); err != nil {
+			t.Fatalf("ops's copy after dev's eviction: %v", err)
+		}
+		if _, err := os.Stat(h.ArtifactPath(ops.ID)); err != nil {
+			t.Fatalf("ops's file after dev's eviction: %v", err)
+		}
+		if _, err := os.Stat(h.ArtifactPath(dev.ID)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("dev's evicted file: %v", err)
+		}
+		must(put("ops", make([]byte, 50*kib))) // 300 KiB in all: dev 150, ops 150
+		if _, err := put("qa", []byte("x")); !errors.Is(err, toolhost.ErrPolicy) || !errors.Is(err, store.ErrQuotaFull) {
+			t.Fatalf("qa's artifact in a host quota full of others': %v", err)
+		}
+		if ev := evictions(t, h); len(ev) != 1 || ev[0] != fmt.Sprintf("artifact dev %s role %d", dev.ID, 100*kib) {
+			t.Fatalf("evictions %q", ev)
+		}
+	})
 }
 
 // TestOutputFloodIsBounded: the attack of issue 32, an agent saving big

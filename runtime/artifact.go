@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +19,11 @@ import (
 )
 
 type putArtifactArgs struct {
-	Name    string `json:"name,omitempty" jsonschema:"a file name for the artifact"`
-	Content string `json:"content,omitempty" jsonschema:"the artifact's text; give content or path"`
-	Path    string `json:"path,omitempty" jsonschema:"a file in the workspace to store; give content or path"`
-	MIME    string `json:"mime,omitempty" jsonschema:"the media type; default guessed from the name and the bytes"`
+	Name    string   `json:"name,omitempty" jsonschema:"a file name for the artifact"`
+	Content string   `json:"content,omitempty" jsonschema:"the artifact's text; give content or path"`
+	Path    string   `json:"path,omitempty" jsonschema:"a file in the workspace to store; give content or path"`
+	MIME    string   `json:"mime,omitempty" jsonschema:"the media type; default guessed from the name and the bytes"`
+	Share   []string `json:"share,omitempty" jsonschema:"roles (names or ids) that may read it too; by default your role alone may"`
 }
 
 type getArtifactArgs struct {
@@ -34,19 +33,51 @@ type getArtifactArgs struct {
 // maxArtifact bounds an artifact's size.
 const maxArtifact = 64 << 20
 
-// artifactGroup is artifact: content-addressed blobs under data_dir, indexed
-// in the store, private to the host (directories 0700, files 0600).
+// maxShare bounds the roles put_artifact shares an artifact with, and the
+// artifacts spawn_agent_with_task hands over.
+const maxShare = 16
+
+// artifactGroup is artifact: blobs under data_dir (or in the database),
+// indexed in the store, private to the host (directories 0700, files 0600).
+// An artifact belongs to the role that stored it: that role reads it, and
+// the roles it shares it with (put_artifact's share,
+// spawn_agent_with_task's artifacts); to any other its id names nothing.
 func (rt *Runtime) artifactGroup() *sdk.Group {
 	return &sdk.Group{ID: "artifact", Description: "Artifacts: store text or a workspace file and get an id to hand to other agents; read one back by id.", Tools: []sdk.Tool{
-		sdk.NewStructuredTool("put_artifact", "Store text (content) or a workspace file (path) as an artifact; returns its id, the SHA-256 of its bytes.",
+		sdk.NewStructuredTool("put_artifact", "Store text (content) or a workspace file (path) as an artifact; returns its id. Your role reads it, and the roles named in share.",
 			func(ctx context.Context, r *sdk.Request[putArtifactArgs]) (store.Artifact, error) {
 				return rt.putArtifact(ctx, r.Call, r.Args)
 			}, sdk.Title("Store artifact"), sdk.Additive()),
-		sdk.NewTool("get_artifact", "Read an artifact by id: text is returned as is, other bytes as an attachment.",
+		sdk.NewTool("get_artifact", "Read an artifact by id, one your role stored or was handed: text is returned as is, other bytes as an attachment.",
 			func(ctx context.Context, r *sdk.Request[getArtifactArgs]) (*sdk.Result, error) {
-				return rt.getArtifact(ctx, r.Args.ID)
+				return rt.getArtifact(ctx, r.Call, r.Args.ID)
 			}, sdk.Title("Read artifact"), sdk.ReadOnly()),
 	}}
+}
+
+// callerRoleID is the id of the role of a call's caller, which owns the
+// artifacts it stores: "" for the operator (a call without a role).
+func (rt *Runtime) callerRoleID(by toolhost.CallContext) (string, error) {
+	if by.Role == "" {
+		return "", nil
+	}
+	r, err := rt.h.Role(by.Role)
+	return r.ID, err
+}
+
+// noArtifact is the error of reading, or handing over, an id that names no
+// artifact the caller's role may: the same whether it names another role's
+// artifact or nothing, so that it confirms nothing.
+func noArtifact(id string) error {
+	return toolhost.Errorf(toolhost.CodeValidation, "no artifact %s: an artifact is read by the role that stored it and the roles it was handed to", id)
+}
+
+// checkArtifactID refuses what cannot be an artifact's id.
+func checkArtifactID(id string) error {
+	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
+		return toolhost.Errorf(toolhost.CodeValidation, "field id: %q is not an artifact id (64 lower-case hex digits)", id)
+	}
+	return nil
 }
 
 func (rt *Runtime) putArtifact(ctx context.Context, by toolhost.CallContext, args putArtifactArgs) (store.Artifact, error) {
@@ -68,15 +99,70 @@ func (rt *Runtime) putArtifact(ctx context.Context, by toolhost.CallContext, arg
 	if len(data) > maxArtifact {
 		return store.Artifact{}, toolhost.Errorf(toolhost.CodeValidation, "artifact is %d bytes, more than the %d allowed", len(data), maxArtifact)
 	}
-	sum := sha256.Sum256(data)
-	id := hex.EncodeToString(sum[:])
+	if len(args.Share) > maxShare {
+		return store.Artifact{}, toolhost.Errorf(toolhost.CodeValidation, "field share: %d roles, more than %d", len(args.Share), maxShare)
+	}
+	owner, err := rt.callerRoleID(by)
+	if err != nil {
+		return store.Artifact{}, err
+	}
+	share := make([]string, len(args.Share))
+	for i, name := range args.Share {
+		r, err := rt.role(name)
+		if err != nil {
+			return store.Artifact{}, toolhost.Errorf(toolhost.CodeValidation, "field share: %w", err)
+		}
+		share[i] = r.ID
+	}
 	if args.MIME == "" {
 		args.MIME = mime.TypeByExtension(filepath.Ext(args.Name))
 	}
 	if args.MIME == "" {
 		args.MIME = http.DetectContentType(data)
 	}
-	return rt.h.PutArtifact(ctx, store.Artifact{ID: id, Name: args.Name, MIME: args.MIME, Size: int64(len(data)), CreatedBy: by.AgentID, Role: by.Role}, data)
+	a, err := rt.h.PutArtifact(ctx, store.Artifact{Name: args.Name, MIME: args.MIME, CreatedBy: by.AgentID, Role: by.Role, RoleID: owner}, data)
+	if err != nil || len(share) == 0 {
+		return a, err
+	}
+	if err := rt.st.ShareArtifacts(ctx, owner, []string{a.ID}, share); err != nil {
+		return a, toolhost.Errorf(toolhost.CodeInternal, "artifact %s stored, not shared: %w", a.ID, err)
+	}
+	return a, nil
+}
+
+// handOver shares the artifacts ids, which the caller's role must have
+// stored, with the role of an agent it spawns, and returns the agent's
+// task with a line naming them.
+func (rt *Runtime) handOver(ctx context.Context, by toolhost.CallContext, role store.Role, task string, ids []string) (string, error) {
+	if len(ids) > maxShare {
+		return "", toolhost.Errorf(toolhost.CodeValidation, "field artifacts: %d ids, more than %d", len(ids), maxShare)
+	}
+	owner, err := rt.callerRoleID(by)
+	if err != nil {
+		return "", err
+	}
+	named := make([]string, len(ids))
+	for i, id := range ids {
+		if err := checkArtifactID(id); err != nil {
+			return "", err
+		}
+		a, err := rt.st.Artifact(ctx, id, owner)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return "", noArtifact(id)
+		case err != nil:
+			return "", toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
+		case a.RoleID != owner:
+			return "", toolhost.Errorf(toolhost.CodePolicy, "artifact %s was handed to your role: only the role that stored it may hand it on", id)
+		}
+		named[i] = fmt.Sprintf("%s (%s, %d bytes)", id, a.Name, a.Size)
+	}
+	if err := rt.st.ShareArtifacts(ctx, owner, ids, []string{role.ID}); errors.Is(err, store.ErrNotFound) {
+		return "", toolhost.Errorf(toolhost.CodeValidation, "artifacts not handed over, one was evicted meanwhile: %v", err)
+	} else if err != nil {
+		return "", toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
+	}
+	return task + "\n\nArtifacts handed to you (read them with get_artifact): " + strings.Join(named, ", "), nil
 }
 
 // readWorkspace reads a file inside the runtime's workspace; the path may
@@ -120,23 +206,27 @@ func (rt *Runtime) readWorkspace(path string) ([]byte, error) {
 	return data, nil
 }
 
-func (rt *Runtime) getArtifact(ctx context.Context, id string) (*sdk.Result, error) {
-	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
-		return nil, toolhost.Errorf(toolhost.CodeValidation, "field id: %q is not an artifact id (64 lower-case hex digits)", id)
+func (rt *Runtime) getArtifact(ctx context.Context, by toolhost.CallContext, id string) (*sdk.Result, error) {
+	if err := checkArtifactID(id); err != nil {
+		return nil, err
 	}
-	a, err := rt.st.Artifact(ctx, id)
+	reader, err := rt.callerRoleID(by)
+	if err != nil {
+		return nil, err
+	}
+	a, err := rt.st.Artifact(ctx, id, reader)
 	if errors.Is(err, store.ErrNotFound) {
-		if at, err := rt.st.Evicted(ctx, id); err == nil {
+		if at, err := rt.st.Evicted(ctx, id, reader); err == nil {
 			return nil, toolhost.Errorf(toolhost.CodeValidation, "artifact %s was evicted at %s to keep within the storage quotas (store { quota, role_quota }): put it again", id, at.Format(time.RFC3339))
 		}
-		return nil, toolhost.Errorf(toolhost.CodeValidation, "no artifact %s", id)
+		return nil, noArtifact(id)
 	}
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 	}
 	var data []byte
 	if rt.h.Config().Store.Artifacts == "database" {
-		data, err = rt.st.ArtifactData(ctx, id)
+		data, err = rt.st.ArtifactData(ctx, id, reader)
 	} else {
 		data, err = os.ReadFile(rt.h.ArtifactPath(id))
 	}

@@ -32,8 +32,9 @@ type spawnArgs struct {
 }
 
 type spawnTaskArgs struct {
-	RoleID string `json:"roleId" jsonschema:"the role of the new agent: its name or id"`
-	Task   string `json:"task" jsonschema:"the work the new agent starts with"`
+	RoleID    string   `json:"roleId" jsonschema:"the role of the new agent: its name or id"`
+	Task      string   `json:"task" jsonschema:"the work the new agent starts with"`
+	Artifacts []string `json:"artifacts,omitempty" jsonschema:"ids of artifacts your role stored, handed to the new agent's role: it may read them from then on"`
 }
 
 type terminateArgs struct {
@@ -91,14 +92,14 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 			}, sdk.Title("Create role"), sdk.Additive()),
 		sdk.NewTool("spawn_agent", "Create an agent of a role; it waits for messages (send_message).",
 			func(ctx context.Context, r *sdk.Request[spawnArgs]) (*sdk.Result, error) {
-				return rt.spawnTool(ctx, r.Call, r.Args.RoleID, "")
+				return rt.spawnTool(ctx, r.Call, r.Args.RoleID, "", nil)
 			}, sdk.Title("Spawn agent"), sdk.Additive()),
-		sdk.NewTool("spawn_agent_with_task", "Create an agent of a role and give it a task; it can report back with send_message.",
+		sdk.NewTool("spawn_agent_with_task", "Create an agent of a role and give it a task, and the artifacts it needs; it can report back with send_message.",
 			func(ctx context.Context, r *sdk.Request[spawnTaskArgs]) (*sdk.Result, error) {
 				if strings.TrimSpace(r.Args.Task) == "" {
 					return nil, sdk.Errorf(toolhost.CodeValidation, "field task: must not be empty")
 				}
-				return rt.spawnTool(ctx, r.Call, r.Args.RoleID, r.Args.Task)
+				return rt.spawnTool(ctx, r.Call, r.Args.RoleID, r.Args.Task, r.Args.Artifacts)
 			}, sdk.Title("Spawn agent with task"), sdk.Additive()),
 		sdk.NewTool("terminate_agent", "Terminate an agent you spawned (directly or not) and every agent it spawned.",
 			func(ctx context.Context, r *sdk.Request[terminateArgs]) (*sdk.Result, error) {
@@ -129,7 +130,18 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 	}}
 }
 
-func (rt *Runtime) spawnTool(ctx context.Context, cc toolhost.CallContext, role, task string) (*sdk.Result, error) {
+// spawnTool spawns an agent of role with task, handing it the artifacts
+// of the caller's role that artifacts names.
+func (rt *Runtime) spawnTool(ctx context.Context, cc toolhost.CallContext, role, task string, artifacts []string) (*sdk.Result, error) {
+	if len(artifacts) > 0 {
+		r, err := rt.role(role)
+		if err != nil {
+			return nil, err
+		}
+		if task, err = rt.handOver(ctx, cc, r, task, artifacts); err != nil {
+			return nil, err
+		}
+	}
 	a, err := rt.Spawn(ctx, SpawnRequest{Role: role, Task: task, ParentID: cc.AgentID, CallID: cc.CallID, Credential: cc.Credential})
 	if err != nil {
 		return nil, err

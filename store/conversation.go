@@ -204,41 +204,54 @@ func mails(ctx context.Context, q db, where string, args ...any) ([]Mail, error)
 	return out, rows.Err()
 }
 
-// Artifact is the index entry of a stored artifact.
+// Artifact is the index entry of a stored artifact. An artifact belongs to
+// the role that stored it: that role reads it, and the roles it shares it
+// with ([Store.ShareArtifacts]); to any other, its id names nothing.
 type Artifact struct {
-	// ID is the SHA-256 of the content, in hex.
+	// ID names it: random, 64 hex digits, saying nothing of its bytes (one
+	// stored before artifacts belonged to roles keeps the SHA-256 of its
+	// bytes as its id).
 	ID        string    `json:"id"`
 	Name      string    `json:"name,omitempty"`
 	MIME      string    `json:"mime,omitempty"`
 	Size      int64     `json:"size"`
 	CreatedBy string    `json:"createdBy,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
-	// Role is the role of the agent that stored it, whose quota counts it.
+	// Role is the name of the role of the agent that stored it, whose
+	// quota counts it.
 	Role string `json:"role,omitempty"`
+	// RoleID is the id of that role, which owns it; "" for the operator's
+	// (a call without a role).
+	RoleID string `json:"-"`
 }
 
-// Artifact returns the index entry of an artifact.
-func (s *Store) Artifact(ctx context.Context, id string) (Artifact, error) {
-	return artifact(ctx, s.db, id)
-}
+// readable is the condition on an artifact a that the role with the id
+// given (its two parameters) may read it.
+const readable = `(a.role_id = ? OR EXISTS (SELECT 1 FROM artifact_shares s WHERE s.id = a.id AND s.role_id = ?))`
 
-// artifact is Artifact in q, the store's database or a transaction.
-func artifact(ctx context.Context, q db, id string) (Artifact, error) {
+// Artifact returns the index entry of the artifact id if the role with the
+// id roleID may read it (its own, or one shared with it); otherwise the
+// error wraps [ErrNotFound], as for an id that names nothing.
+func (s *Store) Artifact(ctx context.Context, id, roleID string) (Artifact, error) {
 	a := Artifact{ID: id}
 	var created string
-	err := q.queryRow(ctx, `SELECT name, mime, size, created_by, role, created_at FROM artifacts WHERE id = ?`, id).
-		Scan(&a.Name, &a.MIME, &a.Size, &a.CreatedBy, &a.Role, &created)
-	if err == sql.ErrNoRows {
+	err := s.db.queryRow(ctx, `SELECT name, mime, size, created_by, role, role_id, created_at FROM artifacts a WHERE a.id = ? AND `+readable, id, roleID, roleID).
+		Scan(&a.Name, &a.MIME, &a.Size, &a.CreatedBy, &a.Role, &a.RoleID, &created)
+	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("store: artifact %q: %w", id, ErrNotFound)
 	}
+	if err != nil {
+		return a, fmt.Errorf("store: artifact %s: %w", id, err)
+	}
 	a.CreatedAt = parseTime(created)
-	return a, err
+	return a, nil
 }
 
-// ArtifactData returns an artifact's bytes kept in the database.
-func (s *Store) ArtifactData(ctx context.Context, id string) ([]byte, error) {
+// ArtifactData returns the bytes kept in the database of the artifact id,
+// if the role with the id roleID may read it, as [Store.Artifact].
+func (s *Store) ArtifactData(ctx context.Context, id, roleID string) ([]byte, error) {
 	var data []byte
-	err := s.db.queryRow(ctx, `SELECT data FROM artifact_data WHERE id = ?`, id).Scan(&data)
+	err := s.db.queryRow(ctx, `SELECT d.data FROM artifact_data d JOIN artifacts a ON a.id = d.id WHERE d.id = ? AND `+readable, id, roleID, roleID).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: artifact %q: %w", id, ErrNotFound)
 	}
@@ -246,4 +259,46 @@ func (s *Store) ArtifactData(ctx context.Context, id string) ([]byte, error) {
 		return nil, fmt.Errorf("store: artifact %s: %w", id, err)
 	}
 	return data, nil
+}
+
+// maxShares bounds the artifacts and the roles of one [Store.ShareArtifacts].
+const maxShares = 64
+
+// ShareArtifacts lets the roles with the ids roles read the artifacts ids,
+// each of which the role with the id owner must own: an artifact shared
+// with it is not its to share on. It shares all or none: an id that names
+// no artifact of owner makes an error that wraps [ErrNotFound], whether it
+// names another role's artifact or nothing. Sharing with owner itself, or
+// again, changes nothing.
+func (s *Store) ShareArtifacts(ctx context.Context, owner string, ids, roles []string) error {
+	if len(ids) > maxShares || len(roles) > maxShares {
+		return fmt.Errorf("store: share artifacts: %d artifacts with %d roles, more than %d", len(ids), len(roles), maxShares)
+	}
+	err := s.tx(ctx, func(tx db) error {
+		if err := s.eng.lock(ctx, tx, "storage"); err != nil { // as evictions take it
+			return err
+		}
+		for _, id := range ids {
+			var n int
+			if err := tx.queryRow(ctx, `SELECT count(*) FROM artifacts WHERE id = ? AND role_id = ?`, id, owner).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("artifact %q: %w", id, ErrNotFound)
+			}
+			for _, r := range roles {
+				if r == owner {
+					continue
+				}
+				if _, err := tx.exec(ctx, `INSERT INTO artifact_shares (id, role_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, r); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: share artifacts: %w", err)
+	}
+	return nil
 }

@@ -24,6 +24,10 @@ const (
 // quota by itself: evicting everything else would not make room for it.
 var ErrOverQuota = errors.New("larger than the quota")
 
+// ErrQuotaFull is wrapped by the error of keeping an item when the host's
+// quota is full of what it may not evict for it: other roles' artifacts.
+var ErrQuotaFull = errors.New("the quota is full of other roles' artifacts")
+
 // Quotas bound the bytes of saved outputs and artifacts, as
 // [Store.KeepOutput] and [Store.PutArtifact] keep them; a negative bound is
 // none. Host bounds the bytes of one host's saved outputs and of every
@@ -69,9 +73,11 @@ type Placer func(evicted []Eviction) error
 
 // KeepOutput indexes a saved output (its Kind, Key, Role, Host and Size)
 // within the quotas q, evicting the oldest items in the scope of a quota it
-// would pass (saved outputs first, then artifacts), and calls place. An
-// output the host indexed under the same key before is replaced. An output
-// larger than a quota is not indexed: the error wraps [ErrOverQuota].
+// would pass (saved outputs first, then its role's artifacts), and calls
+// place. An output the host indexed under the same key before is replaced.
+// An output larger than a quota is not indexed: the error wraps
+// [ErrOverQuota]; one that only other roles' artifacts would make room for
+// neither: the error wraps [ErrQuotaFull].
 func (s *Store) KeepOutput(ctx context.Context, it Item, q Quotas, place Placer) ([]Eviction, error) {
 	var evicted []Eviction
 	err := s.tx(ctx, func(tx db) (err error) {
@@ -96,33 +102,27 @@ func (s *Store) KeepOutput(ctx context.Context, it Item, q Quotas, place Placer)
 	return evicted, nil
 }
 
-// PutArtifact indexes an artifact, with its bytes when data is not nil (a
-// store { artifacts = "database" }; nil: they are kept in the artifact
-// directory, which place writes), within the quotas q for the role
-// a.Role, as [Store.KeepOutput] keeps an output of host (the host putting
-// it, whose saved outputs may be evicted), in one transaction. An id
-// already indexed keeps its first entry, which is returned, and costs
-// nothing more: place is called with no evictions, to make sure of the
-// file.
+// PutArtifact indexes a new artifact a (its ID, new, chosen by the caller;
+// its Role and RoleID, the role that owns it), with its bytes when data is
+// not nil (a store { artifacts = "database" }; nil: they are kept in the
+// artifact directory, which place writes), within the quotas q for the
+// role a.Role, as [Store.KeepOutput] keeps an output of host (the host
+// putting it, whose saved outputs may be evicted), in one transaction. The
+// same bytes stored again, by any role, are a new artifact: nothing is
+// shared between entries, so evicting one never touches another.
 func (s *Store) PutArtifact(ctx context.Context, host string, a Artifact, data []byte, q Quotas, place Placer) (Artifact, []Eviction, error) {
 	var evicted []Eviction
-	err := s.tx(ctx, func(tx db) error {
+	created := now()
+	a.CreatedAt = parseTime(created)
+	err := s.tx(ctx, func(tx db) (err error) {
 		if err := s.eng.lock(ctx, tx, "storage"); err != nil {
-			return err
-		}
-		got, err := artifact(ctx, tx, a.ID)
-		if err == nil {
-			a = got
-			return place(nil)
-		}
-		if !errors.Is(err, ErrNotFound) {
 			return err
 		}
 		if evicted, err = s.makeRoom(ctx, tx, Item{Kind: KindArtifact, Key: a.ID, Role: a.Role, Host: host, Size: a.Size}, q); err != nil {
 			return err
 		}
-		if _, err = tx.exec(ctx, `INSERT INTO artifacts (id, name, mime, size, created_by, role, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, a.Name, a.MIME, a.Size, a.CreatedBy, a.Role, now()); err != nil {
+		if _, err = tx.exec(ctx, `INSERT INTO artifacts (id, name, mime, size, created_by, role, role_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.Name, a.MIME, a.Size, a.CreatedBy, a.Role, a.RoleID, created); err != nil {
 			return err
 		}
 		if data != nil {
@@ -130,14 +130,7 @@ func (s *Store) PutArtifact(ctx context.Context, host string, a Artifact, data [
 				return err
 			}
 		}
-		if _, err = tx.exec(ctx, `DELETE FROM evicted_artifacts WHERE id = ?`, a.ID); err != nil {
-			return err
-		}
-		if err := place(evicted); err != nil {
-			return err
-		}
-		a, err = artifact(ctx, tx, a.ID)
-		return err
+		return place(evicted)
 	})
 	if err != nil {
 		return a, nil, fmt.Errorf("store: put artifact: %w", err)
@@ -147,7 +140,10 @@ func (s *Store) PutArtifact(ctx context.Context, host string, a Artifact, data [
 
 // makeRoom evicts, in tx, the oldest items in the scope of each quota that
 // keeping it would pass, the role's first: saved outputs of it.Host first,
-// then artifacts. It returns what it evicted.
+// then artifacts, of it.Role alone whatever the quota, since one role's
+// storing never evicts another role's artifact. It returns what it evicted;
+// the host's quota full of what it may not evict is an error that wraps
+// [ErrQuotaFull].
 func (s *Store) makeRoom(ctx context.Context, tx db, it Item, q Quotas) ([]Eviction, error) {
 	var evicted []Eviction
 	for _, sc := range []struct {
@@ -170,7 +166,7 @@ func (s *Store) makeRoom(ctx context.Context, tx db, it Item, q Quotas) ([]Evict
 			if need <= 0 {
 				break
 			}
-			items, err := oldest(ctx, tx, kind, it.Host, role, byRole, need)
+			items, err := oldest(ctx, tx, kind, it.Host, role, byRole || kind == KindArtifact, need)
 			if err != nil {
 				return nil, err
 			}
@@ -181,6 +177,9 @@ func (s *Store) makeRoom(ctx context.Context, tx db, it Item, q Quotas) ([]Evict
 				evicted = append(evicted, Eviction{Item: e, Quota: sc.quota})
 				need -= e.Size
 			}
+		}
+		if need > 0 {
+			return nil, fmt.Errorf("%d bytes, %s quota %d, %d bytes short: %w", it.Size, sc.quota, sc.bound, need, ErrQuotaFull)
 		}
 	}
 	return evicted, nil
@@ -226,30 +225,36 @@ func oldest(ctx context.Context, tx db, kind, host, role string, byRole bool, ne
 }
 
 // evict removes an item's index entry (and an artifact's bytes kept in the
-// database), remembering an evicted artifact.
+// database, and its shares), remembering an evicted artifact for each role
+// that could read it.
 func evict(ctx context.Context, tx db, it Item) error {
 	if it.Kind == KindOutput {
 		_, err := tx.exec(ctx, `DELETE FROM saved_outputs WHERE host_id = ? AND key = ?`, it.Host, it.Key)
 		return err
 	}
+	at := now()
+	if _, err := tx.exec(ctx, `INSERT INTO evicted_artifacts (id, role_id, evicted_at) SELECT id, role_id, ? FROM artifacts WHERE id = ?
+		UNION SELECT id, role_id, ? FROM artifact_shares WHERE id = ? ON CONFLICT DO NOTHING`, at, it.Key, at, it.Key); err != nil {
+		return err
+	}
 	if _, err := tx.exec(ctx, `DELETE FROM artifacts WHERE id = ?`, it.Key); err != nil {
 		return err
 	}
-	_, err := tx.exec(ctx, `INSERT INTO evicted_artifacts (id, evicted_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, it.Key, now())
-	if err == nil { // the newest maxTombstones are enough to tell an eviction from a mistyped id
-		_, err = tx.exec(ctx, `DELETE FROM evicted_artifacts WHERE evicted_at < (SELECT evicted_at FROM evicted_artifacts ORDER BY evicted_at DESC LIMIT 1 OFFSET ?)`, maxTombstones)
-	}
+	// The newest maxTombstones are enough to tell an eviction from a mistyped id.
+	_, err := tx.exec(ctx, `DELETE FROM evicted_artifacts WHERE evicted_at < (SELECT evicted_at FROM evicted_artifacts ORDER BY evicted_at DESC LIMIT 1 OFFSET ?)`, maxTombstones)
 	return err
 }
 
-// maxTombstones bounds the evicted artifacts remembered.
+// maxTombstones bounds the evictions remembered.
 const maxTombstones = 10000
 
-// Evicted returns when a quota evicted the artifact id, among the latest
-// evictions; the error wraps [ErrNotFound] when it does not remember one.
-func (s *Store) Evicted(ctx context.Context, id string) (time.Time, error) {
+// Evicted returns when a quota evicted the artifact id that the role with
+// the id roleID could read, among the latest evictions; the error wraps
+// [ErrNotFound] when it does not remember one, or the role could not read
+// it.
+func (s *Store) Evicted(ctx context.Context, id, roleID string) (time.Time, error) {
 	var at string
-	err := s.db.queryRow(ctx, `SELECT evicted_at FROM evicted_artifacts WHERE id = ?`, id).Scan(&at)
+	err := s.db.queryRow(ctx, `SELECT evicted_at FROM evicted_artifacts WHERE id = ? AND role_id = ?`, id, roleID).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("store: evicted artifact %q: %w", id, ErrNotFound)
 	}

@@ -68,26 +68,41 @@ func TestQuotasEvictOldestOutputsFirst(t *testing.T) {
 		if got := keys(art("a2", "dev", 45)); !slices.Equal(got, []string{"output:o3@role", "output:o4@role", "artifact:a1@role"}) {
 			t.Fatalf("role quota evicted %v", got)
 		}
-		if _, err := s.Artifact(ctx, "a1"); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Artifact(ctx, "a1", ""); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("an evicted artifact: %v", err)
 		}
-		if _, err := s.Evicted(ctx, "a1"); err != nil {
+		if _, err := s.Evicted(ctx, "a1", ""); err != nil {
 			t.Fatalf("the eviction of a1 is not remembered: %v", err)
 		}
-		if _, err := s.Evicted(ctx, "a2"); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Evicted(ctx, "a2", ""); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("a kept artifact is said evicted: %v", err)
 		}
-		// The host's quota: ops holds 50 more (95 in all on h1), then 56
-		// for qa evicts the host's oldest output (ops's), then the oldest
-		// artifact (dev's).
+		// The host's quota evicts the host's oldest saved outputs, any
+		// role's, then the keeper's own artifacts, never another role's.
+		// ops holds 50 more (95 in all on h1); 56 for qa would need dev's
+		// artifact after ops's output: refused, and nothing evicted.
 		out("h1", "p1", "ops", 50)
-		if got := keys(out("h1", "p2", "qa", 56)); !slices.Equal(got, []string{"output:p1@host", "artifact:a2@host"}) {
+		if _, err := s.KeepOutput(ctx, Item{Kind: KindOutput, Host: "h1", Key: "p2", Role: "qa", Size: 56}, q, noPlace); !errors.Is(err, ErrQuotaFull) {
+			t.Fatalf("an output only another role's artifact would make room for: %v", err)
+		}
+		usage := func(want Usage) {
+			t.Helper()
+			if u, err := s.StorageUsage(ctx, "h1"); err != nil || u != want {
+				t.Fatalf("usage %+v, %v; want %+v", u, err, want)
+			}
+		}
+		usage(Usage{Outputs: 50, Artifacts: 45})
+		art("q1", "qa", 5) // 100 on h1
+		if got := keys(out("h1", "p2", "qa", 50)); !slices.Equal(got, []string{"output:p1@host"}) {
 			t.Fatalf("host quota evicted %v", got)
 		}
-		u, err := s.StorageUsage(ctx, "h1")
-		if err != nil || u != (Usage{Outputs: 56}) {
-			t.Fatalf("usage %+v, %v", u, err)
+		if got := keys(art("q2", "qa", 5)); !slices.Equal(got, []string{"output:p2@host"}) {
+			t.Fatalf("host quota evicted %v", got)
 		}
+		if got := keys(art("q3", "qa", 50)); !slices.Equal(got, []string{"artifact:q1@host"}) { // not dev's older a2
+			t.Fatalf("host quota evicted %v", got)
+		}
+		usage(Usage{Artifacts: 100})
 		if u, _ := s.StorageUsage(ctx, "h2"); u.Outputs != 50 {
 			t.Fatalf("h2's outputs: %+v", u)
 		}
@@ -98,15 +113,16 @@ func TestQuotasEvictOldestOutputsFirst(t *testing.T) {
 		if _, _, err := s.PutArtifact(ctx, "h1", Artifact{ID: "big", Role: "x", Size: 101}, nil, Quotas{Host: 100, Role: -1}, noPlace); !errors.Is(err, ErrOverQuota) {
 			t.Fatalf("an artifact over the host quota: %v", err)
 		}
-		if u, _ := s.StorageUsage(ctx, "h1"); u != (Usage{Outputs: 56}) {
-			t.Fatalf("usage after refusals %+v", u)
+		usage(Usage{Artifacts: 100})
+		// dev's output evicts dev's artifact; the same key again replaces
+		// the output.
+		if got := keys(out("h1", "d1", "dev", 5)); !slices.Equal(got, []string{"artifact:a2@host"}) {
+			t.Fatalf("host quota evicted %v", got)
 		}
-		// The same key again replaces the output, and a re-put artifact
-		// costs nothing.
-		out("h1", "p2", "qa", 5)
-		if u, _ := s.StorageUsage(ctx, "h1"); u.Outputs != 5 {
-			t.Fatalf("a replaced output: %+v", u)
+		if got := keys(out("h1", "d1", "dev", 7)); len(got) != 0 {
+			t.Fatalf("a replaced output evicted %v", got)
 		}
+		usage(Usage{Outputs: 7, Artifacts: 55})
 	})
 }
 
@@ -186,6 +202,9 @@ func TestStorageQuotaProperty(t *testing.T) {
 								if _, ok := disk[e.Key]; !ok {
 									return fmt.Errorf("evicted %s, which is not held", e.Key)
 								}
+								if e.Kind == KindArtifact && e.Role != o.role {
+									return fmt.Errorf("%s's item evicted %s's artifact %s", o.role, e.Role, e.Key)
+								}
 								delete(disk, e.Key)
 							}
 							return nil
@@ -196,7 +215,7 @@ func TestStorageQuotaProperty(t *testing.T) {
 						} else {
 							_, err = s.KeepOutput(ctx, it, q, place)
 						}
-						if err != nil && !(errors.Is(err, ErrOverQuota) && (o.size > q.Role || o.size > q.Host)) {
+						if err != nil && !(errors.Is(err, ErrOverQuota) && (o.size > q.Role || o.size > q.Host)) && !errors.Is(err, ErrQuotaFull) {
 							errs <- err
 							return
 						}

@@ -259,8 +259,8 @@ func TestClaimCall(t *testing.T) {
 }
 
 // TestArtifactsInTheDatabase: an artifact put with its bytes keeps them
-// beside its index, for every store on the database; the first put of an
-// id keeps its entry and bytes.
+// beside its index, for every store on the database; an id already
+// indexed is refused, keeping the first entry and its bytes.
 func TestArtifactsInTheDatabase(t *testing.T) {
 	engines(t, func(t *testing.T, open opener) {
 		dir := t.TempDir()
@@ -270,16 +270,19 @@ func TestArtifactsInTheDatabase(t *testing.T) {
 		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id1", Name: "first", Size: 4}, data, NoQuotas, noPlace); err != nil {
 			t.Fatal(err)
 		}
-		if got, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id1", Name: "second", Size: 4}, []byte("xxxx"), NoQuotas, noPlace); err != nil || got.Name != "first" {
-			t.Fatalf("a second put: %+v, %v", got, err)
+		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id1", Name: "second", Size: 4}, []byte("xxxx"), NoQuotas, noPlace); err == nil {
+			t.Fatal("a second put of an id was kept")
 		}
-		if got, err := b.ArtifactData(ctx, "id1"); err != nil || !slices.Equal(got, data) {
+		if got, err := b.ArtifactData(ctx, "id1", ""); err != nil || !slices.Equal(got, data) {
 			t.Fatalf("the bytes read through another store: %v, %v", got, err)
+		}
+		if got, err := b.Artifact(ctx, "id1", ""); err != nil || got.Name != "first" {
+			t.Fatalf("the entry read through another store: %+v, %v", got, err)
 		}
 		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id2", Size: 1}, nil, NoQuotas, noPlace); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.ArtifactData(ctx, "id2"); !errors.Is(err, ErrNotFound) {
+		if _, err := b.ArtifactData(ctx, "id2", ""); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("bytes kept in files, read from the database: %v", err)
 		}
 	})
