@@ -35,8 +35,8 @@ import (
 // requests.
 const approvalInput = "approval"
 
-// maxHeldCalls bounds the calls an agent has waiting for its client's
-// answer; a call past it waits for the queue alone.
+// maxHeldCalls bounds the calls a credential's agents have waiting for
+// their clients' answers; a call past it waits for the queue alone.
 const maxHeldCalls = 16
 
 // heldCall is a call waiting for its client's approval.
@@ -232,13 +232,13 @@ func (h *heldCalls) cancelAll() {
 	}
 }
 
-// count returns how many calls of agent a are held.
+// count returns how many calls of agent a's credential are held.
 func (h *heldCalls) count(a *mcpAgent) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := 0
 	for _, c := range h.calls {
-		if c.agent.key == a.key {
+		if c.agent.cred == a.cred {
 			n++
 		}
 	}

@@ -25,8 +25,10 @@ import (
 // statusMessage follows the call (its latest progress, a wait for an
 // approval), and ends it with tasks/cancel. A task belongs to the agent that
 // made it (its credential or session, and its key): to another it does not
-// exist. It is kept taskTTL after it ends, and an agent has at most
-// maxTasks running; a call past that runs without a task.
+// exist. It is kept taskTTL after it ends, and the agents of one
+// credential have at most maxTasks running between them (agents are free
+// to make, so the bound is the credential's); a call past that runs without
+// a task.
 
 const (
 	tasksExtension = "io.modelcontextprotocol/tasks"
@@ -36,10 +38,11 @@ const (
 	taskTTL = time.Hour
 	// taskPoll is the poll interval the front suggests.
 	taskPoll = 500 * time.Millisecond
-	// maxTasks bounds the running tasks of an agent.
+	// maxTasks bounds the running tasks of a credential's agents.
 	maxTasks = 64
-	// maxKeptTasks bounds the tasks an agent has kept, ended ones included:
-	// past it the oldest ended ones are forgotten before their TTL.
+	// maxKeptTasks bounds the tasks a credential's agents have kept, ended
+	// ones included: past it the oldest ended ones are forgotten before
+	// their TTL.
 	maxKeptTasks = 256
 )
 
@@ -277,8 +280,8 @@ func completed(res *mcp.CallToolResult) *mcp.CallToolResult {
 	return &out
 }
 
-// add keeps t until taskTTL after it ended, or until its agent holds
-// maxKeptTasks newer ones.
+// add keeps t until taskTTL after it ended, or until its credential's
+// agents hold maxKeptTasks newer ones.
 func (ts *mcpTasks) add(t *mcpTask) {
 	ts.mu.Lock()
 	if ts.tasks == nil {
@@ -299,13 +302,13 @@ func (ts *mcpTasks) add(t *mcpTask) {
 	}
 }
 
-// trim forgets agent a's oldest ended tasks while it holds more than
-// maxKeptTasks. ts.mu is held.
+// trim forgets the oldest ended tasks of agent a's credential while its
+// agents hold more than maxKeptTasks. ts.mu is held.
 func (ts *mcpTasks) trim(a *mcpAgent) {
 	var ended []*mcpTask
 	kept := 0
 	for _, t := range ts.tasks {
-		if t.agent.key != a.key {
+		if t.agent.cred != a.cred {
 			continue
 		}
 		kept++
@@ -339,14 +342,14 @@ func (ts *mcpTasks) get(id string, a *mcpAgent) *mcpTask {
 	return nil
 }
 
-// running returns how many of agent a's tasks are working.
+// running returns how many tasks of agent a's credential are working.
 func (ts *mcpTasks) running(a *mcpAgent) int {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	n := 0
 	for _, t := range ts.tasks {
 		t.mu.Lock()
-		if t.agent.key == a.key && t.status == taskWorking {
+		if t.agent.cred == a.cred && t.status == taskWorking {
 			n++
 		}
 		t.mu.Unlock()

@@ -9,14 +9,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestTasksKeptBounded: an agent cannot make the front keep its tasks
-// without bound by ending them faster than their TTL: past maxKeptTasks
-// the oldest ended ones are forgotten, its working ones and other agents'
-// are kept.
+// TestTasksKeptBounded: a credential cannot make the front keep its tasks
+// without bound by ending them faster than their TTL, nor by spreading
+// them over agents it makes for free (agent keys): past maxKeptTasks the
+// oldest ended ones of its agents are forgotten, its working ones and
+// other credentials' are kept.
 func TestTasksKeptBounded(t *testing.T) {
 	var ts mcpTasks
-	a := &mcpAgent{key: agentKey{scope: "cred:a"}}
-	other := &mcpAgent{key: agentKey{scope: "cred:b"}}
+	a := &mcpAgent{key: agentKey{scope: "cred:a"}, cred: "token/a/1"}
+	keyed := &mcpAgent{key: agentKey{scope: "cred:a", name: "another-key"}, cred: "token/a/1"}
+	other := &mcpAgent{key: agentKey{scope: "cred:b"}, cred: "token/b/2"}
 	start := time.Now()
 	task := func(n int, agent *mcpAgent, status string) *mcpTask {
 		return &mcpTask{id: fmt.Sprintf("task_%d", n), agent: agent, created: start.Add(time.Duration(n) * time.Millisecond),
@@ -25,16 +27,16 @@ func TestTasksKeptBounded(t *testing.T) {
 	ts.add(task(0, a, taskWorking)) // the oldest, but working
 	ts.add(task(1, other, taskCompleted))
 	for n := 2; n < maxKeptTasks+12; n++ {
-		ts.add(task(n, a, taskCompleted))
+		ts.add(task(n, []*mcpAgent{a, keyed}[n%2], taskCompleted))
 	}
 	mine := 0
 	for _, tk := range ts.tasks {
-		if tk.agent == a {
+		if tk.agent.cred == a.cred {
 			mine++
 		}
 	}
 	if mine != maxKeptTasks {
-		t.Errorf("the agent holds %d tasks, want %d", mine, maxKeptTasks)
+		t.Errorf("the credential's agents hold %d tasks, want %d", mine, maxKeptTasks)
 	}
 	for id, want := range map[string]bool{"task_0": true, "task_1": true, "task_2": false, "task_12": false, "task_13": true,
 		fmt.Sprintf("task_%d", maxKeptTasks+11): true} {
