@@ -40,12 +40,12 @@ type Decision struct {
 
 // ApprovalRequest is a call waiting for a decision.
 type ApprovalRequest struct {
-	ID        string          `json:"id"`
-	CallID    string          `json:"callId"`
-	Tool      string          `json:"tool"`
-	Group     string          `json:"group"`
-	AgentID   string          `json:"agentId,omitempty"`
-	Role      string          `json:"role,omitempty"`
+	ID      string `json:"id"`
+	CallID  string `json:"callId"`
+	Tool    string `json:"tool"`
+	Group   string `json:"group"`
+	AgentID string `json:"agentId,omitempty"`
+	Role    string `json:"role,omitempty"`
 	// Credential is the waiting call's (see
 	// [toolhost.CallContext.Credential]).
 	Credential string `json:"credential,omitempty"`

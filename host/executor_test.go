@@ -87,7 +87,7 @@ func (p *probe) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.
 const probeSchema = `{"type":"object","properties":{"text":{"type":"string"},"n":{"type":"integer"}},"additionalProperties":false}`
 
 // probeHost starts a host with the probe registered as group "probe".
-func probeHost(t *testing.T, cfg *config.Config, opts *Options) (*Host, *probe) {
+func probeHost(t testing.TB, cfg *config.Config, opts *Options) (*Host, *probe) {
 	t.Helper()
 	if cfg == nil {
 		cfg = &config.Config{}
