@@ -104,7 +104,19 @@ type Store struct {
 	// RoleQuota bounds, the same way, the bytes of the items of any one
 	// role. 0: [DefaultRoleQuota]; [QuotaOff]: no bound.
 	RoleQuota int64 `json:",omitempty"`
+	// AgentRetention is how long an agent that ended (a 2025 MCP session's
+	// or an agent key's, once ended; a runtime agent once failed or
+	// terminated) is kept in the store before its row is removed, with its
+	// conversation and mailbox; its events stay under the audit block's
+	// retention. An agent that has not ended is never removed. Written as
+	// audit's retention ("7d", "36h"), at least a second. 0:
+	// [DefaultAgentRetention].
+	AgentRetention time.Duration `json:",omitempty"`
 }
+
+// DefaultAgentRetention is [Store.AgentRetention] left 0: a week, long
+// enough to look into what an agent did last week from the page.
+const DefaultAgentRetention = 7 * 24 * time.Hour
 
 // Telemetry is the `telemetry` block: OpenTelemetry traces of calls, agent
 // turns and model requests. A field left unset falls back to the standard
