@@ -212,10 +212,12 @@ type MCP struct {
 	// gets 404, so the client initializes a new one. 0 means
 	// [DefaultMCPSessionIdleTimeout].
 	SessionIdleTimeout time.Duration
-	// MaxSessionsPerCredential is how many sessions one credential (the
-	// admin token, or one role token) may hold open at once; an initialize
-	// past it is refused with 429. 0 means
-	// [DefaultMCPMaxSessionsPerCredential].
+	// MaxSessionsPerCredential is how many sessions and agent keys one
+	// credential (the admin token, one role token, one OpenID subject) may
+	// hold at once across the roles: the request that would make one more
+	// ends the credential's idle one used least recently, and is refused
+	// with 429 and Retry-After only while every one has a request open. 0
+	// means [DefaultMCPMaxSessionsPerCredential].
 	MaxSessionsPerCredential int
 }
 
