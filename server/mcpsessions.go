@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -197,6 +196,18 @@ func (t *sessionTable) admit(cred string, r *mcpRole, id string) (*openSession, 
 		return nil, t.refusal(cred)
 	}
 	return e, nil
+}
+
+// hold counts in a request of the entry with the id, until end; nil when
+// the table holds no such entry.
+func (t *sessionTable) hold(id string) *openSession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.byID[id]
+	if e != nil {
+		t.beginLocked(e)
+	}
+	return e
 }
 
 // attach makes a the agent of e, while e is in the table.
@@ -391,8 +402,14 @@ func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, c
 		}
 	}
 	header := req.Header.Get(agentKeyHeader)
-	if !strings.HasPrefix(scope, credScope) && header == "" && !bytes.Contains(body, []byte(agentKeyMeta)) {
-		return nil, true // a request of the session's own agent, which the session's entry counts
+	if !bytes.Contains(body, []byte(agentKeyMeta)) { // every message acts as the agent of the header's key
+		k := agentKey{scope: scope, name: header}
+		if !k.sessionless() && k.name == "" {
+			return nil, true // a request of the session's own agent, which the session's entry counts
+		}
+		if e := f.open.hold(k.entryID(r.role)); e != nil {
+			return []*openSession{e}, true // an agent the table holds: no room to make, nothing to read
+		}
 	}
 	msgs, err := decodeBody(body)
 	if err != nil {
