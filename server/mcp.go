@@ -447,16 +447,16 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 	created, err := r.h.CreateAgent(ctx, r.role, store.Agent{})
 	if err != nil {
 		if a.entry != nil {
-			r.open.end(a.entry)
+			r.open.drop(a.entry)
 		}
 		return nil, err
 	}
 	a.agentID = created.ID
+	r.announce(a, false) // its list, as it starts: what a later change is compared with
+	r.agents.Store(k, a)
 	if a.entry != nil {
 		r.open.attach(a.entry, a)
 	}
-	r.announce(a, false) // its list, as it starts: what a later change is compared with
-	r.agents.Store(k, a)
 	if a.ss != nil {
 		r.forgetting.Go(func() {
 			_ = ss.Wait()
