@@ -104,7 +104,19 @@ type Store struct {
 	// RoleQuota bounds, the same way, the bytes of the items of any one
 	// role. 0: [DefaultRoleQuota]; [QuotaOff]: no bound.
 	RoleQuota int64 `json:",omitempty"`
+	// AgentRetention is how long an agent that ended (a 2025 MCP session's
+	// or an agent key's, once ended; a runtime agent once failed or
+	// terminated) is kept in the store before its row is removed, with its
+	// conversation and mailbox; its events stay under the audit block's
+	// retention. An agent that has not ended is never removed. Written as
+	// audit's retention ("7d", "36h"), at least a second. 0:
+	// [DefaultAgentRetention].
+	AgentRetention time.Duration `json:",omitempty"`
 }
+
+// DefaultAgentRetention is [Store.AgentRetention] left 0: a week, long
+// enough to look into what an agent did last week from the page.
+const DefaultAgentRetention = 7 * 24 * time.Hour
 
 // Telemetry is the `telemetry` block: OpenTelemetry traces of calls, agent
 // turns and model requests. A field left unset falls back to the standard
@@ -200,10 +212,12 @@ type MCP struct {
 	// gets 404, so the client initializes a new one. 0 means
 	// [DefaultMCPSessionIdleTimeout].
 	SessionIdleTimeout time.Duration
-	// MaxSessionsPerCredential is how many sessions one credential (the
-	// admin token, or one role token) may hold open at once; an initialize
-	// past it is refused with 429. 0 means
-	// [DefaultMCPMaxSessionsPerCredential].
+	// MaxSessionsPerCredential is how many sessions and agent keys one
+	// credential (the admin token, one role token, one OpenID subject) may
+	// hold at once across the roles: the request that would make one more
+	// ends the credential's idle one used least recently, and is refused
+	// with 429 and Retry-After only while every one has a request open. 0
+	// means [DefaultMCPMaxSessionsPerCredential].
 	MaxSessionsPerCredential int
 	// ClientApprovals names the roles whose MCP clients may decide the
 	// approvals of their own calls (an elicitation their user answers):

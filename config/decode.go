@@ -161,6 +161,7 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		attr(d, st.Attributes, "artifact_dir", &cfg.Store.ArtifactDir, d.path)
 		attr(d, st.Attributes, "quota", &cfg.Store.Quota, quotaSize)
 		attr(d, st.Attributes, "role_quota", &cfg.Store.RoleQuota, quotaSize)
+		attr(d, st.Attributes, "agent_retention", &cfg.Store.AgentRetention, agentRetention)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("mcp")); blk != nil {
 		m, diags := blk.Body.Content(mcpSchema)
@@ -340,7 +341,7 @@ var metricsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "pu
 
 var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode"}, {Name: "retention"}, {Name: "export"}}}
 
-var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}, {Name: "artifacts"}, {Name: "artifact_dir"}, {Name: "quota"}, {Name: "role_quota"}}}
+var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}, {Name: "artifacts"}, {Name: "artifact_dir"}, {Name: "quota"}, {Name: "role_quota"}, {Name: "agent_retention"}}}
 
 var mcpSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "session_idle_timeout"}, {Name: "max_sessions_per_credential"}, {Name: "client_approvals"}}}
 

@@ -132,6 +132,18 @@ const maxRetentionDays = 36500
 // optionally followed by a Go duration ("1d12h"), or a Go duration alone
 // ("36h"); at least an hour.
 func retention(s string) (time.Duration, error) {
+	return retentionAtLeast(s, time.Hour, "an hour")
+}
+
+// agentRetention accepts the store block's agent_retention: a retention
+// of at least a second.
+func agentRetention(s string) (time.Duration, error) {
+	return retentionAtLeast(s, time.Second, "a second")
+}
+
+// retentionAtLeast reads a retention as retention does, of at least least
+// (said in words as least's name).
+func retentionAtLeast(s string, least time.Duration, name string) (time.Duration, error) {
 	bad := fmt.Errorf("%q is not a retention such as \"90d\", \"36h\" or \"1d12h\"", s)
 	var d time.Duration
 	rest := s
@@ -149,8 +161,8 @@ func retention(s string) (time.Duration, error) {
 		}
 		d += r
 	}
-	if d < time.Hour {
-		return 0, fmt.Errorf("%q is shorter than an hour", s)
+	if d < least {
+		return 0, fmt.Errorf("%q is shorter than %s", s, name)
 	}
 	return d, nil
 }

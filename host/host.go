@@ -42,7 +42,9 @@ type Options struct {
 	// other processes (such as `toolhost roles` beside a server). Default 1s.
 	StoreWatch time.Duration
 	// RetentionInterval is how often the host runs a retention pass
-	// ([Host.RetainEvents]), the first at [Host.Start]. Default 1h.
+	// ([Host.RetainEvents]), the first at [Host.Start], and removes the
+	// agents that ended longer ago than the store block's agent_retention
+	// (every agent_retention when that is shorter). Default 1h.
 	RetentionInterval time.Duration
 	// Approver decides calls that need an approval. Nil means the executor
 	// block's approver: a queue served by the HTTP API (see [Host.Approvals]),
@@ -311,6 +313,7 @@ func (h *Host) Start(ctx context.Context) error {
 	}
 	h.watching.Go(func() { h.watchStore(watchCtx, h.opts.StoreWatch) })
 	h.watching.Go(func() { h.retainLoop(watchCtx) })
+	h.watching.Go(func() { h.forgetLoop(watchCtx) })
 	h.logSandboxes()
 	for _, s := range sups {
 		go s.run()

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
 	"sync/atomic"
@@ -20,6 +21,7 @@ const EventRetention = "events.retention"
 // /metrics.
 type retentionStats struct {
 	exported, deleted atomic.Int64
+	agentsRemoved     atomic.Int64 // by forgetAgents
 	lastPass          atomic.Int64 // unix nanoseconds of the last pass's end; 0: none yet
 	bytes             atomic.Int64 // the events' bytes, measured at the last pass
 }
@@ -86,6 +88,39 @@ func (h *Host) RetainEvents(ctx context.Context) (store.RetentionResult, error) 
 	return res, berr
 }
 
+// forgetLoop removes the agents that ended longer ago than the store
+// block's agent_retention, at once and then every
+// Options.RetentionInterval, or every agent_retention when that is
+// shorter, until ctx ends.
+func (h *Host) forgetLoop(ctx context.Context) {
+	keep := cmp.Or(h.cfg.Store.AgentRetention, config.DefaultAgentRetention)
+	t := time.NewTicker(min(h.opts.RetentionInterval, keep))
+	defer t.Stop()
+	for {
+		h.forgetAgents(ctx, keep)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// forgetAgents removes from the store, and from the directory, the agents
+// that have been final (failed or terminated) for keep
+// ([store.Store.RemoveEndedAgents]); their events stay.
+func (h *Host) forgetAgents(ctx context.Context, keep time.Duration) {
+	ids, err := h.store.RemoveEndedAgents(ctx, time.Now().Add(-keep))
+	h.dir.dropAgents(ids)
+	h.retention.agentsRemoved.Add(int64(len(ids)))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		h.log.Error("removing ended agents", "error", err, "removed", len(ids))
+	case len(ids) > 0:
+		h.log.Info("ended agents removed", "removed", len(ids), "agent_retention", keep)
+	}
+}
+
 // baseNames returns the file names of paths.
 func baseNames(paths []string) []any {
 	out := make([]any, len(paths))
@@ -102,6 +137,8 @@ var (
 		"Audit events this host's retention passes deleted (rows on SQLite, the rows of dropped partitions on PostgreSQL).", nil, nil)
 	retentionLastPassDesc = prometheus.NewDesc("toolhost_events_retention_last_pass_timestamp_seconds",
 		"When this host's last retention pass ended, in Unix time; 0 before the first.", nil, nil)
+	agentsRemovedDesc = prometheus.NewDesc("toolhost_agents_removed_total",
+		"Agents this host removed from the store once they had ended longer ago than store { agent_retention }.", nil, nil)
 )
 
 // retentionCollector reads the figures of the host's retention passes.
@@ -109,7 +146,7 @@ type retentionCollector struct{ h *Host }
 
 // Describe implements prometheus.Collector.
 func (retentionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{eventsExportedDesc, eventsDeletedDesc, retentionLastPassDesc} {
+	for _, d := range []*prometheus.Desc{eventsExportedDesc, eventsDeletedDesc, retentionLastPassDesc, agentsRemovedDesc} {
 		ch <- d
 	}
 }
@@ -120,4 +157,5 @@ func (c retentionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(eventsExportedDesc, prometheus.CounterValue, float64(r.exported.Load()))
 	ch <- prometheus.MustNewConstMetric(eventsDeletedDesc, prometheus.CounterValue, float64(r.deleted.Load()))
 	ch <- prometheus.MustNewConstMetric(retentionLastPassDesc, prometheus.GaugeValue, float64(r.lastPass.Load())/1e9)
+	ch <- prometheus.MustNewConstMetric(agentsRemovedDesc, prometheus.CounterValue, float64(r.agentsRemoved.Load()))
 }

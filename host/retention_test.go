@@ -2,10 +2,12 @@ package host
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -58,5 +60,35 @@ func TestRetentionPassAtStart(t *testing.T) {
 		if v, ok := gathered(t, h.Metrics(), name, labels...); !ok || v <= 0 {
 			t.Errorf("%s%v = %v, %v; want > 0", name, labels, v, ok)
 		}
+	}
+}
+
+// TestEndedAgentsRemoved: a host removes the agents that ended longer ago
+// than store { agent_retention }, from the store and from its directory,
+// and counts them in /metrics; an agent that has not ended stays.
+func TestEndedAgentsRemoved(t *testing.T) {
+	ctx := context.Background()
+	h := runHost(t, &config.Config{Store: config.Store{AgentRetention: time.Second}}, nil)
+	ended, err := h.CreateAgent(ctx, store.RootRole, store.Agent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := h.CreateAgent(ctx, store.RootRole, store.Agent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store().TerminateAgent(ctx, ended.ID, "the MCP session ended"); err != nil {
+		t.Fatal(err)
+	}
+	proctest.Eventually(t, "the ended agent removed", func() bool {
+		_, err := h.Store().Agent(ctx, ended.ID)
+		_, cached := h.Agent(ended.ID)
+		return errors.Is(err, store.ErrNotFound) && !cached
+	})
+	if v, ok := gathered(t, h.Metrics(), "toolhost_agents_removed_total"); !ok || v != 1 {
+		t.Errorf("toolhost_agents_removed_total = %v, %v; want 1", v, ok)
+	}
+	if a, err := h.Store().Agent(ctx, live.ID); err != nil || a.Status != store.StatusActive {
+		t.Errorf("the live agent: %+v %v", a, err)
 	}
 }

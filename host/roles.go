@@ -106,6 +106,18 @@ func (d *directory) putRole(name string, r *store.Role) {
 	d.rev++
 }
 
+// dropAgents forgets the agents with the ids, which the store removed.
+func (d *directory) dropAgents(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		delete(d.agents, id)
+	}
+}
+
 func (d *directory) putAgent(a store.Agent) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

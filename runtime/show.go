@@ -23,6 +23,27 @@ func List(ctx context.Context, st *store.Store) ([]AgentSummary, error) {
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 	}
+	return summaries(ctx, st, agents)
+}
+
+// Page returns a page of at most limit agents, with their roles' names, as
+// [store.Store.ListAgents] orders them (those not ended first), after the
+// cursor a previous page returned ("" for the first); next is "" after the
+// last page. A cursor ListAgents did not hand out is a validation error.
+func Page(ctx context.Context, st *store.Store, cursor string, limit int) (page []AgentSummary, next string, err error) {
+	agents, next, err := st.ListAgents(ctx, cursor, limit)
+	if errors.Is(err, store.ErrInvalid) {
+		return nil, "", toolhost.Errorf(toolhost.CodeValidation, "runtime: %w", err)
+	}
+	if err != nil {
+		return nil, "", toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
+	}
+	page, err = summaries(ctx, st, agents)
+	return page, next, err
+}
+
+// summaries names the roles of agents.
+func summaries(ctx context.Context, st *store.Store, agents []store.Agent) ([]AgentSummary, error) {
 	roles, err := st.Roles(ctx)
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)

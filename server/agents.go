@@ -1,7 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/runtime"
@@ -62,12 +65,33 @@ func agentBody[T any](s *Server, w http.ResponseWriter, r *http.Request, body *T
 	return rt, true
 }
 
-// listAgents lists every agent in the store, oldest first.
+// The page sizes of GET /api/agents: without ?limit=, and the most.
+const (
+	agentsPage    = 100
+	maxAgentsPage = 1000
+)
+
+// listAgents answers a page of the agents in the store (runtime.Page): at
+// most ?limit= (default agentsPage) after ?cursor=, the agents not ended
+// first. A Link header names the next page, when there is one.
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
-	agents, err := runtime.List(r.Context(), s.h.Store())
+	q := r.URL.Query()
+	limit := agentsPage
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxAgentsPage {
+			writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "limit: %q is not a number from 1 to %d", v, maxAgentsPage))
+			return
+		}
+		limit = n
+	}
+	agents, next, err := runtime.Page(r.Context(), s.h.Store(), q.Get("cursor"), limit)
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
+	}
+	if next != "" {
+		w.Header().Set("Link", fmt.Sprintf(`</api/agents?%s>; rel="next"`, url.Values{"limit": {strconv.Itoa(limit)}, "cursor": {next}}.Encode()))
 	}
 	writeJSON(w, http.StatusOK, agents)
 }

@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -127,16 +130,16 @@ func TestAgentsAPI(t *testing.T) {
 		t.Fatalf("tree = %+v, console_print call %+v", tree, call)
 	}
 
-	// An agent without a task waits; it is listed after the first (and
-	// after the root agent every store holds).
+	// An agent without a task waits; it is listed before the first (the
+	// newest first, down to the root agent every store holds).
 	var child runtime.AgentSummary
 	if code := do(t, "POST", api, SpawnBody{Role: "helper", ParentID: a.ID}, &child); code != 201 || child.ParentID != a.ID {
 		t.Fatalf("spawn without a task = %d %+v", code, child)
 	}
 	settle(t, h, rt, child.ID)
 	var list []runtime.AgentSummary
-	if code := do(t, "GET", api, nil, &list); code != 200 || len(list) != 3 || list[0].ID != "root" || list[1].ID != a.ID || list[2].ID != child.ID ||
-		list[2].Status != store.StatusWaiting || list[2].Turns != 0 || list[1].Role != "helper" || list[1].Answer != "done: sum" {
+	if code := do(t, "GET", api, nil, &list); code != 200 || len(list) != 3 || list[2].ID != "root" || list[1].ID != a.ID || list[0].ID != child.ID ||
+		list[0].Status != store.StatusWaiting || list[0].Turns != 0 || list[1].Role != "helper" || list[1].Answer != "done: sum" {
 		t.Fatalf("list = %d %+v", code, list)
 	}
 
@@ -194,6 +197,9 @@ func TestAgentsAPIErrors(t *testing.T) {
 		{"empty message", "POST", srv.URL + "/api/agents/nope/messages", MessageBody{}, 400, toolhost.CodeValidation},
 		{"bad message JSON", "POST", srv.URL + "/api/agents/nope/messages", `[`, 400, toolhost.CodeValidation},
 		{"terminate nobody", "POST", srv.URL + "/api/agents/nope/terminate", nil, 404, toolhost.CodeValidation},
+		{"a page of none", "GET", srv.URL + "/api/agents?limit=0", nil, 400, toolhost.CodeValidation},
+		{"a page too long", "GET", srv.URL + "/api/agents?limit=1001", nil, 400, toolhost.CodeValidation},
+		{"a cursor not handed out", "GET", srv.URL + "/api/agents?cursor=nope", nil, 400, toolhost.CodeValidation},
 		{"spawn without a runtime", "POST", bare.URL + "/api/agents", SpawnBody{Role: "root", Task: "x"}, 503, toolhost.CodeInternal},
 		{"message without a runtime", "POST", bare.URL + "/api/agents/a/messages", MessageBody{Message: "hi"}, 503, toolhost.CodeInternal},
 		{"terminate without a runtime", "POST", bare.URL + "/api/agents/a/terminate", nil, 503, toolhost.CodeInternal},
@@ -214,4 +220,66 @@ func TestAgentsAPIErrors(t *testing.T) {
 			t.Fatalf("list = %d %v", code, list)
 		}
 	})
+}
+
+// TestAgentsAPIPages: GET /api/agents answers pages, the agents not ended
+// first, newest first, then the ended ones, the most recently ended first;
+// each page's Link header names the next, and the last has none.
+func TestAgentsAPIPages(t *testing.T) {
+	srv, h := serve(t, &config.Config{})
+	ctx := context.Background()
+	var live, ended []string
+	for i := range 7 {
+		a, err := h.CreateAgent(ctx, "root", store.Agent{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			if _, err := h.Store().TerminateAgent(ctx, a.ID, "the MCP session ended"); err != nil {
+				t.Fatal(err)
+			}
+			ended = append(ended, a.ID)
+		} else {
+			live = append(live, a.ID)
+		}
+	}
+	slices.Reverse(live)
+	slices.Reverse(ended)
+	want := append(append(live, "root"), ended...)
+
+	var got []string
+	var sizes []int
+	next := "/api/agents?limit=3"
+	for next != "" {
+		req, _ := http.NewRequest("GET", srv.URL+next, nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page []runtime.AgentSummary
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %v", next, resp.StatusCode, err)
+		}
+		for _, a := range page {
+			got = append(got, a.ID)
+		}
+		sizes = append(sizes, len(page))
+		next = ""
+		if link := resp.Header.Get("Link"); link != "" {
+			m := regexp.MustCompile(`^<(/api/agents\?[^>]+)>; rel="next"$`).FindStringSubmatch(link)
+			if m == nil {
+				t.Fatalf("Link: %s", link)
+			}
+			next = m[1]
+		}
+		if len(sizes) > len(want) {
+			t.Fatal("the pages do not end")
+		}
+	}
+	if !slices.Equal(got, want) || !slices.Equal(sizes, []int{3, 3, 2}) {
+		t.Errorf("pages of %v list %v, want %v", sizes, got, want)
+	}
 }

@@ -138,6 +138,7 @@ type mcpAgent struct {
 	principal string                      // who its calls are from, for their events ([principal.subject])
 	visible   []string                    // the tools its list holds, as last listed or announced
 	why       string                      // why its agent is ending, when the front ends it
+	ended     bool                        // forget has marked its agent terminated
 	calls     map[*int]context.CancelFunc // its calls running, to cancel when its session ends
 }
 
@@ -152,6 +153,23 @@ const credScope = "cred:"
 
 // sessionless reports whether the key is a sessionless agent's.
 func (k agentKey) sessionless() bool { return strings.HasPrefix(k.scope, credScope) }
+
+// entryID is the id of the front's table entry of the agent of role with
+// the key (see sessionTable.admit).
+func (k agentKey) entryID(role string) string {
+	return "agent\x00" + role + "\x00" + k.scope + "\x00" + k.name
+}
+
+// makesAgent reports whether a request or notification of the method acts
+// as an agent, which mcpRole.agent makes on first use: what the front
+// admits.
+func makesAgent(method string) bool {
+	switch method {
+	case "tools/list", "tools/call", "notifications/initialized":
+		return true
+	}
+	return strings.HasPrefix(method, "tasks/")
+}
 
 // The ways a client names its agent: a key of its requests' _meta, or an
 // HTTP header; at most maxAgentKey bytes.
@@ -180,7 +198,9 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
 			Extensions: map[string]any{tasksExtension: map[string]any{}}},
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
-			_, _ = r.agent(ctx, req.Session, req.Extra, nil)
+			if a, err := r.agent(ctx, req.Session, req.Extra, nil); err == nil {
+				a.done()
+			}
 		},
 	})
 	// A call of a tool the server does not offer goes to the pipeline too,
@@ -398,19 +418,20 @@ func mcpTool(fn host.Function, schema json.RawMessage) *mcp.Tool {
 }
 
 // agent returns the agent a request of session ss calls as, creating it
-// on first use (see mcpAgent); meta is the _meta of its params. A sessionless agent is busy until its done is called.
+// on first use (see mcpAgent); meta is the _meta of its params. The agent
+// is busy until its done is called.
 func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, meta mcp.Meta) (*mcpAgent, error) {
 	k, cred, err := r.agentKeyOf(ss, extra, meta)
 	if err != nil {
 		return nil, err
 	}
-	if a, ok := r.agents.Load(k); ok {
-		return a.(*mcpAgent).busy().from(extra), nil
+	if a, ok := r.agents.Load(k); ok && a.(*mcpAgent).busy() {
+		return a.(*mcpAgent).from(extra), nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a, ok := r.agents.Load(k); ok {
-		return a.(*mcpAgent).busy().from(extra), nil
+	if a, ok := r.agents.Load(k); ok && a.(*mcpAgent).busy() { // else it is ending: a new agent takes its key
+		return a.(*mcpAgent).from(extra), nil
 	}
 	a := (&mcpAgent{key: k, cred: cred, calls: map[*int]context.CancelFunc{}}).from(extra)
 	if !k.sessionless() {
@@ -425,10 +446,11 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 		a.cred = r.open.credentialOf(ss.ID())
 	}
 	// Over HTTP, a sessionless agent, and an agent a session's client named
-	// beside the session's own, count against the credential's bound.
+	// beside the session's own, count against the credential's bound: the
+	// front has admitted the request, which found or made its entry.
 	if r.open != nil && (a.ss == nil || k.name != "") {
-		if a.entry = r.open.reserveAgent(cred, r, a); a.entry == nil {
-			return nil, r.open.refusal(cred)
+		if a.entry, err = r.open.admit(a.cred, r, k.entryID(r.role)); err != nil {
+			return nil, err
 		}
 	}
 	created, err := r.h.CreateAgent(ctx, r.role, store.Agent{Credential: a.cred})
@@ -441,6 +463,9 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 	a.agentID = created.ID
 	r.announce(a, false) // its list, as it starts: what a later change is compared with
 	r.agents.Store(k, a)
+	if a.entry != nil {
+		r.open.attach(a.entry, a)
+	}
 	if a.ss != nil {
 		r.forgetting.Go(func() {
 			_ = ss.Wait()
@@ -486,12 +511,11 @@ func (a *mcpAgent) session() string {
 	return a.ss.ID()
 }
 
-// busy counts a request of a sessionless agent in, until done.
-func (a *mcpAgent) busy() *mcpAgent {
-	if a.entry != nil {
-		a.entry.table.begin(a.entry)
-	}
-	return a
+// busy counts a request of the agent in, until done, and reports whether
+// the agent goes on: false for one whose entry has left the front's table,
+// which is ending.
+func (a *mcpAgent) busy() bool {
+	return a.entry == nil || a.entry.table.begin(a.entry)
 }
 
 // from notes the principal of a request of the agent, when it names one:
@@ -509,7 +533,7 @@ func (a *mcpAgent) from(extra *mcp.RequestExtra) *mcpAgent {
 	return a
 }
 
-// done counts a request of a sessionless agent out.
+// done counts a request of the agent out.
 func (a *mcpAgent) done() {
 	if a.entry != nil {
 		a.entry.table.end(a.entry)
@@ -517,17 +541,21 @@ func (a *mcpAgent) done() {
 }
 
 // forget drops an agent whose session ended, or that the front ended, and
-// marks its agent terminated with the reason the front gave, else why.
+// marks its agent terminated, once, with the reason the front gave, else
+// why. Its entry leaves the table first, so that a request of its key
+// from then on makes a new agent.
 func (r *mcpRole) forget(a *mcpAgent, why string) {
-	if !r.agents.CompareAndDelete(a.key, a) {
-		return
-	}
 	if a.entry != nil {
 		r.open.drop(a.entry)
 	}
+	r.agents.CompareAndDelete(a.key, a)
 	a.mu.Lock()
-	why = cmp.Or(a.why, why)
+	ended := a.ended
+	a.ended, why = true, cmp.Or(a.why, why)
 	a.mu.Unlock()
+	if ended {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), endAgentTimeout)
 	defer cancel()
 	if _, err := r.h.Store().TerminateAgent(ctx, a.agentID, why); err != nil && !errors.Is(err, store.ErrFinal) {

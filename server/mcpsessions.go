@@ -2,10 +2,13 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,72 +24,138 @@ import (
 // initializes anew), its goroutines end and its agents are marked
 // terminated. A DELETE ends a session the same way. A session answers only
 // the credential that opened it: to any other its id is unknown (404). The
-// agents of sessionless requests (2026-07-28) live as long: one that no
+// agents of sessionless requests (2026-07-28), and those a session's client
+// names by an agent key beside the session's own, live as long: one that no
 // request has used for session_idle_timeout is marked terminated. A
-// credential holds at most max_sessions_per_credential sessions and
-// sessionless agents across the roles: the request that would open one
-// more is refused with a JSON-RPC error saying why (429 for a session),
-// rather than another of the credential's being ended under its client.
+// credential holds at most max_sessions_per_credential sessions and such
+// agents across the roles: the request that would make one more first ends
+// the least recently used of them that is idle, and only when every one has
+// a request open is it refused, with 429, Retry-After and a JSON-RPC error,
+// the same for every method (admit). A client that crashes and comes back
+// so finds room at once, and one that opens session after session holds
+// max_sessions_per_credential agents at most.
 
-// sessionTable holds the front's open HTTP sessions and sessionless agents:
-// whose each one is, and whether a request of it is open.
+// sessionTable holds the front's open HTTP sessions and the agents they
+// bound: whose each one is, and whether a request of it is open.
 type sessionTable struct {
 	idle time.Duration // how long an entry lasts without an open request
 	max  int           // the entries a credential may hold
 
 	mu    sync.Mutex
 	byID  map[string]*openSession
-	count map[string]int // by credential: its entries, and the sessions being opened
+	creds map[string]*holding
 }
 
-// openSession is an entry of the table: a session, or a sessionless agent.
+// holding is what a credential holds in the table: its entries, and the
+// sessions it is opening (reserved, not yet added).
+type holding struct {
+	entries map[*openSession]struct{}
+	opening int
+}
+
+// openSession is an entry of the table: a session, or an agent named by an
+// agent key (a sessionless agent, or one beside a session's own).
 type openSession struct {
 	id, cred string
 	role     *mcpRole
 	table    *sessionTable
 	ss       *mcp.ServerSession // the session; nil for an agent
-	agent    *mcpAgent          // the sessionless agent; nil for a session
+	agent    *mcpAgent          // the agent, once made; nil for a session
 	busy     int                // its requests open
 	since    time.Time          // when the last of them ended
 	timer    *time.Timer        // ends it once idle; nil until it is first idle
 }
 
+// busyRetry is the Retry-After of a request refused because every entry of
+// its credential has a request open.
+const busyRetry = time.Second
+
 // newSessionTable returns a table whose entries end after idle, perCred of
 // them per credential.
 func newSessionTable(idle time.Duration, perCred int) *sessionTable {
-	return &sessionTable{idle: idle, max: perCred, byID: map[string]*openSession{}, count: map[string]int{}}
+	return &sessionTable{idle: idle, max: perCred, byID: map[string]*openSession{}, creds: map[string]*holding{}}
 }
 
-// reserve counts in a session that cred is opening; false when cred holds
-// max already.
+// holdingLocked returns what cred holds, made when it holds nothing. t.mu
+// is held.
+func (t *sessionTable) holdingLocked(cred string) *holding {
+	c := t.creds[cred]
+	if c == nil {
+		c = &holding{entries: map[*openSession]struct{}{}}
+		t.creds[cred] = c
+	}
+	return c
+}
+
+// tidyLocked forgets cred once it holds nothing. t.mu is held.
+func (t *sessionTable) tidyLocked(cred string) {
+	if c := t.creds[cred]; c != nil && len(c.entries) == 0 && c.opening == 0 {
+		delete(t.creds, cred)
+	}
+}
+
+// roomLocked makes room for one more entry of cred: when cred holds max
+// already, it takes out of the table the one of cred's entries that has
+// been idle longest, and returns it for the caller to end (evict) once t.mu
+// is released. It returns false when every entry of cred is busy. t.mu is
+// held.
+func (t *sessionTable) roomLocked(cred string) (*openSession, bool) {
+	c := t.creds[cred]
+	if c == nil || len(c.entries)+c.opening < t.max {
+		return nil, true
+	}
+	var lru *openSession
+	for e := range c.entries {
+		if e.busy == 0 && (lru == nil || e.since.Before(lru.since)) {
+			lru = e
+		}
+	}
+	if lru == nil {
+		return nil, false
+	}
+	t.remove(lru)
+	return lru, true
+}
+
+// evict ends e, which roomLocked took out of the table, if any.
+func (t *sessionTable) evict(e *openSession) {
+	if e == nil {
+		return
+	}
+	e.role.h.Logger().Debug("mcp: least recently used idle session or agent ended to make room", "role", e.role.role, "credential", e.cred)
+	e.close(fmt.Sprintf("ended to make room for another of its credential's, which held %d (mcp { max_sessions_per_credential }), it being the one idle longest", t.max))
+}
+
+// close ends e, which is out of the table: its session, or its agent, for
+// the reason why.
+func (e *openSession) close(why string) {
+	switch {
+	case e.ss != nil:
+		e.role.end(e.ss, why)
+	case e.agent != nil:
+		e.role.forget(e.agent, why)
+	}
+}
+
+// reserve counts in a session that cred is opening, making room for it;
+// false when cred holds max entries already, all busy.
 func (t *sessionTable) reserve(cred string) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.reserveLocked(cred)
-}
-
-// reserveLocked counts in an entry of cred; false when cred holds max
-// already. t.mu is held.
-func (t *sessionTable) reserveLocked(cred string) bool {
-	if t.count[cred] >= t.max {
-		return false
+	lru, ok := t.roomLocked(cred)
+	if ok {
+		t.holdingLocked(cred).opening++
 	}
-	t.count[cred]++
-	return true
+	t.mu.Unlock()
+	t.evict(lru)
+	return ok
 }
 
 // unreserve counts out a session that cred did not open after all.
 func (t *sessionTable) unreserve(cred string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.release(cred)
-}
-
-// release counts out one of cred's entries. t.mu is held.
-func (t *sessionTable) release(cred string) {
-	if t.count[cred]--; t.count[cred] <= 0 {
-		delete(t.count, cred)
-	}
+	t.creds[cred].opening--
+	t.tidyLocked(cred)
 }
 
 // add records a session that cred opened with its reservation, busy with
@@ -95,29 +164,69 @@ func (t *sessionTable) add(cred string, r *mcpRole, ss *mcp.ServerSession) *open
 	e := &openSession{id: ss.ID(), cred: cred, role: r, table: t, ss: ss, busy: 1}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	c := t.creds[cred]
+	c.opening--
+	c.entries[e] = struct{}{}
 	t.byID[e.id] = e
 	return e
 }
 
-// reserveAgent records a sessionless agent of cred, busy with the request
-// that made it; nil when cred holds max entries already.
-func (t *sessionTable) reserveAgent(cred string, r *mcpRole, a *mcpAgent) *openSession {
+// admit counts in a request of the agent whose entry has the id (see
+// agentKey.entryID), of role r and credential cred, until end: the entry
+// is made, and room for it, when the table holds none; its agent is
+// attached once made. The error, rate_limited, says that cred holds max
+// entries, every one of them busy.
+func (t *sessionTable) admit(cred string, r *mcpRole, id string) (*openSession, error) {
+	t.mu.Lock()
+	if e := t.byID[id]; e != nil {
+		t.beginLocked(e)
+		t.mu.Unlock()
+		return e, nil
+	}
+	lru, ok := t.roomLocked(cred)
+	var e *openSession
+	if ok {
+		e = &openSession{id: id, cred: cred, role: r, table: t, busy: 1}
+		t.byID[id] = e
+		t.holdingLocked(cred).entries[e] = struct{}{}
+	}
+	t.mu.Unlock()
+	t.evict(lru)
+	if !ok {
+		return nil, t.refusal(cred)
+	}
+	return e, nil
+}
+
+// hold counts in a request of the entry with the id, until end; nil when
+// the table holds no such entry.
+func (t *sessionTable) hold(id string) *openSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.reserveLocked(cred) {
-		return nil
+	e := t.byID[id]
+	if e != nil {
+		t.beginLocked(e)
 	}
-	e := &openSession{id: "agent\x00" + r.role + "\x00" + a.key.scope + "\x00" + a.key.name, cred: cred, role: r, table: t, agent: a, busy: 1}
-	t.byID[e.id] = e
 	return e
+}
+
+// attach makes a the agent of e, while e is in the table.
+func (t *sessionTable) attach(e *openSession, a *mcpAgent) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byID[e.id] == e {
+		e.agent = a
+	}
 }
 
 // refusal is the error of a request that would make cred hold more than
-// max entries.
+// max entries while all of them are busy: rate_limited, wrapping a
+// JSON-RPC error of code jsonrpcServerError for the SDK's answers.
 func (t *sessionTable) refusal(cred string) error {
-	return toolhost.Errorf(toolhost.CodePolicy,
-		"%s holds %d open MCP sessions and sessionless agents, the most it may (mcp { max_sessions_per_credential }): end a session (DELETE with its Mcp-Session-Id), or wait until one has been idle for %s",
-		cred, t.max, t.idle)
+	msg := fmt.Sprintf("%s holds %d MCP sessions and agent keys, the most it may (mcp { max_sessions_per_credential }), and each has a request open: retry after %s, or end a session (DELETE with its Mcp-Session-Id)",
+		cred, t.max, busyRetry)
+	return &toolhost.Error{Code: toolhost.CodeRateLimited, Message: msg, RetryAfter: busyRetry,
+		Err: &jsonrpc.Error{Code: jsonrpcServerError, Message: string(toolhost.CodeRateLimited) + ": " + msg}}
 }
 
 // lookup counts in a request of the session with the id, which then is not
@@ -162,11 +271,16 @@ func (t *sessionTable) sessions(r *mcpRole) int {
 	return n
 }
 
-// begin counts in a request of e.
-func (t *sessionTable) begin(e *openSession) {
+// begin counts in a request of e, and reports whether e is still in the
+// table: false once it has ended (or is ending).
+func (t *sessionTable) begin(e *openSession) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.byID[e.id] != e {
+		return false
+	}
 	t.beginLocked(e)
+	return true
 }
 
 // beginLocked counts in a request of e. t.mu is held.
@@ -176,11 +290,16 @@ func (t *sessionTable) beginLocked(e *openSession) {
 	}
 }
 
-// end counts out a request of e; with none left open, e's idle time starts.
+// end counts out a request of e; with none left open, e's idle time starts,
+// or, for an entry whose requests made no agent, e leaves the table.
 func (t *sessionTable) end(e *openSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e.busy--; e.busy > 0 || t.byID[e.id] != e {
+		return
+	}
+	if e.ss == nil && e.agent == nil {
+		t.remove(e)
 		return
 	}
 	e.since = time.Now()
@@ -202,14 +321,8 @@ func (t *sessionTable) expire(e *openSession) {
 	}
 	t.remove(e)
 	t.mu.Unlock()
-	why := fmt.Sprintf("the MCP session was idle for %s (mcp { session_idle_timeout })", t.idle)
-	if e.ss == nil {
-		e.role.h.Logger().Debug("mcp: idle sessionless agent ended", "role", e.role.role, "agent", e.agent.agentID, "idle", t.idle)
-		e.role.forget(e.agent, why)
-		return
-	}
-	e.role.h.Logger().Debug("mcp: idle session ended", "role", e.role.role, "session", e.id, "idle", t.idle)
-	e.role.end(e.ss, why)
+	e.role.h.Logger().Debug("mcp: idle session or agent ended", "role", e.role.role, "session", e.ss != nil, "idle", t.idle)
+	e.close(fmt.Sprintf("the MCP session was idle for %s (mcp { session_idle_timeout })", t.idle))
 }
 
 // drop removes e, which has ended, if the table holds it.
@@ -225,7 +338,8 @@ func (t *sessionTable) drop(e *openSession) {
 // entries. t.mu is held.
 func (t *sessionTable) remove(e *openSession) {
 	delete(t.byID, e.id)
-	t.release(e.cred)
+	delete(t.creds[e.cred].entries, e)
+	t.tidyLocked(e.cred)
 	if e.timer != nil {
 		e.timer.Stop()
 	}
@@ -245,7 +359,7 @@ func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRol
 	req.Header.Set(credentialHeader, cred)
 	id := req.Header.Get("Mcp-Session-Id")
 	if id == "" && sessionless(req.Header) {
-		r.stateless.ServeHTTP(w, req)
+		f.serve(w, req, r, r.stateless, cred, credScope+cred, nil)
 		return
 	}
 	switch e, known := f.open.lookup(id, r, cred); {
@@ -255,7 +369,7 @@ func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRol
 			f.open.drop(e)
 			r.ending(id, "the MCP client ended the session (DELETE)")
 		}
-		r.http.ServeHTTP(w, req)
+		f.serve(w, req, r, r.http, cred, id, nil)
 	case known:
 		http.Error(w, "Not Found: no session with this Mcp-Session-Id for this credential", http.StatusNotFound)
 	case id == "" && req.Method == http.MethodPost:
@@ -263,6 +377,104 @@ func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRol
 	default:
 		r.http.ServeHTTP(w, req)
 	}
+}
+
+// serve passes a request of the scope (a session's id, or credScope and
+// cred) to next, the SDK's handler, once a POST is admitted (admit); its
+// body, when read already, is body.
+func (f *mcpFront) serve(w http.ResponseWriter, req *http.Request, r *mcpRole, next http.Handler, cred, scope string, body []byte) {
+	if req.Method == http.MethodPost {
+		entries, ok := f.admit(w, req, r, cred, scope, body)
+		if !ok {
+			return
+		}
+		defer func() {
+			for _, e := range entries {
+				f.open.end(e)
+			}
+		}()
+	}
+	next.ServeHTTP(w, req)
+}
+
+// admit counts a POST in as a request of each agent its messages act as
+// (makesAgent) that the table bounds: a sessionless agent, or one a
+// session's client names by a key; the caller ends the entries returned
+// once the request is served. An agent new to the table is given room
+// first (sessionTable.admit); when there is none, the request is answered
+// 429 with Retry-After and a JSON-RPC error to its first request, whatever
+// its method, and admit returns false. The agents' own lookup
+// (mcpRole.agent) then finds their entries.
+func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, cred, scope string, body []byte) ([]*openSession, bool) {
+	if body == nil {
+		var ok bool
+		if body, ok = readBody(w, req); !ok {
+			return nil, false
+		}
+	}
+	header := req.Header.Get(agentKeyHeader)
+	if !bytes.Contains(body, []byte(agentKeyMeta)) { // every message acts as the agent of the header's key
+		k := agentKey{scope: scope, name: header}
+		if !k.sessionless() && k.name == "" {
+			return nil, true // a request of the session's own agent, which the session's entry counts
+		}
+		if e := f.open.hold(k.entryID(r.role)); e != nil {
+			return []*openSession{e}, true // an agent the table holds: no room to make, nothing to read
+		}
+	}
+	msgs, err := decodeBody(body)
+	if err != nil {
+		return nil, true // the SDK answers what it cannot read
+	}
+	var entries []*openSession
+	for _, m := range msgs {
+		name, _ := m.Params.Meta.Agent.(string)
+		k := agentKey{scope: scope, name: cmp.Or(name, header)}
+		if !makesAgent(m.Method) || (!k.sessionless() && k.name == "") || len(k.name) > maxAgentKey {
+			continue
+		}
+		e, err := f.open.admit(cred, r, k.entryID(r.role))
+		if err != nil {
+			for _, e := range entries {
+				f.open.end(e)
+			}
+			refuse(w, firstRequestID(msgs), err)
+			return nil, false
+		}
+		entries = append(entries, e)
+	}
+	return entries, true
+}
+
+// readBody reads a POST's body, at most the SDK's limit, and puts it back
+// for the SDK to read; a body past the limit is answered 413.
+func readBody(w http.ResponseWriter, req *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, mcp.DefaultMaxRequestBodyBytes))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mcp.DefaultMaxRequestBodyBytes), http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
+}
+
+// refuse answers a request that the table refused (sessionTable.refusal)
+// with 429, Retry-After and a JSON-RPC error to the request with the id
+// (null when nil) whose code is jsonrpcServerError.
+func refuse(w http.ResponseWriter, id json.RawMessage, err error) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(toolhost.RetryAfter(err).Seconds()))))
+	writeRPCError(w, http.StatusTooManyRequests, id, jsonrpcServerError, fmt.Sprintf("%s: %s", toolhost.CodeOf(err), err))
+}
+
+// firstRequestID returns the id of the first request among msgs, nil when
+// there is none.
+func firstRequestID(msgs []bodyMessage) json.RawMessage {
+	for _, m := range msgs {
+		if isRequestID(m.ID) {
+			return m.ID
+		}
+	}
+	return nil
 }
 
 // sessionless reports whether a request's protocol version header names
@@ -278,41 +490,37 @@ const sessionlessVersion = "2026-07-28"
 // a server/discover, or a request that names a sessionless version in its
 // _meta, is sessionless; anything else needs a session, and gets 400.
 func (f *mcpFront) post(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, mcp.DefaultMaxRequestBodyBytes))
-	if err != nil {
-		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mcp.DefaultMaxRequestBodyBytes), http.StatusRequestEntityTooLarge)
+	body, ok := readBody(w, req)
+	if !ok {
 		return
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
 	msgs, err := decodeBody(body)
 	if err != nil {
 		writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
 		return
 	}
-	var firstID json.RawMessage
 	for _, m := range msgs {
 		switch {
 		case m.Method == "initialize":
 			f.startSession(w, req, r, cred, m.ID)
 			return
 		case m.Method == "server/discover" || m.Params.Meta.Version >= sessionlessVersion:
-			r.stateless.ServeHTTP(w, req)
+			f.serve(w, req, r, r.stateless, cred, credScope+cred, body)
 			return
-		case firstID == nil && isRequestID(m.ID):
-			firstID = m.ID
 		}
 	}
-	writeRPCError(w, http.StatusBadRequest, firstID, jsonrpc.CodeInvalidRequest,
+	writeRPCError(w, http.StatusBadRequest, firstRequestID(msgs), jsonrpc.CodeInvalidRequest,
 		"Bad Request: an Mcp-Session-Id header is required; open a session with initialize, or make sessionless requests of protocol version "+sessionlessVersion)
 }
 
-// bodyMessage is what post reads of a JSON-RPC message.
+// bodyMessage is what the front reads of a JSON-RPC message.
 type bodyMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params struct {
 		Meta struct {
 			Version string `json:"io.modelcontextprotocol/protocolVersion"`
+			Agent   any    `json:"toolhost/agent"` // agentKeyMeta: a string, or ignored as mcpRole.agentKeyOf does
 		} `json:"_meta"`
 	} `json:"params"`
 }
@@ -336,17 +544,17 @@ func decodeBody(body []byte) ([]bodyMessage, error) {
 }
 
 // startSession passes an initialize, the request with the id, to the SDK,
-// which opens a session, unless cred holds its most sessions already. The session is in the table
-// before the response that names it leaves, and out of it again when the
-// session ends, or at once if the initialize failed (the SDK closes such a
+// which opens a session, once the table has room for it (reserve), else it
+// is refused as admit refuses. The session is in the table before the
+// response that names it leaves, and out of it again when the session
+// ends, or at once if the initialize failed (the SDK closes such a
 // session).
 func (f *mcpFront) startSession(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string, id json.RawMessage) {
 	if !f.open.reserve(cred) {
 		if !isRequestID(id) {
 			id = nil
 		}
-		writeRPCError(w, http.StatusTooManyRequests, id, jsonrpcServerError,
-			fmt.Sprintf("%s: %s", toolhost.CodePolicy, f.open.refusal(cred)))
+		refuse(w, id, f.open.refusal(cred))
 		return
 	}
 	var e *openSession

@@ -215,11 +215,12 @@ func TestMCPOpenRequestKeepsSession(t *testing.T) {
 	<-done
 }
 
-// TestMCPSessionsPerCredential: a credential holds at most mcp {
-// max_sessions_per_credential } sessions; the initialize past it is refused
-// with 429 and a JSON-RPC error that says why, while other credentials
-// open theirs, and a session ended with DELETE makes room.
-func TestMCPSessionsPerCredential(t *testing.T) {
+// TestMCPSessionCapEndsLeastRecentlyUsed: a credential holds at most mcp {
+// max_sessions_per_credential } sessions; the initialize past it opens one
+// all the same, ending the credential's session idle longest (its agent
+// terminated saying why, its id 404 from then on), and no other
+// credential's; a session ended with DELETE makes room without ending one.
+func TestMCPSessionCapEndsLeastRecentlyUsed(t *testing.T) {
 	cfg := &config.Config{Roles: []config.Role{{Name: "worker", ToolGroups: []string{"console"}, Pos: "config.hcl:1,1"}},
 		MCP: config.MCP{MaxSessionsPerCredential: 2}}
 	srv, h := serve(t, cfg, group("console", "console_print"))
@@ -232,28 +233,179 @@ func TestMCPSessionsPerCredential(t *testing.T) {
 		return rawMCP{url: url, token: secret}
 	}
 	alpha, beta, admin := token("alpha"), token("beta"), rawMCP{url: url}
-
-	first := alpha.open(t)
-	alpha.open(t)
-	status, id, body := alpha.send(t, "POST", "", initializeMsg)
-	var refusal struct {
-		ID    json.RawMessage `json:"id"`
-		Error struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+	answers := func(c rawMCP, id string) bool {
+		t.Helper()
+		status, _, _ := c.send(t, "POST", id, listMsg)
+		return status == http.StatusOK
 	}
-	if err := json.Unmarshal(body, &refusal); err != nil || status != http.StatusTooManyRequests || id != "" || string(refusal.ID) != "7" ||
-		!strings.Contains(refusal.Error.Message, `token "alpha" (made `) || !strings.Contains(refusal.Error.Message, `) holds 2 open MCP sessions`) || !strings.Contains(refusal.Error.Message, "max_sessions_per_credential") {
-		t.Errorf("a third session of alpha: %d, session %q, %s; want 429 and a JSON-RPC error to request 7 naming the limit", status, id, body)
+	evicted := func() int {
+		n := 0
+		for _, a := range roleAgents(t, h, "worker") {
+			if a.Status == store.StatusTerminated && strings.Contains(a.Error, "max_sessions_per_credential") {
+				n++
+			}
+		}
+		return n
+	}
+
+	first, second := alpha.open(t), alpha.open(t)
+	if !answers(alpha, first) { // first is now used more recently than second
+		t.Fatal("the first session does not answer")
+	}
+	third := alpha.open(t)
+	proctest.Eventually(t, "the least recently used session's agent is terminated", func() bool { return evicted() == 1 })
+	if answers(alpha, second) {
+		t.Error("the least recently used session still answers")
+	}
+	if !answers(alpha, first) || !answers(alpha, third) {
+		t.Error("a session used more recently was ended")
 	}
 	beta.open(t)
 	admin.open(t)
+	if !answers(alpha, first) || !answers(alpha, third) || evicted() != 1 {
+		t.Error("another credential's sessions ended one of alpha's")
+	}
 
 	if status, _, body := alpha.send(t, "DELETE", first, ""); status != http.StatusNoContent {
 		t.Fatalf("DELETE: %d %s", status, body)
 	}
 	alpha.open(t)
+	if !answers(alpha, third) || evicted() != 1 {
+		t.Error("a session opened after a DELETE ended another")
+	}
+}
+
+// rawPost posts msg to url with the test's admin token and the headers
+// (and, for a sessionless request, Mcp-Method and Mcp-Name), and returns
+// the response (its body read) and its body; nil once ctx has ended.
+func rawPost(t *testing.T, ctx context.Context, url string, header map[string]string, msg string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	if sessionless(req.Header) { // the headers 2026-07-28 asks for
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal([]byte(msg), &m)
+		req.Header.Set("Mcp-Method", m.Method)
+		if m.Params.Name != "" {
+			req.Header.Set("Mcp-Name", m.Params.Name)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, body
+}
+
+// TestMCPSessionCapAllBusy: when every session and agent key of a
+// credential has a request open, a request that would need one more is
+// refused, whatever its method and era, in one shape: 429, Retry-After,
+// and a JSON-RPC error to its request whose code is -32000, naming the
+// bound; it makes no agent. The busy ones answer on, and once a call ends,
+// the next session opens.
+func TestMCPSessionCapAllBusy(t *testing.T) {
+	g := newGate()
+	cfg := &config.Config{Roles: gateConfig.Roles, MCP: config.MCP{MaxSessionsPerCredential: 2}}
+	srv, h := serve(t, cfg, g.group(), group("console", "console_print"))
+	url := srv.URL + "/mcp/worker"
+	session := rawMCP{url: url}.open(t)
+	in2025 := map[string]string{"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-06-18"}
+	key := func(name string) map[string]string {
+		return map[string]string{"Mcp-Protocol-Version": sessionlessVersion, agentKeyHeader: name}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	held := make(chan int, 2)
+	busy := []struct {
+		header   map[string]string
+		hold, ls string
+	}{
+		{in2025, call(1, "hold", `{}`, ""), listMsg},
+		{key("k1"), call(1, "hold", `{}`, meta2026("")), request(8, "tools/list", `{}`, meta2026(""))},
+	}
+	for _, b := range busy {
+		go func() {
+			resp, _ := rawPost(t, ctx, url, b.header, b.hold)
+			if resp == nil {
+				held <- 0
+				return
+			}
+			held <- resp.StatusCode
+		}()
+		select {
+		case <-g.started:
+		case <-time.After(proctest.Patience):
+			t.Fatalf("the hold call did not start within %s", proctest.Patience)
+		}
+	}
+	agents := len(roleAgents(t, h, "worker"))
+
+	for _, row := range []struct {
+		name   string
+		header map[string]string
+		msg    string
+	}{
+		{"initialize", nil, initializeMsg},
+		{"sessionless tools/list, new key", key("k2"), request(7, "tools/list", `{}`, meta2026(""))},
+		{"sessionless tools/call, new key", key("k2"), request(7, "tools/call", `{"name":"console_print","arguments":{"text":"x"}}`, meta2026(""))},
+		{"sessionless tools/list, no key", key(""), request(7, "tools/list", `{}`, meta2026(""))},
+		{"tools/call in the session, new key in _meta", in2025, call(7, "console_print", `{"text":"x"}`, fmt.Sprintf("%q:%q", agentKeyMeta, "k3"))},
+	} {
+		resp, body := rawPost(t, context.Background(), url, row.header, row.msg)
+		var refusal struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Result  json.RawMessage `json:"result"`
+			Error   *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		err := json.Unmarshal(body, &refusal)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" ||
+			resp.Header.Get("Content-Type") != "application/json" || refusal.JSONRPC != "2.0" || string(refusal.ID) != "7" ||
+			refusal.Result != nil || refusal.Error == nil || refusal.Error.Code != -32000 ||
+			!strings.HasPrefix(refusal.Error.Message, "rate_limited: ") || !strings.Contains(refusal.Error.Message, "max_sessions_per_credential") {
+			t.Errorf("%s: %d, Retry-After %q, %s; want 429, Retry-After 1 and a JSON-RPC error -32000 to request 7 naming the bound",
+				row.name, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	}
+	if n := len(roleAgents(t, h, "worker")); n != agents {
+		t.Errorf("the refused requests made %d agents", n-agents)
+	}
+	for _, b := range busy {
+		if resp, body := rawPost(t, context.Background(), url, b.header, b.ls); resp.StatusCode != http.StatusOK {
+			t.Errorf("tools/list of a busy session or key (%v): %d %s", b.header, resp.StatusCode, body)
+		}
+	}
+
+	close(g.open)
+	for range 2 {
+		if status := <-held; status != http.StatusOK {
+			t.Errorf("a hold call: %d", status)
+		}
+	}
+	if status, id, body := (rawMCP{url: url}).send(t, "POST", "", initializeMsg); status != http.StatusOK || id == "" {
+		t.Errorf("an initialize once the calls ended: %d %s", status, body)
+	}
 }
 
 // TestMCPDeleteEndsAgent: a client that ends its session (the go-sdk

@@ -21,6 +21,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/store"
 )
 
 // The web UI's tests run the page in a real, headless Chromium.
@@ -617,4 +618,44 @@ func TestUIAgents(t *testing.T) {
 	}
 	b.route("#/agents", "agents")
 	b.wait("the terminated row", fmt.Sprintf(`(r => !!r && r.querySelector('.state').textContent === 'terminated')(%s)`, row))
+}
+
+// TestUIAgentsPages: the Agents view shows the list a page at a time, the
+// agents not ended first: Next follows the server's pages to the last,
+// whose Next is disabled, and Previous comes back.
+func TestUIAgentsPages(t *testing.T) {
+	srv, h := serve(t, &config.Config{})
+	ctx := context.Background()
+	for i := range 60 {
+		a, err := h.CreateAgent(ctx, "root", store.Agent{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			if _, err := h.Store().TerminateAgent(ctx, a.ID, "the MCP session ended"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b := newBrowser(t, srv.URL)
+	b.open("#/agents", "agents")
+	states := func(want int) []string {
+		t.Helper()
+		b.wait(fmt.Sprintf("a page of %d agents", want), fmt.Sprintf(`document.querySelectorAll('#agents tbody tr[data-agent]').length === %d`, want))
+		return eval[[]string](b, `[...document.querySelectorAll('#agents tbody tr[data-agent] .state')].map(s => s.textContent)`)
+	}
+	first := states(50)
+	want := append(slices.Repeat([]string{"active"}, 31), slices.Repeat([]string{"terminated"}, 19)...) // the root agent among the active
+	if !slices.Equal(first, want) || b.text("#agents-page") != "page 1" || !eval[bool](b, `document.querySelector('#agents-prev').disabled`) {
+		t.Errorf("the first page: %v, %q", first, b.text("#agents-page"))
+	}
+	b.click("#agents-next")
+	if last := states(11); !slices.Equal(last, slices.Repeat([]string{"terminated"}, 11)) || b.text("#agents-page") != "page 2" ||
+		!eval[bool](b, `document.querySelector('#agents-next').disabled`) {
+		t.Errorf("the last page: %v, %q", last, b.text("#agents-page"))
+	}
+	b.click("#agents-prev")
+	if again := states(50); !slices.Equal(again, first) {
+		t.Errorf("back to the first page: %v", again)
+	}
 }

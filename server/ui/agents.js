@@ -11,6 +11,8 @@ const AGENT_EVENTS = /^(agent|turn|tool_call|console)\./;
 // RECHECK_MS is how soon a view showing a running agent looks again, in
 // case its last change came without an event (the status after an answer).
 const RECHECK_MS = 2000;
+// AGENTS_PAGE is how many agents a page of the list shows.
+const AGENTS_PAGE = 50;
 
 function agentHref(id) { return '#/agents/' + encodeURIComponent(id); }
 function agentPath(id) { return '/api/agents/' + encodeURIComponent(id); }
@@ -90,11 +92,23 @@ async function agentsPage(main, v) {
       a.error ? h('span', { class: 'error-text' }, a.errorCode ? h('span', { class: 'badge bad' }, a.errorCode) : null, ' ', oneLine(a.error, 160))
         : oneLine(a.answer, 160)));
 
+  // The list is paged: pages holds the path of each page shown so far,
+  // the current one last; Next follows the Link the server gave, Previous
+  // goes back one. A reload stays on the current page.
+  const pages = ['/api/agents?limit=' + AGENTS_PAGE];
+  let nextPage = null;
+  const prev = h('button', { id: 'agents-prev', type: 'button', disabled: true, onclick: () => { pages.pop(); reload(); } }, '← Previous');
+  const next = h('button', { id: 'agents-next', type: 'button', disabled: true, onclick: () => { pages.push(nextPage); reload(); } }, 'Next →');
+  const pageNo = h('span', { id: 'agents-page', class: 'muted' });
   const load = async () => {
     try {
-      const agents = await api('GET', '/api/agents', undefined, v.signal);
-      fill(body, agents.map(row));
-      return agents.some((a) => a.status === 'running');
+      const page = await apiPage(pages[pages.length - 1], v.signal);
+      nextPage = page.next;
+      fill(body, page.items.length ? page.items.map(row) : h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No agent on this page.')));
+      fill(pageNo, 'page ' + pages.length);
+      prev.disabled = pages.length === 1;
+      next.disabled = !nextPage;
+      return page.items.some((a) => a.status === 'running');
     } catch (e) {
       if (!v.signal.aborted) showError(errorEl, e);
       return false;
@@ -112,6 +126,7 @@ async function agentsPage(main, v) {
       task.value = '';
       spawnStatus.textContent = 'Started ' + a.id;
       spawnStatus.className = 'status ok';
+      pages.length = 1; // the first page, where the new agent is
       reload();
     } catch (e) {
       if (v.signal.aborted) return;
@@ -125,12 +140,13 @@ async function agentsPage(main, v) {
 
   fill(main,
     h('h1', {}, 'Agents', stream),
-    h('p', { class: 'muted' }, 'Agents run by this server, oldest first. Click one to see its event tree and conversation.'),
+    h('p', { class: 'muted' }, 'The agents not ended come first, newest first; then those ended (an MCP session or agent key that ended, an agent terminated or failed), the most recently ended first, until store { agent_retention } removes them. Click one to see its event tree and conversation.'),
     form,
     errorEl,
     h('table', { id: 'agents', class: 'table agents' },
       h('thead', {}, h('tr', {}, ['Agent', 'Role', 'Status', 'Turns', 'Tokens', 'Task', 'Answer / error'].map((c) => h('th', {}, c)))),
-      body));
+      body),
+    h('div', { class: 'actions' }, prev, pageNo, next));
   const reload = liveAgents(v, load, stream);
   await reload();
 }

@@ -99,20 +99,34 @@ async function request(path, opts) {
 // api sends a JSON request and answers the decoded body (null for 204), or
 // throws an APIError carrying the server's {"error": {code, message}}.
 async function api(method, path, body, signal) {
+  return (await apiResponse(method, path, body, signal)).data;
+}
+
+// apiPage GETs a page of a paged list (GET /api/agents): its items, and the
+// path of the next page that its Link header names (null after the last).
+async function apiPage(path, signal) {
+  const { data, resp } = await apiResponse('GET', path, undefined, signal);
+  const next = /<([^>]+)>;\s*rel="next"/.exec(resp.headers.get('Link') || '');
+  return { items: data || [], next: next ? next[1] : null };
+}
+
+// apiResponse is api's request: the decoded body (null for 204) and the
+// response, whose headers a caller may read.
+async function apiResponse(method, path, body, signal) {
   const opts = { method, signal, headers: {} };
   if (body !== undefined) {
     opts.headers['Content-Type'] = 'application/json';
     opts.body = JSON.stringify(body);
   }
   const resp = await request(path, opts);
-  if (resp.status === 204) return null;
+  if (resp.status === 204) return { data: null, resp };
   let data = null;
   try { data = await resp.json(); } catch (_) { /* not JSON */ }
   if (!resp.ok) {
     const e = (data && data.error) || {};
     throw new APIError(resp.status, e.code || 'http_' + resp.status, e.message || resp.status + ' ' + resp.statusText);
   }
-  return data;
+  return { data, resp };
 }
 
 // ---- the token form -------------------------------------------------------

@@ -1,0 +1,3 @@
+store {
+  agent_retention = "500ms"
+}

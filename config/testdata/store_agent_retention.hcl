@@ -1,0 +1,3 @@
+store {
+  agent_retention = "1d12h"
+}
