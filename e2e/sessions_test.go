@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolhost/toolhost/internal/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 
@@ -309,15 +310,7 @@ func TestHostileSessions(t *testing.T) {
 			{"tools/call of a new key in a session (2025)", sessions[0], "", rpc(1, "tools/call", false, `"_meta":{"toolhost/agent":"new"},"name":"run_command","arguments":{"command":"true"}`)},
 		} {
 			r := h.post(t, "busy", token, row.session, row.key, row.msg)
-			var reply struct {
-				JSONRPC string          `json:"jsonrpc"`
-				ID      json.RawMessage `json:"id"`
-				Result  json.RawMessage `json:"result"`
-				Error   *struct {
-					Code    int    `json:"code"`
-					Message string `json:"message"`
-				} `json:"error"`
-			}
+			var reply mcptest.Reply
 			err := json.Unmarshal([]byte(r.body), &reply)
 			retry, rerr := strconv.Atoi(r.header.Get("Retry-After"))
 			if r.status != http.StatusTooManyRequests || rerr != nil || retry < 1 || err != nil || reply.JSONRPC != "2.0" || string(reply.ID) != "1" ||

@@ -222,27 +222,35 @@ func TestAgentsAPIErrors(t *testing.T) {
 	})
 }
 
+// makeAgents makes n agents of root, every other one (the first among them)
+// terminated at once, and returns the ids of those left live and of those
+// ended, in the order made.
+func makeAgents(t *testing.T, h *host.Host, n int) (live, ended []string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		a, err := h.CreateAgent(ctx, "root", store.Agent{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			live = append(live, a.ID)
+			continue
+		}
+		if _, err := h.Store().TerminateAgent(ctx, a.ID, "the MCP session ended"); err != nil {
+			t.Fatal(err)
+		}
+		ended = append(ended, a.ID)
+	}
+	return live, ended
+}
+
 // TestAgentsAPIPages: GET /api/agents answers pages, the agents not ended
 // first, newest first, then the ended ones, the most recently ended first;
 // each page's Link header names the next, and the last has none.
 func TestAgentsAPIPages(t *testing.T) {
 	srv, h := serve(t, &config.Config{})
-	ctx := context.Background()
-	var live, ended []string
-	for i := range 7 {
-		a, err := h.CreateAgent(ctx, "root", store.Agent{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i%2 == 0 {
-			if _, err := h.Store().TerminateAgent(ctx, a.ID, "the MCP session ended"); err != nil {
-				t.Fatal(err)
-			}
-			ended = append(ended, a.ID)
-		} else {
-			live = append(live, a.ID)
-		}
-	}
+	live, ended := makeAgents(t, h, 7)
 	slices.Reverse(live)
 	slices.Reverse(ended)
 	want := append(append(live, "root"), ended...)

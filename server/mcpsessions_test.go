@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
@@ -370,15 +371,7 @@ func TestMCPSessionCapAllBusy(t *testing.T) {
 		{"tools/call in the session, new key in _meta", in2025, call(7, "console_print", `{"text":"x"}`, fmt.Sprintf("%q:%q", agentKeyMeta, "k3"))},
 	} {
 		resp, body := rawPost(t, context.Background(), url, row.header, row.msg)
-		var refusal struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Result  json.RawMessage `json:"result"`
-			Error   *struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
+		var refusal mcptest.Reply
 		err := json.Unmarshal(body, &refusal)
 		if err != nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" ||
 			resp.Header.Get("Content-Type") != "application/json" || refusal.JSONRPC != "2.0" || string(refusal.ID) != "7" ||

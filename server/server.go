@@ -38,8 +38,8 @@ type Server struct {
 	roleRoutes map[string]bool
 	// inflight bounds the request bodies being handled.
 	inflight inflight
-	mcp        *mcpFront // the roles' MCP servers at /mcp/{role}
-	stop       func()    // stops fetching the OpenID provider's keys
+	mcp      *mcpFront // the roles' MCP servers at /mcp/{role}
+	stop     func()    // stops fetching the OpenID provider's keys
 }
 
 // Options tune a [Server]; nil means the defaults.

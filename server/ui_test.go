@@ -21,7 +21,6 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/store"
 )
 
 // The web UI's tests run the page in a real, headless Chromium.
@@ -625,18 +624,7 @@ func TestUIAgents(t *testing.T) {
 // whose Next is disabled, and Previous comes back.
 func TestUIAgentsPages(t *testing.T) {
 	srv, h := serve(t, &config.Config{})
-	ctx := context.Background()
-	for i := range 60 {
-		a, err := h.CreateAgent(ctx, "root", store.Agent{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i%2 == 0 {
-			if _, err := h.Store().TerminateAgent(ctx, a.ID, "the MCP session ended"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	makeAgents(t, h, 60)
 	b := newBrowser(t, srv.URL)
 	b.open("#/agents", "agents")
 	states := func(want int) []string {

@@ -5,6 +5,7 @@ package mcptest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -197,4 +198,15 @@ func StartLines(t testing.TB, name string, cmd *exec.Cmd) (io.WriteCloser, <-cha
 		}
 	})
 	return in, lines
+}
+
+// Reply is a JSON-RPC response as the tests read it, its error decoded.
+type Reply struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
 }
