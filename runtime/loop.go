@@ -73,7 +73,7 @@ func (rt *Runtime) loop(ctx context.Context, a *agent) {
 		msgs := len(a.msgs)
 		a.convMu.Unlock()
 		rt.h.Emit(store.Event{Type: EventAgentStarted, AgentID: a.id, Role: a.role,
-			Payload: map[string]any{"turns": turns, "messages": msgs}})
+			Payload: map[string]any{"turns": turns, "messages": msgs, "credential": a.cred}})
 		answer, err := rt.work(ctx, a)
 		if err != nil {
 			rt.finish(ctx, a, err)

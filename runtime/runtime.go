@@ -262,7 +262,7 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (AgentSummary, e
 		return AgentSummary{}, err
 	}
 	rt.h.Emit(store.Event{Type: EventAgentSpawned, AgentID: rec.ID, Role: role.Name, ParentID: req.CallID,
-		Payload: map[string]any{"parent_agent": req.ParentID, "task": req.Task}})
+		Payload: map[string]any{"parent_agent": req.ParentID, "task": req.Task, "credential": rec.Credential}})
 	rt.log.Info("agent spawned", "agent", rec.ID, "role", role.Name, "parent", req.ParentID)
 	if rt.opts.RunAgents {
 		rt.launch(&agent{id: rec.ID, rec: rec, role: role.Name, cred: rec.Credential}, begun)
