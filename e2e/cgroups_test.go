@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,7 +89,8 @@ role "developer" {
 				t.Fatal(err)
 			}
 			_ = serve.Wait()
-			for _, pid := range pids {
+			slices.Sort(pids)
+			for _, pid := range slices.Compact(pids) {
 				if left := sandboxCgroups(pid); len(left) > 0 {
 					t.Errorf("process %d left %d cgroups behind: %s", pid, len(left), strings.Join(left, " "))
 				}
