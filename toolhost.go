@@ -19,8 +19,9 @@ import (
 // added [ConfigureRequest.HostPaths], minor 2 [ConfigureRequest.Sandbox],
 // minor 3 [ToolSpec.Title], Annotations and OutputSchema, minor 4 the
 // CallStream RPC, which carries a call's progress, minor 5 trace context
-// (CallContext.Traceparent) and the plugin's spans (CallResponse.Spans).
-const ProtocolMinor = 5
+// (CallContext.Traceparent) and the plugin's spans (CallResponse.Spans),
+// minor 6 a call's output streamed on CallStream ([Output]).
+const ProtocolMinor = 6
 
 // GroupSpec is a tool group as its provider reports it.
 type GroupSpec struct {
@@ -57,7 +58,8 @@ type ToolSpec struct {
 	// (MCP clients) are refused it, and the MCP front does not offer it.
 	NeedsConversation bool `json:"needs_conversation,omitempty"`
 	// OutputTail asks the host, when it cuts the output to its limits, to keep
-	// the end (as for command output) rather than the beginning.
+	// the end (as for command output) rather than the beginning. The host
+	// takes such a tool's output as it is written ([Output]).
 	OutputTail bool `json:"output_tail,omitempty"`
 	// Title is a human-readable name (sdk.Title, or an MCP server's).
 	Title string `json:"title,omitempty"`

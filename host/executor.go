@@ -181,6 +181,9 @@ type call struct {
 	rule *rules.Compiled
 	// args are the arguments as validation decoded them, for the rules.
 	args map[string]any
+	// spool takes the output of a tool that keeps its output's end as it
+	// is written (spool.go); nil for other tools.
+	spool *spool
 }
 
 // A claim on a call id (see flights.begin) is stale once the call's
@@ -231,6 +234,7 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 	if err := c.approve(ctx); err != nil {
 		return nil, err
 	}
+	defer func() { c.spool.close() }() // dispatch makes it
 	if res, err = c.dispatch(ctx); err != nil {
 		return nil, err
 	}
@@ -387,6 +391,11 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 		defer ended.Store(true)
 		ctx = toolhost.WithProgress(ctx, c.progress(p, &ended))
 	}
+	if c.tool.spec.OutputTail {
+		_, bytes := c.outputLimits()
+		c.spool = newSpool(c.h.outputsDir(), bytes)
+		ctx = toolhost.WithOutput(ctx, c.spool.write)
+	}
 	res, err = c.tool.group.Provider.Call(ctx, &c.req)
 	// A call whose context ended is a timeout or a cancellation, even when
 	// the plugin's answer (to its own cancelled context) won the race.
@@ -449,6 +458,13 @@ func (c *call) progress(p toolhost.Progress, ended *atomic.Bool) toolhost.Progre
 // why, and the call succeeds all the same.
 func (c *call) finish(ctx context.Context, in *toolhost.Result) *toolhost.Result {
 	res := *in
+	var spoolCut bool // the spool kept only the output's end: it saves the output
+	if c.spool != nil {
+		// The result's own output follows what the tool streamed.
+		_ = c.spool.write(false, []byte(res.Stdout))
+		_ = c.spool.write(true, []byte(res.Stderr))
+		res.Stdout, res.Stderr, spoolCut = c.spool.text()
+	}
 	var changed [3]bool
 	res.Stdout, changed[0] = redact.String(res.Stdout)
 	res.Stderr, changed[1] = redact.String(res.Stderr)
@@ -464,20 +480,20 @@ func (c *call) finish(ctx context.Context, in *toolhost.Result) *toolhost.Result
 			res.Meta, c.redacted = m.(map[string]any), true
 		}
 	}
-	lines, bytes := c.h.cfg.Limits.MaxOutputLines, c.h.cfg.Limits.MaxOutputBytes
-	if conf := c.tool.group.conf; conf != nil {
-		lines, bytes = cmp.Or(conf.Limits.MaxOutputLines, lines), cmp.Or(conf.Limits.MaxOutputBytes, bytes)
-	}
+	lines, bytes := c.outputLimits()
 	tail := c.tool.spec.OutputTail
 	out, errs := output.Limit(res.Stdout, lines, bytes, tail), output.Limit(res.Stderr, lines, bytes, tail)
-	cut := out.Text != res.Stdout || errs.Text != res.Stderr
+	cut := out.Text != res.Stdout || errs.Text != res.Stderr || spoolCut
 	var saved, notKept string
-	if cut && tail {
+	switch {
+	case cut && spoolCut:
+		saved, notKept = c.saveSpooled(ctx)
+	case cut && tail:
 		saved, notKept = c.saveFullOutput(ctx, res.Stdout, res.Stderr)
 	}
 	res.Stdout, res.Stderr = out.Text, errs.Text
 	res.TruncatedLines = res.TruncatedLines || out.Lines || errs.Lines
-	res.TruncatedBytes = res.TruncatedBytes || out.Bytes || errs.Bytes
+	res.TruncatedBytes = res.TruncatedBytes || out.Bytes || errs.Bytes || spoolCut
 	if sc, ok := res.Meta[toolhost.MetaStructuredContent]; ok && bytes > 0 {
 		// Structured content is held to the byte limit too: past it, the
 		// result keeps the cut text alone.
@@ -506,6 +522,16 @@ func (c *call) finish(ctx context.Context, in *toolhost.Result) *toolhost.Result
 	return &res
 }
 
+// outputLimits are the lines and bytes a result of the call keeps of its
+// stdout and of its stderr each: the group's, else the host's.
+func (c *call) outputLimits() (lines, bytes int) {
+	lines, bytes = c.h.cfg.Limits.MaxOutputLines, c.h.cfg.Limits.MaxOutputBytes
+	if conf := c.tool.group.conf; conf != nil {
+		lines, bytes = cmp.Or(conf.Limits.MaxOutputLines, lines), cmp.Or(conf.Limits.MaxOutputBytes, bytes)
+	}
+	return lines, bytes
+}
+
 // saveFullOutput keeps a cut output whole under data_dir/outputs, within
 // the storage quotas (Host.saveOutput), and returns the file's path, or ""
 // and why it was not kept.
@@ -514,6 +540,11 @@ func (c *call) saveFullOutput(ctx context.Context, stdout, stderr string) (path,
 	if stderr != "" {
 		data += "\n--- stderr ---\n" + stderr
 	}
+	return c.keepOutput(ctx, data)
+}
+
+// keepOutput saves data, redacted, as the call's saved output.
+func (c *call) keepOutput(ctx context.Context, data string) (path, notKept string) {
 	path, notKept = c.h.saveOutput(ctx, c.req.Context.Role, outputName(c.req.Context.CallID), []byte(data))
 	if notKept != "" {
 		c.h.log.Warn("a full output was not kept", c.logIDs("reason", notKept)...)

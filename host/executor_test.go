@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/proctest"
+	"github.com/toolhost/toolhost/redact"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -73,6 +74,20 @@ func (p *probe) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.
 		_ = json.Unmarshal(req.Arguments, &n)
 		res.Stdout = "short"
 		res.Meta = map[string]any{toolhost.MetaStructuredContent: map[string]any{"data": strings.Repeat("x", n.N)}}
+	case "flood": // n bytes of numbered lines streamed to stdout, a secret in each MiB, and a line of stderr
+		var n struct{ N int }
+		_ = json.Unmarshal(req.Arguments, &n)
+		out := toolhost.OutputFrom(ctx)
+		if out == nil {
+			return toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeInternal, "no output to stream to")), nil
+		}
+		_ = out(true, []byte("starting\n"))
+		for b := floodLines(n.N); len(b) > 0; {
+			k := min(len(b), 64<<10)
+			_ = out(false, b[:k])
+			b = b[k:]
+		}
+		res.Stdout = "done\n"
 	case "progress": // a flood of long reports carrying a secret
 		if report := toolhost.ProgressFrom(ctx); report != nil {
 			for i := range 1000 {
@@ -108,6 +123,7 @@ func probeHost(t testing.TB, cfg *config.Config, opts *Options) (*Host, *probe) 
 		toolhost.ToolSpec{Name: "guarded", Description: "needs approval", InputSchema: []byte(probeSchema), RequiresApproval: true},
 		toolhost.ToolSpec{Name: "whoami", Description: "needs agent and runtime", InputSchema: []byte(probeSchema), NeedsAgent: true, NeedsRuntime: true},
 		toolhost.ToolSpec{Name: "tail", Description: "command-like output", InputSchema: []byte(probeSchema), OutputTail: true},
+		toolhost.ToolSpec{Name: "flood", Description: "streamed output", InputSchema: []byte(probeSchema), OutputTail: true},
 	)
 	if err := h.register(&Group{Spec: spec, Kind: SourceRuntime, SourceName: "probe", Provider: p}); err != nil {
 		t.Fatal(err)
@@ -424,6 +440,54 @@ func TestOutputLimits(t *testing.T) {
 	full, err := os.ReadFile(path)
 	if err != nil || strings.Count(string(full), "\n") != 3000 || !strings.HasPrefix(string(full), "line 0\n") {
 		t.Fatalf("full output at %q: %d lines, %v", path, strings.Count(string(full), "\n"), err)
+	}
+}
+
+// floodLines is n bytes of numbered lines, each MiB starting with a secret.
+func floodLines(n int) []byte {
+	b := make([]byte, 0, n+64)
+	for i := 0; len(b) < n; i++ {
+		if len(b)%(1<<20) < 16 {
+			b = append(b, "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789\n"...)
+		}
+		b = fmt.Appendf(b, "line %d\n", i)
+	}
+	return b[:n]
+}
+
+// TestStreamedOutput: a tool that keeps its output's end streams it, and
+// the host keeps in memory only what the result's limits need: the result
+// is the end of the output, and the saved output the last 8 MiB of stdout
+// (then stderr), redacted, whether the spool's file filled or not; no
+// spool file is left.
+func TestStreamedOutput(t *testing.T) {
+	h, _ := probeHost(t, nil, nil)
+	for _, n := range []int{100 << 10, 3 << 20, 10 << 20} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			res, err := do(h, "flood", fmt.Sprintf(`{"n": %d}`, n), fmt.Sprint("flood-", n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := string(floodLines(n)) + "done\n"
+			if !res.TruncatedLines || len(res.Stdout) > 51200 || !strings.HasSuffix(want, res.Stdout) || res.Stderr != "starting\n" {
+				t.Errorf("result: truncated lines %v, %d bytes of stdout, a suffix %v, stderr %q", res.TruncatedLines, len(res.Stdout), strings.HasSuffix(want, res.Stdout), res.Stderr)
+			}
+			path, _ := res.Meta["full_output"].(string)
+			full, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("full output at %q: %v (meta %v)", path, err, res.Meta)
+			}
+			want, _ = redact.String(want[max(0, len(want)-maxSavedStream):])
+			if string(full) != want+"\n--- stderr ---\nstarting\n" {
+				t.Errorf("the saved output has %d bytes, starting %.40q; want %d bytes, starting %.40q", len(full), full, len(want), want)
+			}
+			if res.Meta["redacted"] != true || strings.Contains(string(full), "ghp_") {
+				t.Errorf("the secret is not redacted: meta %v", res.Meta)
+			}
+			if left, _ := filepath.Glob(filepath.Join(h.DataDir(), "outputs", tmpPrefix+"*")); len(left) > 0 {
+				t.Errorf("files left: %v", left)
+			}
+		})
 	}
 }
 

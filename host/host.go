@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/store"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -107,6 +108,7 @@ type Host struct {
 	loadMu    sync.Mutex   // held to load tools
 	stopWatch context.CancelFunc
 	watching  sync.WaitGroup
+	sweeping  sync.WaitGroup // removals of the cgroups exited modules made (supervisor.sweep)
 
 	events    *store.EventWriter
 	metrics   *Metrics                    // nil when disabled
@@ -495,6 +497,8 @@ func (h *Host) Close() error {
 		wg.Go(s.unload)
 	}
 	wg.Wait()
+	h.sweeping.Wait()
+	sandbox.RemoveCgroups(os.Getpid()) // the empty ones kept for the modules' next sandboxes
 	h.inflight.Wait()
 	close(h.flights.saves)
 	<-h.flights.done

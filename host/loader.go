@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -316,6 +317,7 @@ func (s *supervisor) exited(m module) error {
 		s.h.unregister(g)
 	}
 	m.Stop() // the process is gone: this releases its connection and socket
+	s.sweep(m)
 	err := m.ExitError()
 	payload := map[string]any{"plugin": s.cfg.Name, "pid": m.Pid(), "status": "exit status 0"}
 	if err != nil {
@@ -336,7 +338,17 @@ func (s *supervisor) shutdown(m module) {
 		s.h.unregister(g)
 	}
 	m.Stop()
+	s.sweep(m)
 	s.set(func() { s.state = StateStopped })
+}
+
+// sweep removes, in the background, the cgroups of sandboxes that m's
+// process made and left (a command module killed mid-command, or stopped
+// while keeping some for reuse); Close waits for it.
+func (s *supervisor) sweep(m module) {
+	if pid := m.Pid(); pid > 0 {
+		s.h.sweeping.Go(func() { sandbox.RemoveCgroups(pid) })
+	}
 }
 
 // unload stops the plugin and waits until it is gone.

@@ -47,7 +47,7 @@ func newCgroup(max int) (*cgroup, error) {
 				g.procs.Close()
 			}
 		}
-		go g.remove()
+		removing.Go(func() { removeCgroup(g.dir) })
 	}
 	return nil, fmt.Errorf("sandbox: the process limit needs a pids cgroup when toolhost runs as root "+
 		"(the kernel does not hold root to RLIMIT_NPROC), and none could be made: %v; "+
@@ -105,22 +105,66 @@ func (g *cgroup) release() {
 		}
 		freeCgroups.Unlock()
 	}
-	go g.remove() // the kernel takes a while; no caller waits for it
+	// The kernel takes a while; no caller waits for it, but RemoveCgroups
+	// does.
+	removing.Go(func() { removeCgroup(g.dir) })
 }
+
+// removing counts the cgroups being removed.
+var removing sync.WaitGroup
 
 // cgroupPrefix starts the name of a sandbox's cgroup, followed by the pid
 // of the process that made it.
 const cgroupPrefix = "toolhost-sandbox-"
 
-// remove deletes the cgroup once the sandbox's processes have left it (the
-// last ones may still be on their way out).
-func (g *cgroup) remove() {
-	for range 100 {
-		if err := os.Remove(g.dir); err == nil || !errors.Is(err, syscall.EBUSY) {
+// removeCgroup deletes the cgroup dir once the sandbox's processes have
+// left it (the last ones may still be on their way out, and a sandbox whose
+// maker died ends when its stage sees it), waiting at most removePatience.
+func removeCgroup(dir string) {
+	for deadline := time.Now().Add(removePatience); ; time.Sleep(5 * time.Millisecond) {
+		if err := os.Remove(dir); err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// removePatience bounds the wait for a cgroup's processes to leave it.
+const removePatience = 10 * time.Second
+
+// RemoveCgroups removes the pids cgroups that process pid made for its
+// sandboxes when it ran as root (the process limit of [Limits]), each once
+// its processes have left it. Given this process's own pid, it removes the
+// empty ones kept for its next sandboxes and waits for those being removed,
+// leaving its running sandboxes' alone: call it when the process stops
+// making sandboxes. Given another pid, that of a module that has exited, it
+// removes every one that module made: none is left behind by a module
+// killed before it could remove its own. It does nothing for a process
+// that never runs as root, which makes none.
+func RemoveCgroups(pid int) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	if pid == os.Getpid() {
+		freeCgroups.Lock()
+		dirs := freeCgroups.dirs
+		freeCgroups.dirs = nil
+		freeCgroups.Unlock()
+		for _, dir := range dirs {
+			removing.Go(func() { removeCgroup(dir) })
+		}
+		removing.Wait()
+		return
+	}
+	base, err := pidsBase()
+	if err != nil {
+		return
+	}
+	dirs, _ := filepath.Glob(filepath.Join(base, cgroupPrefix+strconv.Itoa(pid)+"-*"))
+	var wg sync.WaitGroup
+	for _, dir := range dirs {
+		wg.Go(func() { removeCgroup(dir) })
+	}
+	wg.Wait()
 }
 
 // pidsBase is the directory of this process's own cgroup in the hierarchy

@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -519,5 +520,54 @@ func TestStructuredOutputMustBeAnObject(t *testing.T) {
 	_, err := g.Describe(context.Background(), &toolhost.DescribeRequest{})
 	if !errors.Is(err, toolhost.ErrInvalidGroupDef) || !strings.Contains(err.Error(), "output") {
 		t.Fatalf("err = %v, want invalid_group_def about the output type", err)
+	}
+}
+
+// TestOutputWriters: what a handler writes to Stdout and Stderr reaches a
+// host that takes output as it comes in pieces of at most 32 KiB, before the
+// result's own; for a caller that does not, the last 8 MiB of each are kept
+// and put before the result's own output.
+func TestOutputWriters(t *testing.T) {
+	const n = 10 << 20
+	want := make([]byte, n)
+	for i := range want {
+		want[i] = 'a' + byte(i%26)
+	}
+	g := &sdk.Group{ID: "pour", Description: "Pours output.", Tools: []sdk.Tool{
+		sdk.NewTool("pour", "Write 10 MiB.", func(_ context.Context, r *sdk.Request[struct{}]) (*sdk.Result, error) {
+			for b := want; len(b) > 0; b = b[min(len(b), 100<<10):] {
+				_, _ = r.Stdout().Write(b[:min(len(b), 100<<10)])
+			}
+			_, _ = fmt.Fprint(r.Stderr(), "err")
+			return sdk.Text("end"), nil
+		}, sdk.KeepTail()),
+	}}
+	p := sdktest.New(t, g, nil)
+
+	res := p.Call("pour", nil)
+	if len(res.Stdout) != 8<<20+3 || res.Stdout != string(want[n-8<<20:])+"end" || res.Stderr != "err" || !res.TruncatedBytes {
+		t.Errorf("kept: %d bytes of stdout (truncated %v), stderr %q", len(res.Stdout), res.TruncatedBytes, res.Stderr)
+	}
+
+	var stdout, stderr []byte
+	pieces, largest := 0, 0
+	ctx := toolhost.WithOutput(context.Background(), func(isErr bool, b []byte) error {
+		pieces, largest = pieces+1, max(largest, len(b))
+		if isErr {
+			stderr = append(stderr, b...)
+		} else {
+			stdout = append(stdout, b...)
+		}
+		return nil
+	})
+	res, err := p.Do(ctx, &toolhost.CallRequest{Tool: "pour", Arguments: []byte("{}")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stdout, want) || string(stderr) != "err" || res.Stdout != "end" || res.Stderr != "" || res.TruncatedBytes {
+		t.Errorf("streamed: %d bytes of stdout, stderr %q; result stdout %q, stderr %q, truncated %v", len(stdout), stderr, res.Stdout, res.Stderr, res.TruncatedBytes)
+	}
+	if largest > 32<<10 {
+		t.Errorf("%d pieces, the largest %d bytes", pieces, largest)
 	}
 }

@@ -24,6 +24,7 @@ type Request[In any] struct {
 	RawArgs json.RawMessage
 
 	progress toolhost.Progress
+	output   *callOutput   // Stdout and Stderr
 	traceID  trace.TraceID // the host's trace of a traced call
 }
 
@@ -158,8 +159,13 @@ func NewTool[In any](name, description string, h Handler[In], opts ...ToolOption
 		if err := json.Unmarshal(req.Arguments, &in); err != nil {
 			return nil, toolhost.Errorf(toolhost.CodeValidation, "arguments: %v", err)
 		}
-		return h(ctx, &Request[In]{Args: in, Call: req.Context, RawArgs: req.Arguments,
-			progress: toolhost.ProgressFrom(ctx).Throttle(progressEvery), traceID: trace.SpanContextFromContext(ctx).TraceID()})
+		out := &callOutput{to: toolhost.OutputFrom(ctx)}
+		res, err := h(ctx, &Request[In]{Args: in, Call: req.Context, RawArgs: req.Arguments,
+			progress: toolhost.ProgressFrom(ctx).Throttle(progressEvery), output: out, traceID: trace.SpanContextFromContext(ctx).TraceID()})
+		if res != nil {
+			out.into(res)
+		}
+		return res, err
 	}
 	return t
 }

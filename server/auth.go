@@ -365,10 +365,13 @@ func ExpiryOf(lifetime string, now time.Time) (time.Time, error) {
 }
 
 // roleID returns the function that finds the id of h's role with a name
-// or id.
+// or else with an id, as [store.Store.Role] does.
 func roleID(h *host.Host) func(string) (string, bool) {
-	return func(name string) (string, bool) {
-		r, err := h.Role(name)
-		return r.ID, err == nil
+	return func(nameOrID string) (string, bool) {
+		if r, err := h.Role(nameOrID); err == nil {
+			return r.ID, true
+		}
+		i := slices.IndexFunc(h.Roles(), func(r store.Role) bool { return r.ID == nameOrID })
+		return nameOrID, i >= 0
 	}
 }

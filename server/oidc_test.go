@@ -369,6 +369,41 @@ func TestOIDCTokensOpenTheirRoles(t *testing.T) {
 	}
 }
 
+// TestOIDCRoleByID: a roles claim names a role by its name or by its id,
+// as docs/configuration.md says; an id that is no role's opens nothing.
+func TestOIDCRoleByID(t *testing.T) {
+	p := startProvider(t, 0)
+	o := serveOIDC(t, p.issuer)
+	o.ready(t)
+	writer, err := o.h.Role("writer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(roles ...string) string {
+		c := accessClaims(p.issuer, o.url)
+		c["toolhost_roles"] = roles
+		return mint(t, p.key, c)
+	}
+	for _, c := range []struct {
+		name, token, method, path, body string
+		want                            int
+	}{
+		{"the writer's id", token(writer.ID), "GET", "/api/roles/writer/tools", "", 200},
+		{"the writer's id, a call", token(writer.ID), "POST", "/api/call", `{"role": "writer", "tool": "write_note", "callId": "by-id"}`, 200},
+		{"the writer's id, not the reader", token(writer.ID), "GET", "/api/roles/reader/tools", "", 403},
+		{"an id that is no role's", token("role_0000000000000000"), "GET", "/api/roles/writer/tools", "", 403},
+		{"a name beside an id", token("reader", writer.ID), "GET", "/api/roles/reader/tools", "", 200},
+	} {
+		if got, _, body := o.do(t, c.method, c.path, c.token, c.body); got != c.want {
+			t.Errorf("%s: %s %s = %d, want %d: %s", c.name, c.method, c.path, got, c.want, body)
+		}
+	}
+	cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: o.url + "/mcp/writer", HTTPClient: bearerClient(token(writer.ID))})
+	if got := mcptest.ToolNames(t, cs); strings.Join(got, ",") != "write_note" {
+		t.Errorf("/mcp/writer lists %v", got)
+	}
+}
+
 // TestOIDCWellKnown: with auth { oidc } the resource metadata is served,
 // and its URL is in every 401; any other /.well-known/ path is a plain 404
 // (it was a 401 whose JSON body OAuth clients misread as an OAuth error),

@@ -65,7 +65,10 @@ func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
 	if warning != "" {
 		fmt.Fprintf(stderr, "toolhost: warning: %s\n", warning)
 	}
-	out, err := importMCP(src, file, m)
+	out, warnings, err := importMCP(src, file, m)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "toolhost: warning: %s\n", w)
+	}
 	if err != nil {
 		var list interface{ Unwrap() []error }
 		errs := []error{err}
@@ -87,11 +90,12 @@ func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
 // importMCP returns the mcp_server blocks for the servers of a client's
 // config (src, called file in messages), each stdio server's with the
 // sandbox it needs on machine m, and with what m's probe learns, or every
-// problem found, each naming file and the entry.
-func importMCP(src []byte, file string, m *machine) ([]byte, error) {
+// problem found, each naming file and the entry. The warnings say what it
+// left out: every reference to toolhost's own variables (leaveOutOwnVars).
+func importMCP(src []byte, file string, m *machine) (out []byte, warnings []string, err error) {
 	field, entries, err := parseClientConfig(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	var errs []error
 	servers := make([]*mcpServer, 0, len(entries))
@@ -100,15 +104,20 @@ func importMCP(src []byte, file string, m *machine) ([]byte, error) {
 		for _, err := range entryErrs {
 			errs = append(errs, fmt.Errorf("%s: %s.%s: %w", file, field, strconv.Quote(name), err))
 		}
-		if len(entryErrs) == 0 {
+		if len(entryErrs) > 0 {
+			continue
+		}
+		w, keep := leaveOutOwnVars(file, s)
+		warnings = append(warnings, w...)
+		if keep {
 			servers = append(servers, s)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, warnings, errors.Join(errs...)
 	}
 	if len(servers) == 0 {
-		return nil, nil
+		return nil, warnings, nil
 	}
 	assignLabels(servers, m.config)
 	im := &importer{file: file, machine: m, names: map[string]bool{}}
@@ -120,10 +129,10 @@ func importMCP(src []byte, file string, m *machine) ([]byte, error) {
 			err = im.learn(servers, l)
 		}
 		if err != nil {
-			return nil, err
+			return nil, warnings, err
 		}
 	}
-	return im.write(servers), nil
+	return im.write(servers), warnings, nil
 }
 
 // An entry is one server of a client's config, as the client has it.

@@ -112,7 +112,7 @@ func TestMCPImportPrefixes(t *testing.T) {
 				probed = string(blocks)
 				return &tc.learned, nil
 			}
-			out, err := importMCP([]byte(`{"mcpServers": {`+strings.Join(entries, ", ")+`}}`), "claude.json", m)
+			out, _, err := importMCP([]byte(`{"mcpServers": {`+strings.Join(entries, ", ")+`}}`), "claude.json", m)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q\n%s", err, tc.err, out)

@@ -396,6 +396,7 @@ func (im *importer) box(s *mcpServer, trust *trustCheck) *box {
 		}
 		where := fmt.Sprintf("args[%d] %s", i, strconv.Quote(a))
 		switch {
+		case p == "": // not a path
 		case path.IsAbs(p):
 			fi, err := m.stat(p)
 			switch {

@@ -140,7 +140,7 @@ func TestMCPImportSandbox(t *testing.T) {
 `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := importMCP([]byte(`{"mcpServers": {"s": `+tc.server+`}}`), "f.json", testMachine())
+			out, _, err := importMCP([]byte(`{"mcpServers": {"s": `+tc.server+`}}`), "f.json", testMachine())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func TestMCPImportSandbox(t *testing.T) {
 // TestMCPImportHTTPHasNoSandbox: an HTTP server has no process, and no
 // sandbox block.
 func TestMCPImportHTTPHasNoSandbox(t *testing.T) {
-	out, err := importMCP([]byte(`{"mcpServers": {"s": {"url": "https://mcp.example.com/mcp"}}}`), "f.json", testMachine())
+	out, _, err := importMCP([]byte(`{"mcpServers": {"s": {"url": "https://mcp.example.com/mcp"}}}`), "f.json", testMachine())
 	if err != nil {
 		t.Fatal(err)
 	}

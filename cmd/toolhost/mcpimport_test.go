@@ -45,7 +45,7 @@ func importFile(t *testing.T, path string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := importMCP(src, filepath.Base(path), testMachine())
+	out, _, err := importMCP(src, filepath.Base(path), testMachine())
 	if err != nil {
 		t.Fatalf("import %s: %v", path, err)
 	}
@@ -359,7 +359,7 @@ func TestMCPImportValues(t *testing.T) {
 		{"numbers and booleans", `{"command": "x", "args": [1, true], "env": {"N": 2.5}}`, `args    = ["1", "true"]`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := importMCP([]byte(`{"mcpServers": {"s": `+tc.server+`}}`), "f.json", testMachine())
+			out, _, err := importMCP([]byte(`{"mcpServers": {"s": `+tc.server+`}}`), "f.json", testMachine())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -403,7 +403,7 @@ func TestMCPImportErrors(t *testing.T) {
 		{"headers not an object", `{"mcpServers": {"fs": {"url": "https://x.example.com", "headers": ["a"]}}}`, `mcpServers."fs": headers: want an object of strings, not a list`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := importMCP([]byte(tc.src), "f.json", testMachine())
+			out, _, err := importMCP([]byte(tc.src), "f.json", testMachine())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want %q", err, tc.want)
 			}
@@ -413,7 +413,7 @@ func TestMCPImportErrors(t *testing.T) {
 		})
 	}
 	// Every bad entry is reported, not only the first.
-	_, err := importMCP([]byte(`{"mcpServers": {"a": {}, "b": {"command": "x"}, "c": {"url": null}}}`), "f.json", testMachine())
+	_, _, err := importMCP([]byte(`{"mcpServers": {"a": {}, "b": {"command": "x"}, "c": {"url": null}}}`), "f.json", testMachine())
 	if got := strings.Split(err.Error(), "\n"); len(got) != 2 || !strings.Contains(got[0], `"a"`) || !strings.Contains(got[1], `"c": url: want a string, not null`) {
 		t.Errorf("errors = %q", got)
 	}
@@ -445,6 +445,61 @@ func TestMCPImportExitStatus(t *testing.T) {
 		}
 		if (tc.status == 0) != (stdout.Len() > 0) {
 			t.Errorf("%v: stdout %q", tc.args, stdout.String())
+		}
+	}
+}
+
+// TestMCPImportLeavesOutOwnVars: a reference to one of toolhost's own
+// variables, or an env entry named as one, is never passed to a server:
+// it is left out, with a warning naming it.
+func TestMCPImportLeavesOutOwnVars(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "claude.json")
+	src := `{"mcpServers": {
+  "env": {"command": "x", "env": {"API_TOKEN": "${TOOLHOST_TOKEN}", "TOOLHOST_LOG_LEVEL": "debug", "HOME_DIR": "$TOOLHOST_DATA_DIR/h", "KEEP": "1"}},
+  "args": {"command": "x", "args": ["--token", "$TOOLHOST_TOKEN", "--dir=${env:TOOLHOST_WORKSPACE}/w", "plain"]},
+  "headers": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:TOOLHOST_TOKEN}", "Accept-Language": "en"}},
+  "itself": {"url": "${TOOLHOST_URL}/mcp/root"}
+}}`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if status := run([]string{"mcp", "import", "-probe=false", file}, &stdout, &stderr); status != 0 {
+		t.Fatalf("status %d: %s", status, stderr.String())
+	}
+	blocks := evalBlocks(t, stdout.Bytes(), func(name string) string { return "<" + name + ">" })
+	for label, attrs := range blocks {
+		for name, v := range attrs {
+			for _, s := range stringsIn(v) {
+				if strings.Contains(s, "TOOLHOST") {
+					t.Errorf("mcp_server %q %s = %q", label, name, s)
+				}
+			}
+		}
+	}
+	if _, ok := blocks["itself"]; ok {
+		t.Errorf("the server whose url is toolhost's own is imported:\n%s", &stdout)
+	}
+	if env := blocks["env"]["env"]; env.LengthInt() != 1 || env.GetAttr("KEEP").AsString() != "1" {
+		t.Errorf("env = %#v", env)
+	}
+	if got := stringsIn(blocks["args"]["args"]); !slices.Equal(got, []string{"--token", "", "--dir=/w", "plain"}) {
+		t.Errorf("args = %q", got)
+	}
+	if h := blocks["headers"]["headers"]; h.LengthInt() != 1 || h.GetAttr("Accept-Language").AsString() != "en" {
+		t.Errorf("headers = %#v", h)
+	}
+	for _, want := range []string{
+		`"env" env API_TOKEN refers to TOOLHOST_TOKEN, toolhost's own: left out`,
+		`"env" env TOOLHOST_LOG_LEVEL refers to TOOLHOST_LOG_LEVEL`,
+		`"env" env HOME_DIR refers to TOOLHOST_DATA_DIR`,
+		`"args" args[1] refers to TOOLHOST_TOKEN`,
+		`"args" args[2] refers to TOOLHOST_WORKSPACE`,
+		`"headers" header Authorization refers to TOOLHOST_TOKEN`,
+		`"itself" url refers to TOOLHOST_URL, toolhost's own: the server is left out`,
+	} {
+		if !strings.Contains(stderr.String(), "toolhost: warning: "+file+": "+want) {
+			t.Errorf("no warning %q in\n%s", want, &stderr)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package proto
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -72,7 +73,8 @@ func (s *server) Call(ctx context.Context, req *CallRequest) (*CallResponse, err
 }
 
 // CallStream runs a call as Call does, with a Progress in its context that
-// sends the tool's reports on the stream ahead of the response.
+// sends the tool's reports on the stream ahead of the response, and, when
+// the host takes it so (stream_output), an Output that sends its output.
 func (s *server) CallStream(req *CallRequest, stream grpc.ServerStreamingServer[CallEvent]) error {
 	var (
 		mu   sync.Mutex
@@ -85,6 +87,26 @@ func (s *server) CallStream(req *CallRequest, stream grpc.ServerStreamingServer[
 			_ = stream.Send(&CallEvent{Event: &CallEvent_Progress{Progress: &Progress{Progress: progress, Total: total, Message: message}}})
 		}
 	})
+	if req.GetStreamOutput() {
+		ctx = toolhost.WithOutput(ctx, func(stderr bool, p []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for len(p) > 0 && !done {
+				// Send blocks while the host has not taken the pieces before
+				// (flow control), so that the tool waits rather than the
+				// output piling up.
+				n := min(len(p), maxOutputPiece)
+				if err := stream.Send(&CallEvent{Event: &CallEvent_Output{Output: &Output{Stderr: stderr, Data: p[:n]}}}); err != nil {
+					return err
+				}
+				p = p[n:]
+			}
+			if done {
+				return errCallEnded
+			}
+			return nil
+		})
+	}
 	resp, err := s.Call(ctx, req)
 	mu.Lock()
 	done = true
@@ -94,6 +116,13 @@ func (s *server) CallStream(req *CallRequest, stream grpc.ServerStreamingServer[
 	}
 	return stream.Send(&CallEvent{Event: &CallEvent_Response{Response: resp}})
 }
+
+// maxOutputPiece bounds the output a CallEvent carries: its message then
+// fits gRPC's pooled 32 KiB buffers at both ends, where a larger one takes
+// a 1 MiB buffer from the pool for as long as it is queued.
+const maxOutputPiece = 32<<10 - 64
+
+var errCallEnded = errors.New("the call has ended")
 
 // toStatus carries err's code across the wire as a status detail.
 func toStatus(err error) error {
@@ -138,7 +167,9 @@ func (c *Client) Configure(ctx context.Context, req *toolhost.ConfigureRequest) 
 
 // Call runs one tool in the plugin. When ctx carries a Progress
 // (toolhost.WithProgress), the plugin's progress reports reach it, unless
-// the plugin predates protocol minor 4.
+// the plugin predates protocol minor 4; when it carries an Output
+// (toolhost.WithOutput), the output the plugin streams reaches it, unless
+// the plugin predates minor 6 (the result carries it then).
 func (c *Client) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
 	in := &CallRequest{ProtocolMinor: toolhost.ProtocolMinor, Tool: req.Tool, Arguments: req.Arguments, Context: contextToProto(req.Context)}
 	var began time.Time // of a traced call, whose spans come back
@@ -150,8 +181,9 @@ func (c *Client) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 		err      error
 		streamed bool
 	)
-	if p := toolhost.ProgressFrom(ctx); p != nil && !c.noStream.Load() {
-		resp, err = c.callStream(ctx, in, p)
+	if p, o := toolhost.ProgressFrom(ctx), toolhost.OutputFrom(ctx); (p != nil || o != nil) && !c.noStream.Load() {
+		in.StreamOutput = o != nil
+		resp, err = c.callStream(ctx, in, p, o)
 		if streamed = status.Code(err) != codes.Unimplemented; !streamed {
 			c.noStream.Store(true)
 		}
@@ -168,8 +200,9 @@ func (c *Client) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 	return resultFromProto(resp.GetResult())
 }
 
-// callStream runs a call through CallStream, passing its progress to p.
-func (c *Client) callStream(ctx context.Context, in *CallRequest, p toolhost.Progress) (*CallResponse, error) {
+// callStream runs a call through CallStream, passing its progress to p and
+// its output to o (each nil when the caller takes none).
+func (c *Client) callStream(ctx context.Context, in *CallRequest, p toolhost.Progress, o toolhost.Output) (*CallResponse, error) {
 	stream, err := c.rpc.CallStream(ctx, in)
 	if err != nil {
 		return nil, err
@@ -184,7 +217,16 @@ func (c *Client) callStream(ctx context.Context, in *CallRequest, p toolhost.Pro
 		}
 		switch e := ev.GetEvent().(type) {
 		case *CallEvent_Progress:
-			p(e.Progress.GetProgress(), e.Progress.GetTotal(), e.Progress.GetMessage())
+			if p != nil {
+				p(e.Progress.GetProgress(), e.Progress.GetTotal(), e.Progress.GetMessage())
+			}
+		case *CallEvent_Output:
+			if o == nil {
+				return nil, status.Error(codes.Internal, "the plugin streamed output the host did not ask for")
+			}
+			if err := o(e.Output.GetStderr(), e.Output.GetData()); err != nil {
+				return nil, status.Error(codes.Internal, err.Error())
+			}
 		case *CallEvent_Response:
 			return e.Response, nil
 		}

@@ -565,7 +565,10 @@ type CallRequest struct {
 	// The tool's arguments, a JSON object.
 	Arguments []byte `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	// Carries the call id.
-	Context       *CallContext `protobuf:"bytes,4,opt,name=context,proto3" json:"context,omitempty"`
+	Context *CallContext `protobuf:"bytes,4,opt,name=context,proto3" json:"context,omitempty"`
+	// The host takes the call's output as Output events of CallStream.
+	// Added in protocol minor 6.
+	StreamOutput  bool `protobuf:"varint,5,opt,name=stream_output,json=streamOutput,proto3" json:"stream_output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -626,6 +629,13 @@ func (x *CallRequest) GetContext() *CallContext {
 		return x.Context
 	}
 	return nil
+}
+
+func (x *CallRequest) GetStreamOutput() bool {
+	if x != nil {
+		return x.StreamOutput
+	}
+	return false
 }
 
 type CallResponse struct {
@@ -988,14 +998,15 @@ func (x *SpanEvent) GetAttributes() []*Attribute {
 	return nil
 }
 
-// CallEvent is one message of CallStream: progress, or the response, which
-// is the last.
+// CallEvent is one message of CallStream: progress, a piece of output, or
+// the response, which is the last.
 type CallEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Event:
 	//
 	//	*CallEvent_Progress
 	//	*CallEvent_Response
+	//	*CallEvent_Output
 	Event         isCallEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1056,6 +1067,15 @@ func (x *CallEvent) GetResponse() *CallResponse {
 	return nil
 }
 
+func (x *CallEvent) GetOutput() *Output {
+	if x != nil {
+		if x, ok := x.Event.(*CallEvent_Output); ok {
+			return x.Output
+		}
+	}
+	return nil
+}
+
 type isCallEvent_Event interface {
 	isCallEvent_Event()
 }
@@ -1068,9 +1088,73 @@ type CallEvent_Response struct {
 	Response *CallResponse `protobuf:"bytes,2,opt,name=response,proto3,oneof"`
 }
 
+type CallEvent_Output struct {
+	// Added in protocol minor 6.
+	Output *Output `protobuf:"bytes,3,opt,name=output,proto3,oneof"`
+}
+
 func (*CallEvent_Progress) isCallEvent_Event() {}
 
 func (*CallEvent_Response) isCallEvent_Event() {}
+
+func (*CallEvent_Output) isCallEvent_Event() {}
+
+// Output is a piece of a call's stdout or stderr, sent as the tool writes
+// it, ahead of the response, when the request says stream_output: the host
+// keeps what its limits need and saves the rest to disk, so that no output
+// is held whole. The result's own stdout and stderr, if
+// any, follow the pieces. At most 32 KiB a piece.
+type Output struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stderr        bool                   `protobuf:"varint,1,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Output) Reset() {
+	*x = Output{}
+	mi := &file_toolgroup_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Output) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Output) ProtoMessage() {}
+
+func (x *Output) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgroup_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Output.ProtoReflect.Descriptor instead.
+func (*Output) Descriptor() ([]byte, []int) {
+	return file_toolgroup_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Output) GetStderr() bool {
+	if x != nil {
+		return x.Stderr
+	}
+	return false
+}
+
+func (x *Output) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
 
 // Progress is how far a call is: progress of total (total 0 when unknown),
 // and a message such as the last line of a command's output.
@@ -1085,7 +1169,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_toolgroup_proto_msgTypes[13]
+	mi := &file_toolgroup_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1181,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[13]
+	mi := &file_toolgroup_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1194,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{13}
+	return file_toolgroup_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Progress) GetProgress() float64 {
@@ -1154,7 +1238,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_toolgroup_proto_msgTypes[14]
+	mi := &file_toolgroup_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1250,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[14]
+	mi := &file_toolgroup_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1263,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{14}
+	return file_toolgroup_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Result) GetOk() bool {
@@ -1263,7 +1347,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_toolgroup_proto_msgTypes[15]
+	mi := &file_toolgroup_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1359,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[15]
+	mi := &file_toolgroup_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1372,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{15}
+	return file_toolgroup_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Error) GetCode() string {
@@ -1317,7 +1401,7 @@ type Attachment struct {
 
 func (x *Attachment) Reset() {
 	*x = Attachment{}
-	mi := &file_toolgroup_proto_msgTypes[16]
+	mi := &file_toolgroup_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1413,7 @@ func (x *Attachment) String() string {
 func (*Attachment) ProtoMessage() {}
 
 func (x *Attachment) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgroup_proto_msgTypes[16]
+	mi := &file_toolgroup_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1426,7 @@ func (x *Attachment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attachment.ProtoReflect.Descriptor instead.
 func (*Attachment) Descriptor() ([]byte, []int) {
-	return file_toolgroup_proto_rawDescGZIP(), []int{16}
+	return file_toolgroup_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Attachment) GetName() string {
@@ -1416,12 +1500,13 @@ const file_toolgroup_proto_rawDesc = "" +
 	"\n" +
 	"host_paths\x18\x03 \x03(\tR\thostPaths\x12\x18\n" +
 	"\asandbox\x18\x04 \x01(\fR\asandbox\"\x13\n" +
-	"\x11ConfigureResponse\"\x9a\x01\n" +
+	"\x11ConfigureResponse\"\xbf\x01\n" +
 	"\vCallRequest\x12%\n" +
 	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x03 \x01(\fR\targuments\x122\n" +
-	"\acontext\x18\x04 \x01(\v2\x18.toolhost.v1.CallContextR\acontext\"d\n" +
+	"\acontext\x18\x04 \x01(\v2\x18.toolhost.v1.CallContextR\acontext\x12#\n" +
+	"\rstream_output\x18\x05 \x01(\bR\fstreamOutput\"d\n" +
 	"\fCallResponse\x12+\n" +
 	"\x06result\x18\x01 \x01(\v2\x13.toolhost.v1.ResultR\x06result\x12'\n" +
 	"\x05spans\x18\x02 \x03(\v2\x11.toolhost.v1.SpanR\x05spans\"\xe9\x02\n" +
@@ -1453,11 +1538,15 @@ const file_toolgroup_proto_rawDesc = "" +
 	"\x0etime_unix_nano\x18\x02 \x01(\x03R\ftimeUnixNano\x126\n" +
 	"\n" +
 	"attributes\x18\x03 \x03(\v2\x16.toolhost.v1.AttributeR\n" +
-	"attributes\"\x82\x01\n" +
+	"attributes\"\xb1\x01\n" +
 	"\tCallEvent\x123\n" +
 	"\bprogress\x18\x01 \x01(\v2\x15.toolhost.v1.ProgressH\x00R\bprogress\x127\n" +
-	"\bresponse\x18\x02 \x01(\v2\x19.toolhost.v1.CallResponseH\x00R\bresponseB\a\n" +
-	"\x05event\"V\n" +
+	"\bresponse\x18\x02 \x01(\v2\x19.toolhost.v1.CallResponseH\x00R\bresponse\x12-\n" +
+	"\x06output\x18\x03 \x01(\v2\x13.toolhost.v1.OutputH\x00R\x06outputB\a\n" +
+	"\x05event\"4\n" +
+	"\x06Output\x12\x16\n" +
+	"\x06stderr\x18\x01 \x01(\bR\x06stderr\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"V\n" +
 	"\bProgress\x12\x1a\n" +
 	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x01R\x05total\x12\x18\n" +
@@ -1501,7 +1590,7 @@ func file_toolgroup_proto_rawDescGZIP() []byte {
 	return file_toolgroup_proto_rawDescData
 }
 
-var file_toolgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_toolgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_toolgroup_proto_goTypes = []any{
 	(*CallContext)(nil),       // 0: toolhost.v1.CallContext
 	(*DescribeRequest)(nil),   // 1: toolhost.v1.DescribeRequest
@@ -1516,38 +1605,40 @@ var file_toolgroup_proto_goTypes = []any{
 	(*Attribute)(nil),         // 10: toolhost.v1.Attribute
 	(*SpanEvent)(nil),         // 11: toolhost.v1.SpanEvent
 	(*CallEvent)(nil),         // 12: toolhost.v1.CallEvent
-	(*Progress)(nil),          // 13: toolhost.v1.Progress
-	(*Result)(nil),            // 14: toolhost.v1.Result
-	(*Error)(nil),             // 15: toolhost.v1.Error
-	(*Attachment)(nil),        // 16: toolhost.v1.Attachment
+	(*Output)(nil),            // 13: toolhost.v1.Output
+	(*Progress)(nil),          // 14: toolhost.v1.Progress
+	(*Result)(nil),            // 15: toolhost.v1.Result
+	(*Error)(nil),             // 16: toolhost.v1.Error
+	(*Attachment)(nil),        // 17: toolhost.v1.Attachment
 }
 var file_toolgroup_proto_depIdxs = []int32{
 	0,  // 0: toolhost.v1.DescribeRequest.context:type_name -> toolhost.v1.CallContext
 	3,  // 1: toolhost.v1.DescribeResponse.group:type_name -> toolhost.v1.GroupSpec
 	4,  // 2: toolhost.v1.GroupSpec.tools:type_name -> toolhost.v1.ToolSpec
 	0,  // 3: toolhost.v1.CallRequest.context:type_name -> toolhost.v1.CallContext
-	14, // 4: toolhost.v1.CallResponse.result:type_name -> toolhost.v1.Result
+	15, // 4: toolhost.v1.CallResponse.result:type_name -> toolhost.v1.Result
 	9,  // 5: toolhost.v1.CallResponse.spans:type_name -> toolhost.v1.Span
 	10, // 6: toolhost.v1.Span.attributes:type_name -> toolhost.v1.Attribute
 	11, // 7: toolhost.v1.Span.events:type_name -> toolhost.v1.SpanEvent
 	10, // 8: toolhost.v1.SpanEvent.attributes:type_name -> toolhost.v1.Attribute
-	13, // 9: toolhost.v1.CallEvent.progress:type_name -> toolhost.v1.Progress
+	14, // 9: toolhost.v1.CallEvent.progress:type_name -> toolhost.v1.Progress
 	8,  // 10: toolhost.v1.CallEvent.response:type_name -> toolhost.v1.CallResponse
-	15, // 11: toolhost.v1.Result.error:type_name -> toolhost.v1.Error
-	16, // 12: toolhost.v1.Result.attachments:type_name -> toolhost.v1.Attachment
-	1,  // 13: toolhost.v1.ToolGroup.Describe:input_type -> toolhost.v1.DescribeRequest
-	5,  // 14: toolhost.v1.ToolGroup.Configure:input_type -> toolhost.v1.ConfigureRequest
-	7,  // 15: toolhost.v1.ToolGroup.Call:input_type -> toolhost.v1.CallRequest
-	7,  // 16: toolhost.v1.ToolGroup.CallStream:input_type -> toolhost.v1.CallRequest
-	2,  // 17: toolhost.v1.ToolGroup.Describe:output_type -> toolhost.v1.DescribeResponse
-	6,  // 18: toolhost.v1.ToolGroup.Configure:output_type -> toolhost.v1.ConfigureResponse
-	8,  // 19: toolhost.v1.ToolGroup.Call:output_type -> toolhost.v1.CallResponse
-	12, // 20: toolhost.v1.ToolGroup.CallStream:output_type -> toolhost.v1.CallEvent
-	17, // [17:21] is the sub-list for method output_type
-	13, // [13:17] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	13, // 11: toolhost.v1.CallEvent.output:type_name -> toolhost.v1.Output
+	16, // 12: toolhost.v1.Result.error:type_name -> toolhost.v1.Error
+	17, // 13: toolhost.v1.Result.attachments:type_name -> toolhost.v1.Attachment
+	1,  // 14: toolhost.v1.ToolGroup.Describe:input_type -> toolhost.v1.DescribeRequest
+	5,  // 15: toolhost.v1.ToolGroup.Configure:input_type -> toolhost.v1.ConfigureRequest
+	7,  // 16: toolhost.v1.ToolGroup.Call:input_type -> toolhost.v1.CallRequest
+	7,  // 17: toolhost.v1.ToolGroup.CallStream:input_type -> toolhost.v1.CallRequest
+	2,  // 18: toolhost.v1.ToolGroup.Describe:output_type -> toolhost.v1.DescribeResponse
+	6,  // 19: toolhost.v1.ToolGroup.Configure:output_type -> toolhost.v1.ConfigureResponse
+	8,  // 20: toolhost.v1.ToolGroup.Call:output_type -> toolhost.v1.CallResponse
+	12, // 21: toolhost.v1.ToolGroup.CallStream:output_type -> toolhost.v1.CallEvent
+	18, // [18:22] is the sub-list for method output_type
+	14, // [14:18] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_toolgroup_proto_init() }
@@ -1564,6 +1655,7 @@ func file_toolgroup_proto_init() {
 	file_toolgroup_proto_msgTypes[12].OneofWrappers = []any{
 		(*CallEvent_Progress)(nil),
 		(*CallEvent_Response)(nil),
+		(*CallEvent_Output)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1571,7 +1663,7 @@ func file_toolgroup_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolgroup_proto_rawDesc), len(file_toolgroup_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,9 +22,8 @@ import (
 
 // Limits of a command.
 const (
-	defaultTimeout    = 30      // seconds a call may run when it names no timeout
-	defaultMaxTimeout = 60      // the config's timeout_seconds when it names none
-	maxOutputBytes    = 8 << 20 // bytes kept of the end of stdout and of stderr each; the host cuts further to its limits
+	defaultTimeout    = 30 // seconds a call may run when it names no timeout
+	defaultMaxTimeout = 60 // the config's timeout_seconds when it names none
 	// waitDelay bounds the wait for the output pipes once the command has
 	// exited or been killed, in case a descendant outside its process group
 	// still holds them.
@@ -229,7 +228,7 @@ func (r *runner) run(ctx context.Context, req *sdk.Request[RunArgs]) (*sdk.Resul
 		return nil, err
 	}
 	return r.exec(ctx, execSpec{prog: "bash", args: []string{"-c", req.Args.Command}, dir: dir, env: req.Args.Env, timeout: req.Args.TimeoutSeconds,
-		progress: req.Progress})
+		stdout: req.Stdout(), stderr: req.Stderr(), progress: req.Progress})
 }
 
 func (r *runner) runJS(ctx context.Context, req *sdk.Request[JSArgs]) (*sdk.Result, error) {
@@ -237,7 +236,7 @@ func (r *runner) runJS(ctx context.Context, req *sdk.Request[JSArgs]) (*sdk.Resu
 		return nil, sdk.Errorf(sdk.CodeToolExec, "node is not installed: apt-get install nodejs")
 	}
 	return r.exec(ctx, execSpec{prog: "node", args: []string{"-"}, stdin: req.Args.Code, dir: r.workdir, timeout: req.Args.TimeoutSeconds,
-		progress: req.Progress})
+		stdout: req.Stdout(), stderr: req.Stderr(), progress: req.Progress})
 }
 
 // execSpec is one process to run.
@@ -248,6 +247,9 @@ type execSpec struct {
 	dir     string
 	env     map[string]string
 	timeout int // seconds; 0: the default
+	// stdout and stderr take the output as it comes (sdk.Request.Stdout and
+	// Stderr): the host keeps what its limits need, not the whole.
+	stdout, stderr io.Writer
 	// progress receives the output's lines as they come (sdk.Request.Progress).
 	progress func(done, total float64, message string)
 }
@@ -282,9 +284,8 @@ func (r *runner) exec(ctx context.Context, spec execSpec) (*sdk.Result, error) {
 		return end()
 	}
 	cmd.WaitDelay = waitDelay
-	stdout, stderr := &capped{}, &capped{}
 	lines := &lineProgress{report: spec.progress}
-	cmd.Stdout, cmd.Stderr = lines.tee(stdout), lines.tee(stderr)
+	cmd.Stdout, cmd.Stderr = lines.tee(spec.stdout), lines.tee(spec.stderr)
 	if err := proc.Start(); err != nil {
 		return nil, sdk.Errorf(sdk.CodeToolExec, "%s: %v", spec.prog, err)
 	}
@@ -293,8 +294,6 @@ func (r *runner) exec(ctx context.Context, spec execSpec) (*sdk.Result, error) {
 		OK:       true,
 		ExitCode: exitCode(cmd.ProcessState),
 	}
-	res.Stdout, res.Stderr = stdout.String(), stderr.String()
-	res.TruncatedBytes = stdout.dropped || stderr.dropped
 	switch {
 	case killed.Load() && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		sdk.Fail(res, sdk.CodeTimeout, "the command ran past its timeout of %s and was killed", timeout)
@@ -370,25 +369,6 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// capped keeps the last maxOutputBytes written to it, never failing a
-// write, so the command does not see a broken pipe. (Not an embedded
-// bytes.Buffer: io.Copy would use its ReadFrom, past Write.)
-type capped struct {
-	buf     []byte
-	dropped bool
-}
-
-// Write keeps p, dropping the oldest bytes once twice the cap is held, and
-// reports all of p written.
-func (c *capped) Write(p []byte) (int, error) {
-	c.buf = append(c.buf, p...)
-	if len(c.buf) > 2*maxOutputBytes {
-		c.buf = append(c.buf[:0], c.buf[len(c.buf)-maxOutputBytes:]...)
-		c.dropped = true
-	}
-	return len(p), nil
-}
-
 // maxProgressLine bounds the part of a line a progress report carries.
 const maxProgressLine = 512
 
@@ -428,13 +408,4 @@ func (lw *lineWriter) Write(p []byte) (int, error) {
 		lw.partial, rest = lw.partial[:0], after
 	}
 	return n, err
-}
-
-// String returns the last maxOutputBytes kept.
-func (c *capped) String() string {
-	if len(c.buf) > maxOutputBytes {
-		c.dropped = true
-		return string(c.buf[len(c.buf)-maxOutputBytes:])
-	}
-	return string(c.buf)
 }

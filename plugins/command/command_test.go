@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -61,6 +62,7 @@ func TestRunCommand(t *testing.T) {
 		}
 	})
 	t.Run("output is capped, keeping the end", func(t *testing.T) {
+		const maxOutputBytes = 8 << 20 // what the sdk keeps of an output a host does not take as it comes
 		res := p.Call("run_command", RunArgs{Command: fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; echo END", 3*maxOutputBytes)})
 		if out := sdktest.OK(t, res); len(out) != maxOutputBytes || !res.TruncatedBytes || !strings.HasSuffix(out, "xEND\n") {
 			t.Errorf("kept %d bytes (truncated %v), ending %q, want the last %d", len(out), res.TruncatedBytes, out[max(0, len(out)-8):], maxOutputBytes)
@@ -198,10 +200,10 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 		}
 		waitGone(t, marker)
 	})
-	t.Run("the result", func(t *testing.T) {
+	t.Run("the result, its output streamed", func(t *testing.T) {
 		os.Remove(started)
-		r := &runner{}
-		if err := r.configure(context.Background(), &sdk.ConfigureRequest{Config: fmt.Appendf(nil, `{"workdir": %q}`, dir)}); err != nil {
+		g := newGroup()
+		if err := g.Configure(context.Background(), &sdk.ConfigureRequest{Config: fmt.Appendf(nil, `{"workdir": %q}`, dir)}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -209,13 +211,20 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 			waitFor(t, started)
 			cancel()
 		}()
-		res, err := r.run(ctx, &sdk.Request[RunArgs]{Args: RunArgs{Command: command}})
+		var stdout bytes.Buffer
+		ctx = toolhost.WithOutput(ctx, func(stderr bool, p []byte) error {
+			if !stderr {
+				stdout.Write(p)
+			}
+			return nil
+		})
+		res, err := g.Call(ctx, &sdk.CallRequest{Tool: "run_command", Arguments: fmt.Appendf(nil, `{"command": %q}`, command)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		sdktest.Fails(t, res, sdk.CodeCancelled)
-		if res.Stdout != "started\n" {
-			t.Errorf("stdout %q, want the output so far", res.Stdout)
+		if stdout.String() != "started\n" || res.Stdout != "" {
+			t.Errorf("stdout %q streamed and %q in the result, want the output so far streamed", stdout.String(), res.Stdout)
 		}
 		waitGone(t, marker)
 	})
