@@ -16,8 +16,8 @@ import (
 // Per/Calls, rounded up to the microsecond so that it never refills faster.
 type Bucket struct {
 	Role, Caller, Target string
-	Calls               int
-	Per                 time.Duration
+	Calls                int
+	Per                  time.Duration
 }
 
 // Take is one bucket's verdict on a take.
