@@ -39,6 +39,11 @@ const (
 	pathHostStrict = "Host.Call, audit strict"
 	pathHostTraced = "Host.Call, traced"
 	pathHostRules  = "Host.Call, 10 rules"
+	// Host.Call as a credential under a call limit it never reaches, and
+	// through a rule that sends every call for an approval the approver
+	// gives at once: what a limit and the approval path cost.
+	pathHostLimited  = "Host.Call, a call limit"
+	pathHostApproved = "Host.Call, approved"
 	pathAPI        = "POST /api/call"
 	pathHostMCP    = "Host.Call → mcp_server"
 
@@ -68,7 +73,8 @@ const (
 )
 
 // callPaths are all the call paths, in the report's order.
-var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathHostRules, pathAPI,
+var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathHostRules,
+	pathHostLimited, pathHostApproved, pathAPI,
 	pathOursHTTP25, pathSDKHTTP25, pathFrontHTTP25, pathOursHTTP26, pathSDKHTTP26, pathFrontHTTP26,
 	pathOursStdio25, pathSDKStdio25, pathFrontStdio25, pathOursStdio26, pathSDKStdio26, pathFrontStdio26, pathHostMCP,
 	pathPeerOurs, pathSupergateway, pathMCPProxy, pathEverything}
@@ -227,8 +233,10 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 	// host's pipeline, not the sandbox around the plugin.
 	noopPlugin := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\n", exe.noop)
 	var served *host.Host
-	if want(pathHost) || want(pathAPI) || want(pathHostRules) {
-		h, agent, err := r.startHost(ctx, tmp, noopPlugin, nil, "noop", "")
+	if want(pathHost) || want(pathAPI) || want(pathHostRules) || want(pathHostLimited) || want(pathHostApproved) {
+		// Its approver approves at once, for Host.Call, approved; no
+		// other path asks it.
+		h, agent, err := r.startHost(ctx, tmp, noopPlugin, &host.Options{Approver: host.AlwaysApprove{}}, "noop", "")
 		if err != nil {
 			return nil, err
 		}
@@ -251,6 +259,26 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 				return nil, fmt.Errorf("%s: %w", pathHostRules, err)
 			}
 			r.add(pathHostRules, hostCall(h, ruled.ID))
+		}
+		for _, v := range []struct {
+			path string
+			spec host.RoleSpec
+		}{
+			{pathHostLimited, host.RoleSpec{Name: "bench-limited", ToolGroups: []string{"noop"}, Limits: []rules.Limit{{Target: "noop", Calls: 1 << 30, Per: time.Hour}}}},
+			{pathHostApproved, host.RoleSpec{Name: "bench-approved", ToolGroups: []string{"noop"}, Rules: []rules.Rule{{Name: "ask", Tools: []string{"noop"}, Action: rules.Approve, Reason: "bench"}}}},
+		} {
+			if !want(v.path) {
+				continue
+			}
+			const cred = "token/bench/1"
+			if _, err := h.CreateRole(ctx, v.spec); err != nil {
+				return nil, fmt.Errorf("%s: %w", v.path, err)
+			}
+			a, err := h.CreateAgent(ctx, v.spec.Name, store.Agent{Credential: cred})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", v.path, err)
+			}
+			r.add(v.path, hostCallAs(h, a.ID, cred))
 		}
 		served = h
 	}
@@ -640,9 +668,14 @@ func benchHTTPClient(token string) *http.Client {
 
 // hostCall returns a path calling the no-op tool through h.Call as the agent.
 func hostCall(h *host.Host, agentID string) func(context.Context) error {
+	return hostCallAs(h, agentID, "")
+}
+
+// hostCallAs calls noop on h as the agent with the credential cred.
+func hostCallAs(h *host.Host, agentID, cred string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "noop", Arguments: []byte("{}"),
-			Context: toolhost.CallContext{AgentID: agentID, Channel: "bench"}})
+			Context: toolhost.CallContext{AgentID: agentID, Channel: "bench", Credential: cred}})
 		return checkResult(res, err)
 	}
 }

@@ -167,6 +167,13 @@ func (r *report) checks() []checked {
 	// A call through a role with ten rules on its tool, none matching, costs
 	// at most 5 % more than one through a role without (issue 33).
 	at(pathHostRules, pathHost, 1, .5, 1.05, 0)
+	// What a call limit (a store statement per call) and the approval path
+	// (a preview, the SHA-256 of the arguments, the credential's bound of
+	// pending work) cost: reported beside Host.Call, without targets.
+	for _, p := range []string{pathHostLimited, pathHostApproved} {
+		at(p, pathHost, 1, .5, 0, 0)
+		at(p, pathHost, 32, rates, 0, 0)
+	}
 	// Tracing's target is that it costs nothing when off (a Go benchmark of
 	// the host shows it); what every call traced and exported costs is
 	// reported without one.
@@ -373,6 +380,10 @@ func (r *report) writeCalls(p func(string, ...any)) {
 	p("- **%s** — Host.Call's host and plugin process, as an agent of a role of its own, `bench-rules`, holding the same group with ten rules naming the tool (by name, `group:noop`, or none) "+
 		"with ordinary conditions that do not match its calls (`has(args.path) && path.clean(args.path).startsWith('..')`, "+
 		"`args.command.matches(…)`, `url.host(…)`, `role == …`), so that all ten are evaluated on every call.", pathHostRules)
+	p("- **%s** — the same host and plugin process, as an agent of the credential `token/bench/1` of a role holding a limit on the tool "+
+		"that it never reaches (2^30 calls an hour): a token taken from its credential's bucket in the store on every call. "+
+		"**%s** — the same, of a role whose rule sends every call for an approval, which the host's approver (`approve`) gives at once: "+
+		"the approval's preview and the SHA-256 of the arguments, taken and checked, and the credential's bound of pending work.", pathHostLimited, pathHostApproved)
 	traced := ""
 	if t := r.Traced; t != nil {
 		traced = " In this run the sink received " + t.String() + ", warm-up included."
