@@ -44,8 +44,8 @@ const (
 	// gives at once: what a limit and the approval path cost.
 	pathHostLimited  = "Host.Call, a call limit"
 	pathHostApproved = "Host.Call, approved"
-	pathAPI        = "POST /api/call"
-	pathHostMCP    = "Host.Call → mcp_server"
+	pathAPI          = "POST /api/call"
+	pathHostMCP      = "Host.Call → mcp_server"
 
 	// Our MCP front and its baseline, a go-sdk server, on each transport in
 	// each protocol era (mcpPairs).
