@@ -2,6 +2,8 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +66,41 @@ func TestSpawnedAgentsAreTheirSpawnersCredential(t *testing.T) {
 	})
 	if codes[child.ID] != string(toolhost.CodeRateLimited) || codes[own.ID] != "ok" {
 		t.Errorf("console_print of alice's child: %s, want rate_limited; of bob's: %s, want ok", codes[child.ID], codes[own.ID])
+	}
+}
+
+// TestRoleTokenIsNotTheOperator: org_management's tools that act for their
+// caller treat a call without an agent as the operator's only when it is
+// the admin's, the CLI's or the embedding program's: a role token of root
+// calling without an agent may neither terminate an agent it did not spawn
+// nor send a message that reads as the operator's.
+func TestRoleTokenIsNotTheOperator(t *testing.T) {
+	e := start(t, `{"roles": {}}`, "", "", "")
+	ctx := context.Background()
+	e.createRole("worker", "console")
+	victim, err := e.h.CreateAgent(ctx, "worker", store.Agent{Credential: "token/dev/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(cred, tool, args string) error {
+		res, err := e.h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: []byte(args), Context: toolhost.CallContext{Role: "root", Credential: cred}})
+		if err == nil && !res.OK {
+			err = fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)
+		}
+		return err
+	}
+	for _, tool := range []struct{ name, args string }{
+		{"send_message", fmt.Sprintf(`{"to":%q,"message":"from the operator, honest"}`, victim.ID)},
+		{"terminate_agent", fmt.Sprintf(`{"agentId":%q}`, victim.ID)},
+	} {
+		if err := call("token/root1/2", tool.name, tool.args); err == nil || !strings.Contains(err.Error(), "policy") || !strings.Contains(err.Error(), "is not the operator") {
+			t.Errorf("%s by a root token without an agent: %v, want policy", tool.name, err)
+		}
+	}
+	if a, _ := e.h.Store().Agent(ctx, victim.ID); a.Final() {
+		t.Fatalf("the victim was terminated: %s", a.Error)
+	}
+	if err := call(store.CredentialAdmin, "terminate_agent", fmt.Sprintf(`{"agentId":%q}`, victim.ID)); err != nil {
+		t.Fatalf("the admin terminating: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -80,10 +81,7 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 			}, sdk.Title("Find role"), sdk.ReadOnly()),
 		sdk.NewStructuredTool("create_role", "Create a role whose agents use the given tool groups (omitted: every group). Unknown groups are refused.",
 			func(ctx context.Context, r *sdk.Request[createRoleArgs]) (roleView, error) {
-				by := r.Call.AgentID
-				if by == "" {
-					by = "operator"
-				}
+				by := cmp.Or(r.Call.AgentID, r.Call.Credential, "operator")
 				role, err := rt.h.CreateRole(ctx, host.RoleSpec{Name: r.Args.Name, Prompt: r.Args.RolePrompt, ToolGroups: r.Args.ToolGroups, CreatedBy: by})
 				if err != nil {
 					return roleView{}, err
@@ -103,6 +101,9 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 			}, sdk.Title("Spawn agent with task"), sdk.Additive()),
 		sdk.NewTool("terminate_agent", "Terminate an agent you spawned (directly or not) and every agent it spawned.",
 			func(ctx context.Context, r *sdk.Request[terminateArgs]) (*sdk.Result, error) {
+				if err := asAgentOrOperator(r.Call, "terminate_agent"); err != nil {
+					return nil, err
+				}
 				if err := rt.mayTerminate(ctx, r.Call.AgentID, r.Args.AgentID); err != nil {
 					return nil, err
 				}
@@ -120,6 +121,9 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 			func(ctx context.Context, r *sdk.Request[sendArgs]) (*sdk.Result, error) {
 				if r.Args.To == r.Call.AgentID {
 					return nil, sdk.Errorf(toolhost.CodeValidation, "field to: an agent cannot send a message to itself")
+				}
+				if err := asAgentOrOperator(r.Call, "send_message"); err != nil {
+					return nil, err
 				}
 				m, err := rt.Send(ctx, r.Call.AgentID, r.Args.To, r.Args.Message)
 				if err != nil {
@@ -147,6 +151,20 @@ func (rt *Runtime) spawnTool(ctx context.Context, cc toolhost.CallContext, role,
 		return nil, err
 	}
 	return sdk.JSON(map[string]any{"agentId": a.ID, "role": a.Role, "status": a.Status})
+}
+
+// asAgentOrOperator refuses a call of tool that acts for its caller (as an
+// agent, or as the operator when it has none) from a caller that is
+// neither: a role's credential (a role token, an access token) calling
+// without an agent is not the operator, and must not be recorded as one.
+// The operator is a call without an agent of the admin, the CLI or the
+// embedding program.
+func asAgentOrOperator(cc toolhost.CallContext, tool string) error {
+	if cc.AgentID != "" || cc.Credential == "" || cc.Credential == store.CredentialAdmin || cc.Credential == store.CredentialCLI {
+		return nil
+	}
+	return toolhost.Errorf(toolhost.CodePolicy,
+		"%s acts for its caller, as an agent or as the operator: %s is not the operator, so call it as an agent of your own (an MCP session or agent key)", tool, cc.Credential)
 }
 
 // mayTerminate allows an operator (no agent) to terminate any agent, and an

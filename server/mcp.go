@@ -556,6 +556,9 @@ func (r *mcpRole) forget(a *mcpAgent, why string) {
 	if ended {
 		return
 	}
+	// Its calls held for its client's approval end with it: their client
+	// is gone, and an approval outliving its agent would run for nobody.
+	r.held.cancelOf(a)
 	ctx, cancel := context.WithTimeout(context.Background(), endAgentTimeout)
 	defer cancel()
 	if _, err := r.h.Store().TerminateAgent(ctx, a.agentID, why); err != nil && !errors.Is(err, store.ErrFinal) {

@@ -223,6 +223,22 @@ func (h *heldCalls) forget(state string, c *heldCall) {
 	c.cancel()
 }
 
+// cancelOf cancels and forgets the held calls of agent a, which has ended:
+// their approvals end cancelled and they free their credential's shares.
+func (h *heldCalls) cancelOf(a *mcpAgent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for state, c := range h.calls {
+		if c.agent == a {
+			delete(h.calls, state)
+			if c.timer != nil {
+				c.timer.Stop()
+			}
+			c.cancel()
+		}
+	}
+}
+
 // cancelAll cancels every held call, when the front stops.
 func (h *heldCalls) cancelAll() {
 	h.mu.Lock()

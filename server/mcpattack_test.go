@@ -229,9 +229,9 @@ func TestMCPQuickCallNotATask(t *testing.T) {
 }
 
 // approvalFront serves a worker role whose guarded tool needs an approval
-// from the host's queue, the role's MCP clients allowed to decide them
-// (mcp { client_approvals }) when clientApprovals names it.
-func approvalFront(t *testing.T, clientApprovals ...string) (string, *host.Host) {
+// from the host's queue, with the mcp block m (whose client_approvals may
+// let the role's MCP clients decide them).
+func approvalFront(t *testing.T, m config.MCP) (string, *host.Host) {
 	t.Helper()
 	g := group("console", "console_print")
 	g.Tools = append(g.Tools, sdk.NewTool("guarded", "Needs approval.", func(_ context.Context, r *sdk.Request[textArgs]) (*sdk.Result, error) {
@@ -239,7 +239,7 @@ func approvalFront(t *testing.T, clientApprovals ...string) (string, *host.Host)
 	}, sdk.RequiresApproval()))
 	cfg := &config.Config{Roles: []config.Role{{Name: "worker", ToolGroups: []string{"console"}, Pos: "config.hcl:1,1"}},
 		Executor: config.Executor{Approver: "queue", ApprovalTimeout: 10 * time.Minute, IdempotencyWindow: time.Hour},
-		MCP:      config.MCP{ClientApprovals: clientApprovals}}
+		MCP:      m}
 	srv, h := serve(t, cfg, g)
 	// The host closes once its calls have returned: one left waiting for
 	// an approval (a test failed) is denied first, not waited for until
@@ -354,7 +354,7 @@ func approvalStatus(t *testing.T, h *host.Host, id string) string {
 // (approval_denied, recorded denied); a fresh call its agent accepts runs,
 // recorded approved.
 func TestMCPApprovalBoundToAgent(t *testing.T) {
-	url, h := approvalFront(t, "worker")
+	url, h := approvalFront(t, config.MCP{ClientApprovals: []string{"worker"}})
 	alice, mallory := roleToken(t, h, "alice"), roleToken(t, h, "mallory")
 	asked, ar := askApproval(t, url, h, alice, "first")
 
@@ -399,6 +399,25 @@ func TestMCPApprovalBoundToAgent(t *testing.T) {
 	}
 }
 
+// TestMCPHeldCallEndsWithItsAgent: a call held for its client's approval
+// ends when its agent does (here the session cap ends it, idle, to make
+// room for another key of its credential): its approval is cancelled, not
+// left for the operator to approve and run for nobody.
+func TestMCPHeldCallEndsWithItsAgent(t *testing.T) {
+	url, h := approvalFront(t, config.MCP{ClientApprovals: []string{"worker"}, MaxSessionsPerCredential: 1})
+	alice := roleToken(t, h, "alice")
+	_, ar := askApproval(t, url, h, alice, "orphan")
+	if r := resultOf(t, rpc(t, url, alice, request(2, "tools/list", `{}`, metaCaps(elicitCaps, fmt.Sprintf("%q:%q", agentKeyMeta, "next"))), nil)); r.IsError {
+		t.Fatalf("another key of alice: %+v", r)
+	}
+	proctest.Eventually(t, "the orphaned call's approval is cancelled", func() bool {
+		return approvalStatus(t, h, ar.ID) == store.ApprovalCancelled
+	})
+	if err := h.Approvals().Decide(ar.ID, host.Decision{Kind: host.Approve, By: "admin"}); err == nil {
+		t.Error("the operator approved the call of an agent that had ended")
+	}
+}
+
 // TestMCPApprovalQueueOnly: the caller never judges itself. A client that
 // cannot elicit, and one that can whose role the operator has not named in
 // mcp { client_approvals } (the attack: an agent's own client answering
@@ -407,7 +426,7 @@ func TestMCPApprovalBoundToAgent(t *testing.T) {
 // refused, and the call is answered with its result once the queue
 // decides, the record naming the operator's credential.
 func TestMCPApprovalQueueOnly(t *testing.T) {
-	url, h := approvalFront(t)
+	url, h := approvalFront(t, config.MCP{})
 	token := roleToken(t, h, "alice")
 	for _, caps := range []string{"{}", elicitCaps} {
 		t.Run("caps "+caps, func(t *testing.T) { approvalQueueOnly(t, url, h, token, caps) })

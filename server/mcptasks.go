@@ -73,6 +73,10 @@ type mcpTask struct {
 type mcpTasks struct {
 	mu    sync.Mutex
 	tasks map[string]*mcpTask
+	// calls counts, by credential, the calls that are or may become
+	// working tasks: taken before the call starts, so that calls made at
+	// once cannot all pass the bound before any is counted.
+	calls map[string]int
 }
 
 // taskParams are the params of tasks/get, tasks/update and tasks/cancel.
@@ -170,7 +174,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 	if err != nil {
 		return completed(errorResult(err)), nil
 	}
-	if r.tasks.running(a) >= maxTasks {
+	if !r.tasks.reserve(a) {
 		defer a.done()
 		return completed(r.run(ctx, a, req.Params.Name, req.Params.Arguments)), nil
 	}
@@ -190,6 +194,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		defer a.done()
+		defer r.tasks.release(a)
 		res := r.run(bg, a, req.Params.Name, req.Params.Arguments)
 		done <- res
 		t.end(taskCompleted, res, "")
@@ -342,19 +347,28 @@ func (ts *mcpTasks) get(id string, a *mcpAgent) *mcpTask {
 	return nil
 }
 
-// running returns how many tasks of agent a's credential are working.
-func (ts *mcpTasks) running(a *mcpAgent) int {
+// reserve counts in a call of agent a that may become a task, unless its
+// credential's agents have maxTasks such calls running already.
+func (ts *mcpTasks) reserve(a *mcpAgent) bool {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	n := 0
-	for _, t := range ts.tasks {
-		t.mu.Lock()
-		if t.agent.cred == a.cred && t.status == taskWorking {
-			n++
-		}
-		t.mu.Unlock()
+	if ts.calls[a.cred] >= maxTasks {
+		return false
 	}
-	return n
+	if ts.calls == nil {
+		ts.calls = map[string]int{}
+	}
+	ts.calls[a.cred]++
+	return true
+}
+
+// release counts out a call reserve counted in, once it has ended.
+func (ts *mcpTasks) release(a *mcpAgent) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.calls[a.cred]--; ts.calls[a.cred] <= 0 {
+		delete(ts.calls, a.cred)
+	}
 }
 
 // cancelAll cancels every working task, when the role's server stops.

@@ -78,3 +78,28 @@ func TestStatedCapabilitiesAgreeWithSDK(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskCallsBounded: the calls that may become tasks are counted before
+// they start, per credential whatever agent key makes them: calls made at
+// once cannot all pass the bound before any is counted.
+func TestTaskCallsBounded(t *testing.T) {
+	var ts mcpTasks
+	a := &mcpAgent{key: agentKey{scope: "cred:a"}, cred: "token/a/1"}
+	keyed := &mcpAgent{key: agentKey{scope: "cred:a", name: "k"}, cred: "token/a/1"}
+	other := &mcpAgent{key: agentKey{scope: "cred:b"}, cred: "token/b/2"}
+	for i := range maxTasks {
+		if !ts.reserve([]*mcpAgent{a, keyed}[i%2]) {
+			t.Fatalf("call %d refused", i)
+		}
+	}
+	if ts.reserve(keyed) || ts.reserve(a) {
+		t.Fatalf("a call past %d of one credential was counted in", maxTasks)
+	}
+	if !ts.reserve(other) {
+		t.Fatal("another credential's call was refused")
+	}
+	ts.release(a)
+	if !ts.reserve(keyed) {
+		t.Fatal("a call after one ended was refused")
+	}
+}
