@@ -703,17 +703,18 @@ func (f *flight) outcome(err error) (*toolhost.Result, error) {
 	return &res, nil
 }
 
-// argsHash identifies a call: its caller's role, its tool and its
-// arguments, whatever their key order. With the role in it, a call id is a
-// role's own: another role repeating it gets a validation error, never the
-// first role's result.
+// argsHash identifies a call: its caller's role and credential, its tool
+// and its arguments, whatever their key order. With the role and the
+// credential in it, a call id is a credential's own: another role, or
+// another token of the same role, repeating it gets a validation error,
+// never the first caller's result.
 func argsHash(req *toolhost.CallRequest, role string) string {
 	var v any
 	canon := []byte(req.Arguments)
 	if json.Unmarshal(req.Arguments, &v) == nil {
 		canon, _ = json.Marshal(v)
 	}
-	sum := sha256.Sum256(append([]byte(role+"\x00"+req.Tool+"\x00"), canon...))
+	sum := sha256.Sum256(append([]byte(role+"\x00"+req.Context.Credential+"\x00"+req.Tool+"\x00"), canon...))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -787,7 +788,7 @@ func (f *flight) claim(ctx context.Context, h *Host, stale time.Duration) error 
 }
 
 func sameIDOtherArgs(id string) error {
-	return toolhost.Errorf(toolhost.CodeValidation, "call id %s was already used for a different call (tool, arguments or caller's role)", id)
+	return toolhost.Errorf(toolhost.CodeValidation, "call id %s was already used for a different call (tool, arguments, or caller's role or credential)", id)
 }
 
 // end records the leader's outcome. A result is saved for replays (the

@@ -361,9 +361,10 @@ func TestCallIDsAreTheRolesOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	as := func(role, id string) (*toolhost.Result, error) {
-		return h.Call(ctx, &toolhost.CallRequest{Tool: "echo", Arguments: []byte(`{"text":"secret"}`), Context: toolhost.CallContext{CallID: id, Role: role}})
+	asWith := func(role, cred, id string) (*toolhost.Result, error) {
+		return h.Call(ctx, &toolhost.CallRequest{Tool: "echo", Arguments: []byte(`{"text":"secret"}`), Context: toolhost.CallContext{CallID: id, Role: role, Credential: cred}})
 	}
+	as := func(role, id string) (*toolhost.Result, error) { return asWith(role, "token/"+role+"/1", id) }
 	first, err := as("alice", "c-1")
 	if err != nil || !first.OK {
 		t.Fatalf("alice: %+v, %v", first, err)
@@ -372,6 +373,10 @@ func TestCallIDsAreTheRolesOwn(t *testing.T) {
 		if res, err := as(role, "c-1"); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "already used") {
 			t.Errorf("role %q repeating alice's call id: %+v, %v; want validation", role, res, err)
 		}
+	}
+	// Another token of alice's role: the same call, not her result.
+	if res, err := asWith("alice", "token/alice-2/2", "c-1"); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "already used") {
+		t.Errorf("another token of alice's role repeating her call id: %+v, %v; want validation", res, err)
 	}
 	if res, err := as("alice", "c-1"); err != nil || res.Meta["replayed"] != true || p.calls.Load() != 1 {
 		t.Fatalf("alice repeating her own: %+v, %v (ran %d)", res, err, p.calls.Load())
