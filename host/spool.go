@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/redact"
 	"github.com/toolhost/toolhost/store"
 )
@@ -46,7 +47,7 @@ type spool struct {
 // spoolStream is one stream of a spool: its end in memory, and in a file
 // once it has passed keep (unless keep holds what a saved output would).
 type spoolStream struct {
-	mem     ring
+	mem     output.Tail
 	size    int64    // bytes written in all
 	file    *os.File // a ring of maxSavedStream bytes
 	written int64    // bytes written to the file in all
@@ -87,7 +88,7 @@ func (s *spool) write(stderr bool, p []byte) error {
 	if st.file != nil && st.err == nil {
 		st.err = st.toFile(p)
 	}
-	st.mem.write(p, s.keep)
+	st.mem.Write(p, s.keep)
 	st.size += int64(len(p))
 	return nil
 }
@@ -158,7 +159,7 @@ func (s *spool) saved() (string, bool, error) {
 // savedSize is the size of what a saved output keeps of the stream.
 func (st *spoolStream) savedSize() int {
 	if st.file == nil {
-		return len(st.mem.buf)
+		return st.mem.Len()
 	}
 	return int(min(st.written, maxSavedStream))
 }
@@ -195,36 +196,3 @@ func (c *call) saveSpooled(ctx context.Context) (path, notKept string) {
 	c.redacted = c.redacted || changed
 	return c.keepOutput(ctx, data)
 }
-
-// ring keeps the last bytes written to it, up to a size given with each
-// write.
-type ring struct {
-	buf  []byte
-	next int // where the oldest byte is, once buf is full
-}
-
-func (r *ring) write(p []byte, size int) {
-	if room := size - len(r.buf); room > 0 {
-		n := min(room, len(p))
-		if len(r.buf)+n > cap(r.buf) {
-			grown := make([]byte, len(r.buf), min(size, max(2*cap(r.buf), len(r.buf)+n, 4096)))
-			copy(grown, r.buf)
-			r.buf = grown
-		}
-		r.buf, p = append(r.buf, p[:n]...), p[n:]
-	}
-	if len(p) == 0 {
-		return
-	}
-	if len(p) >= len(r.buf) {
-		copy(r.buf, p[len(p)-len(r.buf):])
-		r.next = 0
-		return
-	}
-	n := copy(r.buf[r.next:], p)
-	copy(r.buf, p[n:])
-	r.next = (r.next + len(p)) % len(r.buf)
-}
-
-// String is what the ring holds, oldest first.
-func (r *ring) String() string { return string(r.buf[r.next:]) + string(r.buf[:r.next]) }

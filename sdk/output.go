@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/output"
 )
 
 // Stdout is the call's stdout, for output that comes in pieces, such as a
@@ -29,7 +30,7 @@ const maxKeptOutput = 8 << 20
 type callOutput struct {
 	to   toolhost.Output // nil: kept
 	mu   sync.Mutex
-	kept [2]tailBuffer // stdout, stderr
+	kept [2]output.Tail // stdout, stderr
 }
 
 // outputWriter writes to one of a call's streams.
@@ -49,9 +50,9 @@ func (w outputWriter) Write(p []byte) (int, error) {
 	case o.to != nil:
 		_ = o.to(w.stderr, p) // a host that takes no more ends the call
 	case w.stderr:
-		o.kept[1].write(p)
+		o.kept[1].Write(p, maxKeptOutput)
 	default:
-		o.kept[0].write(p)
+		o.kept[0].Write(p, maxKeptOutput)
 	}
 	return len(p), nil
 }
@@ -60,48 +61,13 @@ func (w outputWriter) Write(p []byte) (int, error) {
 func (o *callOutput) into(res *Result) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.kept[0].buf != nil {
+	if o.kept[0].Len() > 0 {
 		res.Stdout = o.kept[0].String() + res.Stdout
 	}
-	if o.kept[1].buf != nil {
+	if o.kept[1].Len() > 0 {
 		res.Stderr = o.kept[1].String() + res.Stderr
 	}
-	if o.kept[0].dropped || o.kept[1].dropped {
+	if o.kept[0].Dropped || o.kept[1].Dropped {
 		res.TruncatedBytes = true
 	}
 }
-
-// tailBuffer keeps the last maxKeptOutput bytes written to it: a ring once
-// full.
-type tailBuffer struct {
-	buf     []byte
-	next    int // where the oldest byte is, once buf is full
-	dropped bool
-}
-
-func (t *tailBuffer) write(p []byte) {
-	if room := maxKeptOutput - len(t.buf); room > 0 {
-		n := min(room, len(p))
-		if len(t.buf)+n > cap(t.buf) {
-			grown := make([]byte, len(t.buf), min(maxKeptOutput, max(2*cap(t.buf), len(t.buf)+n, 4096)))
-			copy(grown, t.buf)
-			t.buf = grown
-		}
-		t.buf, p = append(t.buf, p[:n]...), p[n:]
-	}
-	if len(p) == 0 {
-		return
-	}
-	t.dropped = true
-	if len(p) >= len(t.buf) {
-		copy(t.buf, p[len(p)-len(t.buf):])
-		t.next = 0
-		return
-	}
-	n := copy(t.buf[t.next:], p)
-	copy(t.buf, p[n:])
-	t.next = (t.next + len(p)) % len(t.buf)
-}
-
-// String is what was kept, oldest first.
-func (t *tailBuffer) String() string { return string(t.buf[t.next:]) + string(t.buf[:t.next]) }
