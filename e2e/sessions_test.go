@@ -98,18 +98,8 @@ func (h *hostile) mcpPost(ctx context.Context, role, token, session, key, msg st
 		req.Header.Set("Mcp-Session-Id", session)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	case key != "":
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		_ = json.Unmarshal([]byte(msg), &m)
 		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", m.Method)
-		if m.Params.Name != "" {
-			req.Header.Set("Mcp-Name", m.Params.Name)
-		}
+		mcptest.SetMessageHeaders(req.Header, msg)
 		if key != "-" {
 			req.Header.Set("Toolhost-Agent", key)
 		}

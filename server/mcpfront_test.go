@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
@@ -261,17 +262,7 @@ func post2026(t *testing.T, ctx context.Context, url, token, msg string, header 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal([]byte(msg), &m)
-	req.Header.Set("Mcp-Method", m.Method)
-	if m.Method == "tools/call" {
-		req.Header.Set("Mcp-Name", m.Params.Name)
-	}
+	mcptest.SetMessageHeaders(req.Header, msg)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

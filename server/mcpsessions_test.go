@@ -292,17 +292,7 @@ func rawPost(t *testing.T, ctx context.Context, url string, header map[string]st
 		req.Header.Set(k, v)
 	}
 	if sessionless(req.Header) { // the headers 2026-07-28 asks for
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		_ = json.Unmarshal([]byte(msg), &m)
-		req.Header.Set("Mcp-Method", m.Method)
-		if m.Params.Name != "" {
-			req.Header.Set("Mcp-Name", m.Params.Name)
-		}
+		mcptest.SetMessageHeaders(req.Header, msg)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

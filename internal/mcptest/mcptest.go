@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -209,4 +210,21 @@ type Reply struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// SetMessageHeaders sets on h the headers 2026-07-28 asks of a request
+// carrying the JSON-RPC message msg: Mcp-Method, and Mcp-Name when its
+// params name something.
+func SetMessageHeaders(h http.Header, msg string) {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal([]byte(msg), &m)
+	h.Set("Mcp-Method", m.Method)
+	if m.Params.Name != "" {
+		h.Set("Mcp-Name", m.Params.Name)
+	}
 }
