@@ -49,10 +49,9 @@ type ToolSpec struct {
 	RequiresApproval bool `json:"requires_approval,omitempty"`
 	// Timeout bounds one call; zero means the host's default.
 	Timeout time.Duration `json:"timeout,omitempty"`
-	// NeedsAgent says the tool needs the calling agent in its context.
+	// NeedsAgent says the tool must be called as an agent: a call without
+	// an agent id the host knows is refused with validation.
 	NeedsAgent bool `json:"needs_agent,omitempty"`
-	// NeedsRuntime says the tool needs the agent runtime in its context.
-	NeedsRuntime bool `json:"needs_runtime,omitempty"`
 	// NeedsConversation says the tool works on the calling agent's
 	// conversation, which only agents the runtime runs have: other agents
 	// (MCP clients) are refused it, and the MCP front does not offer it.

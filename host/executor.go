@@ -220,7 +220,7 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 		}
 		defer func() { h.flights.end(h, f, res, err) }()
 	}
-	if ctx, err = c.validate(ctx); err != nil {
+	if err = c.validate(ctx); err != nil {
 		return nil, err
 	}
 	if err := c.checkRules(ctx, v.rules); err != nil {
@@ -241,59 +241,33 @@ func (c *call) run(ctx context.Context, v *view) (res *toolhost.Result, err erro
 	return c.finish(ctx, res), nil
 }
 
-// validate gives the tool the agent or runtime it needs (inject) and checks
-// the arguments against its schema.
-func (c *call) validate(ctx context.Context) (_ context.Context, err error) {
+// validate refuses a call without what its tool needs and checks the
+// arguments against its schema.
+func (c *call) validate(ctx context.Context) (err error) {
 	_, span := c.stage(ctx, "validation")
 	defer func() { endStage(span, err) }()
-	if ctx, err = c.inject(ctx); err != nil {
-		return ctx, err
+	if err = c.needs(); err != nil {
+		return err
 	}
 	c.args, err = c.tool.group.checks[c.tool.spec.Name].decode(c.req.Arguments)
-	return ctx, err
+	return err
 }
 
-type ctxKey int
-
-const (
-	agentKey ctxKey = iota
-	runtimeKey
-)
-
-// AgentFrom returns the calling agent, which the executor puts in the
-// context of calls to tools that need it (for in-process groups).
-func AgentFrom(ctx context.Context) (store.Agent, bool) {
-	a, ok := ctx.Value(agentKey).(store.Agent)
-	return a, ok
-}
-
-// RuntimeFrom returns the agent runtime ([Options.Runtime]), which the
-// executor puts in the context of calls to tools that need it.
-func RuntimeFrom(ctx context.Context) any { return ctx.Value(runtimeKey) }
-
-// inject gives a tool that needs the agent or the runtime what it needs,
-// or fails with validation when the call cannot.
-func (c *call) inject(ctx context.Context) (context.Context, error) {
+// needs refuses a call that lacks what its tool needs: a calling agent, or
+// a conversation.
+func (c *call) needs() error {
 	spec := c.tool.spec
 	if spec.NeedsAgent {
-		a, ok := c.h.Agent(c.req.Context.AgentID)
-		if !ok {
-			return ctx, toolhost.Errorf(toolhost.CodeValidation, "tool %s needs the calling agent: call it as an agent (agent id)", spec.Name)
+		if _, ok := c.h.Agent(c.req.Context.AgentID); !ok {
+			return toolhost.Errorf(toolhost.CodeValidation, "tool %s needs the calling agent: call it as an agent (agent id)", spec.Name)
 		}
-		ctx = context.WithValue(ctx, agentKey, a)
 	}
 	if spec.NeedsConversation {
 		if a, _ := c.h.Agent(c.req.Context.AgentID); a.Kind != store.AgentRuntime {
-			return ctx, toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %s works on a conversation, which only agents the runtime runs have; the caller is no such agent (an MCP client holds its own)", spec.Name)
+			return toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %s works on a conversation, which only agents the runtime runs have; the caller is no such agent (an MCP client holds its own)", spec.Name)
 		}
 	}
-	if spec.NeedsRuntime {
-		if c.h.opts.Runtime == nil {
-			return ctx, toolhost.Errorf(toolhost.CodeValidation, "tool %s needs the agent runtime, which this host does not run", spec.Name)
-		}
-		ctx = context.WithValue(ctx, runtimeKey, c.h.opts.Runtime)
-	}
-	return ctx, nil
+	return nil
 }
 
 // approve asks the approver when the role's rule that matched says

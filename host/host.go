@@ -51,9 +51,6 @@ type Options struct {
 	// block's approver: a queue served by the HTTP API (see [Host.Approvals]),
 	// always-approve or always-deny.
 	Approver Approver
-	// Runtime is put in the context of calls to tools that need the agent
-	// runtime (see [RuntimeFrom]); nil means such calls fail with validation.
-	Runtime any
 	// DisableMetrics leaves the host without metrics: [Host.Metrics] returns
 	// nil, and calls count nothing.
 	DisableMetrics bool

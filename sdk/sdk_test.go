@@ -66,7 +66,7 @@ func testGroup() *sdk.Group {
 			}, sdk.Timeout(5*time.Second), sdk.RequiresApproval()),
 			sdk.NewTool("whoami", "Report the call context.", func(_ context.Context, r *sdk.Request[struct{}]) (*sdk.Result, error) {
 				return sdk.JSON(r.Call)
-			}, sdk.NeedsAgent(), sdk.NeedsRuntime(), sdk.Optional()),
+			}, sdk.NeedsAgent(), sdk.Optional()),
 			sdk.NewTool("fail", "Fail in the requested way.", func(_ context.Context, r *sdk.Request[struct {
 				How string `json:"how"`
 			}]) (*sdk.Result, error) {
@@ -96,7 +96,7 @@ func TestSpecDerivedFromTypes(t *testing.T) {
 	if greet.Timeout != 5*time.Second || !greet.RequiresApproval || greet.Optional {
 		t.Errorf("greet spec = %+v", greet)
 	}
-	if !whoami.NeedsAgent || !whoami.NeedsRuntime || !whoami.Optional {
+	if !whoami.NeedsAgent || !whoami.Optional {
 		t.Errorf("whoami spec = %+v", whoami)
 	}
 	var schema struct {

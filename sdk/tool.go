@@ -81,11 +81,9 @@ func RequiresApproval() ToolOption { return func(s *toolhost.ToolSpec) { s.Requi
 // Timeout bounds each call of the tool, in place of the host's default.
 func Timeout(d time.Duration) ToolOption { return func(s *toolhost.ToolSpec) { s.Timeout = d } }
 
-// NeedsAgent declares that the tool needs the calling agent in its context.
+// NeedsAgent declares that the tool must be called as an agent: the host
+// refuses a call without an agent id it knows.
 func NeedsAgent() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsAgent = true } }
-
-// NeedsRuntime declares that the tool needs the agent runtime in its context.
-func NeedsRuntime() ToolOption { return func(s *toolhost.ToolSpec) { s.NeedsRuntime = true } }
 
 // NeedsConversation declares that the tool works on the calling agent's
 // conversation, which only agents the runtime runs have (see

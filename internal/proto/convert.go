@@ -33,7 +33,7 @@ func groupToProto(g *toolhost.GroupSpec) *GroupSpec {
 		out.Tools[i] = &ToolSpec{
 			Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
 			Optional: t.Optional, RequiresApproval: t.RequiresApproval, TimeoutMs: t.Timeout.Milliseconds(),
-			NeedsAgent: t.NeedsAgent, NeedsRuntime: t.NeedsRuntime, OutputTail: t.OutputTail,
+			NeedsAgent: t.NeedsAgent, OutputTail: t.OutputTail,
 			Title: t.Title, Annotations: t.Annotations, OutputSchema: t.OutputSchema,
 		}
 	}
@@ -47,7 +47,7 @@ func groupFromProto(g *GroupSpec) *toolhost.GroupSpec {
 			Name: t.GetName(), Description: t.GetDescription(), InputSchema: t.GetInputSchema(),
 			Optional: t.GetOptional(), RequiresApproval: t.GetRequiresApproval(),
 			Timeout:    time.Duration(t.GetTimeoutMs()) * time.Millisecond,
-			NeedsAgent: t.GetNeedsAgent(), NeedsRuntime: t.GetNeedsRuntime(), OutputTail: t.GetOutputTail(),
+			NeedsAgent: t.GetNeedsAgent(), OutputTail: t.GetOutputTail(),
 			Title: t.GetTitle(), Annotations: t.GetAnnotations(), OutputSchema: t.GetOutputSchema(),
 		}
 	}

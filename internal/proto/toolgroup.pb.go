@@ -315,9 +315,8 @@ type ToolSpec struct {
 	Optional         bool `protobuf:"varint,4,opt,name=optional,proto3" json:"optional,omitempty"`
 	RequiresApproval bool `protobuf:"varint,5,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
 	// Per-call timeout in milliseconds; 0 means the host's default.
-	TimeoutMs    int64 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	NeedsAgent   bool  `protobuf:"varint,7,opt,name=needs_agent,json=needsAgent,proto3" json:"needs_agent,omitempty"`
-	NeedsRuntime bool  `protobuf:"varint,8,opt,name=needs_runtime,json=needsRuntime,proto3" json:"needs_runtime,omitempty"`
+	TimeoutMs  int64 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	NeedsAgent bool  `protobuf:"varint,7,opt,name=needs_agent,json=needsAgent,proto3" json:"needs_agent,omitempty"`
 	// When the host cuts the output to its limits, keep the end (command
 	// output) rather than the beginning (reads).
 	OutputTail bool `protobuf:"varint,9,opt,name=output_tail,json=outputTail,proto3" json:"output_tail,omitempty"`
@@ -407,13 +406,6 @@ func (x *ToolSpec) GetTimeoutMs() int64 {
 func (x *ToolSpec) GetNeedsAgent() bool {
 	if x != nil {
 		return x.NeedsAgent
-	}
-	return false
-}
-
-func (x *ToolSpec) GetNeedsRuntime() bool {
-	if x != nil {
-		return x.NeedsRuntime
 	}
 	return false
 }
@@ -1476,7 +1468,7 @@ const file_toolgroup_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12+\n" +
-	"\x05tools\x18\x04 \x03(\v2\x15.toolhost.v1.ToolSpecR\x05tools\"\x8f\x03\n" +
+	"\x05tools\x18\x04 \x03(\v2\x15.toolhost.v1.ToolSpecR\x05tools\"\xff\x02\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12!\n" +
@@ -1486,14 +1478,13 @@ const file_toolgroup_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMs\x12\x1f\n" +
 	"\vneeds_agent\x18\a \x01(\bR\n" +
-	"needsAgent\x12#\n" +
-	"\rneeds_runtime\x18\b \x01(\bR\fneedsRuntime\x12\x1f\n" +
+	"needsAgent\x12\x1f\n" +
 	"\voutput_tail\x18\t \x01(\bR\n" +
 	"outputTail\x12\x14\n" +
 	"\x05title\x18\n" +
 	" \x01(\tR\x05title\x12 \n" +
 	"\vannotations\x18\v \x01(\fR\vannotations\x12#\n" +
-	"\routput_schema\x18\f \x01(\fR\foutputSchema\"\x8a\x01\n" +
+	"\routput_schema\x18\f \x01(\fR\foutputSchemaJ\x04\b\b\x10\tR\rneeds_runtime\"\x8a\x01\n" +
 	"\x10ConfigureRequest\x12%\n" +
 	"\x0eprotocol_minor\x18\x01 \x01(\rR\rprotocolMinor\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\x12\x1d\n" +
