@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcptest"
-	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -59,7 +59,7 @@ plugin "chrome" {
 		return nil, err
 	}
 	defer h.Close()
-	rt := runtime.New(h, &runtime.Options{Console: io.Discard})
+	rt := agents.New(h, &agents.Options{Console: io.Discard})
 	if err := rt.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -61,13 +61,13 @@ func TestReadmeDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	tree, err := runtime.Tree(context.Background(), st, id[1])
+	tree, err := agents.Tree(context.Background(), st, id[1])
 	if err != nil {
 		t.Fatal(err)
 	}
 	calls := 0
-	var check func(n *runtime.Node)
-	check = func(n *runtime.Node) {
+	var check func(n *agents.Node)
+	check = func(n *agents.Node) {
 		switch n.Kind {
 		case "call":
 			calls++

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/runtime"
+	"github.com/toolhost/toolhost/agents"
 )
 
 // maxAgentBody caps the body of a spawn or a message: text for an agent.
@@ -43,7 +43,7 @@ func (s *Server) routesAgents() {
 
 // agentRuntime returns the server's agent runtime, or answers 503 when it runs
 // none.
-func (s *Server) agentRuntime(w http.ResponseWriter) (*runtime.Runtime, bool) {
+func (s *Server) agentRuntime(w http.ResponseWriter) (*agents.Runtime, bool) {
 	if s.rt == nil {
 		writeError(w, http.StatusServiceUnavailable, toolhost.Errorf(toolhost.CodeInternal,
 			"this server runs no agent runtime: agents can be listed and shown, not started, messaged or terminated"))
@@ -53,7 +53,7 @@ func (s *Server) agentRuntime(w http.ResponseWriter) (*runtime.Runtime, bool) {
 
 // agentBody reads a request to the runtime: the runtime must run, the body
 // decode into body, and its required field (named field) be set (has).
-func agentBody[T any](s *Server, w http.ResponseWriter, r *http.Request, body *T, field string, has func() bool) (*runtime.Runtime, bool) {
+func agentBody[T any](s *Server, w http.ResponseWriter, r *http.Request, body *T, field string, has func() bool) (*agents.Runtime, bool) {
 	rt, ok := s.agentRuntime(w)
 	if !ok || !decode(w, r, maxAgentBody, body) {
 		return nil, false
@@ -71,7 +71,7 @@ const (
 	maxAgentsPage = 1000
 )
 
-// listAgents answers a page of the agents in the store (runtime.Page): at
+// listAgents answers a page of the agents in the store (agents.Page): at
 // most ?limit= (default agentsPage) after ?cursor=, the agents not ended
 // first. A Link header names the next page, when there is one.
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
@@ -85,7 +85,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	agents, next, err := runtime.Page(r.Context(), s.h.Store(), q.Get("cursor"), limit)
+	page, next, err := agents.Page(r.Context(), s.h.Store(), q.Get("cursor"), limit)
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -93,7 +93,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 	if next != "" {
 		w.Header().Set("Link", fmt.Sprintf(`</api/agents?%s>; rel="next"`, url.Values{"limit": {strconv.Itoa(limit)}, "cursor": {next}}.Encode()))
 	}
-	writeJSON(w, http.StatusOK, agents)
+	writeJSON(w, http.StatusOK, page)
 }
 
 // spawnAgent starts an agent of a role on a task.
@@ -103,7 +103,7 @@ func (s *Server) spawnAgent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a, err := rt.Spawn(r.Context(), runtime.SpawnRequest{Role: body.Role, Task: body.Task, ParentID: body.ParentID, Credential: principalOf(r).credential()})
+	a, err := rt.Spawn(r.Context(), agents.SpawnRequest{Role: body.Role, Task: body.Task, ParentID: body.ParentID, Credential: principalOf(r).credential()})
 	if err != nil {
 		status := statusOf(err)
 		if status == http.StatusNotFound { // the role named in the body: the request is wrong, not its path
@@ -118,7 +118,7 @@ func (s *Server) spawnAgent(w http.ResponseWriter, r *http.Request) {
 // showAgent answers an agent's detail: its record, conversation, mailbox
 // and children.
 func (s *Server) showAgent(w http.ResponseWriter, r *http.Request) {
-	d, err := runtime.Show(r.Context(), s.h.Store(), r.PathValue("id"))
+	d, err := agents.Show(r.Context(), s.h.Store(), r.PathValue("id"))
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -126,9 +126,9 @@ func (s *Server) showAgent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
-// agentTree answers an agent's event tree (see runtime.Node).
+// agentTree answers an agent's event tree (see agents.Node).
 func (s *Server) agentTree(w http.ResponseWriter, r *http.Request) {
-	n, err := runtime.Tree(r.Context(), s.h.Store(), r.PathValue("id"))
+	n, err := agents.Tree(r.Context(), s.h.Store(), r.PathValue("id"))
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents"
+	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/runtime"
-	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -33,7 +33,7 @@ const agentScript = `{"roles": {"helper": [
 
 // agentServer serves a host with a runtime whose model plays agentScript,
 // and a stored role "helper" with the console group.
-func agentServer(t *testing.T) (*httptest.Server, *host.Host, *runtime.Runtime) {
+func agentServer(t *testing.T) (*httptest.Server, *host.Host, *agents.Runtime) {
 	t.Helper()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "script.json")
@@ -50,7 +50,7 @@ func agentServer(t *testing.T) (*httptest.Server, *host.Host, *runtime.Runtime) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := runtime.New(h, &runtime.Options{Provider: provider, RunAgents: true, Adopt: true, Console: io.Discard, WatchEvery: 20 * time.Millisecond})
+	rt := agents.New(h, &agents.Options{Provider: provider, RunAgents: true, Adopt: true, Console: io.Discard, WatchEvery: 20 * time.Millisecond})
 	t.Cleanup(func() {
 		if err := rt.Close(); err != nil {
 			t.Error(err)
@@ -67,7 +67,7 @@ func agentServer(t *testing.T) (*httptest.Server, *host.Host, *runtime.Runtime) 
 
 // settle waits until the agent and its descendants are idle and their
 // events are stored.
-func settle(t *testing.T, h *host.Host, rt *runtime.Runtime, id string) {
+func settle(t *testing.T, h *host.Host, rt *agents.Runtime, id string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -80,7 +80,7 @@ func settle(t *testing.T, h *host.Host, rt *runtime.Runtime, id string) {
 }
 
 // findNode returns the first node of the tree (depth first) that ok accepts.
-func findNode(n *runtime.Node, ok func(*runtime.Node) bool) *runtime.Node {
+func findNode(n *agents.Node, ok func(*agents.Node) bool) *agents.Node {
 	if ok(n) {
 		return n
 	}
@@ -96,7 +96,7 @@ func TestAgentsAPI(t *testing.T) {
 	srv, h, rt := agentServer(t)
 	api := srv.URL + "/api/agents"
 
-	var a runtime.AgentSummary
+	var a agents.AgentSummary
 	if code := do(t, "POST", api, SpawnBody{Role: "helper", Task: "sum"}, &a); code != 201 {
 		t.Fatalf("spawn = %d %+v", code, a)
 	}
@@ -105,7 +105,7 @@ func TestAgentsAPI(t *testing.T) {
 	}
 	settle(t, h, rt, a.ID)
 
-	var d runtime.AgentDetail
+	var d agents.AgentDetail
 	if code := do(t, "GET", api+"/"+a.ID, nil, &d); code != 200 {
 		t.Fatalf("show = %d", code)
 	}
@@ -121,23 +121,23 @@ func TestAgentsAPI(t *testing.T) {
 		t.Fatalf("messages = %+v", d.Messages)
 	}
 
-	var tree runtime.Node
+	var tree agents.Node
 	if code := do(t, "GET", api+"/"+a.ID+"/tree", nil, &tree); code != 200 {
 		t.Fatalf("tree = %d", code)
 	}
-	call := findNode(&tree, func(n *runtime.Node) bool { return n.Kind == "call" && strings.HasPrefix(n.Title, "console_print") })
+	call := findNode(&tree, func(n *agents.Node) bool { return n.Kind == "call" && strings.HasPrefix(n.Title, "console_print") })
 	if tree.Kind != "agent" || tree.ID != a.ID || call == nil || call.Status != "ok" {
 		t.Fatalf("tree = %+v, console_print call %+v", tree, call)
 	}
 
 	// An agent without a task waits; it is listed before the first (the
 	// newest first, down to the root agent every store holds).
-	var child runtime.AgentSummary
+	var child agents.AgentSummary
 	if code := do(t, "POST", api, SpawnBody{Role: "helper", ParentID: a.ID}, &child); code != 201 || child.ParentID != a.ID {
 		t.Fatalf("spawn without a task = %d %+v", code, child)
 	}
 	settle(t, h, rt, child.ID)
-	var list []runtime.AgentSummary
+	var list []agents.AgentSummary
 	if code := do(t, "GET", api, nil, &list); code != 200 || len(list) != 3 || list[2].ID != "root" || list[1].ID != a.ID || list[0].ID != child.ID ||
 		list[0].Status != store.StatusWaiting || list[0].Turns != 0 || list[1].Role != "helper" || list[1].Answer != "done: sum" {
 		t.Fatalf("list = %d %+v", code, list)
@@ -150,7 +150,7 @@ func TestAgentsAPI(t *testing.T) {
 		t.Fatalf("send = %d %+v", code, mail)
 	}
 	settle(t, h, rt, a.ID)
-	d = runtime.AgentDetail{}
+	d = agents.AgentDetail{}
 	do(t, "GET", api+"/"+a.ID, nil, &d)
 	if d.Status != store.StatusWaiting || d.Turns != 3 || d.Answer != "reply: and twice" || len(d.Mailbox) != 1 ||
 		d.Mailbox[0].Read.IsZero() || !slices.Equal(d.Children, []string{child.ID}) {
@@ -163,7 +163,7 @@ func TestAgentsAPI(t *testing.T) {
 		t.Fatalf("terminate = %d %v", code, term)
 	}
 	settle(t, h, rt, a.ID)
-	d = runtime.AgentDetail{}
+	d = agents.AgentDetail{}
 	do(t, "GET", api+"/"+a.ID, nil, &d)
 	if d.Status != store.StatusTerminated || d.Error != terminateReason {
 		t.Errorf("after terminate: %+v", d.Agent)
@@ -215,7 +215,7 @@ func TestAgentsAPIErrors(t *testing.T) {
 		})
 	}
 	t.Run("list without a runtime", func(t *testing.T) {
-		var list []runtime.AgentSummary
+		var list []agents.AgentSummary
 		if code := get(t, bare.URL+"/api/agents", &list); code != 200 || len(list) != 1 || list[0].ID != "root" || list[0].Role != "root" {
 			t.Fatalf("list = %d %v", code, list)
 		}
@@ -265,7 +265,7 @@ func TestAgentsAPIPages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var page []runtime.AgentSummary
+		var page []agents.AgentSummary
 		err = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 {

@@ -12,11 +12,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
-	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/sdk"
 )
 
@@ -30,7 +30,7 @@ func TestMCPSessionLoadsDeferredTools(t *testing.T) {
 		sdk.NewTool("peek", "Peek at a file.", ok), sdk.NewTool("poke", "Poke a file.", ok),
 	}}
 	srv, h := serve(t, &config.Config{}, files)
-	rt := runtime.New(h, &runtime.Options{Console: io.Discard})
+	rt := agents.New(h, &agents.Options{Console: io.Discard})
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestMCPSessionLoadsDeferredTools(t *testing.T) {
 // refused with tool_not_available rather than failing inside the tool.
 func TestMCPOffersOnlyWorkingTools(t *testing.T) {
 	srv, h := serve(t, &config.Config{})
-	rt := runtime.New(h, &runtime.Options{Console: io.Discard})
+	rt := agents.New(h, &agents.Options{Console: io.Discard})
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/runtime"
 	"go.opentelemetry.io/otel/propagation"
 )
 
@@ -28,7 +28,7 @@ var traceContext = propagation.TraceContext{}
 // Server serves a host over HTTP.
 type Server struct {
 	h     *host.Host
-	rt    *runtime.Runtime // nil: agents are listed but none can be started
+	rt    *agents.Runtime // nil: agents are listed but none can be started
 	mux   *http.ServeMux
 	auth  *authenticator
 	hosts hosts
@@ -46,7 +46,7 @@ type Server struct {
 type Options struct {
 	// Runtime runs the agents POST /api/agents starts; nil: the agents in
 	// the store are shown but none can be started or terminated.
-	Runtime *runtime.Runtime
+	Runtime *agents.Runtime
 }
 
 // New returns a server for h. Its admin token is the configured one, or the

@@ -9,10 +9,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/output"
-	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -47,7 +47,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer sess.Close()
-	a, err := sess.rt.Spawn(ctx, runtime.SpawnRequest{Role: *role, Task: fs.Arg(0), Credential: store.CredentialCLI})
+	a, err := sess.rt.Spawn(ctx, agents.SpawnRequest{Role: *role, Task: fs.Arg(0), Credential: store.CredentialCLI})
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return 1
@@ -89,7 +89,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 
 // writeTree prints an agent's event tree.
 func writeTree(ctx context.Context, st *store.Store, id string, w io.Writer) error {
-	n, err := runtime.Tree(ctx, st, id)
+	n, err := agents.Tree(ctx, st, id)
 	if err == nil {
 		err = n.Write(w)
 	}
@@ -178,17 +178,17 @@ func withStore(ctx context.Context, cfg *config.Config, stderr io.Writer, f func
 }
 
 func listAgents(ctx context.Context, st *store.Store, stdout io.Writer, asJSON bool) error {
-	agents, err := runtime.List(ctx, st)
+	list, err := agents.List(ctx, st)
 	if err != nil {
 		return err
 	}
-	return printList(stdout, agents, asJSON, "AGENT\tROLE\tSTATUS\tPARENT\tTURNS\tTOKENS\tTASK", func(a runtime.AgentSummary) string {
+	return printList(stdout, list, asJSON, "AGENT\tROLE\tSTATUS\tPARENT\tTURNS\tTOKENS\tTASK", func(a agents.AgentSummary) string {
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%s", a.ID, a.Role, a.Status, dash(a.ParentID), a.Turns, a.Tokens, dash(output.OneLine(a.Task, 60)))
 	})
 }
 
 func showAgent(ctx context.Context, st *store.Store, id string, stdout io.Writer, asJSON bool) error {
-	d, err := runtime.Show(ctx, st, id)
+	d, err := agents.Show(ctx, st, id)
 	if err != nil {
 		return err
 	}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents"
+	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/runtime"
-	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -78,7 +78,7 @@ const (
 // session is a started host with its agent runtime.
 type session struct {
 	h  *host.Host
-	rt *runtime.Runtime
+	rt *agents.Runtime
 }
 
 // Close stops the runtime, then the host.
@@ -106,9 +106,9 @@ func (c *common) startHost(ctx context.Context, stderr io.Writer, mode agentMode
 		}
 	}
 	h, err := host.New(cfg, &host.Options{Logger: c.logger(stderr), Approver: c.approver})
-	var rt *runtime.Runtime
+	var rt *agents.Runtime
 	if err == nil {
-		rt = runtime.New(h, &runtime.Options{Provider: p, RunAgents: mode != recordAgents, Adopt: mode == serveAgents, Console: c.console})
+		rt = agents.New(h, &agents.Options{Provider: p, RunAgents: mode != recordAgents, Adopt: mode == serveAgents, Console: c.console})
 		if err = rt.Register(ctx); err == nil && c.beforeStart != nil {
 			err = c.beforeStart(&session{h: h, rt: rt})
 		}

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcpsource"
-	"github.com/toolhost/toolhost/runtime"
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -72,7 +72,7 @@ func probeConfig(file string, src, blocks []byte) (*learned, error) {
 	}
 	defer h.Close()
 	ctx := context.Background()
-	rt := runtime.New(h, &runtime.Options{Console: io.Discard})
+	rt := agents.New(h, &agents.Options{Console: io.Discard})
 	defer rt.Close()
 	if err := rt.Register(ctx); err != nil {
 		return nil, err

@@ -17,11 +17,11 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
-	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/server"
 )
 
@@ -211,7 +211,7 @@ func TestMCPImportClaudeDesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
-	rt := runtime.New(h, &runtime.Options{Console: io.Discard})
+	rt := agents.New(h, &agents.Options{Console: io.Discard})
 	t.Cleanup(func() { _ = rt.Close() })
 	ctx := context.Background()
 	if err := rt.Register(ctx); err != nil {

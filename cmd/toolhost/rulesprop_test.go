@@ -23,11 +23,11 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents"
+	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/hosttest"
 	"github.com/toolhost/toolhost/rules"
-	"github.com/toolhost/toolhost/runtime"
-	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/server"
 )
 
@@ -456,23 +456,23 @@ func checkAgentVerdicts(t *testing.T, h *host.Host, dir string, cases []*propCas
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := runtime.New(h, &runtime.Options{Provider: sc, RunAgents: true})
+	rt := agents.New(h, &agents.Options{Provider: sc, RunAgents: true})
 	ctx := context.Background()
 	if err := rt.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = rt.Close() }()
-	agents := map[*propCase]string{}
+	spawned := map[*propCase]string{}
 	for _, pc := range cases {
-		a, err := rt.Spawn(ctx, runtime.SpawnRequest{Role: pc.role, Task: "make the calls"})
+		a, err := rt.Spawn(ctx, agents.SpawnRequest{Role: pc.role, Task: "make the calls"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		agents[pc] = a.ID
+		spawned[pc] = a.ID
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	for _, id := range agents {
+	for _, id := range spawned {
 		if err := rt.Wait(wctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -485,7 +485,7 @@ func checkAgentVerdicts(t *testing.T, h *host.Host, dir string, cases []*propCas
 	}
 	for _, pc := range cases {
 		var got []string
-		for _, m := range last[agents[pc]].Messages {
+		for _, m := range last[spawned[pc]].Messages {
 			if m.Role == model.RoleTool {
 				got = append(got, envelopeVerdict([]byte(m.Content)))
 			}

@@ -1,4 +1,4 @@
-// Package runtime runs agents on a host: the built-in tool groups
+// Package agents runs agents on a host: the built-in tool groups
 // (org_management, artifact, context, console), registered in-process with
 // their reserved ids, and the agent loop, which asks a model
 // provider for the next step, runs the tool calls it asks for through the
@@ -19,7 +19,7 @@
 // Adopt takes the agents over, a lease after the last renewal. On one
 // machine (and pid namespace) the death of an owner's process is seen
 // sooner, by its process id, at the adopter's next look.
-package runtime
+package agents
 
 import (
 	"cmp"
@@ -36,9 +36,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/store"
 	"go.opentelemetry.io/otel/trace"
 )

@@ -1,4 +1,4 @@
-package runtime_test
+package agents_test
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents"
+	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/hosttest"
 	"github.com/toolhost/toolhost/internal/proctest"
-	"github.com/toolhost/toolhost/runtime"
-	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -41,7 +41,7 @@ type env struct {
 	t        testing.TB
 	ws, data string
 	h        *host.Host
-	rt       *runtime.Runtime
+	rt       *agents.Runtime
 	model    *model.Scripted
 	console  *proctest.Buffer
 }
@@ -108,7 +108,7 @@ runtime {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ws: ws, data: data, h: h, model: sc, console: &proctest.Buffer{}}
-	e.rt = runtime.New(h, &runtime.Options{Provider: sc, RunAgents: true, Adopt: true, Console: e.console, WatchEvery: 20 * time.Millisecond})
+	e.rt = agents.New(h, &agents.Options{Provider: sc, RunAgents: true, Adopt: true, Console: e.console, WatchEvery: 20 * time.Millisecond})
 	if err := e.rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func (e *env) close() {
 // spawn starts an agent and waits until it and its descendants are idle.
 func (e *env) spawn(role, task string) store.Agent {
 	e.t.Helper()
-	a, err := e.rt.Spawn(context.Background(), runtime.SpawnRequest{Role: role, Task: task})
+	a, err := e.rt.Spawn(context.Background(), agents.SpawnRequest{Role: role, Task: task})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestRootDelegatesToARoleLimitedToWorkspace(t *testing.T) {
 
 	// Events: agent → turn → tool_call, with parent ids.
 	calls := e.events(writer.ID, "tool_call.")
-	turns := e.events(writer.ID, runtime.EventTurnStarted)
+	turns := e.events(writer.ID, agents.EventTurnStarted)
 	if len(turns) != 4 || len(calls) != 6 {
 		t.Fatalf("writer events: %d turns, %d call events", len(turns), len(calls))
 	}
@@ -296,12 +296,12 @@ func TestRootDelegatesToARoleLimitedToWorkspace(t *testing.T) {
 			t.Errorf("call event %s %s has parent %q", c.Type, c.Tool, c.ParentID)
 		}
 	}
-	for _, typ := range []string{runtime.EventAgentStarted, runtime.EventAgentCompleted} {
+	for _, typ := range []string{agents.EventAgentStarted, agents.EventAgentCompleted} {
 		if n := len(e.events(root.ID, typ)); n != 2 {
 			t.Errorf("root has %d %s events, want 2 (woken by the writer's message)", n, typ)
 		}
 	}
-	tree, err := runtime.Tree(context.Background(), e.h.Store(), root.ID)
+	tree, err := agents.Tree(context.Background(), e.h.Store(), root.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestNoProgressStopsARepeatingAgent(t *testing.T) {
 	if n := len(e.events(a.ID, store.EventCallStarted)); n != 2 {
 		t.Errorf("list_files ran %d times, want 2 (the third identical call is refused)", n)
 	}
-	if f := e.events(a.ID, runtime.EventAgentFailed); len(f) != 1 || f[0].Payload["code"] != "policy" {
+	if f := e.events(a.ID, agents.EventAgentFailed); len(f) != 1 || f[0].Payload["code"] != "policy" {
 		t.Errorf("agent.failed events: %+v", f)
 	}
 }
@@ -505,11 +505,11 @@ func TestTerminateAndMessages(t *testing.T) {
 	e := start(t, `{"roles": {"*": [{"final_answer": "ok {{.Turn}}", "repeat": -1}]}}`, "", "", "")
 	e.createRole("idler")
 	parent := e.spawn("idler", "wait")
-	child, err := e.rt.Spawn(context.Background(), runtime.SpawnRequest{Role: "idler", ParentID: parent.ID})
+	child, err := e.rt.Spawn(context.Background(), agents.SpawnRequest{Role: "idler", ParentID: parent.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	grandchild, _ := e.rt.Spawn(context.Background(), runtime.SpawnRequest{Role: "idler", ParentID: child.ID, Task: "hi"})
+	grandchild, _ := e.rt.Spawn(context.Background(), agents.SpawnRequest{Role: "idler", ParentID: child.ID, Task: "hi"})
 	e.wait(parent.ID)
 
 	// The grandchild's answer was reported to the child, which woke and
@@ -534,7 +534,7 @@ func TestTerminateAndMessages(t *testing.T) {
 		return e.h.Call(context.Background(), &toolhost.CallRequest{Tool: tool, Arguments: b, Context: toolhost.CallContext{AgentID: agentID}})
 	}
 	e.createRole("boss", "org_management")
-	boss, _ := e.rt.Spawn(context.Background(), runtime.SpawnRequest{Role: "boss"})
+	boss, _ := e.rt.Spawn(context.Background(), agents.SpawnRequest{Role: "boss"})
 	res, err := call(boss.ID, "terminate_agent", map[string]string{"agentId": child.ID})
 	if err != nil || res.OK || res.Error.Code != toolhost.CodePolicy {
 		t.Fatalf("a stranger terminating: %+v %v", res, err)

@@ -1,4 +1,4 @@
-package runtime_test
+package agents_test
 
 import (
 	"bufio"
@@ -15,12 +15,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
+	"github.com/toolhost/toolhost/agents"
+	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/internal/proctest"
-	"github.com/toolhost/toolhost/runtime"
-	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -68,21 +68,21 @@ store {
 // leaseHost is a host and its runtime.
 type leaseHost struct {
 	h     *host.Host
-	rt    *runtime.Runtime
+	rt    *agents.Runtime
 	model *model.Scripted
 	log   *proctest.Buffer
 }
 
 // serving are the options of a runtime that serves agents (runs and
 // adopts them), claiming them on machine ("": this one).
-func serving(machine string) runtime.Options {
-	return runtime.Options{RunAgents: true, Adopt: true, Machine: machine}
+func serving(machine string) agents.Options {
+	return agents.Options{RunAgents: true, Adopt: true, Machine: machine}
 }
 
 // startLeaseHost starts a host on the config file, with a runtime of opts
 // and the config's model, both closed by close or when the test ends (tb
 // nil: not then).
-func startLeaseHost(tb testing.TB, path string, opts runtime.Options) (*leaseHost, error) {
+func startLeaseHost(tb testing.TB, path string, opts agents.Options) (*leaseHost, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func startLeaseHost(tb testing.TB, path string, opts runtime.Options) (*leaseHos
 		return nil, err
 	}
 	opts.Provider, opts.Console, opts.WatchEvery = p, io.Discard, 20*time.Millisecond
-	lh.rt = runtime.New(lh.h, &opts)
+	lh.rt = agents.New(lh.h, &opts)
 	if err := lh.rt.Start(context.Background()); err != nil {
 		lh.h.Close()
 		return nil, err
@@ -148,7 +148,7 @@ func leaseChild() int {
 	if _, err := lh.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
 		return fail(err)
 	}
-	a, err := lh.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "first"})
+	a, err := lh.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: "first"})
 	if err != nil {
 		return fail(err)
 	}
@@ -345,13 +345,13 @@ func TestAdoptionOnOneMachineIsImmediate(t *testing.T) {
 
 // keeper spawns an agent of a new role keeper with the task "first" on a,
 // and waits for its answer.
-func (a *leaseHost) keeper(t *testing.T) (*store.Store, runtime.AgentSummary) {
+func (a *leaseHost) keeper(t *testing.T) (*store.Store, agents.AgentSummary) {
 	t.Helper()
 	ctx, st := context.Background(), a.h.Store()
 	if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
 		t.Fatal(err)
 	}
-	ag, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "first"})
+	ag, err := a.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,7 @@ func TestOneRunnerPerAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recorder, err := startLeaseHost(t, leaseConfig(t, dsn, time.Second), runtime.Options{Machine: "machine-r"})
+	recorder, err := startLeaseHost(t, leaseConfig(t, dsn, time.Second), agents.Options{Machine: "machine-r"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +492,7 @@ func TestOneRunnerPerAgent(t *testing.T) {
 	}
 	var ids []string
 	for i := range 20 {
-		a, err := recorder.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: fmt.Sprint("task ", i)})
+		a, err := recorder.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: fmt.Sprint("task ", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -544,7 +544,7 @@ func TestAgentMidTurnOutlivesAnOutage(t *testing.T) {
 		if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
 			t.Fatal(err)
 		}
-		ag, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "first"})
+		ag, err := a.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: "first"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -622,7 +622,7 @@ CREATE TRIGGER fail_once BEFORE INSERT ON mailbox FOR EACH ROW EXECUTE FUNCTION 
 	if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
 		t.Fatal(err)
 	}
-	ag, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "first"})
+	ag, err := a.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +640,7 @@ CREATE TRIGGER fail_once BEFORE INSERT ON mailbox FOR EACH ROW EXECUTE FUNCTION 
 		t.Fatal(err)
 	}
 	answered(ag.ID, "answer 2 to second")
-	child, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "third", ParentID: ag.ID})
+	child, err := a.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: "third", ParentID: ag.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -661,7 +661,7 @@ CREATE TRIGGER fail_once BEFORE INSERT ON mailbox FOR EACH ROW EXECUTE FUNCTION 
 	if want := child.ID + ": answer 1 to third"; len(reports) != 1 || reports[0] != want {
 		t.Errorf("reports to the parent %q, want one: %q", reports, want)
 	}
-	fourth, err := a.rt.Spawn(ctx, runtime.SpawnRequest{Role: "keeper", Task: "fourth"})
+	fourth, err := a.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: "fourth"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,11 @@
-package runtime
+package agents
 
 import (
 	"context"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/redact"
-	"github.com/toolhost/toolhost/runtime/model"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -16,7 +16,7 @@ import (
 // turn's tool calls; a summary the compress tool asks for is a "chat" span
 // under that call. With no provider, rt.tracer is nil and nothing starts.
 
-const tracerName = "github.com/toolhost/toolhost/runtime"
+const tracerName = "github.com/toolhost/toolhost/agents"
 
 // startTurn starts the span of the agent's turn number turn.
 func (rt *Runtime) startTurn(ctx context.Context, a *agent, turn int) (context.Context, trace.Span) {

@@ -1,11 +1,11 @@
-package runtime_test
+package agents_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/toolhost/toolhost/runtime"
+	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -43,7 +43,7 @@ func TestAFailedStepIsNeverReportedAsDone(t *testing.T) {
 		t.Errorf("the scribe made %d calls, want 1 (the refused write)", len(calls))
 	}
 
-	tree, err := runtime.Tree(context.Background(), e.h.Store(), root.ID)
+	tree, err := agents.Tree(context.Background(), e.h.Store(), root.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +51,8 @@ func TestAFailedStepIsNeverReportedAsDone(t *testing.T) {
 	if err := tree.Write(&text); err != nil {
 		t.Fatal(err)
 	}
-	var write, turn *runtime.Node
-	walk(tree, nil, func(n, parent *runtime.Node) {
+	var write, turn *agents.Node
+	walk(tree, nil, func(n, parent *agents.Node) {
 		if n.Kind == "call" && strings.HasPrefix(n.Title, "write_file") {
 			write, turn = n, parent
 		}
@@ -94,12 +94,12 @@ func TestTreeRightAfterWaitIsComplete(t *testing.T) {
 	ctx := context.Background()
 	for i := range 20 {
 		for _, role := range []string{store.RootRole, "doomed"} {
-			a, err := e.rt.Spawn(ctx, runtime.SpawnRequest{Role: role, Task: "task"})
+			a, err := e.rt.Spawn(ctx, agents.SpawnRequest{Role: role, Task: "task"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			e.wait(a.ID)
-			tree, err := runtime.Tree(ctx, e.h.Store(), a.ID)
+			tree, err := agents.Tree(ctx, e.h.Store(), a.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestTreeRightAfterWaitIsComplete(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ends []string
-			walk(tree, nil, func(n, _ *runtime.Node) {
+			walk(tree, nil, func(n, _ *agents.Node) {
 				if n.Status == "running" {
 					t.Errorf("run %d, %s: node %q is still running after Wait", i, role, n.Title)
 				}
@@ -152,7 +152,7 @@ func onlyChild(t *testing.T, e *env, parent string) store.Agent {
 }
 
 // walk calls f with every node under n and its parent, n included.
-func walk(n, parent *runtime.Node, f func(n, parent *runtime.Node)) {
+func walk(n, parent *agents.Node, f func(n, parent *agents.Node)) {
 	f(n, parent)
 	for _, c := range n.Children {
 		walk(c, n, f)

@@ -1,4 +1,4 @@
-package runtime
+package agents
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )

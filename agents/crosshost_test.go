@@ -1,4 +1,4 @@
-package runtime_test
+package agents_test
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/internal/proctest"
-	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -65,7 +65,7 @@ func TestTwoHostsShareAgentsArtifactsAndTrees(t *testing.T) {
 		}
 	}
 	for name, e := range map[string]*env{"A": a, "B": b} {
-		tree, err := runtime.Tree(ctx, e.h.Store(), agent.ID)
+		tree, err := agents.Tree(ctx, e.h.Store(), agent.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

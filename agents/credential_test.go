@@ -1,4 +1,4 @@
-package runtime_test
+package agents_test
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/rules"
-	"github.com/toolhost/toolhost/runtime"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -35,11 +35,11 @@ func TestSpawnedAgentsAreTheirSpawnersCredential(t *testing.T) {
 		Context: toolhost.CallContext{AgentID: parent.ID, Credential: "token/alice/1"}}); err != nil || !res.OK {
 		t.Fatalf("alice's call: %+v, %v", res, err)
 	}
-	child, err := e.rt.Spawn(ctx, runtime.SpawnRequest{Role: "worker", Task: "print", ParentID: parent.ID})
+	child, err := e.rt.Spawn(ctx, agents.SpawnRequest{Role: "worker", Task: "print", ParentID: parent.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	own, err := e.rt.Spawn(ctx, runtime.SpawnRequest{Role: "worker", Task: "print", ParentID: parent.ID, Credential: "token/bob/2"})
+	own, err := e.rt.Spawn(ctx, agents.SpawnRequest{Role: "worker", Task: "print", ParentID: parent.ID, Credential: "token/bob/2"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package runtime_test
+package agents_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/runtime"
+	"github.com/toolhost/toolhost/agents"
 )
 
 // BenchmarkAgent measures what the runtime adds around a model, per message
@@ -40,7 +40,7 @@ func BenchmarkAgent(b *testing.B) {
 func benchMessages(b *testing.B, turns string) {
 	e := start(b, `{"roles": {"bench": [`+turns+`]}}`, "", "", "")
 	e.createRole("bench", "console")
-	a, err := e.rt.Spawn(context.Background(), runtime.SpawnRequest{Role: "bench"})
+	a, err := e.rt.Spawn(context.Background(), agents.SpawnRequest{Role: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

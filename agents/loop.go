@@ -1,4 +1,4 @@
-package runtime
+package agents
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/runtime/model"
+	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/store"
 )
 

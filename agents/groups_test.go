@@ -1,4 +1,4 @@
-package runtime_test
+package agents_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/agents"
+	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/runtime"
-	"github.com/toolhost/toolhost/runtime/model"
 	"github.com/toolhost/toolhost/store"
 	"pgregory.net/rapid"
 )
@@ -170,7 +170,7 @@ func TestContextStatusAndCompression(t *testing.T) {
 		t.Fatalf("agent: %+v", a)
 	}
 	reqs := e.requests(a.ID)
-	var first runtime.ContextStatus
+	var first agents.ContextStatus
 	if err := json.Unmarshal([]byte(resultStdout(t, lastToolResult(reqs[1]))), &first); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestContextStatusAndCompression(t *testing.T) {
 	if m := compressed.Messages[5]; m.Role != model.RoleTool || m.Name != "compress_context" || !strings.Contains(m.Content, `\"summarised\": 8`) {
 		t.Errorf("compress result %+v", m)
 	}
-	var after runtime.ContextStatus
+	var after agents.ContextStatus
 	if err := json.Unmarshal([]byte(resultStdout(t, lastToolResult(reqs[7]))), &after); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestConsolePrint(t *testing.T) {
 	if got := e.console.String(); got != "[operator] hello\n" {
 		t.Errorf("console: %q", got)
 	}
-	if ev := e.events("", runtime.EventConsolePrint); len(ev) != 1 || ev[0].Payload["text"] != "hello\n" {
+	if ev := e.events("", agents.EventConsolePrint); len(ev) != 1 || ev[0].Payload["text"] != "hello\n" {
 		t.Errorf("events: %+v", ev)
 	}
 }
@@ -269,7 +269,7 @@ func TestJSONProtocol(t *testing.T) {
 	]}}`, "", "", "")
 	e.createRole("jsonner", "console")
 	e.rt.Close()
-	e.rt = runtime.New(e.h, &runtime.Options{Provider: model.JSONProtocol(e.model), RunAgents: true, Console: e.console})
+	e.rt = agents.New(e.h, &agents.Options{Provider: model.JSONProtocol(e.model), RunAgents: true, Console: e.console})
 	if err := e.rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestOpenAICompatibleModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.rt = runtime.New(e.h, &runtime.Options{Provider: p, RunAgents: true, Console: e.console})
+	e.rt = agents.New(e.h, &agents.Options{Provider: p, RunAgents: true, Console: e.console})
 	if err := e.rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
