@@ -61,7 +61,7 @@ func (rt *Runtime) callerRoleID(by toolhost.CallContext) (string, error) {
 	if by.Role == "" {
 		return "", nil
 	}
-	r, err := rt.h.Role(by.Role)
+	r, err := rt.h.Roles().Get(by.Role)
 	return r.ID, err
 }
 
@@ -120,7 +120,7 @@ func (rt *Runtime) putArtifact(ctx context.Context, by toolhost.CallContext, arg
 	if args.MIME == "" {
 		args.MIME = http.DetectContentType(data)
 	}
-	a, err := rt.h.PutArtifact(ctx, store.Artifact{Name: args.Name, MIME: args.MIME, CreatedBy: by.AgentID, Role: by.Role, RoleID: owner}, data)
+	a, err := rt.h.Artifacts().Put(ctx, store.Artifact{Name: args.Name, MIME: args.MIME, CreatedBy: by.AgentID, Role: by.Role, RoleID: owner}, data)
 	if err != nil || len(share) == 0 {
 		return a, err
 	}
@@ -171,7 +171,7 @@ func (rt *Runtime) handOver(ctx context.Context, by toolhost.CallContext, role s
 // the file opened is placed by the kernel (sdk.HostPaths.Check), not by its
 // path.
 func (rt *Runtime) readWorkspace(path string) ([]byte, error) {
-	hidden, err := sdk.ResolveHostPaths([]string{rt.h.DataDir()})
+	hidden, err := sdk.ResolveHostPaths([]string{rt.h.Store().Dir()})
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 	}
@@ -228,7 +228,7 @@ func (rt *Runtime) getArtifact(ctx context.Context, by toolhost.CallContext, id 
 	if rt.h.Config().Store.Artifacts == "database" {
 		data, err = rt.st.ArtifactData(ctx, id, reader)
 	} else {
-		data, err = os.ReadFile(rt.h.ArtifactPath(id))
+		data, err = os.ReadFile(rt.h.Artifacts().Path(id))
 	}
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeToolExec, "artifact %s: %v", id, err)

@@ -26,7 +26,7 @@ func TestArtifactsBelongToRoles(t *testing.T) {
 	e.createRole("other", "artifact")
 	agent := map[string]string{}
 	for _, r := range []string{"author", "reviewer", "other"} {
-		a, err := e.h.CreateAgent(context.Background(), r, store.Agent{})
+		a, err := e.h.Agents().Create(context.Background(), r, store.Agent{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestArtifactsOfADeletedRole(t *testing.T) {
 	agentOf := func() string {
 		t.Helper()
 		e.createRole("temp", "artifact")
-		a, err := e.h.CreateAgent(ctx, "temp", store.Agent{})
+		a, err := e.h.Agents().Create(ctx, "temp", store.Agent{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestArtifactsOfADeletedRole(t *testing.T) {
 		t.Fatalf("put_artifact: %+v, %v", res, err)
 	}
 	id := res.Meta[toolhost.MetaStructuredContent].(map[string]any)["id"].(string)
-	if err := e.h.DeleteRole(ctx, "temp"); err != nil {
+	if err := e.h.Roles().Delete(ctx, "temp"); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := e.call(agentOf(), "get_artifact", map[string]string{"id": id}); err != nil || res.OK || res.Error.Code != toolhost.CodeValidation {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/agents/model"
-	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/tokencount"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )
@@ -71,7 +71,7 @@ func (rt *Runtime) contextStatus(a *agent) (ContextStatus, error) {
 	}
 	b, _ := json.Marshal(req.Messages)
 	tools, _ := json.Marshal(req.Tools)
-	tokens, err := host.CountTokens(req.System + string(tools) + string(b))
+	tokens, err := tokencount.Count(req.System + string(tools) + string(b))
 	if err != nil {
 		return ContextStatus{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: counting tokens: %w", err)
 	}

@@ -23,10 +23,10 @@ func TestSpawnedAgentsAreTheirSpawnersCredential(t *testing.T) {
 	e := start(t, `{"roles": {"worker": [{"tool_calls": [{"name": "console_print", "arguments": {"text": "hi"}}]}, {"final_answer": "done"}]}}`, "", "", "")
 	ctx := context.Background()
 	limits := []rules.Limit{{Target: "console_print", Calls: 1, Per: time.Hour}}
-	if _, err := e.h.CreateRole(ctx, host.RoleSpec{Name: "worker", ToolGroups: []string{"console"}, Limits: limits}); err != nil {
+	if _, err := e.h.Roles().Create(ctx, host.RoleSpec{Name: "worker", ToolGroups: []string{"console"}, Limits: limits}); err != nil {
 		t.Fatal(err)
 	}
-	parent, err := e.h.CreateAgent(ctx, "worker", store.Agent{Credential: "token/alice/1"})
+	parent, err := e.h.Agents().Create(ctx, "worker", store.Agent{Credential: "token/alice/1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +48,11 @@ func TestSpawnedAgentsAreTheirSpawnersCredential(t *testing.T) {
 	}
 	codes := map[string]string{}
 	proctest.Eventually(t, "both spawned agents called console_print", func() bool {
-		if err := e.h.FlushEvents(ctx); err != nil {
+		if err := e.h.Events().Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range []string{child.ID, own.ID} {
-			evs, _ := e.h.Events(ctx, store.EventFilter{AgentID: id, Tool: "console_print"})
+			evs, _ := e.h.Events().List(ctx, store.EventFilter{AgentID: id, Tool: "console_print"})
 			for _, ev := range evs {
 				switch ev.Type {
 				case store.EventCallCompleted:
@@ -78,7 +78,7 @@ func TestRoleTokenIsNotTheOperator(t *testing.T) {
 	e := start(t, `{"roles": {}}`, "", "", "")
 	ctx := context.Background()
 	e.createRole("worker", "console")
-	victim, err := e.h.CreateAgent(ctx, "worker", store.Agent{Credential: "token/dev/1"})
+	victim, err := e.h.Agents().Create(ctx, "worker", store.Agent{Credential: "token/dev/1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,11 +48,11 @@ func TestTwoHostsShareAgentsArtifactsAndTrees(t *testing.T) {
 		return res
 	}
 	a.createRole("keeper", "artifact", "workspace")
-	agent, err := a.h.CreateAgent(ctx, "keeper", store.Agent{})
+	agent, err := a.h.Agents().Create(ctx, "keeper", store.Agent{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	proctest.Eventually(t, "B knows the agent A created", func() bool { _, ok := b.h.Agent(agent.ID); return ok })
+	proctest.Eventually(t, "B knows the agent A created", func() bool { _, ok := b.h.Agents().Get(agent.ID); return ok })
 	put := call(a.h, agent.ID, "put_artifact", map[string]any{"name": "note.txt", "content": "shared across hosts"})
 	id, _ := put.Meta[toolhost.MetaStructuredContent].(map[string]any)["id"].(string)
 	if got := call(b.h, agent.ID, "get_artifact", map[string]any{"id": id}); got.Stdout != "shared across hosts" {
@@ -60,7 +60,7 @@ func TestTwoHostsShareAgentsArtifactsAndTrees(t *testing.T) {
 	}
 	call(b.h, agent.ID, "get_workspace_info", map[string]any{})
 	for _, e := range []*env{a, b} {
-		if err := e.h.FlushEvents(ctx); err != nil {
+		if err := e.h.Events().Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -69,10 +69,10 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 	return &sdk.Group{ID: "org_management", Description: "Organisation: find and create roles, spawn and terminate agents, send messages between agents.", Tools: []sdk.Tool{
 		sdk.NewStructuredTool("find_role_by_name", "Find a role by its name: its id, prompt and tool groups.",
 			func(_ context.Context, r *sdk.Request[findRoleArgs]) (roleView, error) {
-				role, err := rt.h.Role(r.Args.Name)
+				role, err := rt.h.Roles().Get(r.Args.Name)
 				if err != nil {
 					names := []string{}
-					for _, x := range rt.h.Roles() {
+					for _, x := range rt.h.Roles().List() {
 						names = append(names, x.Name)
 					}
 					return roleView{}, sdk.Errorf(toolhost.CodeValidation, "no role named %q; the roles are: %s", r.Args.Name, strings.Join(names, ", "))
@@ -82,7 +82,7 @@ func (rt *Runtime) orgGroup() *sdk.Group {
 		sdk.NewStructuredTool("create_role", "Create a role whose agents use the given tool groups (omitted: every group). Unknown groups are refused.",
 			func(ctx context.Context, r *sdk.Request[createRoleArgs]) (roleView, error) {
 				by := cmp.Or(r.Call.AgentID, r.Call.Credential, "operator")
-				role, err := rt.h.CreateRole(ctx, host.RoleSpec{Name: r.Args.Name, Prompt: r.Args.RolePrompt, ToolGroups: r.Args.ToolGroups, CreatedBy: by})
+				role, err := rt.h.Roles().Create(ctx, host.RoleSpec{Name: r.Args.Name, Prompt: r.Args.RolePrompt, ToolGroups: r.Args.ToolGroups, CreatedBy: by})
 				if err != nil {
 					return roleView{}, err
 				}
@@ -208,7 +208,7 @@ func (rt *Runtime) consoleGroup() *sdk.Group {
 				if err != nil {
 					return nil, sdk.Errorf(toolhost.CodeToolExec, "console: %v", err)
 				}
-				rt.h.Emit(store.Event{Type: EventConsolePrint, AgentID: r.Call.AgentID, Role: r.Call.Role, ParentID: r.Call.CallID,
+				rt.h.Events().Emit(store.Event{Type: EventConsolePrint, AgentID: r.Call.AgentID, Role: r.Call.Role, ParentID: r.Call.CallID,
 					Payload: map[string]any{"text": r.Args.Text}})
 				return sdk.Text("printed"), nil
 			}, sdk.Title("Print to console"), sdk.Additive()),

@@ -253,7 +253,7 @@ func TestOrgManagementRefusals(t *testing.T) {
 	if err != nil || !strings.Contains(res.Stdout, `"toolGroups": [`) || !strings.Contains(res.Stdout, "org_management") {
 		t.Fatalf("find root: %+v %v", res, err)
 	}
-	r, _ := e.h.Role("root")
+	r, _ := e.h.Roles().Get("root")
 	if res, err := e.call("", "spawn_agent", map[string]string{"roleId": r.ID}); err != nil || !res.OK || !strings.Contains(res.Stdout, `"role": "root"`) {
 		t.Errorf("spawn by role id: %+v %v", res, err)
 	}
@@ -351,16 +351,16 @@ func TestModelSeesExactlyItsRolesTools(t *testing.T) {
 		chosen := rapid.SliceOfDistinct(rapid.SampledFrom(groups), rapid.ID[string]).Draw(rt, "groups")
 		i++
 		role := fmt.Sprintf("r%d", i)
-		if _, err := e.h.CreateRole(context.Background(), host.RoleSpec{Name: role, ToolGroups: chosen}); err != nil {
+		if _, err := e.h.Roles().Create(context.Background(), host.RoleSpec{Name: role, ToolGroups: chosen}); err != nil {
 			rt.Fatal(err)
 		}
 		a := e.spawn(role, "hi")
-		defs, err := e.h.ToolsFor(a.ID)
+		list, err := e.h.Tools(host.ToolQuery{Agent: a.ID})
 		if err != nil {
 			rt.Fatal(err)
 		}
 		var want []string
-		for _, d := range defs {
+		for _, d := range list.Tools {
 			want = append(want, d.Function.Name)
 		}
 		slices.Sort(want)
@@ -369,10 +369,10 @@ func TestModelSeesExactlyItsRolesTools(t *testing.T) {
 			rt.Fatalf("%d requests", len(reqs))
 		}
 		if got := toolNames(reqs[0]); !slices.Equal(got, want) {
-			rt.Fatalf("role %v: offered %v, ToolsFor %v", chosen, got, want)
+			rt.Fatalf("role %v: offered %v, Tools %v", chosen, got, want)
 		}
 		for _, name := range want {
-			m, _ := e.h.ToolMeta(name)
+			m := list.Meta[name]
 			if len(chosen) > 0 && !slices.Contains(chosen, m.Group) {
 				rt.Fatalf("role %v offered %s of %s", chosen, name, m.Group)
 			}

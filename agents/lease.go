@@ -53,7 +53,7 @@ func (rt *Runtime) adopt(ctx context.Context, all []store.Agent) error {
 		// changes, as this does: a new agent may be new to it yet, and its
 		// loop would fail.
 		r, err := rt.role(rec.RoleID)
-		if _, known := rt.h.Agent(rec.ID); err != nil || !known {
+		if _, known := rt.h.Agents().Get(rec.ID); err != nil || !known {
 			lagging = true
 			if rt.catchUp >= rt.lease/renewParts {
 				rt.log.Warn("cannot adopt an agent the host does not know, or whose role it does not", "agent", rec.ID, "role", rec.RoleID)

@@ -145,7 +145,7 @@ func leaseChild() int {
 		return fail(err)
 	}
 	ctx := context.Background()
-	if _, err := lh.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
+	if _, err := lh.h.Roles().Create(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
 		return fail(err)
 	}
 	a, err := lh.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: "first"})
@@ -348,7 +348,7 @@ func TestAdoptionOnOneMachineIsImmediate(t *testing.T) {
 func (a *leaseHost) keeper(t *testing.T) (*store.Store, agents.AgentSummary) {
 	t.Helper()
 	ctx, st := context.Background(), a.h.Store()
-	if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
+	if _, err := a.h.Roles().Create(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
 		t.Fatal(err)
 	}
 	ag, err := a.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: "first"})
@@ -487,7 +487,7 @@ func TestOneRunnerPerAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := recorder.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
+	if _, err := recorder.h.Roles().Create(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
@@ -541,7 +541,7 @@ func TestAgentMidTurnOutlivesAnOutage(t *testing.T) {
 			}
 		})
 		ctx := context.Background()
-		if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
+		if _, err := a.h.Roles().Create(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
 			t.Fatal(err)
 		}
 		ag, err := a.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: "first"})
@@ -619,7 +619,7 @@ CREATE TRIGGER fail_once BEFORE INSERT ON mailbox FOR EACH ROW EXECUTE FUNCTION 
 			t.Logf("host log:\n%s", a.log.String())
 		}
 	})
-	if _, err := a.h.CreateRole(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
+	if _, err := a.h.Roles().Create(ctx, host.RoleSpec{Name: "keeper"}); err != nil {
 		t.Fatal(err)
 	}
 	ag, err := a.rt.Spawn(ctx, agents.SpawnRequest{Role: "keeper", Task: "first"})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/agents/model"
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -72,7 +73,7 @@ func (rt *Runtime) loop(ctx context.Context, a *agent) {
 		a.convMu.Lock()
 		msgs := len(a.msgs)
 		a.convMu.Unlock()
-		rt.h.Emit(store.Event{Type: EventAgentStarted, AgentID: a.id, Role: a.role,
+		rt.h.Events().Emit(store.Event{Type: EventAgentStarted, AgentID: a.id, Role: a.role,
 			Payload: map[string]any{"turns": turns, "messages": msgs, "credential": a.cred}})
 		answer, err := rt.work(ctx, a)
 		if err != nil {
@@ -106,7 +107,7 @@ func (rt *Runtime) loop(ctx context.Context, a *agent) {
 		if report != nil {
 			rt.wake(rec.ParentID)
 		}
-		rt.h.Emit(store.Event{Type: EventAgentCompleted, AgentID: a.id, Role: a.role, Payload: payload})
+		rt.h.Events().Emit(store.Event{Type: EventAgentCompleted, AgentID: a.id, Role: a.role, Payload: payload})
 	}
 }
 
@@ -292,7 +293,7 @@ func (rt *Runtime) finish(ctx context.Context, a *agent, err error) {
 	// which Wait waits for, so that Wait's flush of the events writes it.
 	rt.mu.Lock()
 	a.rec.Status = store.StatusFailed
-	rt.h.Emit(store.Event{Type: EventAgentFailed, AgentID: a.id, Role: a.role,
+	rt.h.Events().Emit(store.Event{Type: EventAgentFailed, AgentID: a.id, Role: a.role,
 		Payload: map[string]any{"code": code, "error": err.Error(), "turns": a.rec.Turns, "tokens": a.rec.Tokens}})
 	rt.changed.Broadcast()
 	rt.mu.Unlock()
@@ -379,7 +380,7 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 	if err != nil {
 		return "", false, err
 	}
-	rt.h.Emit(store.Event{Type: EventTurnStarted, AgentID: a.id, Role: a.role, ParentID: a.id,
+	rt.h.Events().Emit(store.Event{Type: EventTurnStarted, AgentID: a.id, Role: a.role, ParentID: a.id,
 		Payload: map[string]any{"turn": req.Agent.Turn, "id": turnID, "tools": len(req.Tools), "messages": len(req.Messages)}})
 	resp, err := rt.complete(ctx, req)
 	t.turns++
@@ -399,7 +400,7 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 			err = toolhost.Errorf(toolhost.CodeInternal, "model provider: %w", err)
 		}
 		// The turn ends without a reply, not left running in the tree.
-		rt.h.Emit(store.Event{Type: EventTurnCompleted, AgentID: a.id, Role: a.role, ParentID: a.id,
+		rt.h.Events().Emit(store.Event{Type: EventTurnCompleted, AgentID: a.id, Role: a.role, ParentID: a.id,
 			Payload: map[string]any{"turn": req.Agent.Turn, "id": turnID, "outcome": "error", "reason": err.Error()}})
 		return "", false, err
 	}
@@ -408,7 +409,7 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 	msg.Role = model.RoleAssistant
 	outcome := map[string]any{"turn": req.Agent.Turn, "id": turnID, "tokens": resp.Usage.Total()}
 	defer func() {
-		rt.h.Emit(store.Event{Type: EventTurnCompleted, AgentID: a.id, Role: a.role, ParentID: a.id, Payload: outcome})
+		rt.h.Events().Emit(store.Event{Type: EventTurnCompleted, AgentID: a.id, Role: a.role, ParentID: a.id, Payload: outcome})
 	}()
 	switch {
 	case resp.Invalid != "":
@@ -438,16 +439,16 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 // prompt, the tools Host.Definitions returns (ToolsFor's but the deferred
 // ones it has not loaded), and the conversation.
 func (rt *Runtime) request(a *agent) (*model.Request, string, error) {
-	system, err := rt.h.RolePrompt(a.role)
+	system, err := rt.h.Roles().Prompt(a.role)
 	if err != nil {
 		return nil, "", err
 	}
-	defs, err := rt.h.Definitions(a.id)
+	list, err := rt.h.Tools(host.ToolQuery{Agent: a.id})
 	if err != nil {
 		return nil, "", err
 	}
-	tools := make([]model.Tool, len(defs))
-	for i, d := range defs {
+	tools := make([]model.Tool, len(list.Tools))
+	for i, d := range list.Tools {
 		tools[i] = model.Tool{Name: d.Function.Name, Description: d.Function.Description, Parameters: d.Function.Parameters}
 	}
 	rt.mu.Lock()

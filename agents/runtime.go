@@ -166,7 +166,7 @@ func (rt *Runtime) Register(ctx context.Context) error {
 		return nil
 	}
 	for _, g := range rt.groups() {
-		if err := rt.h.RegisterGroup(ctx, g); err != nil {
+		if err := rt.h.Modules().Register(ctx, g); err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
 	}
@@ -257,11 +257,11 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (AgentSummary, e
 	begun := time.Now()
 	rec := store.Agent{ParentID: req.ParentID, Kind: store.AgentRuntime, Task: req.Task, Status: store.StatusWaiting,
 		Owner: rt.owner, LeaseUntil: begun.Add(rt.lease), Credential: req.Credential}
-	rec, err = rt.h.CreateAgent(ctx, role.Name, rec)
+	rec, err = rt.h.Agents().Create(ctx, role.Name, rec)
 	if err != nil {
 		return AgentSummary{}, err
 	}
-	rt.h.Emit(store.Event{Type: EventAgentSpawned, AgentID: rec.ID, Role: role.Name, ParentID: req.CallID,
+	rt.h.Events().Emit(store.Event{Type: EventAgentSpawned, AgentID: rec.ID, Role: role.Name, ParentID: req.CallID,
 		Payload: map[string]any{"parent_agent": req.ParentID, "task": req.Task, "credential": rec.Credential}})
 	rt.log.Info("agent spawned", "agent", rec.ID, "role", role.Name, "parent", req.ParentID)
 	if rt.opts.RunAgents {
@@ -278,11 +278,11 @@ func (rt *Runtime) Spawn(ctx context.Context, req SpawnRequest) (AgentSummary, e
 
 // role finds a role by name or id.
 func (rt *Runtime) role(nameOrID string) (store.Role, error) {
-	r, err := rt.h.Role(nameOrID)
+	r, err := rt.h.Roles().Get(nameOrID)
 	if err == nil {
 		return r, nil
 	}
-	for _, r := range rt.h.Roles() {
+	for _, r := range rt.h.Roles().List() {
 		if r.ID == nameOrID {
 			return r, nil
 		}
@@ -353,7 +353,7 @@ func (rt *Runtime) Terminate(ctx context.Context, id, reason string) ([]string, 
 			return done, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 		}
 		done = append(done, x)
-		rt.h.Emit(store.Event{Type: EventAgentTerminated, AgentID: x, Payload: map[string]any{"reason": reason}})
+		rt.h.Events().Emit(store.Event{Type: EventAgentTerminated, AgentID: x, Payload: map[string]any{"reason": reason}})
 		rt.stopped(x, a)
 	}
 	return done, nil
@@ -409,7 +409,7 @@ func (rt *Runtime) Wait(ctx context.Context, id string) error {
 	if err := rt.waitIdle(ctx, id); err != nil {
 		return err
 	}
-	if err := rt.h.FlushEvents(ctx); err != nil {
+	if err := rt.h.Events().Flush(ctx); err != nil {
 		return toolhost.Errorf(toolhost.CodeOf(err), "waiting for the events of agent %s: %w", id, err)
 	}
 	return nil

@@ -172,10 +172,10 @@ func (e *env) requests(agentID string) []model.Request {
 // events returns an agent's events of a type.
 func (e *env) events(agentID, typ string) []store.Event {
 	e.t.Helper()
-	if err := e.h.FlushEvents(context.Background()); err != nil {
+	if err := e.h.Events().Flush(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
-	evs, err := e.h.Events(context.Background(), store.EventFilter{AgentID: agentID, Type: typ, Limit: 10000})
+	evs, err := e.h.Events().List(context.Background(), store.EventFilter{AgentID: agentID, Type: typ, Limit: 10000})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func (e *env) events(agentID, typ string) []store.Event {
 
 func (e *env) createRole(name string, groups ...string) {
 	e.t.Helper()
-	if _, err := e.h.CreateRole(context.Background(), host.RoleSpec{Name: name, ToolGroups: groups}); err != nil {
+	if _, err := e.h.Roles().Create(context.Background(), host.RoleSpec{Name: name, ToolGroups: groups}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -251,10 +251,11 @@ func TestRootDelegatesToARoleLimitedToWorkspace(t *testing.T) {
 	}
 
 	// The root's model saw org_management only; the writer's exactly the
-	// workspace tools, which is what ToolsFor returns for it.
+	// workspace tools, which is what Tools returns for it.
+	rootList, _ := e.h.Tools(host.ToolQuery{Agent: root.ID})
 	for _, r := range e.requests(root.ID) {
 		for _, name := range toolNames(r) {
-			if m, _ := e.h.ToolMeta(name); m.Group != "org_management" {
+			if m := rootList.Meta[name]; m.Group != "org_management" {
 				t.Errorf("root was offered %s from %s", name, m.Group)
 			}
 		}
@@ -263,12 +264,12 @@ func TestRootDelegatesToARoleLimitedToWorkspace(t *testing.T) {
 	if len(wreqs) != 4 {
 		t.Fatalf("writer made %d requests, want 4", len(wreqs))
 	}
-	defs, _ := e.h.ToolsFor(writer.ID)
+	list, _ := e.h.Tools(host.ToolQuery{Agent: writer.ID})
 	var want []string
-	for _, d := range defs {
+	for _, d := range list.Tools {
 		want = append(want, d.Function.Name)
-		if m, _ := e.h.ToolMeta(d.Function.Name); m.Group != "workspace" {
-			t.Errorf("ToolsFor(writer) has %s from %s", d.Function.Name, m.Group)
+		if m := list.Meta[d.Function.Name]; m.Group != "workspace" {
+			t.Errorf("Tools(writer) has %s from %s", d.Function.Name, m.Group)
 		}
 	}
 	slices.Sort(want)
@@ -403,7 +404,7 @@ func TestDeferredGroupIsFoundAndLoaded(t *testing.T) {
 	  {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo loaded"}}]},
 	  {"content": "done"}
 	]}}`, "", "", "")
-	if _, err := e.h.CreateRole(context.Background(), host.RoleSpec{Name: "lazy", ToolGroups: []string{"workspace", "command"}, DeferredGroups: []string{"command"}}); err != nil {
+	if _, err := e.h.Roles().Create(context.Background(), host.RoleSpec{Name: "lazy", ToolGroups: []string{"workspace", "command"}, DeferredGroups: []string{"command"}}); err != nil {
 		t.Fatal(err)
 	}
 	a := e.spawn("lazy", "run something")

@@ -42,10 +42,10 @@ func TestCommandOutputFloodIsBounded(t *testing.T) {
 			t.Fatalf("after call %d: %d files, %d bytes on disk, role quota %d", i, len(entries), total, roleQuota)
 		}
 	}
-	if err := e.h.FlushEvents(context.Background()); err != nil {
+	if err := e.h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := e.h.Events(context.Background(), store.EventFilter{Type: store.EventStorageEvicted})
+	evs, err := e.h.Events().List(context.Background(), store.EventFilter{Type: store.EventStorageEvicted})
 	if err != nil || len(evs) != calls-1 {
 		t.Fatalf("%d evictions, want %d: %v", len(evs), calls-1, err)
 	}

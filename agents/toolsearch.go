@@ -50,7 +50,7 @@ func (rt *Runtime) toolSearchGroup() *sdk.Group {
 				case limit == 0:
 					limit = 5
 				}
-				found, err := rt.h.SearchTools(r.Call.AgentID, r.Args.Query, limit)
+				found, err := rt.h.Agents().FindTools(r.Call.AgentID, r.Args.Query, limit)
 				if err != nil {
 					return FoundTools{}, err
 				}
@@ -65,7 +65,7 @@ func (rt *Runtime) toolSearchGroup() *sdk.Group {
 				if len(r.Args.Names) == 0 {
 					return LoadedTools{}, sdk.Errorf(toolhost.CodeValidation, "field names: name at least one tool")
 				}
-				added, err := rt.h.LoadTools(ctx, r.Call.AgentID, r.Args.Names)
+				added, err := rt.h.Agents().LoadTools(ctx, r.Call.AgentID, r.Args.Names)
 				if added == nil {
 					added = []string{}
 				}

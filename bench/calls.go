@@ -251,10 +251,10 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 		// the tool that do not match its calls, so that every one is
 		// evaluated: the two paths differ by the role's rules alone.
 		if want(pathHostRules) {
-			if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "bench-rules", ToolGroups: []string{"noop"}, Rules: benchRules}); err != nil {
+			if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: "bench-rules", ToolGroups: []string{"noop"}, Rules: benchRules}); err != nil {
 				return nil, fmt.Errorf("%s: %w", pathHostRules, err)
 			}
-			ruled, err := h.CreateAgent(ctx, "bench-rules", store.Agent{})
+			ruled, err := h.Agents().Create(ctx, "bench-rules", store.Agent{})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", pathHostRules, err)
 			}
@@ -271,10 +271,10 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 				continue
 			}
 			const cred = "token/bench/1"
-			if _, err := h.CreateRole(ctx, v.spec); err != nil {
+			if _, err := h.Roles().Create(ctx, v.spec); err != nil {
 				return nil, fmt.Errorf("%s: %w", v.path, err)
 			}
-			a, err := h.CreateAgent(ctx, v.spec.Name, store.Agent{Credential: cred})
+			a, err := h.Agents().Create(ctx, v.spec.Name, store.Agent{Credential: cred})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", v.path, err)
 			}
@@ -377,16 +377,16 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 			return nil, fmt.Errorf("mcp_server host: %w", err)
 		}
 		// Say so plainly if the name the agent sees is not "noop" after all.
-		tools, err := mh.ToolsFor(mcpAgent.ID)
+		list, err := mh.Tools(host.ToolQuery{Agent: mcpAgent.ID})
 		if err != nil {
 			return nil, fmt.Errorf("mcp_server host: %w", err)
 		}
-		if len(tools) != 1 || tools[0].Function.Name != "noop" {
+		if tools := list.Tools; len(tools) != 1 || tools[0].Function.Name != "noop" {
 			return nil, fmt.Errorf("mcp_server host: the agent sees %+v, want the one tool noop", tools)
 		}
 		// Its baseline is the go-sdk stdio server in the era the module
 		// speaks to it: the stateless one, which mcpnoop offers.
-		mods := mh.Plugins()
+		mods := mh.Modules().List()
 		if i := slices.IndexFunc(mods, func(st host.PluginStatus) bool { return st.Name == "mcpnoop" }); i < 0 || mods[i].Protocol != era2026 {
 			return nil, fmt.Errorf("mcp_server host: want the module mcpnoop speaking protocol version %s, have %+v", era2026, mods)
 		}
@@ -683,10 +683,10 @@ func hostCallAs(h *host.Host, agentID, cred string) func(context.Context) error 
 // benchAgent creates, on h, the role "bench" holding the group, unless
 // another host on the same database made it, and an agent bound to it.
 func benchAgent(ctx context.Context, h *host.Host, group string) (store.Agent, error) {
-	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "bench", ToolGroups: []string{group}}); err != nil && !errors.Is(err, store.ErrExists) {
+	if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: "bench", ToolGroups: []string{group}}); err != nil && !errors.Is(err, store.ErrExists) {
 		return store.Agent{}, err
 	}
-	return h.CreateAgent(ctx, "bench", store.Agent{})
+	return h.Agents().Create(ctx, "bench", store.Agent{})
 }
 
 // benchRules are the ten rules of Host.Call, 10 rules: ordinary
@@ -735,7 +735,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // it traces, its queued spans exported.
 func (r *callRig) flush(ctx context.Context) error {
 	for _, h := range r.hosts {
-		if err := h.FlushEvents(ctx); err != nil {
+		if err := h.Events().Flush(ctx); err != nil {
 			return err
 		}
 		if tp, ok := h.TracerProvider().(interface{ ForceFlush(context.Context) error }); ok {

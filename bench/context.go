@@ -10,6 +10,7 @@ import (
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/tokencount"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -26,7 +27,7 @@ type contextRow struct {
 	Name          string
 	Tools         int // definitions sent
 	ToolTokens    int // their tokens, as JSON
-	PromptTokens  int // the role's prompt (RolePrompt)
+	PromptTokens  int // the role's prompt (Roles().Prompt)
 	LoadableTools int // tools left to find_tools and load_tools
 }
 
@@ -65,7 +66,7 @@ plugin "chrome" {
 	}
 	defer rt.Close()
 	res := &contextResult{Groups: []string{"workspace", "command", "network", "chrome", "fs", "memory", "everything"}}
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		if p.State != host.StateRunning {
 			return nil, fmt.Errorf("catalog: %s is %s: %s", p.Name, p.State, p.LastError)
 		}
@@ -78,7 +79,7 @@ plugin "chrome" {
 	if err != nil {
 		return nil, err
 	}
-	all, err := h.ToolsForRole("catalog")
+	all, err := h.Tools(host.ToolQuery{Role: "catalog", Tokens: true})
 	if err != nil {
 		return nil, err
 	}
@@ -92,22 +93,18 @@ plugin "chrome" {
 // contextOf creates a role with the groups, deferring those given, and an
 // agent of it, and counts what its first request carries.
 func contextOf(ctx context.Context, h *host.Host, role string, groups, deferred []string) (contextRow, error) {
-	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: role, ToolGroups: groups, DeferredGroups: deferred}); err != nil {
+	if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: role, ToolGroups: groups, DeferredGroups: deferred}); err != nil {
 		return contextRow{}, err
 	}
-	a, err := h.CreateAgent(ctx, role, store.Agent{})
+	a, err := h.Agents().Create(ctx, role, store.Agent{})
 	if err != nil {
 		return contextRow{}, err
 	}
-	defs, err := h.Definitions(a.ID)
+	list, err := h.Tools(host.ToolQuery{Agent: a.ID})
 	if err != nil {
 		return contextRow{}, err
 	}
-	loadable, err := h.LoadableTools(a.ID)
-	if err != nil {
-		return contextRow{}, err
-	}
-	prompt, err := h.RolePrompt(role)
+	prompt, err := h.Roles().Prompt(role)
 	if err != nil {
 		return contextRow{}, err
 	}
@@ -115,7 +112,7 @@ func contextOf(ctx context.Context, h *host.Host, role string, groups, deferred 
 	if len(deferred) > 0 {
 		name = "the role, every group deferred (tool_search only)"
 	}
-	row := contextRow{Name: name, Tools: len(defs), ToolTokens: host.DefinitionTokens(defs), LoadableTools: len(loadable)}
-	row.PromptTokens, _ = host.CountTokens(prompt)
+	row := contextRow{Name: name, Tools: len(list.Tools), ToolTokens: tokencount.JSON(list.Tools), LoadableTools: len(list.Deferred)}
+	row.PromptTokens, _ = tokencount.Count(prompt)
 	return row, nil
 }

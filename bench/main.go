@@ -11,7 +11,7 @@
 // server, Host.Call on it and two hosts sharing one database), a call of npm's server-everything behind our
 // MCP front and behind the peer gateways supergateway and mcp-proxy, the
 // events/s of the event writer on SQLite and PostgreSQL,
-// `toolhost serve` cold start, plugin kill and restart, ToolsFor, the RSS of
+// `toolhost serve` cold start, plugin kill and restart, Host.Tools, the RSS of
 // the host and its plugins, and what the sandbox adds to a command.
 package main
 
@@ -239,7 +239,7 @@ func run(ctx context.Context, o options) error {
 	if rep.Restart, err = measureRestart(ctx, tmp, exe.noop, o.reps); err != nil {
 		return err
 	}
-	logf("ToolsFor")
+	logf("Host.Tools")
 	if rep.ToolsFor, err = measureToolsFor(ctx, tmp, 200*o.calls/20, max(50, o.calls/40)); err != nil {
 		return err
 	}

@@ -234,8 +234,8 @@ func (r *report) checks() []checked {
 		add("SIGKILL → registered again (p50) / (backoff + plugin start p50)", fmtDur(median(rr.Back)), fmtDur(base), durRatio(median(rr.Back), base), 0, 0)
 	}
 	if t := r.ToolsFor; t != nil {
-		add("ToolsFor cached, 100×20 tools, 5-group role / 5 µs target", fmt.Sprintf("%.0f ns", t.Cached), "5000 ns", t.Cached/5000, 1, 0)
-		add("ToolsFor cached / one map lookup", fmt.Sprintf("%.0f ns", t.Cached), fmt.Sprintf("%.1f ns", t.MapLookup), t.Cached/t.MapLookup, 0, 0)
+		add("Host.Tools cached, 100×20 tools, 5-group role / 5 µs target", fmt.Sprintf("%.0f ns", t.Cached), "5000 ns", t.Cached/5000, 1, 0)
+		add("Host.Tools cached / one map lookup", fmt.Sprintf("%.0f ns", t.Cached), fmt.Sprintf("%.1f ns", t.MapLookup), t.Cached/t.MapLookup, 0, 0)
 	}
 	if sb := r.Sandbox; sb != nil {
 		add("run_command true: sandboxed p50 − unsandboxed p50 / 15 ms target", fmtDur(sb.overhead()), "15 ms", durRatio(sb.overhead(), 15*time.Millisecond), 1, 0)
@@ -439,7 +439,7 @@ func (r *report) writeCalls(p func(string, ...any)) {
 	}
 }
 
-// writeRest renders cold start, kill/restart, ToolsFor and RSS.
+// writeRest renders cold start, kill/restart, Host.Tools and RSS.
 func (r *report) writeRest(p func(string, ...any)) {
 	p("## 2. Cold start of `toolhost serve`\n")
 	p("From just before the process starts to the first 200 from `GET /readyz` (polled every 0.5 ms), a fresh data directory and a free " +
@@ -469,9 +469,9 @@ func (r *report) writeRest(p func(string, ...any)) {
 		}
 	}
 	if t := r.ToolsFor; t != nil {
-		p("\n## 4. ToolsFor\n")
+		p("\n## 4. Host.Tools\n")
 		p("%d in-process groups of %d tools (`sdk.Group`s through `Host.RegisterGroup`); an agent whose role has N of them. \"After an "+
-			"invalidation\" is the first ToolsFor after `UpdateRole` changed the role (timed alone), which recompiles its view. "+
+			"invalidation\" is the first Host.Tools after `Roles().Update` changed the role (timed alone), which recompiles its view. "+
 			"Baselines: the 5 µs target, and one lookup in a Go map of all %d tool names.\n", t.Groups, t.ToolsPerGroup, t.Groups*t.ToolsPerGroup)
 		p("| case | ns/op | ÷ 5 µs target | ÷ map lookup |\n|---|---:|---:|---:|")
 		p("| cached, 5-group role (100 tools) | %.0f | %.3f | %.1f |", t.Cached, t.Cached/5000, t.Cached/t.MapLookup)
@@ -513,7 +513,7 @@ func (r *report) writeRest(p func(string, ...any)) {
 	}
 	if c := r.Context; c != nil {
 		p("\n## 7. Context: the first model request on a real catalog\n")
-		p("Tokens (o200k_base) of an agent's first model request: the role's prompt (`RolePrompt`) and its tool definitions as JSON. "+
+		p("Tokens (o200k_base) of an agent's first model request: the role's prompt (`Roles().Prompt`) and its tool definitions as JSON. "+
 			"The catalog is the first-party modules and npm's reference MCP servers filesystem (`fs_` prefix), memory and everything; the role holds all of them (%s). "+
 			"Deferred, the role carries `tool_search`'s `find_tools` and `load_tools` and finds the others when it needs them.\n", strings.Join(c.Groups, ", "))
 		p("| request | tools sent | tool tokens | prompt tokens | total | ÷ every tool | left to find_tools |\n|---|---:|---:|---:|---:|---:|---:|")

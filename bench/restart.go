@@ -41,7 +41,7 @@ func measureRestart(ctx context.Context, tmp, noop string, reps int) (*restartRe
 	changed := make(chan struct{}, 1)
 	cancel := h.Watch(func() {
 		now := time.Now()
-		g, ok := h.Manager().Get("noop")
+		g, ok := h.Modules().Group("noop")
 		mu.Lock()
 		switch {
 		case !ok && gone.IsZero():
@@ -67,7 +67,7 @@ func measureRestart(ctx context.Context, tmp, noop string, reps int) (*restartRe
 
 		time.Sleep(20 * time.Millisecond) // let the host settle
 		pid := groupPid(h, "noop")
-		g, ok := h.Manager().Get("noop")
+		g, ok := h.Modules().Group("noop")
 		if pid == 0 || !ok {
 			return nil, fmt.Errorf("kill/restart: the no-op group is not registered")
 		}
@@ -104,10 +104,10 @@ func measureRestart(ctx context.Context, tmp, noop string, reps int) (*restartRe
 // groupPid returns the pid of the process serving the group, 0 when the
 // group is not registered.
 func groupPid(h *host.Host, id string) int {
-	if _, ok := h.Manager().Get(id); !ok {
+	if _, ok := h.Modules().Group(id); !ok {
 		return 0
 	}
-	for _, g := range h.Groups() {
+	for _, g := range h.Modules().Groups() {
 		if g.ID == id {
 			return g.Source.Pid
 		}

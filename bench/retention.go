@@ -131,7 +131,7 @@ func retentionOn(ctx context.Context, tmp, noop, dsn string, old, calls int) (*r
 	passed := make(chan outcome, 1)
 	go func() {
 		t0 := time.Now()
-		res, err := h.RetainEvents(ctx)
+		res, err := h.Events().Retain(ctx)
 		passed <- outcome{res, err, time.Since(t0)}
 	}()
 	run.With = &Series{Path: "during a pass", Conc: retentionCallers}

@@ -10,7 +10,7 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// toolsForResult holds the ToolsFor timings, in ns per call.
+// toolsForResult holds the Host.Tools timings, in ns per call.
 type toolsForResult struct {
 	Groups, ToolsPerGroup int
 	Cached                float64         // a 5-group role, from the cache
@@ -22,7 +22,7 @@ type toolsForResult struct {
 type NoArgs struct{}
 
 // measureToolsFor registers 100 in-process groups of 20 tools and times
-// ToolsFor for an agent whose role has 5 groups: from the cache, and right
+// Host.Tools for an agent whose role has 5 groups: from the cache, and right
 // after the role is updated (which invalidates its view), also for roles of
 // 1 and 50 groups to show the cost follows the role's tools.
 func measureToolsFor(ctx context.Context, tmp string, loops, updates int) (*toolsForResult, error) {
@@ -42,7 +42,7 @@ func measureToolsFor(ctx context.Context, tmp string, loops, updates int) (*tool
 			g.Tools = append(g.Tools, t)
 			names[t.Spec().Name] = &t
 		}
-		if err := h.RegisterGroup(ctx, g); err != nil {
+		if err := h.Modules().Register(ctx, g); err != nil {
 			return nil, err
 		}
 		ids = append(ids, g.ID)
@@ -53,25 +53,25 @@ func measureToolsFor(ctx context.Context, tmp string, loops, updates int) (*tool
 			groups = append(groups, ids[k*res.Groups/size])
 		}
 		role := fmt.Sprintf("r%d", size)
-		if _, err := h.CreateRole(ctx, host.RoleSpec{Name: role, ToolGroups: groups}); err != nil {
+		if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: role, ToolGroups: groups}); err != nil {
 			return nil, err
 		}
-		agent, err := h.CreateAgent(ctx, role, store.Agent{})
+		agent, err := h.Agents().Create(ctx, role, store.Agent{})
 		if err != nil {
 			return nil, err
 		}
 		want := size * res.ToolsPerGroup
 		list := func() error {
-			defs, err := h.ToolsFor(agent.ID)
-			if err == nil && len(defs) != want {
-				err = fmt.Errorf("ToolsFor: %d tools, want %d", len(defs), want)
+			list, err := h.Tools(host.ToolQuery{Agent: agent.ID})
+			if err == nil && len(list.Tools) != want {
+				err = fmt.Errorf("Tools: %d tools, want %d", len(list.Tools), want)
 			}
 			return err
 		}
 		var total time.Duration
 		for i := range updates {
 			desc := fmt.Sprintf("update %d", i)
-			if _, err := h.UpdateRole(ctx, role, host.RoleUpdate{Description: &desc}); err != nil {
+			if _, err := h.Roles().Update(ctx, role, host.RoleUpdate{Description: &desc}); err != nil {
 				return nil, err
 			}
 			t := time.Now()
@@ -107,7 +107,7 @@ func measureToolsFor(ctx context.Context, tmp string, loops, updates int) (*tool
 	if hits != loops {
 		return nil, fmt.Errorf("map lookup baseline: %d hits of %d", hits, loops)
 	}
-	logf("  ToolsFor cached %.0f ns, after invalidation %.0f ns (5 groups), map lookup %.1f ns",
+	logf("  Host.Tools cached %.0f ns, after invalidation %.0f ns (5 groups), map lookup %.1f ns",
 		res.Cached, res.Invalidated[5], res.MapLookup)
 	return res, nil
 }

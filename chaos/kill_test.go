@@ -86,7 +86,7 @@ func TestSIGKILLUnder1000Calls(t *testing.T) {
 		t.Fatalf("the host stopped serving the other plugin: %+v, %v", res, err)
 	}
 	proctest.Eventually(t, "the victim's group is back with a new process", func() bool {
-		for _, g := range h.Groups() {
+		for _, g := range h.Modules().Groups() {
 			if g.ID == "victim" && g.Source.Pid != 0 && g.Source.Pid != old.Pid && g.Source.State == host.StateRunning {
 				return true
 			}

@@ -71,13 +71,13 @@ func TestSustainedLoad(t *testing.T) {
 	}
 
 	run(warmUp, warm)
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	goroutines, rss0 := runtime.NumGoroutine(), rss(t)
 
 	run(calls, measured)
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	rss1 := rss(t)

@@ -121,12 +121,12 @@ func (w testLog) Write(b []byte) (int, error) {
 func newAgent(t testing.TB, h *host.Host, role string, groups ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := h.Role(role); err != nil {
-		if _, err := h.CreateRole(ctx, host.RoleSpec{Name: role, ToolGroups: groups}); err != nil {
+	if _, err := h.Roles().Get(role); err != nil {
+		if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: role, ToolGroups: groups}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a, err := h.CreateAgent(ctx, role, store.Agent{})
+	a, err := h.Agents().Create(ctx, role, store.Agent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func newAgent(t testing.TB, h *host.Host, role string, groups ...string) string 
 
 // pluginStatus returns the named plugin's status.
 func pluginStatus(h *host.Host, name string) host.PluginStatus {
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		if p.Name == name {
 			return p
 		}
@@ -155,11 +155,11 @@ func call(h *host.Host, tool string, args any) (*toolhost.Result, error) {
 // which would hide extra events rather than show them.
 func events(t testing.TB, h *host.Host, agent, typ string) []store.Event {
 	t.Helper()
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	const limit = 1 << 20
-	ev, err := h.Events(context.Background(), store.EventFilter{AgentID: agent, Type: typ, Limit: limit})
+	ev, err := h.Events().List(context.Background(), store.EventFilter{AgentID: agent, Type: typ, Limit: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func runHost(pidFile string) {
 		fail(err)
 	}
 	var pids strings.Builder
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		if p.State != host.StateRunning || p.Pid == 0 {
 			fail(fmt.Errorf("plugin %s is not running: %+v", p.Name, p))
 		}

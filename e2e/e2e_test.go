@@ -130,7 +130,7 @@ func TestEveryTool(t *testing.T) {
 		}
 	}
 	var called []string
-	for _, g := range h.Groups() {
+	for _, g := range h.Modules().Groups() {
 		called = append(called, g.Tools...)
 	}
 	if len(called) != len(calls) {

@@ -68,14 +68,14 @@ role "rememberer" {
 		t.Fatal(err)
 	}
 	pids := map[string]int{}
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		if p.State != host.StateRunning {
 			t.Fatalf("%s: %s %s", p.Name, p.State, p.LastError)
 		}
 		pids[p.Name] = p.Pid
 	}
 	groupTools := func(id string) []string {
-		g, _ := h.Manager().Get(id)
+		g, _ := h.Modules().Group(id)
 		var names []string
 		for _, tool := range g.Spec.Tools {
 			names = append(names, tool.Name)
@@ -120,16 +120,16 @@ role "rememberer" {
 	if err := syscall.Kill(pids["memory"], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	proctest.Eventually(t, "the memory group is unregistered", func() bool { _, ok := h.Manager().Get("memory"); return !ok })
+	proctest.Eventually(t, "the memory group is unregistered", func() bool { _, ok := h.Modules().Group("memory"); return !ok })
 	t.Logf("memory's group unregistered %s after the SIGKILL", time.Since(killed))
-	proctest.Eventually(t, "memory is back", func() bool { _, ok := h.Manager().Get("memory"); return ok })
+	proctest.Eventually(t, "memory is back", func() bool { _, ok := h.Modules().Group("memory"); return ok })
 	res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "read_graph", Arguments: []byte(`{}`)})
 	if err != nil || !res.OK || !strings.Contains(res.Stdout, "seen through the front") {
 		t.Errorf("read_graph after the restart: %+v, %v", res, err)
 	}
 
 	// Close leaves no server process.
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		pids[p.Name] = p.Pid
 	}
 	closed = true
@@ -152,7 +152,7 @@ func TestFirstPartyAnnotations(t *testing.T) {
 	h := startHost(t, t.TempDir())
 	hints := map[string]map[string]bool{}
 	for _, id := range []string{"workspace", "command", "network", "chrome"} {
-		g, ok := h.Manager().Get(id)
+		g, ok := h.Modules().Group(id)
 		if !ok {
 			t.Fatalf("no group %s", id)
 		}

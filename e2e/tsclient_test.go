@@ -128,7 +128,7 @@ func rolePrompt(t *testing.T, file, role string) string {
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	p, err := h.RolePrompt(role)
+	p, err := h.Roles().Prompt(role)
 	if err != nil {
 		t.Fatal(err)
 	}

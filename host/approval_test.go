@@ -204,7 +204,7 @@ func TestApprovalTimeoutAcrossHosts(t *testing.T) {
 // TestApprovalQueueInMemory: a queue no host has bound to a store works in
 // memory, as before stores shared it.
 func TestApprovalQueueInMemory(t *testing.T) {
-	q := NewApprovalQueue(time.Minute)
+	q := newApprovalQueue(time.Minute)
 	type out struct {
 		d   Decision
 		err error

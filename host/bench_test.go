@@ -100,13 +100,13 @@ func BenchmarkToolsFor(b *testing.B) {
 		}
 		addGroup(b, h, fmt.Sprintf("g%d", i), SourcePlugin, tools...)
 	}
-	role, err := h.CreateRole(context.Background(), RoleSpec{Name: "five", ToolGroups: []string{"g1", "g20", "g40", "g60", "g80"}})
+	role, err := h.Roles().Create(context.Background(), RoleSpec{Name: "five", ToolGroups: []string{"g1", "g20", "g40", "g60", "g80"}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	agent, _ := h.CreateAgent(context.Background(), role.Name, store.Agent{})
+	agent, _ := h.Agents().Create(context.Background(), role.Name, store.Agent{})
 	list := func() {
-		if defs, err := h.ToolsFor(agent.ID); err != nil || len(defs) != 100 {
+		if defs, err := toolsFor(h, agent.ID); err != nil || len(defs) != 100 {
 			b.Fatalf("%d tools, %v", len(defs), err)
 		}
 	}

@@ -129,8 +129,8 @@ func TestPostgresOutage(t *testing.T) {
 	proctest.Eventually(t, "ready after PostgreSQL came back", func() bool { return h.Ready(ctx) == nil })
 	close(stop)
 	wg.Wait()
-	proctest.Eventually(t, "the events are written after PostgreSQL came back", func() bool { return h.FlushEvents(ctx) == nil })
-	evs, err := h.Events(ctx, store.EventFilter{Type: store.EventCallCompleted, Limit: 1 << 20})
+	proctest.Eventually(t, "the events are written after PostgreSQL came back", func() bool { return h.Events().Flush(ctx) == nil })
+	evs, err := h.Events().List(ctx, store.EventFilter{Type: store.EventCallCompleted, Limit: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func testDiskFull(t *testing.T, e diskFullEngine) {
 	if err := def.Ready(context.Background()); err != nil {
 		t.Errorf("the default host is not ready while the disk is full: %v", err)
 	}
-	if d := def.Degraded()["events"]; !strings.Contains(d, "disk is full") {
+	if d := def.Events().Degraded()["events"]; !strings.Contains(d, "disk is full") {
 		t.Errorf("the default host's Degraded: %q", d)
 	}
 	if v, _ := gathered(t, def.Metrics(), "toolhost_store_down", "reason=disk_full"); v != 1 {
@@ -196,8 +196,8 @@ func testDiskFull(t *testing.T, e diskFullEngine) {
 	proctest.Eventually(t, "the events waiting are written once space is back", func() bool {
 		return def.events.Down() == nil && def.events.Queued() == 0 && strict.events.Down() == nil && strict.events.Queued() == 0
 	})
-	if err := strict.Ready(context.Background()); err != nil || def.Degraded() != nil {
-		t.Errorf("with space back: strict ready: %v; default degraded: %v", err, def.Degraded())
+	if err := strict.Ready(context.Background()); err != nil || def.Events().Degraded() != nil {
+		t.Errorf("with space back: strict ready: %v; default degraded: %v", err, def.Events().Degraded())
 	}
 	if v, _ := gathered(t, def.Metrics(), "toolhost_store_down", "reason=disk_full"); v != 0 {
 		t.Errorf("toolhost_store_down{reason=disk_full} = %v with space back", v)

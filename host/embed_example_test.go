@@ -15,7 +15,7 @@ import (
 
 // Register a group that runs inside the embedding program: no process and no
 // config block. It is listed and called like a plugin's group.
-func ExampleHost_RegisterGroup() {
+func ExampleModules_Register() {
 	h := startHost(&config.Config{})
 	defer h.Close()
 	ctx := context.Background()
@@ -28,10 +28,10 @@ func ExampleHost_RegisterGroup() {
 			return sdk.Text(fmt.Sprint(r.Args.Zone == "Europe/Paris")), nil
 		}, sdk.ReadOnly()),
 	}}
-	if err := h.RegisterGroup(ctx, clock); err != nil {
+	if err := h.Modules().Register(ctx, clock); err != nil {
 		panic(err)
 	}
-	for _, g := range h.Groups() {
+	for _, g := range h.Modules().Groups() {
 		fmt.Println(g.ID, g.Source.Kind, g.Tools)
 	}
 
@@ -43,10 +43,10 @@ func ExampleHost_RegisterGroup() {
 	// true <nil>
 }
 
-// What an agent sees is its role's tools: ToolsFor gives the definitions to
-// put in the agent's model request, and a call of any other tool fails with
+// What an agent sees is its role's tools: Tools gives the definitions to put
+// in the agent's model request, and a call of any other tool fails with
 // tool_not_available.
-func ExampleHost_ToolsFor() {
+func ExampleHost_Tools() {
 	h := startHost(&config.Config{Roles: []config.Role{{Name: "reader", ToolGroups: []string{"files"}}}})
 	defer h.Close()
 	ctx := context.Background()
@@ -55,20 +55,20 @@ func ExampleHost_ToolsFor() {
 		{ID: "files", Description: "Files.", Tools: []sdk.Tool{sdk.NewTool("list_files", "List files.", ok)}},
 		{ID: "shell", Description: "Commands.", Tools: []sdk.Tool{sdk.NewTool("run_shell", "Run a command.", ok)}},
 	} {
-		if err := h.RegisterGroup(ctx, g); err != nil {
+		if err := h.Modules().Register(ctx, g); err != nil {
 			panic(err)
 		}
 	}
 
-	agent, err := h.CreateAgent(ctx, "reader", store.Agent{})
+	agent, err := h.Agents().Create(ctx, "reader", store.Agent{})
 	if err != nil {
 		panic(err)
 	}
-	tools, err := h.ToolsFor(agent.ID)
+	list, err := h.Tools(host.ToolQuery{Agent: agent.ID})
 	if err != nil {
 		panic(err)
 	}
-	for _, t := range tools {
+	for _, t := range list.Tools {
 		fmt.Println(t.Type, t.Function.Name, string(t.Function.Parameters))
 	}
 
@@ -98,7 +98,7 @@ func ExampleHost_Call_outputLimits() {
 		out.WriteString("build failed: step 6 missing\n")
 		return sdk.Text(out.String()), nil
 	}, sdk.KeepTail())
-	if err := h.RegisterGroup(ctx, &sdk.Group{ID: "builder", Description: "Builds.", Tools: []sdk.Tool{build}}); err != nil {
+	if err := h.Modules().Register(ctx, &sdk.Group{ID: "builder", Description: "Builds.", Tools: []sdk.Tool{build}}); err != nil {
 		panic(err)
 	}
 

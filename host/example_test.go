@@ -60,20 +60,20 @@ func Example() {
 			return sdk.Text("printed: " + r.Args.Text), nil
 		}),
 	}}
-	if err := h.RegisterGroup(ctx, console); err != nil {
+	if err := h.Modules().Register(ctx, console); err != nil {
 		panic(err)
 	}
-	for _, g := range h.Groups() {
+	for _, g := range h.Modules().Groups() {
 		fmt.Println(g.ID, g.Source.Kind, g.Tools)
 	}
 
 	// An agent of the scribe role sees and may call the tools of its groups.
-	agent, err := h.CreateAgent(ctx, "scribe", store.Agent{})
+	agent, err := h.Agents().Create(ctx, "scribe", store.Agent{})
 	if err != nil {
 		panic(err)
 	}
-	tools, _ := h.ToolsFor(agent.ID)
-	fmt.Println(len(tools), "tools")
+	list, _ := h.Tools(host.ToolQuery{Agent: agent.ID})
+	fmt.Println(len(list.Tools), "tools")
 
 	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "add_note", Arguments: []byte(`{"title": "groceries", "body": "eggs"}`),
 		Context: toolhost.CallContext{AgentID: agent.ID}})

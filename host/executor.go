@@ -258,12 +258,12 @@ func (c *call) validate(ctx context.Context) (err error) {
 func (c *call) needs() error {
 	spec := c.tool.spec
 	if spec.NeedsAgent {
-		if _, ok := c.h.Agent(c.req.Context.AgentID); !ok {
+		if _, ok := c.h.Agents().Get(c.req.Context.AgentID); !ok {
 			return toolhost.Errorf(toolhost.CodeValidation, "tool %s needs the calling agent: call it as an agent (agent id)", spec.Name)
 		}
 	}
 	if spec.NeedsConversation {
-		if a, _ := c.h.Agent(c.req.Context.AgentID); a.Kind != store.AgentRuntime {
+		if a, _ := c.h.Agents().Get(c.req.Context.AgentID); a.Kind != store.AgentRuntime {
 			return toolhost.Errorf(toolhost.CodeToolNotAvailable, "tool %s works on a conversation, which only agents the runtime runs have; the caller is no such agent (an MCP client holds its own)", spec.Name)
 		}
 	}

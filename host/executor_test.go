@@ -165,7 +165,7 @@ func TestApprovers(t *testing.T) {
 		}
 	})
 	t.Run("queue", func(t *testing.T) {
-		q := NewApprovalQueue(time.Minute)
+		q := newApprovalQueue(time.Minute)
 		h, p := probeHost(t, nil, &Options{Approver: q})
 		decide := func(d Decision, args string) (*toolhost.Result, error) {
 			type out struct {
@@ -211,7 +211,7 @@ func TestApprovers(t *testing.T) {
 		}
 	})
 	t.Run("queue timeout denies", func(t *testing.T) {
-		h, _ := probeHost(t, nil, &Options{Approver: NewApprovalQueue(50 * time.Millisecond)})
+		h, _ := probeHost(t, nil, &Options{Approver: newApprovalQueue(50 * time.Millisecond)})
 		if _, err := do(h, "guarded", `{}`, ""); !errors.Is(err, toolhost.ErrApprovalDenied) || !strings.Contains(err.Error(), "no decision within 50ms") {
 			t.Fatalf("err = %v", err)
 		}
@@ -236,10 +236,10 @@ func TestIdempotency(t *testing.T) {
 	// The audit log tells the replay from the run: only the second
 	// completion is marked, naming the call that ran; the refused third is
 	// no replay.
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ended, _ := h.Events(context.Background(), store.EventFilter{CallID: "call-1", Type: "tool_call."})
+	ended, _ := h.Events().List(context.Background(), store.EventFilter{CallID: "call-1", Type: "tool_call."})
 	var marks []string
 	for _, e := range ended {
 		if e.Type != store.EventCallStarted {
@@ -305,10 +305,10 @@ func TestHostileCallIDsAreRefused(t *testing.T) {
 	if n := p.calls.Load(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
 	}
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	evs, _ := h.Events(context.Background(), store.EventFilter{Type: "tool_call.", Limit: 100})
+	evs, _ := h.Events().List(context.Background(), store.EventFilter{Type: "tool_call.", Limit: 100})
 	if len(evs) != 8 {
 		t.Fatalf("%d events, want a started and a failed for each of the 4 calls", len(evs))
 	}
@@ -334,10 +334,10 @@ func TestLongToolNamesAreCut(t *testing.T) {
 	if !errors.Is(err, toolhost.ErrUnknownTool) || len(err.Error()) > 200 || !strings.Contains(err.Error(), "(1048580 bytes)") {
 		t.Fatalf("a 1 MiB tool name: %.300v; want unknown_tool naming its first bytes and its length", err)
 	}
-	if err := h.FlushEvents(ctx); err != nil {
+	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	evs, _ := h.Events(ctx, store.EventFilter{Type: "tool_call.", Limit: 10})
+	evs, _ := h.Events().List(ctx, store.EventFilter{Type: "tool_call.", Limit: 10})
 	if len(evs) != 2 {
 		t.Fatalf("%d events, want a started and a failed", len(evs))
 	}
@@ -356,7 +356,7 @@ func TestCallIDsAreTheRolesOwn(t *testing.T) {
 	h, p := probeHost(t, nil, nil)
 	ctx := context.Background()
 	for _, name := range []string{"alice", "mallory"} {
-		if _, err := h.CreateRole(ctx, RoleSpec{Name: name, ToolGroups: []string{"probe"}}); err != nil {
+		if _, err := h.Roles().Create(ctx, RoleSpec{Name: name, ToolGroups: []string{"probe"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -406,14 +406,14 @@ func TestNeedsAgent(t *testing.T) {
 	if _, err := do(h, "whoami", `{}`, ""); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "needs the calling agent") {
 		t.Fatalf("without an agent: %v", err)
 	}
-	agent, err := h.CreateAgent(context.Background(), store.RootRole, store.Agent{})
+	agent, err := h.Agents().Create(context.Background(), store.RootRole, store.Agent{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "any"}); err != nil {
+	if _, err := h.Roles().Create(context.Background(), RoleSpec{Name: "any"}); err != nil {
 		t.Fatal(err)
 	}
-	agent, _ = h.CreateAgent(context.Background(), "any", store.Agent{})
+	agent, _ = h.Agents().Create(context.Background(), "any", store.Agent{})
 	res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "whoami", Context: toolhost.CallContext{AgentID: agent.ID}})
 	if err != nil || res.Stdout != agent.ID {
 		t.Fatalf("with an agent: %+v, %v", res, err)
@@ -481,7 +481,7 @@ func TestStreamedOutput(t *testing.T) {
 			if res.Meta["redacted"] != true || strings.Contains(string(full), "ghp_") {
 				t.Errorf("the secret is not redacted: meta %v", res.Meta)
 			}
-			if left, _ := filepath.Glob(filepath.Join(h.DataDir(), "outputs", tmpPrefix+"*")); len(left) > 0 {
+			if left, _ := filepath.Glob(filepath.Join(h.store.Dir(), "outputs", tmpPrefix+"*")); len(left) > 0 {
 				t.Errorf("files left: %v", left)
 			}
 		})
@@ -494,7 +494,7 @@ func TestStreamedOutput(t *testing.T) {
 // data_dir/escaped.log, and "../../../../tmp/x/pwned" /tmp/x/pwned.log).
 func TestCallIDIsNeverAPath(t *testing.T) {
 	h, _ := probeHost(t, nil, nil)
-	outputs := filepath.Join(h.DataDir(), "outputs")
+	outputs := filepath.Join(h.store.Dir(), "outputs")
 	for _, id := range []string{"../escaped", "../../escaped-further", "/abs/escaped", "a/../../escaped-inside", "..", ".", "x/", "ok-id"} {
 		t.Run(id, func(t *testing.T) {
 			res, err := do(h, "tail", `{}`, id)
@@ -558,10 +558,10 @@ func TestRedaction(t *testing.T) {
 		res.Meta["token"] != "***REDACTED***" {
 		t.Fatalf("result = %+v", res)
 	}
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	events, _ := h.Events(context.Background(), store.EventFilter{CallID: "leak-1"})
+	events, _ := h.Events().List(context.Background(), store.EventFilter{CallID: "leak-1"})
 	for _, e := range events {
 		b, _ := json.Marshal(e)
 		if strings.Contains(string(b), "wJalrXUtnFEMI") || strings.Contains(string(b), "sk-proj") {
@@ -595,10 +595,10 @@ func TestProgressIsBoundedRedactedAndRecorded(t *testing.T) {
 			t.Fatalf("report passed on: %d bytes, %.80q…", len(msg), msg[max(0, len(msg)-80):])
 		}
 	}
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	events, _ := h.Events(context.Background(), store.EventFilter{CallID: "progress-1", Type: store.EventCallProgress})
+	events, _ := h.Events().List(context.Background(), store.EventFilter{CallID: "progress-1", Type: store.EventCallProgress})
 	if len(events) != len(got) || events[0].Payload["redacted"] != true || events[len(events)-1].Payload["progress"] != 1000.0 {
 		t.Fatalf("%d progress events for %d reports: %+v", len(events), len(got), events)
 	}
@@ -610,11 +610,11 @@ func TestEventsOfCalls(t *testing.T) {
 	do(h, "fail", `{}`, "fail-1")
 	do(h, "echo", `{"text":1}`, "invalid-1")
 	do(h, "nope", `{}`, "unknown-1")
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]string{"ok-1": "", "fail-1": "tool_exec", "invalid-1": "validation", "unknown-1": "validation"} {
-		events, err := h.Events(context.Background(), store.EventFilter{CallID: id})
+		events, err := h.Events().List(context.Background(), store.EventFilter{CallID: id})
 		if err != nil || len(events) != 2 || events[0].Type != store.EventCallStarted {
 			t.Fatalf("%s: events %+v, %v", id, events, err)
 		}
@@ -626,7 +626,7 @@ func TestEventsOfCalls(t *testing.T) {
 			t.Errorf("%s: %+v", id, end)
 		}
 	}
-	started, _ := h.Events(context.Background(), store.EventFilter{CallID: "ok-1", Type: store.EventCallStarted})
+	started, _ := h.Events().List(context.Background(), store.EventFilter{CallID: "ok-1", Type: store.EventCallStarted})
 	if started[0].Payload["arguments"] != `{"text":"hi"}` {
 		t.Fatalf("started = %+v", started[0])
 	}

@@ -95,7 +95,7 @@ type Host struct {
 	cfg  *config.Config
 	opts Options
 	log  hclog.Logger
-	mgr  *Manager
+	mgr  *manager
 
 	store     *store.Store
 	closeDB   func() error // closes the store if the host opened it
@@ -148,7 +148,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		return nil, err
 	}
 	o := opts.withDefaults()
-	h := &Host{cfg: cfg, opts: o, log: o.Logger, mgr: NewManager(), store: o.Store, closeDB: func() error { return nil }, started: make(chan struct{})}
+	h := &Host{cfg: cfg, opts: o, log: o.Logger, mgr: newManager(), store: o.Store, closeDB: func() error { return nil }, started: make(chan struct{})}
 	if h.store == nil {
 		dir, cleanup := cfg.DataDir, func() error { return nil }
 		if dir == "" {
@@ -194,7 +194,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		case "deny":
 			h.approver = AlwaysDeny{Reason: "the executor block's approver denies every call that needs approval"}
 		default:
-			h.queue = NewApprovalQueue(cmp.Or(cfg.Executor.ApprovalTimeout, 5*time.Minute))
+			h.queue = newApprovalQueue(cmp.Or(cfg.Executor.ApprovalTimeout, 5*time.Minute))
 			h.approver = h.queue
 		}
 	}
@@ -229,30 +229,30 @@ func checkTrust(cfg *config.Config) error {
 // the host's approver is not a queue.
 func (h *Host) Approvals() *ApprovalQueue { return h.queue }
 
-// Events returns recorded events (see [store.EventFilter]).
-func (h *Host) Events(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+// List returns recorded events (see [store.EventFilter]).
+func (es Events) List(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	h := es.h
 	return h.store.Events(ctx, f)
 }
 
 // Emit records an event through the host's event writer: it only
 // enqueues. The agent runtime records its agent.* and turn.* events so.
-func (h *Host) Emit(e store.Event) { h.events.Emit(e) }
+func (es Events) Emit(e store.Event) {
+	h := es.h
+	h.events.Emit(e)
+}
 
 // Logger returns the host's logger.
 func (h *Host) Logger() hclog.Logger { return h.log }
 
-// FlushEvents returns once every event recorded so far is in the store.
-func (h *Host) FlushEvents(ctx context.Context) error { return h.events.Flush(ctx) }
-
-// DataDir is where the host keeps its state (the store, saved outputs,
-// artifacts, the admin token): the store's directory.
-func (h *Host) DataDir() string { return h.store.Dir() }
+// Flush returns once every event recorded so far is in the store.
+func (es Events) Flush(ctx context.Context) error {
+	h := es.h
+	return h.events.Flush(ctx)
+}
 
 // Store returns the host's store.
 func (h *Host) Store() *store.Store { return h.store }
-
-// Manager returns the host's group manager.
-func (h *Host) Manager() *Manager { return h.mgr }
 
 // Config returns the configuration the host runs.
 func (h *Host) Config() *config.Config { return h.cfg }
@@ -266,12 +266,13 @@ func (h *Host) workDir() string {
 	return filepath.Dir(h.cfg.File)
 }
 
-// LoadRoles makes the store's config roles those the config declares and reads
+// Load makes the store's config roles those the config declares and reads
 // the roles and agents, without starting any module: enough for a program that
 // reads or edits roles and tokens, such as toolhost roles list. [Host.Start]
 // does it first. Group ids are known only once the modules run, so
 // [Host.CreateRole] and [Host.UpdateRole] naming groups need [Host.Start].
-func (h *Host) LoadRoles(ctx context.Context) error {
+func (rs Roles) Load(ctx context.Context) error {
+	h := rs.h
 	if err := h.reconcileRoles(ctx); err != nil {
 		return toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
 	}
@@ -300,7 +301,7 @@ func (h *Host) Start(ctx context.Context) error {
 	watchCtx, stop := context.WithCancel(context.Background())
 	h.stopWatch = stop
 	h.mu.Unlock()
-	if err := h.LoadRoles(ctx); err != nil {
+	if err := h.Roles().Load(ctx); err != nil {
 		return err
 	}
 	h.pruneCallResults(ctx)
@@ -332,17 +333,19 @@ func (h *Host) Start(ctx context.Context) error {
 }
 
 // Diagnostics lists the problems that did not stop the host: tool-name
-// conflicts and blocked plugins ([Manager.Register] says how they are
+// conflicts and blocked plugins ([manager.Register] says how they are
 // resolved), and config roles naming groups no module provides.
-func (h *Host) Diagnostics() []Diagnostic {
+func (ms Modules) Diagnostics() []Diagnostic {
+	h := ms.h
 	return append(h.mgr.Diagnostics(), h.configRoleDiagnostics()...)
 }
 
-// RegisterGroup registers an in-process group (source kind "runtime"), such
+// Register registers an in-process group (source kind "runtime"), such
 // as a *sdk.Group; runtime groups may use reserved ids. The provider is
 // configured with an empty object and the host's paths, and described in an
 // empty context.
-func (h *Host) RegisterGroup(ctx context.Context, p toolhost.Provider) error {
+func (ms Modules) Register(ctx context.Context, p toolhost.Provider) error {
+	h := ms.h
 	if err := p.Configure(ctx, &toolhost.ConfigureRequest{Config: []byte("{}"), HostPaths: h.hostPaths()}); err != nil {
 		return err
 	}
@@ -407,7 +410,8 @@ func (h *Host) unregister(g *Group) {
 
 // Unload removes a group: a plugin's process is stopped gracefully first and
 // not restarted; a runtime group is unregistered.
-func (h *Host) Unload(groupID string) error {
+func (ms Modules) Unload(groupID string) error {
+	h := ms.h
 	g, ok := h.mgr.Get(groupID)
 	if !ok {
 		return toolhost.Errorf(toolhost.CodeValidation, "host: no group %q", groupID)
@@ -433,7 +437,8 @@ func (h *Host) supervisor(name string) *supervisor {
 
 // Groups lists the registered groups, sorted by id, with their sources' pids,
 // states and restart counts.
-func (h *Host) Groups() []GroupInfo {
+func (ms Modules) Groups() []GroupInfo {
+	h := ms.h
 	groups := h.mgr.List()
 	for i := range groups {
 		src := &groups[i].Source
@@ -448,8 +453,12 @@ func (h *Host) Groups() []GroupInfo {
 	return groups
 }
 
-// Plugins lists every configured plugin, registered or not, in config order.
-func (h *Host) Plugins() []PluginStatus {
+// Group returns the registered group of this id.
+func (ms Modules) Group(id string) (*Group, bool) { return ms.h.mgr.Get(id) }
+
+// List lists every configured plugin, registered or not, in config order.
+func (ms Modules) List() []PluginStatus {
+	h := ms.h
 	h.mu.Lock()
 	sups := h.plugins
 	h.mu.Unlock()
@@ -514,3 +523,42 @@ func (h *Host) Close() error {
 	}
 	return errors.Join(err, h.closeDB())
 }
+
+// Roles is the host's roles: those of the config and those made through
+// the API, with the tool groups each sees.
+type Roles struct{ h *Host }
+
+// Roles returns the host's roles.
+func (h *Host) Roles() Roles { return Roles{h} }
+
+// Tokens makes and revokes the bearer tokens of roles and of metrics.
+type Tokens struct{ h *Host }
+
+// Tokens returns the host's tokens.
+func (h *Host) Tokens() Tokens { return Tokens{h} }
+
+// Agents is the host's agents: each calls as one role, and sees only its
+// role's tools.
+type Agents struct{ h *Host }
+
+// Agents returns the host's agents.
+func (h *Host) Agents() Agents { return Agents{h} }
+
+// Events is the host's audit trail: what it records, and reads back.
+type Events struct{ h *Host }
+
+// Events returns the host's events.
+func (h *Host) Events() Events { return Events{h} }
+
+// Modules is the host's configured plugins and the tool groups registered
+// from them and in-process.
+type Modules struct{ h *Host }
+
+// Modules returns the host's modules.
+func (h *Host) Modules() Modules { return Modules{h} }
+
+// Artifacts is the files agents share, each owned by a role.
+type Artifacts struct{ h *Host }
+
+// Artifacts returns the host's artifacts.
+func (h *Host) Artifacts() Artifacts { return Artifacts{h} }

@@ -73,7 +73,7 @@ func callTool(t *testing.T, h *Host, tool string, args any) (*toolhost.Result, e
 }
 
 func group(h *Host, id string) (GroupInfo, bool) {
-	for _, g := range h.Groups() {
+	for _, g := range h.Modules().Groups() {
 		if g.ID == id {
 			return g, true
 		}
@@ -82,7 +82,7 @@ func group(h *Host, id string) (GroupInfo, bool) {
 }
 
 func plugin(h *Host, name string) PluginStatus {
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		if p.Name == name {
 			return p
 		}
@@ -105,7 +105,7 @@ func TestLoadAndCall(t *testing.T) {
 	h := startHost(t, testPlugin("good", "good", nil))
 	g, ok := group(h, "testgroup")
 	if !ok {
-		t.Fatalf("group not registered: %+v", h.Plugins())
+		t.Fatalf("group not registered: %+v", h.Modules().List())
 	}
 	if g.Source.Kind != SourcePlugin || g.Source.State != StateRunning || g.Source.Pid == 0 || g.ToolCount != 6 || g.Reserved {
 		t.Fatalf("group = %+v", g)
@@ -186,15 +186,15 @@ func TestSIGKILLUnregistersFailsInFlightAndRestarts(t *testing.T) {
 	if g.Source.Restarts != 1 || g.Source.State != StateRunning {
 		t.Fatalf("after restart: %+v", g.Source)
 	}
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	events, _ := h.Events(context.Background(), store.EventFilter{CallID: "killed-mid-call"})
+	events, _ := h.Events().List(context.Background(), store.EventFilter{CallID: "killed-mid-call"})
 	if len(events) != 2 || events[1].Type != store.EventCallFailed || events[1].Payload["error_class"] != "plugin_exited" {
 		t.Fatalf("events of the killed call = %+v", events)
 	}
 	for _, typ := range []string{store.EventPluginExited, store.EventGroupUnregistered, store.EventPluginRestarted} {
-		if e, _ := h.Events(context.Background(), store.EventFilter{Type: typ}); len(e) != 1 || e[0].Group != "testgroup" {
+		if e, _ := h.Events().List(context.Background(), store.EventFilter{Type: typ}); len(e) != 1 || e[0].Group != "testgroup" {
 			t.Errorf("%s events = %+v", typ, e)
 		}
 	}
@@ -302,7 +302,7 @@ func TestHostilePluginMatrix(t *testing.T) {
 	if res, err := callTool(t, h, "echo", map[string]any{"text": "ok"}); err != nil || !res.OK {
 		t.Fatalf("host stopped serving: %+v, %v", res, err)
 	}
-	if ids := h.Manager().IDs(); len(ids) != 1 || ids[0] != "testgroup" {
+	if ids := h.mgr.IDs(); len(ids) != 1 || ids[0] != "testgroup" {
 		t.Fatalf("registered groups = %v", ids)
 	}
 }
@@ -323,7 +323,7 @@ func TestUpdateKeepsTheToolsCallable(t *testing.T) {
 				return
 			default:
 			}
-			old, _ := h.Manager().Get("testgroup")
+			old, _ := h.mgr.Get("testgroup")
 			g := &Group{Spec: old.Spec, Kind: old.Kind, SourceName: old.SourceName, Provider: old.Provider, conf: old.conf, refused: old.refused}
 			g.Spec.Description = "version " + strconv.Itoa(i)
 			if err := h.update(old, g); err != nil {
@@ -345,10 +345,10 @@ func TestUpdateKeepsTheToolsCallable(t *testing.T) {
 	if unknown > 0 {
 		t.Fatalf("%d of 300 calls found the tool gone while its group was updated", unknown)
 	}
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if evs, _ := h.Events(context.Background(), store.EventFilter{Type: store.EventGroupUnregistered}); len(evs) != 0 {
+	if evs, _ := h.Events().List(context.Background(), store.EventFilter{Type: store.EventGroupUnregistered}); len(evs) != 0 {
 		t.Fatalf("an update recorded %d group.unregistered events", len(evs))
 	}
 }
@@ -356,7 +356,7 @@ func TestUpdateKeepsTheToolsCallable(t *testing.T) {
 func TestUnloadStopsAndUnregisters(t *testing.T) {
 	h := startHost(t, testPlugin("good", "good", nil))
 	g, _ := group(h, "testgroup")
-	if err := h.Unload("testgroup"); err != nil {
+	if err := h.Modules().Unload("testgroup"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := group(h, "testgroup"); ok {
@@ -368,7 +368,7 @@ func TestUnloadStopsAndUnregisters(t *testing.T) {
 	if proctest.Alive(g.Source.Pid) {
 		t.Fatal("process alive after Unload")
 	}
-	if err := h.Unload("testgroup"); !errors.Is(err, toolhost.ErrValidation) {
+	if err := h.Modules().Unload("testgroup"); !errors.Is(err, toolhost.ErrValidation) {
 		t.Fatalf("second unload: %v", err)
 	}
 }
@@ -414,7 +414,7 @@ func TestDuplicateGroupReplacesAndSurvivesOldExit(t *testing.T) {
 	}
 	proctest.Eventually(t, "the first plugin has exited", func() bool { return !proctest.Alive(first) && plugin(h, "first").Pid != first })
 	if g, ok := group(h, "shared"); !ok || g.Source.Name == "" {
-		t.Fatalf("the replaced plugin's exit removed the group: %+v", h.Groups())
+		t.Fatalf("the replaced plugin's exit removed the group: %+v", h.Modules().Groups())
 	}
 }
 
@@ -425,7 +425,7 @@ func TestRegisterGroupInProcess(t *testing.T) {
 			return sdk.Text(r.Args.Text), nil
 		}),
 	}}
-	if err := h.RegisterGroup(context.Background(), g); err != nil {
+	if err := h.Modules().Register(context.Background(), g); err != nil {
 		t.Fatalf("runtime group with a reserved id: %v", err)
 	}
 	info, ok := group(h, "console")
@@ -435,7 +435,7 @@ func TestRegisterGroupInProcess(t *testing.T) {
 	if res, err := callTool(t, h, "console_print", map[string]any{"text": "hello"}); err != nil || res.Stdout != "hello" {
 		t.Fatalf("call: %+v, %v", res, err)
 	}
-	if err := h.Unload("console"); err != nil {
+	if err := h.Modules().Unload("console"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := group(h, "console"); ok {

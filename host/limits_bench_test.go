@@ -34,15 +34,15 @@ func BenchmarkLimitedCall(b *testing.B) {
 			// call calls noop as agents of role in turn, each of a
 			// credential of its own.
 			call := func(role string, agents int) func() error {
-				if _, err := h.Role(role); err != nil {
-					if _, err := h.CreateRole(ctx, RoleSpec{Name: role, ToolGroups: []string{"testgroup"}}); err != nil {
+				if _, err := h.Roles().Get(role); err != nil {
+					if _, err := h.Roles().Create(ctx, RoleSpec{Name: role, ToolGroups: []string{"testgroup"}}); err != nil {
 						b.Fatal(err)
 					}
 				}
 				var reqs []*toolhost.CallRequest
 				for i := range agents {
 					cred := fmt.Sprintf("token/bench/%d", i)
-					agent, err := h.CreateAgent(ctx, role, store.Agent{Credential: cred})
+					agent, err := h.Agents().Create(ctx, role, store.Agent{Credential: cred})
 					if err != nil {
 						b.Fatal(err)
 					}

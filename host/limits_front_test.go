@@ -44,7 +44,7 @@ func TestRateLimitedThroughTheFronts(t *testing.T) {
 	h := startHost(cfg)
 	t.Cleanup(func() { _ = h.Close() })
 	var ran atomic.Int32
-	if err := h.RegisterGroup(context.Background(), &sdk.Group{ID: "pings", Description: "Pings.", Tools: []sdk.Tool{
+	if err := h.Modules().Register(context.Background(), &sdk.Group{ID: "pings", Description: "Pings.", Tools: []sdk.Tool{
 		sdk.NewTool("ping", "Ping.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
 			ran.Add(1)
 			return sdk.Text("pong"), nil

@@ -21,7 +21,7 @@ import (
 // setLimits gives role the call limits ls, as the roles API would.
 func setLimits(t testing.TB, h *Host, role string, ls ...rules.Limit) {
 	t.Helper()
-	if _, err := h.UpdateRole(context.Background(), role, RoleUpdate{Limits: &ls}); err != nil {
+	if _, err := h.Roles().Update(context.Background(), role, RoleUpdate{Limits: &ls}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -50,14 +50,14 @@ func TestLimitsBeforeDispatch(t *testing.T) {
 	reached := func() int { b, _ := os.ReadFile(counted); return strings.Count(string(b), "\n") }
 	h := startHost(t, testPlugin("lim", "good", map[string]string{countFileEnv: counted}))
 	ctx := context.Background()
-	if _, err := h.CreateRole(ctx, RoleSpec{Name: "dev", ToolGroups: []string{"testgroup"}}); err != nil {
+	if _, err := h.Roles().Create(ctx, RoleSpec{Name: "dev", ToolGroups: []string{"testgroup"}}); err != nil {
 		t.Fatal(err)
 	}
-	a1, err := h.CreateAgent(ctx, "dev", store.Agent{})
+	a1, err := h.Agents().Create(ctx, "dev", store.Agent{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, _ := h.CreateAgent(ctx, "dev", store.Agent{})
+	a2, _ := h.Agents().Create(ctx, "dev", store.Agent{})
 	setLimits(t, h, "dev", rules.Limit{Target: "count", Calls: 3, Per: time.Hour}, rules.Limit{Target: "group:testgroup", Calls: 5, Per: time.Hour}, rules.Limit{Target: "echo", Calls: 1, Per: time.Hour})
 
 	for i := range 3 {
@@ -101,10 +101,10 @@ func TestLimitsBeforeDispatch(t *testing.T) {
 		t.Fatalf("%d calls reached the plugin, want 9", n)
 	}
 
-	if err := h.FlushEvents(ctx); err != nil {
+	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := h.Events(ctx, store.EventFilter{AgentID: a1.ID, Type: "tool_call.", First: true})
+	evs, err := h.Events().List(ctx, store.EventFilter{AgentID: a1.ID, Type: "tool_call.", First: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,16 +160,16 @@ func TestLimitsAcrossHosts(t *testing.T) {
 	a, pa := probeHost(t, nil, &Options{Store: sts[0]})
 	b, pb := probeHost(t, nil, &Options{Store: sts[1]})
 	ctx := context.Background()
-	if _, err := a.CreateRole(ctx, RoleSpec{Name: "dev", ToolGroups: []string{"probe"}}); err != nil {
+	if _, err := a.Roles().Create(ctx, RoleSpec{Name: "dev", ToolGroups: []string{"probe"}}); err != nil {
 		t.Fatal(err)
 	}
-	agent, err := a.CreateAgent(ctx, "dev", store.Agent{})
+	agent, err := a.Agents().Create(ctx, "dev", store.Agent{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	proctest.Eventually(t, "host B knows the agent", func() bool { _, ok := b.Agent(agent.ID); return ok })
+	proctest.Eventually(t, "host B knows the agent", func() bool { _, ok := b.Agents().Get(agent.ID); return ok })
 	setLimits(t, a, "dev", rules.Limit{Target: "echo", Calls: 5, Per: time.Minute})
-	proctest.Eventually(t, "host B knows the limit", func() bool { r, err := b.Role("dev"); return err == nil && len(r.Limits) == 1 })
+	proctest.Eventually(t, "host B knows the limit", func() bool { r, err := b.Roles().Get("dev"); return err == nil && len(r.Limits) == 1 })
 	for i := range 5 {
 		if res, err := callAgent([]*Host{a, b}[i%2], agent.ID, "echo"); err != nil || !res.OK {
 			t.Fatalf("call %d: %+v, %v", i, res, err)
@@ -197,10 +197,10 @@ func TestLimitsConcurrently(t *testing.T) {
 			}
 			h, p := probeHost(t, nil, opts)
 			ctx := context.Background()
-			if _, err := h.CreateRole(ctx, RoleSpec{Name: "dev", ToolGroups: []string{"probe"}}); err != nil {
+			if _, err := h.Roles().Create(ctx, RoleSpec{Name: "dev", ToolGroups: []string{"probe"}}); err != nil {
 				t.Fatal(err)
 			}
-			agent, _ := h.CreateAgent(ctx, "dev", store.Agent{})
+			agent, _ := h.Agents().Create(ctx, "dev", store.Agent{})
 			setLimits(t, h, "dev", rules.Limit{Target: "*", Calls: 10, Per: time.Hour}, rules.Limit{Target: "group:probe", Calls: 12, Per: time.Hour})
 			var ok, limited atomic.Int32
 			var wg sync.WaitGroup
@@ -224,7 +224,7 @@ func TestLimitsConcurrently(t *testing.T) {
 				t.Fatalf("%d granted, %d refused, %d ran; want 10, 62, 10", ok.Load(), limited.Load(), p.calls.Load())
 			}
 
-			other, _ := h.CreateAgent(ctx, "dev", store.Agent{})
+			other, _ := h.Agents().Create(ctx, "dev", store.Agent{})
 			setLimits(t, h, "dev", rules.Limit{Target: "echo", Calls: 2, Per: time.Hour})
 			req := func(id string) *toolhost.CallRequest {
 				return &toolhost.CallRequest{Tool: "echo", Arguments: []byte(`{}`), Context: toolhost.CallContext{AgentID: other.ID, CallID: id}}

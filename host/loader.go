@@ -282,9 +282,9 @@ func (s *supervisor) refresh() {
 // (ConfigureRequest.HostPaths), absolute: the data directory, and the
 // artifact directory when it lies elsewhere.
 func (h *Host) hostPaths() []string {
-	dir, err := filepath.Abs(h.DataDir())
+	dir, err := filepath.Abs(h.store.Dir())
 	if err != nil { // no working directory: the path as it is
-		dir = h.DataDir()
+		dir = h.store.Dir()
 	}
 	if a := h.cfg.Store.ArtifactDir; a != "" { // an artifact directory outside the data directory
 		return []string{dir, a}

@@ -39,3 +39,29 @@ func TestMain(m *testing.M) {
 	}
 	pgtest.Main(m)
 }
+
+// toolsFor is every tool an agent's role may call ([ToolQuery.Unloaded]).
+func toolsFor(h *Host, agentID string) ([]ToolDefinition, error) {
+	list, err := h.Tools(ToolQuery{Agent: agentID, Unloaded: true})
+	return list.Tools, err
+}
+
+// offeredTo is what an agent is offered ([ToolQuery.Agent]).
+func offeredTo(h *Host, agentID string) ([]ToolDefinition, error) {
+	list, err := h.Tools(ToolQuery{Agent: agentID})
+	return list.Tools, err
+}
+
+// roleTools is a role's list, with its token counts.
+func roleTools(h *Host, role string) (ToolList, error) {
+	return h.Tools(ToolQuery{Role: role, Tokens: true})
+}
+
+// metaOf says where a registered tool comes from.
+func metaOf(h *Host, tool string) (ToolMeta, bool) {
+	g, spec, ok := h.mgr.lookup(tool)
+	if !ok {
+		return ToolMeta{}, false
+	}
+	return toolMeta(g, spec), true
+}

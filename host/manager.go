@@ -54,10 +54,10 @@ func (g *Group) Tool(name string) (toolhost.ToolSpec, bool) {
 	return g.Spec.Tools[i], true
 }
 
-// Manager is the set of registered groups and the index from tool name to
+// manager is the set of registered groups and the index from tool name to
 // group. It is safe for concurrent use; readers see an
 // immutable snapshot and never wait on writers or on plugins.
-type Manager struct {
+type manager struct {
 	mu   sync.Mutex // serialises writers
 	seq  uint64
 	snap atomic.Pointer[snapshot]
@@ -83,9 +83,9 @@ type Diagnostic struct {
 	winner string // the group that keeps a conflicting tool name, for its log line
 }
 
-// NewManager returns an empty manager.
-func NewManager() *Manager {
-	m := &Manager{}
+// newManager returns an empty manager.
+func newManager() *manager {
+	m := &manager{}
 	m.snap.Store(&snapshot{groups: map[string]*Group{}, owner: map[string]*Group{}})
 	return m
 }
@@ -101,22 +101,22 @@ func NewManager() *Manager {
 // core (builtin or runtime) group over a plugin, else by the group registered
 // first; the other group's tool is shadowed until the winner goes away. A
 // plugin group whose id equals a core tool's name is blocked whole.
-func (m *Manager) Register(g *Group) (replaced *Group, err error) {
+func (m *manager) Register(g *Group) (replaced *Group, err error) {
 	return m.put(g, nil)
 }
 
 // Replace puts g in old's place in one step, so that no lookup meanwhile
 // finds neither (an MCP server's tools/list_changed updates its group so).
 // It reports false, registering nothing, when old is no longer the group
-// registered under its id. g is checked as [Manager.Register] checks it.
-func (m *Manager) Replace(old, g *Group) (bool, error) {
+// registered under its id. g is checked as [manager.Register] checks it.
+func (m *manager) Replace(old, g *Group) (bool, error) {
 	replaced, err := m.put(g, old)
 	return replaced != nil, err
 }
 
 // put registers g, in place of only when only is not nil (and only if
 // only is still registered), returning the group it replaced.
-func (m *Manager) put(g *Group, only *Group) (replaced *Group, err error) {
+func (m *manager) put(g *Group, only *Group) (replaced *Group, err error) {
 	if err := g.Spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -155,17 +155,17 @@ func (m *Manager) put(g *Group, only *Group) (replaced *Group, err error) {
 }
 
 // Unregister removes the group with the id and reports whether there was one.
-func (m *Manager) Unregister(id string) bool {
+func (m *manager) Unregister(id string) bool {
 	return m.remove(id, nil)
 }
 
 // UnregisterGroup removes g if it is still the group registered under its id,
 // so a plugin that exits does not remove a group that has replaced its own.
-func (m *Manager) UnregisterGroup(g *Group) bool {
+func (m *manager) UnregisterGroup(g *Group) bool {
 	return m.remove(g.Spec.ID, g)
 }
 
-func (m *Manager) remove(id string, only *Group) bool {
+func (m *manager) remove(id string, only *Group) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := m.snap.Load()
@@ -233,7 +233,7 @@ func newSnapshot(groups map[string]*Group) *snapshot {
 }
 
 // Get returns the group with the id.
-func (m *Manager) Get(id string) (*Group, bool) {
+func (m *manager) Get(id string) (*Group, bool) {
 	g, ok := m.snap.Load().groups[id]
 	return g, ok
 }
@@ -241,8 +241,8 @@ func (m *Manager) Get(id string) (*Group, bool) {
 // ToolDefinitions returns the tools the listed groups serve, merged without
 // duplicates, in a stable order: by group id, then in each group's declared
 // order. Unknown ids are ignored; shadowed tools are left out, so what is
-// listed is exactly what [Manager.IsToolInGroups] allows.
-func (m *Manager) ToolDefinitions(groupIDs []string) []toolhost.ToolSpec {
+// listed is exactly what [manager.IsToolInGroups] allows.
+func (m *manager) ToolDefinitions(groupIDs []string) []toolhost.ToolSpec {
 	s := m.snap.Load()
 	ids := slices.Clone(groupIDs)
 	slices.Sort(ids)
@@ -300,7 +300,7 @@ type SourceInfo struct {
 
 // List returns every group, sorted by id. Source state is "running" for every
 // registered group; [Host.Groups] adds pids and restart counts.
-func (m *Manager) List() []GroupInfo {
+func (m *manager) List() []GroupInfo {
 	s := m.snap.Load()
 	out := make([]GroupInfo, 0, len(s.ids))
 	for _, id := range s.ids {
@@ -329,12 +329,12 @@ func (m *Manager) List() []GroupInfo {
 
 // Diagnostics returns the conflicts between the registered groups and the
 // served tools MCP clients cannot be offered.
-func (m *Manager) Diagnostics() []Diagnostic {
+func (m *manager) Diagnostics() []Diagnostic {
 	return slices.Clone(m.snap.Load().diags)
 }
 
 // GroupOf returns the id of the group that serves the tool.
-func (m *Manager) GroupOf(tool string) (string, bool) {
+func (m *manager) GroupOf(tool string) (string, bool) {
 	g, ok := m.snap.Load().owner[tool]
 	if !ok {
 		return "", false
@@ -343,7 +343,7 @@ func (m *Manager) GroupOf(tool string) (string, bool) {
 }
 
 // lookup returns the group serving the tool and the tool's spec.
-func (m *Manager) lookup(tool string) (*Group, toolhost.ToolSpec, bool) {
+func (m *manager) lookup(tool string) (*Group, toolhost.ToolSpec, bool) {
 	g, ok := m.snap.Load().owner[tool]
 	if !ok {
 		return nil, toolhost.ToolSpec{}, false
@@ -353,12 +353,12 @@ func (m *Manager) lookup(tool string) (*Group, toolhost.ToolSpec, bool) {
 }
 
 // IsToolInGroups reports whether the tool is served by one of the groups.
-func (m *Manager) IsToolInGroups(tool string, groupIDs []string) bool {
+func (m *manager) IsToolInGroups(tool string, groupIDs []string) bool {
 	id, ok := m.GroupOf(tool)
 	return ok && slices.Contains(groupIDs, id)
 }
 
 // IDs returns every group id, sorted.
-func (m *Manager) IDs() []string {
+func (m *manager) IDs() []string {
 	return slices.Clone(m.snap.Load().ids)
 }

@@ -39,7 +39,7 @@ func runProperty(t *testing.T, f func(*rapid.T)) {
 // in the earlier-registered group that already served the name.
 func TestPropertyRegistrationConsistency(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
-		m := NewManager()
+		m := newManager()
 		order := map[string]int{}
 		for i := range rapid.IntRange(1, 8).Draw(rt, "n") {
 			g := genGroup(rt, fmt.Sprint("g", i))
@@ -68,7 +68,7 @@ func TestPropertyRegistrationConsistency(t *testing.T) {
 // resolves to it.
 func TestPropertyUnregistrationCompleteness(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
-		m := NewManager()
+		m := newManager()
 		var regs []*Group
 		for i := range rapid.IntRange(1, 8).Draw(rt, "n") {
 			g := genGroup(rt, fmt.Sprint("g", i))
@@ -99,7 +99,7 @@ func TestPropertyUnregistrationCompleteness(t *testing.T) {
 // runtime sources can.
 func TestPropertyReservedIDs(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
-		m := NewManager()
+		m := newManager()
 		g := genGroup(rt, "g")
 		g.Spec.ID = rapid.SampledFrom(toolhost.ReservedGroupIDs).Draw(rt, "reserved")
 		_, err := m.Register(g)
@@ -121,7 +121,7 @@ func TestPropertyReservedIDs(t *testing.T) {
 // the same whatever the order of the list.
 func TestPropertyToolDefinitions(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
-		m := NewManager()
+		m := newManager()
 		for i := range rapid.IntRange(0, 8).Draw(rt, "n") {
 			_, _ = m.Register(genGroup(rt, fmt.Sprint("g", i)))
 		}
@@ -159,7 +159,7 @@ func TestPropertyToolDefinitions(t *testing.T) {
 // counts the tools a role with the group is offered.
 func TestPropertyGroupQuery(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
-		m := NewManager()
+		m := newManager()
 		want := map[string]*Group{}
 		for i := range rapid.IntRange(0, 8).Draw(rt, "n") {
 			g := genGroup(rt, fmt.Sprint("g", i))
@@ -204,7 +204,7 @@ func TestRegisterRefusesInvalidSpecs(t *testing.T) {
 		{"too many tools", toolhost.GroupSpec{ID: "x", Tools: make([]toolhost.ToolSpec, toolhost.MaxTools+1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := NewManager()
+			m := newManager()
 			_, err := m.Register(&Group{Spec: tc.spec, Kind: SourcePlugin})
 			if !errors.Is(err, toolhost.ErrInvalidGroupDef) {
 				t.Fatalf("err = %v, want invalid_group_def", err)
@@ -218,7 +218,7 @@ func TestRegisterRefusesInvalidSpecs(t *testing.T) {
 }
 
 func TestDuplicateReplacesAndOwnerUnregisterIsSafe(t *testing.T) {
-	m := NewManager()
+	m := newManager()
 	first := &Group{Spec: toolhost.GroupSpec{ID: "notes"}, Kind: SourcePlugin, SourceName: "a"}
 	second := &Group{Spec: toolhost.GroupSpec{ID: "notes"}, Kind: SourcePlugin, SourceName: "b"}
 	if replaced, err := m.Register(first); err != nil || replaced != nil {
@@ -238,7 +238,7 @@ func TestDuplicateReplacesAndOwnerUnregisterIsSafe(t *testing.T) {
 // TestReplaceOnlyTheCurrentGroup: an update of a group that another source
 // has replaced meanwhile changes nothing.
 func TestReplaceOnlyTheCurrentGroup(t *testing.T) {
-	m := NewManager()
+	m := newManager()
 	v1 := &Group{Spec: toolhost.GroupSpec{ID: "notes"}, Kind: SourcePlugin, SourceName: "a"}
 	v2 := &Group{Spec: toolhost.GroupSpec{ID: "notes", Description: "v2"}, Kind: SourcePlugin, SourceName: "a"}
 	other := &Group{Spec: toolhost.GroupSpec{ID: "notes"}, Kind: SourcePlugin, SourceName: "b"}

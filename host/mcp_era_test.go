@@ -99,7 +99,7 @@ func TestMCPServerEras(t *testing.T) {
 	h := runHost(t, cfg, testOptions(t))
 
 	status := func(name string) PluginStatus {
-		for _, p := range h.Plugins() {
+		for _, p := range h.Modules().List() {
 			if p.Name == name {
 				return p
 			}
@@ -184,7 +184,7 @@ func TestMCPServerEras(t *testing.T) {
 	}
 	kill()
 	proctest.Eventually(t, "remote's group gone with its server", func() bool {
-		_, ok := h.Manager().Get("remote")
+		_, ok := h.mgr.Get("remote")
 		return !ok
 	})
 	startModernHTTP(t, port)

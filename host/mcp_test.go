@@ -41,7 +41,7 @@ func testMCP(name, behaviour string) config.Plugin {
 
 // toolNames lists a group's tool names, sorted.
 func toolNames(h *Host, id string) []string {
-	g, ok := h.Manager().Get(id)
+	g, ok := h.mgr.Get(id)
 	if !ok {
 		return nil
 	}
@@ -59,9 +59,9 @@ func toolNames(h *Host, id string) []string {
 // once and it comes back.
 func TestMCPServerModule(t *testing.T) {
 	h := startHost(t, testMCP("gomcp", "good"))
-	g, ok := h.Manager().Get("gomcp")
+	g, ok := h.mgr.Get("gomcp")
 	if !ok {
-		t.Fatalf("no group gomcp: %+v", h.Plugins())
+		t.Fatalf("no group gomcp: %+v", h.Modules().List())
 	}
 	if g.Kind != SourceMCP || g.Spec.Description != "MCP server A good test server" || g.Spec.Version != "1.2.3" {
 		t.Errorf("kind %s, description %q, version %q", g.Kind, g.Spec.Description, g.Spec.Version)
@@ -108,7 +108,7 @@ func TestMCPServerModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	proctest.Eventually(t, "the group unregistered", func() bool {
-		_, ok := h.Manager().Get("gomcp")
+		_, ok := h.mgr.Get("gomcp")
 		return !ok || h.supervisor("gomcp").status().Pid != pid
 	})
 	proctest.Eventually(t, "the group back", func() bool {
@@ -132,7 +132,7 @@ func TestMCPBrokenServers(t *testing.T) {
 	}
 	h := startHost(t, blocks...)
 	want := map[string]toolhost.Code{"junk": toolhost.CodeInvalidGroupDef, "silent": toolhost.CodeTimeout, "crash": toolhost.CodePluginExited}
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		if code, ok := want[p.Name]; ok && (p.State != StateFailed || p.ErrorCode != code) {
 			t.Errorf("%s: state %s, code %s (%s), want failed with %s", p.Name, p.State, p.ErrorCode, p.LastError, code)
 		}
@@ -154,7 +154,7 @@ func TestMCPHTTPServer(t *testing.T) {
 	h := startHost(t, config.Plugin{Name: "remote", Kind: config.KindMCP, URL: ts.URL, Headers: map[string]string{"X-Caller": "toolhost"},
 		Restart: config.RestartNever, StartTimeout: proctest.Patience})
 	if got := toolNames(h, "remote"); !slices.Equal(got, []string{"whoami"}) {
-		t.Fatalf("tools %v (%+v)", got, h.Plugins())
+		t.Fatalf("tools %v (%+v)", got, h.Modules().List())
 	}
 	res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "whoami", Arguments: []byte(`{}`)})
 	if err != nil || res.Stdout != "toolhost" {
@@ -188,39 +188,39 @@ func TestMCPReferenceServers(t *testing.T) {
 		sdk.NewTool("read_file", "Read.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return &sdk.Result{OK: true}, nil }),
 		sdk.NewTool("write_file", "Write.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return &sdk.Result{OK: true}, nil }),
 	}}
-	if err := h.RegisterGroup(context.Background(), core); err != nil {
+	if err := h.Modules().Register(context.Background(), core); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"memory", "fs", "everything", "fs2"} {
-		if g, ok := h.Manager().Get(id); !ok || g.Kind != SourceMCP || len(g.Spec.Tools) == 0 {
-			t.Fatalf("group %s: %v %+v", id, ok, h.Plugins())
+		if g, ok := h.mgr.Get(id); !ok || g.Kind != SourceMCP || len(g.Spec.Tools) == 0 {
+			t.Fatalf("group %s: %v %+v", id, ok, h.Modules().List())
 		}
 	}
 	// The clash: fs's read_file and write_file lose to the core group, with
 	// a diagnostic each; fs2's are fs_read_file and fs_write_file.
 	var clashes []string
-	for _, d := range h.Diagnostics() {
+	for _, d := range h.Modules().Diagnostics() {
 		if d.Group == "fs" && strings.Contains(d.Message, "already provided by group files") {
 			clashes = append(clashes, d.Message)
 		}
 	}
 	if len(clashes) != 2 {
-		t.Errorf("diagnostics of fs: %v", h.Diagnostics())
+		t.Errorf("diagnostics of fs: %v", h.Modules().Diagnostics())
 	}
 	if names := toolNames(h, "fs2"); !slices.Contains(names, "fs_read_file") || !slices.Contains(names, "fs_write_file") {
 		t.Errorf("fs2's tools: %v", names)
 	}
 
 	// A role with only memory sees memory's tools, all of them.
-	defs, err := h.RoleToolDefinitions("rememberer")
+	defs, err := roleTools(h, "rememberer")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seen []string
-	for _, d := range defs {
+	for _, d := range defs.Tools {
 		seen = append(seen, d.Function.Name)
 	}
 	slices.Sort(seen)
@@ -286,12 +286,12 @@ func TestMCPListChangedFloodIsCoalesced(t *testing.T) {
 	if res, err := callTool(t, h, "echo", map[string]any{}); err != nil || !strings.Contains(res.Stdout, "still here") {
 		t.Fatalf("echo after the flood: %+v, %v", res, err)
 	}
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// The first registration, and one update for the added tool: the
 	// flood's listings changed nothing, and record nothing.
-	if evs, _ := h.Events(context.Background(), store.EventFilter{Type: store.EventGroupRegistered}); len(evs) != 2 || evs[1].Payload["updated"] != true || evs[1].Payload["tools"] != float64(4) {
+	if evs, _ := h.Events().List(context.Background(), store.EventFilter{Type: store.EventGroupRegistered}); len(evs) != 2 || evs[1].Payload["updated"] != true || evs[1].Payload["tools"] != float64(4) {
 		t.Fatalf("group.registered events = %+v, want the first and one update to 4 tools", evs)
 	}
 }
@@ -347,9 +347,9 @@ func TestMCPServerConfined(t *testing.T) {
 	h := startHost(t, testMCP("open", "good"), confined, reserved)
 	read := func(group string) *toolhost.Result {
 		t.Helper()
-		g, ok := h.Manager().Get(group)
+		g, ok := h.mgr.Get(group)
 		if !ok {
-			t.Fatalf("no group %s: %+v", group, h.Plugins())
+			t.Fatalf("no group %s: %+v", group, h.Modules().List())
 		}
 		res, err := g.Provider.Call(context.Background(), &toolhost.CallRequest{Tool: "cat", Arguments: []byte(`{"path":"` + secret + `"}`)})
 		if err != nil {
@@ -363,7 +363,7 @@ func TestMCPServerConfined(t *testing.T) {
 	if res := read("confined"); res.OK || strings.Contains(res.Stdout, "SECRET") {
 		t.Errorf("confined: %+v", res)
 	}
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		if p.Name == "workspace" && p.ErrorCode != toolhost.CodeReservedGroupID {
 			t.Errorf("mcp_server workspace: %+v, want reserved_group_id", p)
 		}
@@ -383,9 +383,9 @@ func TestToolSettingsHints(t *testing.T) {
 	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{block},
 		Executor: config.Executor{Mode: "sequential", MaxParallel: 4, Approver: "deny", Approve: "read_only", ApprovalTimeout: time.Minute, IdempotencyWindow: time.Hour}}
 	h := runHost(t, cfg, testOptions(t))
-	g, ok := h.Manager().Get("gomcp")
+	g, ok := h.mgr.Get("gomcp")
 	if !ok {
-		t.Fatalf("no group: %+v", h.Plugins())
+		t.Fatalf("no group: %+v", h.Modules().List())
 	}
 	echo, _ := g.Tool("echo")
 	var hints map[string]bool
@@ -404,7 +404,7 @@ func TestToolSettingsHints(t *testing.T) {
 		sdk.NewTool("peek", "Peek.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return sdk.Text("seen"), nil },
 			sdk.ReadOnly(), sdk.RequiresApproval()),
 	}}
-	if err := h.RegisterGroup(ctx, peek); err != nil {
+	if err := h.Modules().Register(ctx, peek); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := h.Call(ctx, &toolhost.CallRequest{Tool: "peek", Arguments: []byte(`{}`)}); err != nil || res.Stdout != "seen" {

@@ -68,7 +68,7 @@ func TestMCPDiagnostics(t *testing.T) {
 		}
 		return s
 	}
-	m := NewManager()
+	m := newManager()
 	if _, err := m.Register(&Group{Spec: spec("one", map[string]string{"a_tool": header, "b_tool": fine}), Kind: SourcePlugin, SourceName: "p1"}); err != nil {
 		t.Fatal(err)
 	}

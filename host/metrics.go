@@ -228,7 +228,7 @@ func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	h := c.h
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		for _, s := range pluginStates {
 			ch <- prometheus.MustNewConstMetric(pluginStateDesc, prometheus.GaugeValue, oneIf(p.State == s), p.Name, string(s))
 		}

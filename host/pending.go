@@ -11,18 +11,18 @@ import (
 	"github.com/toolhost/toolhost/redact"
 )
 
-// MaxApprovalPreview bounds what an approval keeps of a call's arguments
+// maxApprovalPreview bounds what an approval keeps of a call's arguments
 // for its approver to see, in memory and in the store: the redacted
-// arguments, or a JSON string of their first MaxApprovalPreview bytes.
-const MaxApprovalPreview = 16 << 10
+// arguments, or a JSON string of their first maxApprovalPreview bytes.
+const maxApprovalPreview = 16 << 10
 
 // approvalArguments returns what an approval of a call with the arguments
 // args keeps of them: the preview, and the full arguments' size and
 // SHA-256.
 func approvalArguments(args json.RawMessage) (preview json.RawMessage, size int64, sum string) {
 	preview, _ = redact.JSON(args)
-	if len(preview) > MaxApprovalPreview {
-		cut := string(preview[:MaxApprovalPreview])
+	if len(preview) > maxApprovalPreview {
+		cut := string(preview[:maxApprovalPreview])
 		b, _ := json.Marshal(cut + "… (cut: the arguments are " + byteCount(int64(len(args))) + ")")
 		preview = b
 	}

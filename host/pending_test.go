@@ -30,7 +30,7 @@ func askAs(ctx context.Context, h *Host, cred, args string) *asked {
 // credential apart: a call past either bound is refused at once with
 // rate_limited naming it, and a call that ends (decided, or its caller
 // gone) frees its share at once. What an approval keeps of its arguments is
-// a redacted preview of at most MaxApprovalPreview bytes, their size and
+// a redacted preview of at most maxApprovalPreview bytes, their size and
 // their SHA-256; a decision records who made it in the call's terminal
 // event.
 func TestPendingApprovalsBounded(t *testing.T) {
@@ -73,10 +73,10 @@ func TestPendingApprovalsBounded(t *testing.T) {
 	if first.wait(t); first.err != nil || !first.res.OK {
 		t.Fatalf("the approved call: %+v, %v", first.res, first.err)
 	}
-	if err := h.FlushEvents(ctx); err != nil {
+	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := h.Events(ctx, store.EventFilter{Type: store.EventCallCompleted})
+	evs, err := h.Events().List(ctx, store.EventFilter{Type: store.EventCallCompleted})
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("completed events: %+v, %v", evs, err)
 	}
@@ -94,12 +94,12 @@ func TestPendingApprovalsBounded(t *testing.T) {
 	askAs(ctx, h, "token/carol/3", big)
 	held := pendingOn(t, h)
 	sum := sha256.Sum256([]byte(big))
-	if held.ArgumentsSize != int64(len(big)) || held.ArgumentsSHA256 != hex.EncodeToString(sum[:]) || len(held.Arguments) > MaxApprovalPreview+200 ||
+	if held.ArgumentsSize != int64(len(big)) || held.ArgumentsSHA256 != hex.EncodeToString(sum[:]) || len(held.Arguments) > maxApprovalPreview+200 ||
 		!strings.Contains(string(held.Arguments), "(cut: the arguments are 614411 bytes)") {
 		t.Fatalf("the approval keeps %d bytes of arguments (size %d, sha %s): %.100s", len(held.Arguments), held.ArgumentsSize, held.ArgumentsSHA256, held.Arguments)
 	}
 	stored, err := h.Store().Approval(ctx, held.ID)
-	if err != nil || len(stored.Arguments) > MaxApprovalPreview+200 || stored.ArgumentsSHA256 != held.ArgumentsSHA256 {
+	if err != nil || len(stored.Arguments) > maxApprovalPreview+200 || stored.ArgumentsSHA256 != held.ArgumentsSHA256 {
 		t.Fatalf("the store keeps %d bytes of arguments: %v", len(stored.Arguments), err)
 	}
 	over := askAs(ctx, h, "token/carol/3", big).wait(t)

@@ -58,16 +58,16 @@ func TestRestartRunsOnlyTheVerifiedBinary(t *testing.T) {
 			if st.ErrorCode != toolhost.CodePolicy || !strings.Contains(st.LastError, "changed since the host started it") {
 				t.Errorf("refused with %s %q, want policy and why", st.ErrorCode, st.LastError)
 			}
-			if _, ok := h.Manager().Get(group); ok {
+			if _, ok := h.mgr.Get(group); ok {
 				t.Error("the group is registered again")
 			}
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatal("the replaced executable ran")
 			}
-			if err := h.FlushEvents(context.Background()); err != nil {
+			if err := h.Events().Flush(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			evs, err := h.Events(context.Background(), store.EventFilter{Type: store.EventPluginRefused})
+			evs, err := h.Events().List(context.Background(), store.EventFilter{Type: store.EventPluginRefused})
 			if err != nil || len(evs) != 1 || evs[0].Payload["code"] != string(toolhost.CodePolicy) ||
 				!strings.Contains(fmt.Sprint(evs[0].Payload["error"]), "changed since the host started it") {
 				t.Fatalf("plugin.refused events: %+v, %v", evs, err)

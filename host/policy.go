@@ -7,10 +7,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/tokencount"
 	"github.com/toolhost/toolhost/internal/toolsearch"
 	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/store"
@@ -80,6 +79,11 @@ type view struct {
 	rules *roleRules
 	// limits are the role's call limits.
 	limits []rules.Limit
+
+	// meta and deferred are filled on first use (details).
+	detailOnce sync.Once
+	meta       map[string]ToolMeta
+	deferred   []string
 
 	tokensOnce sync.Once
 	tokens     int
@@ -261,70 +265,93 @@ func (h *Host) callerView(cc *toolhost.CallContext) (*view, error) {
 	return h.view(nil, rev), nil
 }
 
-// ToolsFor returns the tool definitions an agent sees: exactly those of its
-// role's view, in a stable order. The slice is shared; do not modify it.
-func (h *Host) ToolsFor(agentID string) ([]ToolDefinition, error) {
-	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
-	if err != nil {
-		return nil, err
-	}
-	return v.defs, nil
+// ToolQuery says whose tools [Host.Tools] lists, and how much it tells.
+type ToolQuery struct {
+	// Agent lists what an agent is offered, what to put in its model
+	// requests or list to its MCP session: its role's tools, but for those
+	// of the role's deferred groups that it has not loaded (it may call them
+	// all the same; find_tools and load_tools bring them in).
+	Agent string
+	// Unloaded keeps an agent's deferred tools that it has not loaded in
+	// the list: every tool its role may call.
+	Unloaded bool
+	// Role lists what a role's agents may call. With neither Agent nor
+	// Role, the list is that of callers without a role.
+	Role string
+	// Preview lists what a role with exactly Groups (none: every group)
+	// would see under the global policy, without storing any role: what a
+	// role editor shows before saving. Unknown group ids are refused.
+	Preview bool
+	Groups  []string
+	// Tokens counts the tokens of the role's list, and of every registered
+	// tool for comparison (o200k_base), which loads the tokenizer's tables
+	// on first use.
+	Tokens bool
 }
 
-// RoleToolDefinitions returns the tool definitions a role's agents see ("" for
-// callers without a role), like [Host.ToolsFor], without counting their tokens
-// ([Host.ToolsForRole] does, and loads the tokenizer's tables for it). The
-// slice is shared; do not modify it.
-func (h *Host) RoleToolDefinitions(role string) ([]ToolDefinition, error) {
-	v, err := h.callerView(&toolhost.CallContext{Role: role})
-	if err != nil {
-		return nil, err
-	}
-	return v.defs, nil
-}
-
-// RoleTools is a role's compiled tool list, as GET /api/roles/{name}/tools
-// and `toolhost tools` show it.
-type RoleTools struct {
-	Role   string              `json:"role"`
-	Groups []string            `json:"groups"`
-	Tools  []ToolDefinition    `json:"tools"`
-	Meta   map[string]ToolMeta `json:"meta"`
-	// Tokens counts the tokens of Tools encoded as JSON (o200k_base);
-	// AllTokens those of every registered tool, AllTools of them, for comparison.
-	Tokens int `json:"tokens"`
+// ToolList is what [Host.Tools] lists, as GET /api/roles/{name}/tools and
+// `toolhost tools` show it. Its slices and maps are shared between callers:
+// do not modify them.
+type ToolList struct {
+	// Role is the role whose list it is; "" for callers without one and
+	// for a preview.
+	Role string `json:"role"`
+	// Groups are the tool groups the list draws from, sorted.
+	Groups []string `json:"groups"`
+	// Tools are the definitions, in a stable order.
+	Tools []ToolDefinition `json:"tools"`
+	// Meta says where each tool of the role comes from, by name.
+	Meta map[string]ToolMeta `json:"meta"`
 	// Deferred names the tools of the role's deferred groups, which an
-	// agent loads on demand; EagerTokens counts the tokens of the others,
-	// what an agent's requests carry before it loads any (Tokens when the
-	// role defers nothing).
-	Deferred    []string `json:"deferred,omitempty"`
-	EagerTokens int      `json:"eagerTokens"`
-	AllTokens   int      `json:"allTokens"`
-	AllTools    int      `json:"allTools"`
+	// agent loads on demand; Loaded, for an agent, those it has loaded.
+	Deferred []string        `json:"deferred,omitempty"`
+	Loaded   map[string]bool `json:"loaded,omitempty"`
+	// With [ToolQuery.Tokens]: Tokens counts the tokens of the role's tools
+	// encoded as JSON, EagerTokens those an agent's requests carry before it
+	// loads any deferred tool (Tokens when the role defers nothing), and
+	// AllTokens those of every registered tool, AllTools of them.
+	Tokens      int `json:"tokens"`
+	EagerTokens int `json:"eagerTokens"`
+	AllTokens   int `json:"allTokens"`
+	AllTools    int `json:"allTools"`
 }
 
-// ToolsForRole returns the compiled tool list of a role ("" for callers
-// without a role), with metadata and token counts.
-func (h *Host) ToolsForRole(role string) (RoleTools, error) {
-	v, err := h.callerView(&toolhost.CallContext{Role: role})
-	if err != nil {
-		return RoleTools{}, err
-	}
-	out := RoleTools{Role: role, Groups: v.groups, Tools: v.defs, Meta: map[string]ToolMeta{}, Tokens: v.tokenCount(), EagerTokens: v.eagerTokenCount()}
-	for name, t := range v.tools {
-		out.Meta[name] = toolMeta(t.group, t.spec)
-	}
-	for _, d := range v.defs {
-		if v.lazy[d.Function.Name] {
-			out.Deferred = append(out.Deferred, d.Function.Name)
+// Tools lists the tools an agent or a role is offered, or would be (see
+// [ToolQuery]). An unknown agent or role is refused with validation.
+func (h *Host) Tools(q ToolQuery) (ToolList, error) {
+	var v *view
+	if q.Preview {
+		if err := h.checkGroups("groups", q.Groups); err != nil {
+			return ToolList{}, err
+		}
+		v = compile(h.mgr.snap.Load(), 0, &store.Role{ToolGroups: q.Groups}, h.cfg.Tools)
+	} else {
+		var err error
+		if v, err = h.callerView(&toolhost.CallContext{AgentID: q.Agent, Role: q.Role}); err != nil {
+			return ToolList{}, err
 		}
 	}
-	all, ok := h.views.Load(allToolsKey)
-	if !ok || all.(*view).snap != v.snap {
-		all = everyTool(v.snap)
-		h.views.Store(allToolsKey, all)
+	v.detailOnce.Do(v.details)
+	out := ToolList{Role: v.role, Groups: v.groups, Tools: v.defs, Meta: v.meta, Deferred: v.deferred}
+	if q.Agent != "" && v.lazy != nil {
+		loaded, err := h.loadedOf(q.Agent)
+		if err != nil {
+			return ToolList{}, err
+		}
+		out.Loaded = loaded
+		if !q.Unloaded {
+			out.Tools = v.offered(loaded)
+		}
 	}
-	out.AllTokens, out.AllTools = all.(*view).tokenCount(), len(all.(*view).defs)
+	if q.Tokens {
+		out.Tokens, out.EagerTokens = v.tokenCount(), v.eagerTokenCount()
+		all, ok := h.views.Load(allToolsKey)
+		if !ok || all.(*view).snap != v.snap {
+			all = everyTool(v.snap)
+			h.views.Store(allToolsKey, all)
+		}
+		out.AllTokens, out.AllTools = all.(*view).tokenCount(), len(all.(*view).defs)
+	}
 	return out, nil
 }
 
@@ -332,76 +359,54 @@ func (h *Host) ToolsForRole(role string) (RoleTools, error) {
 // can contain a NUL.
 const allToolsKey = "\x00all"
 
-// Preview compiles the view a role with exactly these tool groups would
-// have (none: every group), under the global policy, without storing any
-// role: what a role editor shows before saving. Unknown ids are refused.
-func (h *Host) Preview(groups []string) (RoleTools, error) {
-	if err := h.checkGroups("groups", groups); err != nil {
-		return RoleTools{}, err
+// details fills the view's meta and deferred, once.
+func (v *view) details() {
+	v.meta = make(map[string]ToolMeta, len(v.tools))
+	for name, t := range v.tools {
+		v.meta[name] = toolMeta(t.group, t.spec)
 	}
-	s := h.mgr.snap.Load()
-	v := compile(s, 0, &store.Role{Name: "preview", ToolGroups: groups}, h.cfg.Tools)
-	out := RoleTools{Role: "", Groups: v.groups, Tools: v.defs, Tokens: v.tokenCount()}
-	all := everyTool(s)
-	out.AllTokens, out.AllTools = all.tokenCount(), len(all.defs)
-	return out, nil
+	for _, d := range v.defs {
+		if v.lazy[d.Function.Name] {
+			v.deferred = append(v.deferred, d.Function.Name)
+		}
+	}
 }
 
-// ToolMeta returns where a registered tool comes from.
-func (h *Host) ToolMeta(tool string) (ToolMeta, bool) {
-	g, spec, ok := h.mgr.lookup(tool)
-	if !ok {
-		return ToolMeta{}, false
+// offered is what an agent that loaded these of the view's deferred tools
+// is offered: the eager definitions and those.
+func (v *view) offered(loaded map[string]bool) []ToolDefinition {
+	if len(loaded) == 0 {
+		return v.eager
 	}
-	return toolMeta(g, spec), true
-}
-
-var (
-	encOnce sync.Once
-	enc     *tiktoken.Tiktoken
-	encErr  error
-)
-
-// CountTokens counts the tokens of s with the o200k_base BPE, loaded from
-// the tokenizer's embedded files (no network).
-func CountTokens(s string) (int, error) {
-	encOnce.Do(func() {
-		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
-		enc, encErr = tiktoken.GetEncoding("o200k_base")
-	})
-	if encErr != nil {
-		return 0, encErr
+	out := make([]ToolDefinition, 0, len(v.eager)+len(loaded))
+	for _, d := range v.defs {
+		if !v.lazy[d.Function.Name] || loaded[d.Function.Name] {
+			out = append(out, d)
+		}
 	}
-	return len(enc.Encode(s, nil, nil)), nil
+	return out
 }
 
 // tokenCount is the token count of the view's definitions as JSON, counted
 // once per view.
 func (v *view) tokenCount() int {
-	v.tokensOnce.Do(func() { v.tokens = DefinitionTokens(v.defs) })
+	v.tokensOnce.Do(func() { v.tokens = tokencount.JSON(v.defs) })
 	return v.tokens
 }
 
 // eagerTokenCount counts the tokens of the definitions an agent of the role
 // starts with, before loading any deferred tool.
 func (v *view) eagerTokenCount() int {
-	v.eagerOnce.Do(func() { v.eagerToks = DefinitionTokens(v.eager) })
+	v.eagerOnce.Do(func() { v.eagerToks = tokencount.JSON(v.eager) })
 	return v.eagerToks
 }
 
-// DefinitionTokens counts the tokens (o200k_base) of tool definitions
-// encoded as JSON, as a model request carries them.
-func DefinitionTokens(defs []ToolDefinition) int {
-	b, _ := json.Marshal(defs)
-	n, _ := CountTokens(string(b))
-	return n
-}
-
-// RolePrompt builds the system prompt for a role: its own prompt, then the
+// Prompt builds the system prompt for a role: its own prompt, then the
 // tool groups it works with. A role without configured
 // groups is told every group is available, with no hint of restriction; a
 // read-only role is told it only reads.
-func (h *Host) RolePrompt(role string) (string, error) {
+func (rs Roles) Prompt(role string) (string, error) {
+	h := rs.h
 	r, rev := h.dir.role(role)
 	if r == nil {
 		return "", noRole(role)

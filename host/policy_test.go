@@ -70,16 +70,16 @@ func addGroup(t tb, h *Host, id string, kind SourceKind, tools ...string) {
 	}
 }
 
-// listed returns the names of a role's tools, after checking that
-// RoleToolDefinitions (the MCP front's list) agrees with ToolsForRole.
+// listed returns the names of a role's tools, after checking that the
+// list without token counts (the MCP front's) agrees with the one with.
 func listed(t tb, h *Host, role string) []string {
 	t.Helper()
-	rt, err := h.ToolsForRole(role)
+	rt, err := roleTools(h, role)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if defs, err := h.RoleToolDefinitions(role); err != nil || !reflect.DeepEqual(defs, rt.Tools) {
-		t.Fatalf("RoleToolDefinitions(%q) = %v, %v; ToolsForRole has %v", role, defs, err, rt.Tools)
+	if plain, err := h.Tools(ToolQuery{Role: role}); err != nil || !reflect.DeepEqual(plain.Tools, rt.Tools) {
+		t.Fatalf("Tools(%q) = %v, %v; with tokens %v", role, plain.Tools, err, rt.Tools)
 	}
 	var out []string
 	for _, d := range rt.Tools {
@@ -115,7 +115,7 @@ func TestAllowDenyRules(t *testing.T) {
 			addGroup(t, h, "workspace", SourceBuiltin, "list", "read")
 			addGroup(t, h, "command", SourceBuiltin, "run", "sudo?")
 			addGroup(t, h, "notes", SourcePlugin, "search?")
-			if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "r", Allow: tc.role.Allow, Deny: tc.role.Deny}); err != nil {
+			if _, err := h.Roles().Create(context.Background(), RoleSpec{Name: "r", Allow: tc.role.Allow, Deny: tc.role.Deny}); err != nil {
 				t.Fatal(err)
 			}
 			got := listed(t, h, "r")
@@ -161,7 +161,7 @@ func TestConflictRules(t *testing.T) {
 			t.Fatalf("listed %v", got)
 		}
 		wantDiag(t, h, "second", "search is already provided by group first")
-		info, _ := h.Groups()[slices.IndexFunc(h.Groups(), func(g GroupInfo) bool { return g.ID == "second" })], 0
+		info, _ := h.Modules().Groups()[slices.IndexFunc(h.Modules().Groups(), func(g GroupInfo) bool { return g.ID == "second" })], 0
 		want := []SkippedTool{{Name: "search", ServedBy: "first", Reason: "group first serves a tool of the same name"}}
 		if !slices.Equal(info.Skipped, want) || !slices.Equal(info.Tools, []string{"other"}) || info.ToolCount != 1 {
 			t.Fatalf("tools %v (%d), skipped %+v", info.Tools, info.ToolCount, info.Skipped)
@@ -178,7 +178,7 @@ func TestConflictRules(t *testing.T) {
 			t.Fatalf("call to a blocked plugin's tool: %v", err)
 		}
 		wantDiag(t, h, "exec", `plugin exec blocked: its id "exec" is the name of a core tool`)
-		if i := slices.IndexFunc(h.Groups(), func(g GroupInfo) bool { return g.ID == "exec" }); i < 0 || !h.Groups()[i].Blocked {
+		if i := slices.IndexFunc(h.Modules().Groups(), func(g GroupInfo) bool { return g.ID == "exec" }); i < 0 || !h.Modules().Groups()[i].Blocked {
 			t.Fatal("blocked group not marked blocked")
 		}
 	})
@@ -194,8 +194,8 @@ func TestSkippedToolsAreSaid(t *testing.T) {
 	h := runHost(t, &config.Config{}, &Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &log, Level: hclog.Warn})})
 	addGroup(t, h, "files", SourceMCP, "read_file", "write_file", "directory_tree")
 	addGroup(t, h, "workspace", SourceBuiltin, "read_file", "write_file", "grep")
-	i := slices.IndexFunc(h.Groups(), func(g GroupInfo) bool { return g.ID == "files" })
-	info := h.Groups()[i]
+	i := slices.IndexFunc(h.Modules().Groups(), func(g GroupInfo) bool { return g.ID == "files" })
+	info := h.Modules().Groups()[i]
 	offered := listed(t, h, "")
 	if info.ToolCount != 1 || !slices.Equal(info.Tools, []string{"directory_tree"}) || slices.Index(offered, "directory_tree") < 0 {
 		t.Errorf("files: toolCount %d, tools %v; offered %v", info.ToolCount, info.Tools, offered)
@@ -219,25 +219,25 @@ func TestSkippedToolsAreSaid(t *testing.T) {
 
 func wantDiag(t *testing.T, h *Host, plugin, msg string) {
 	t.Helper()
-	for _, d := range h.Diagnostics() {
+	for _, d := range h.Modules().Diagnostics() {
 		if d.Plugin == plugin && d.Level == "error" && strings.Contains(d.Message, msg) {
 			return
 		}
 	}
-	t.Fatalf("no diagnostic for %s containing %q in %+v", plugin, msg, h.Diagnostics())
+	t.Fatalf("no diagnostic for %s containing %q in %+v", plugin, msg, h.Modules().Diagnostics())
 }
 
 func TestToolMeta(t *testing.T) {
 	h := newTestHost(t, &config.Config{Tools: config.ToolPolicy{Allow: []string{"search"}}})
 	addGroup(t, h, "notes", SourcePlugin, "search?", "add")
-	m, ok := h.ToolMeta("search")
+	m, ok := metaOf(h, "search")
 	if !ok || m != (ToolMeta{Group: "notes", Plugin: "notes", Kind: SourcePlugin, Optional: true}) {
 		t.Fatalf("meta = %+v, %v", m, ok)
 	}
-	if _, ok := h.ToolMeta("nope"); ok {
+	if _, ok := metaOf(h, "nope"); ok {
 		t.Fatal("meta of an unknown tool")
 	}
-	rt, _ := h.ToolsForRole("")
+	rt, _ := roleTools(h, "")
 	if rt.Meta["search"] != m || rt.Meta["add"].Optional {
 		t.Fatalf("role meta = %+v", rt.Meta)
 	}
@@ -247,7 +247,7 @@ func TestRootRoleGetsOrgManagementOnly(t *testing.T) {
 	h := newTestHost(t, nil)
 	addGroup(t, h, "org_management", SourceRuntime, "spawn_agent", "create_role")
 	addGroup(t, h, "workspace", SourceBuiltin, "read")
-	tools, err := h.ToolsFor(store.RootAgentID)
+	tools, err := toolsFor(h, store.RootAgentID)
 	if err != nil || len(tools) != 2 || tools[0].Function.Name != "spawn_agent" || tools[0].Type != "function" {
 		t.Fatalf("root tools = %+v, %v", tools, err)
 	}
@@ -255,7 +255,7 @@ func TestRootRoleGetsOrgManagementOnly(t *testing.T) {
 	if !errors.Is(err, toolhost.ErrToolNotAvailable) || !strings.Contains(err.Error(), `role "root"`) {
 		t.Fatalf("root calling read: %v", err)
 	}
-	if _, err := h.UpdateRole(context.Background(), store.RootRole, RoleUpdate{ToolGroups: &[]string{"workspace"}}); !errors.Is(err, toolhost.ErrPolicy) {
+	if _, err := h.Roles().Update(context.Background(), store.RootRole, RoleUpdate{ToolGroups: &[]string{"workspace"}}); !errors.Is(err, toolhost.ErrPolicy) {
 		t.Fatalf("editing root: %v", err)
 	}
 }
@@ -265,18 +265,18 @@ func TestRolePrompt(t *testing.T) {
 	addGroup(t, h, "workspace", SourceBuiltin, "read")
 	addGroup(t, h, "command", SourceBuiltin, "run")
 	ctx := context.Background()
-	if _, err := h.CreateRole(ctx, RoleSpec{Name: "dev", Prompt: "You write code.", ToolGroups: []string{"workspace"}}); err != nil {
+	if _, err := h.Roles().Create(ctx, RoleSpec{Name: "dev", Prompt: "You write code.", ToolGroups: []string{"workspace"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.CreateRole(ctx, RoleSpec{Name: "any"}); err != nil {
+	if _, err := h.Roles().Create(ctx, RoleSpec{Name: "any"}); err != nil {
 		t.Fatal(err)
 	}
-	dev, _ := h.RolePrompt("dev")
+	dev, _ := h.Roles().Prompt("dev")
 	if !strings.HasPrefix(dev, "You write code.\n\n") || !strings.Contains(dev, "- workspace: group workspace") || strings.Contains(dev, "command") ||
 		!strings.Contains(dev, "the ones you can call") {
 		t.Fatalf("dev prompt:\n%s", dev)
 	}
-	anyp, _ := h.RolePrompt("any")
+	anyp, _ := h.Roles().Prompt("any")
 	if !strings.Contains(anyp, "Every tool group is available") || !strings.Contains(anyp, "- command:") || strings.Contains(anyp, "the ones you can call") {
 		t.Fatalf("unrestricted prompt implies a restriction:\n%s", anyp)
 	}
@@ -296,25 +296,25 @@ func TestRoleEditsSurviveRestart(t *testing.T) {
 	}
 	addGroup(t, h1, "workspace", SourceBuiltin, "read")
 	addGroup(t, h1, "command", SourceBuiltin, "run")
-	if _, err := h1.CreateRole(ctx, RoleSpec{Name: "dev", ToolGroups: []string{"workspace"}}); err != nil {
+	if _, err := h1.Roles().Create(ctx, RoleSpec{Name: "dev", ToolGroups: []string{"workspace"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h1.UpdateRole(ctx, "dev", RoleUpdate{ToolGroups: &[]string{"command", "workspace"}}); err != nil {
+	if _, err := h1.Roles().Update(ctx, "dev", RoleUpdate{ToolGroups: &[]string{"command", "workspace"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h1.UpdateRole(ctx, "declared", RoleUpdate{ToolGroups: &[]string{}}); !errors.Is(err, toolhost.ErrPolicy) || !strings.Contains(err.Error(), "config file") {
+	if _, err := h1.Roles().Update(ctx, "declared", RoleUpdate{ToolGroups: &[]string{}}); !errors.Is(err, toolhost.ErrPolicy) || !strings.Contains(err.Error(), "config file") {
 		t.Fatalf("editing a config role: %v", err)
 	}
-	want, _ := h1.Role("dev")
+	want, _ := h1.Roles().Get("dev")
 	_ = h1.Close()
 
 	cfg.Roles = nil // the declaration is gone: the config role goes with it
 	h2 := newTestHost(t, cfg)
-	got, err := h2.Role("dev")
+	got, err := h2.Roles().Get("dev")
 	if err != nil || !slices.Equal(got.ToolGroups, []string{"command", "workspace"}) || got.ID != want.ID {
 		t.Fatalf("after restart: %+v, %v", got, err)
 	}
-	if _, err := h2.Role("declared"); err == nil {
+	if _, err := h2.Roles().Get("declared"); err == nil {
 		t.Fatal("a config role no longer declared survived")
 	}
 }
@@ -322,20 +322,20 @@ func TestRoleEditsSurviveRestart(t *testing.T) {
 func TestDeletedRoleTakesItsAgents(t *testing.T) {
 	h := newTestHost(t, nil)
 	ctx := context.Background()
-	if _, err := h.CreateRole(ctx, RoleSpec{Name: "temp"}); err != nil {
+	if _, err := h.Roles().Create(ctx, RoleSpec{Name: "temp"}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := h.CreateAgent(ctx, "temp", store.Agent{ParentID: store.RootAgentID})
+	a, err := h.Agents().Create(ctx, "temp", store.Agent{ParentID: store.RootAgentID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.DeleteRole(ctx, "temp"); err != nil {
+	if err := h.Roles().Delete(ctx, "temp"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := h.Agent(a.ID); ok {
+	if _, ok := h.Agents().Get(a.ID); ok {
 		t.Fatal("the agent of a deleted role is still known")
 	}
-	if _, err := h.ToolsFor(a.ID); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "unknown agent") {
+	if _, err := toolsFor(h, a.ID); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "unknown agent") {
 		t.Fatalf("ToolsFor a deleted role's agent: %v", err)
 	}
 }
@@ -343,11 +343,11 @@ func TestDeletedRoleTakesItsAgents(t *testing.T) {
 func TestUnknownGroupsRefused(t *testing.T) {
 	h := newTestHost(t, nil)
 	addGroup(t, h, "workspace", SourceBuiltin, "read")
-	_, err := h.CreateRole(context.Background(), RoleSpec{Name: "dev", ToolGroups: []string{"workspace", "nope"}})
+	_, err := h.Roles().Create(context.Background(), RoleSpec{Name: "dev", ToolGroups: []string{"workspace", "nope"}})
 	if !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "unknown tool group(s) nope") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "bad name!"}); !errors.Is(err, toolhost.ErrValidation) {
+	if _, err := h.Roles().Create(context.Background(), RoleSpec{Name: "bad name!"}); !errors.Is(err, toolhost.ErrValidation) {
 		t.Fatalf("bad name: %v", err)
 	}
 }
@@ -378,14 +378,14 @@ func genWorld(rt *rapid.T, h *Host) []string {
 		_ = h.register(&Group{Spec: spec, Kind: genKind.Draw(rt, fmt.Sprint("kind", i)), SourceName: id, Provider: okProvider{}})
 	}
 	roles := []string{"", store.RootRole}
-	known := h.KnownGroups()
+	known := h.knownGroups()
 	for i := range rapid.IntRange(0, 3).Draw(rt, "roles") {
 		var groups []string
 		if len(known) > 0 && rapid.Bool().Draw(rt, "configured") {
 			groups = rapid.SliceOfDistinct(rapid.SampledFrom(known), rapid.ID).Draw(rt, "role groups")
 		}
 		spec := RoleSpec{Name: fmt.Sprint("role", i), ToolGroups: groups, Allow: genPolicy.Draw(rt, "allow"), Deny: genPolicy.Draw(rt, "deny")}
-		if _, err := h.CreateRole(context.Background(), spec); err != nil {
+		if _, err := h.Roles().Create(context.Background(), spec); err != nil {
 			rt.Fatal(err)
 		}
 		roles = append(roles, spec.Name)
@@ -453,12 +453,12 @@ func TestPropertyAgentToolDefinitions(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
 		h := worldHost(rt, st)
 		for _, role := range genWorld(rt, h)[1:] {
-			r, _ := h.Role(role)
-			agent, err := h.CreateAgent(context.Background(), role, store.Agent{})
+			r, _ := h.Roles().Get(role)
+			agent, err := h.Agents().Create(context.Background(), role, store.Agent{})
 			if err != nil {
 				rt.Fatal(err)
 			}
-			defs, err := h.ToolsFor(agent.ID)
+			defs, err := toolsFor(h, agent.ID)
 			if err != nil {
 				rt.Fatal(err)
 			}
@@ -503,8 +503,8 @@ func TestPropertyUnauthorizedCallRefused(t *testing.T) {
 		h := worldHost(rt, st)
 		roles := genWorld(rt, h)[1:]
 		role := rapid.SampledFrom(roles).Draw(rt, "role")
-		agent, _ := h.CreateAgent(context.Background(), role, store.Agent{})
-		defs, _ := h.ToolsFor(agent.ID)
+		agent, _ := h.Agents().Create(context.Background(), role, store.Agent{})
+		defs, _ := toolsFor(h, agent.ID)
 		for _, name := range toolPool {
 			if slices.ContainsFunc(defs, func(d ToolDefinition) bool { return d.Function.Name == name }) {
 				continue
@@ -525,7 +525,7 @@ func TestPropertyDefaultIsEveryGroup(t *testing.T) {
 		h := worldHost(rt, st)
 		genWorld(rt, h)
 		groups := rapid.OneOf(rapid.Just([]string(nil)), rapid.Just([]string{})).Draw(rt, "unset")
-		if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "unset", ToolGroups: groups}); err != nil {
+		if _, err := h.Roles().Create(context.Background(), RoleSpec{Name: "unset", ToolGroups: groups}); err != nil {
 			rt.Fatal(err)
 		}
 		got, want := listed(rt, h, "unset"), listed(rt, h, "")
@@ -553,7 +553,7 @@ func TestWatchSeesGroupAndRoleChanges(t *testing.T) {
 	}
 	addGroup(t, h, "notes", SourcePlugin, "add")
 	expect("a group registered")
-	if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "r"}); err != nil {
+	if _, err := h.Roles().Create(context.Background(), RoleSpec{Name: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	expect("a role created")

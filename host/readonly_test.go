@@ -99,10 +99,10 @@ func TestReadOnlyRole(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := tc.spec
 			spec.Name, spec.ReadOnlyTools = fmt.Sprint("reader", i), true
-			if _, err := h.CreateRole(ctx, spec); err != nil {
+			if _, err := h.Roles().Create(ctx, spec); err != nil {
 				t.Fatal(err)
 			}
-			agent, err := h.CreateAgent(ctx, spec.Name, store.Agent{})
+			agent, err := h.Agents().Create(ctx, spec.Name, store.Agent{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +111,7 @@ func TestReadOnlyRole(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("listed %v, want %v", got, tc.want)
 			}
-			defs, err := h.ToolsFor(agent.ID)
+			defs, err := toolsFor(h, agent.ID)
 			if err != nil || !slices.Equal(slices.Sorted(slices.Values(defNames(defs))), tc.want) {
 				t.Fatalf("the agent's tools = %v, %v; want %v", defNames(defs), err, tc.want)
 			}
@@ -126,7 +126,7 @@ func TestReadOnlyRole(t *testing.T) {
 					}
 				}
 			}
-			if p, _ := h.RolePrompt(spec.Name); !strings.Contains(p, "only reads") {
+			if p, _ := h.Roles().Prompt(spec.Name); !strings.Contains(p, "only reads") {
 				t.Errorf("the prompt does not say the role only reads:\n%s", p)
 			}
 		})
@@ -134,22 +134,22 @@ func TestReadOnlyRole(t *testing.T) {
 
 	// Off and on again: the role's other tools come and go with it.
 	off, on := false, true
-	if _, err := h.UpdateRole(ctx, "reader1", RoleUpdate{ReadOnlyTools: &off}); err != nil {
+	if _, err := h.Roles().Update(ctx, "reader1", RoleUpdate{ReadOnlyTools: &off}); err != nil {
 		t.Fatal(err)
 	}
 	if got := listed(t, h, "reader1"); !slices.Contains(got, "write_file") || callAs(h, "reader1", "edit_file") != nil {
 		t.Fatalf("read_only off: listed %v, edit_file %v", got, callAs(h, "reader1", "edit_file"))
 	}
-	if p, _ := h.RolePrompt("reader1"); strings.Contains(p, "only reads") {
+	if p, _ := h.Roles().Prompt("reader1"); strings.Contains(p, "only reads") {
 		t.Errorf("the prompt of a role that writes says it only reads:\n%s", p)
 	}
-	if _, err := h.UpdateRole(ctx, "reader1", RoleUpdate{ReadOnlyTools: &on}); err != nil {
+	if _, err := h.Roles().Update(ctx, "reader1", RoleUpdate{ReadOnlyTools: &on}); err != nil {
 		t.Fatal(err)
 	}
 	if err := callAs(h, "reader1", "edit_file"); !errors.Is(err, toolhost.ErrToolNotAvailable) {
 		t.Fatalf("read_only on again: edit_file %v", err)
 	}
-	if r, _ := h.Role("reader1"); !r.ReadOnlyTools {
+	if r, _ := h.Roles().Get("reader1"); !r.ReadOnlyTools {
 		t.Fatalf("stored role %+v", r)
 	}
 }
@@ -161,10 +161,10 @@ func TestReadOnlyRoleKeepsToolSearch(t *testing.T) {
 	h := newTestHost(t, nil)
 	readOnlyWorld(t, h)
 	addSpecs(t, h, ToolSearchGroup, SourceRuntime, nil, nil, hinted("find_tools", sdk.ReadOnly()), hinted("load_tools", sdk.Additive()))
-	if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "r", ToolGroups: []string{"workspace"}, DeferredGroups: []string{"workspace"}, ReadOnlyTools: true}); err != nil {
+	if _, err := h.Roles().Create(context.Background(), RoleSpec{Name: "r", ToolGroups: []string{"workspace"}, DeferredGroups: []string{"workspace"}, ReadOnlyTools: true}); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := h.ToolsForRole("r")
+	rt, err := roleTools(h, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,11 +223,11 @@ func TestDefaultResearcherCannotWrite(t *testing.T) {
 		hinted("click", sdk.Destructive(), sdk.OpenWorld()), hinted("type", sdk.Destructive(), sdk.OpenWorld()),
 		hinted("wait_visible", sdk.ReadOnly()), hinted("evaluate", sdk.Destructive(), sdk.OpenWorld()),
 		hinted("screenshot", sdk.Additive()), hinted("current_url", sdk.ReadOnly()))
-	before, err := h.Role("researcher")
+	before, err := h.Roles().Get("researcher")
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := h.CreateAgent(context.Background(), "researcher", store.Agent{})
+	agent, err := h.Agents().Create(context.Background(), "researcher", store.Agent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestDefaultResearcherCannotWrite(t *testing.T) {
 				if got := mustRead(t, target); string(got) != string(original) {
 					t.Fatalf("the config file changed:\n%s", got)
 				}
-				if r, _ := h.Role("researcher"); !slices.Equal(r.ToolGroups, before.ToolGroups) || !r.ReadOnlyTools {
+				if r, _ := h.Roles().Get("researcher"); !slices.Equal(r.ToolGroups, before.ToolGroups) || !r.ReadOnlyTools {
 					t.Fatalf("the role changed: %+v", r)
 				}
 			})
@@ -355,7 +355,7 @@ func TestPropertyReadOnlyRole(t *testing.T) {
 			groups = rapid.SliceOfDistinct(rapid.SampledFrom(known), rapid.ID).Draw(rt, "role groups")
 		}
 		spec := RoleSpec{Name: "reader", ToolGroups: groups, Allow: genPolicy.Draw(rt, "allow"), Deny: genPolicy.Draw(rt, "deny"), ReadOnlyTools: true}
-		r, err := h.CreateRole(context.Background(), spec)
+		r, err := h.Roles().Create(context.Background(), spec)
 		if err != nil {
 			rt.Fatal(err)
 		}

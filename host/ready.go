@@ -6,23 +6,16 @@ import (
 	"time"
 )
 
-// Started reports whether [Host.Start] has finished: every configured plugin
+// Started is closed when [Host.Start] has finished: every configured plugin
 // had its first outcome, and the host's roles and agents are loaded.
-func (h *Host) Started() bool {
+func (h *Host) Started() <-chan struct{} { return h.started }
+
+// isStarted reports whether [Host.Start] has finished.
+func (h *Host) isStarted() bool {
 	select {
 	case <-h.started:
 		return true
 	default:
-		return false
-	}
-}
-
-// WaitStarted waits until [Host.Start] has finished, or ctx ends (then false).
-func (h *Host) WaitStarted(ctx context.Context) bool {
-	select {
-	case <-h.started:
-		return true
-	case <-ctx.Done():
 		return false
 	}
 }
@@ -41,7 +34,7 @@ func (h *Host) Ready(ctx context.Context) error {
 	switch {
 	case closed:
 		return fmt.Errorf("the host is closing")
-	case !h.Started():
+	case !h.isStarted():
 		waiting := 0
 		for _, s := range sups {
 			select {
@@ -68,7 +61,8 @@ func (h *Host) Ready(ctx context.Context) error {
 // is full, or its database unavailable), which then wait in memory, up to
 // [Options.EventQueue], to be written once it can. In strict audit mode
 // that makes the host not [Host.Ready] instead.
-func (h *Host) Degraded() map[string]string {
+func (es Events) Degraded() map[string]string {
+	h := es.h
 	if err := h.events.Down(); err != nil {
 		return map[string]string{"events": "the events wait in memory to be written: " + err.Error()}
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// EventRetention is the type of the event a retention pass records, with
+// eventRetention is the type of the event a retention pass records, with
 // what it did in its payload: exported, deleted, files, partitions,
 // before, and error when it failed.
-const EventRetention = "events.retention"
+const eventRetention = "events.retention"
 
 // retentionStats are the figures of the host's retention passes, for
 // /metrics.
@@ -32,7 +32,7 @@ func (h *Host) retainLoop(ctx context.Context) {
 	t := time.NewTicker(h.opts.RetentionInterval)
 	defer t.Stop()
 	for {
-		_, _ = h.RetainEvents(ctx)
+		_, _ = h.Events().Retain(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -41,14 +41,15 @@ func (h *Host) retainLoop(ctx context.Context) {
 	}
 }
 
-// RetainEvents runs a retention pass now, as the host does at start and
+// Retain runs a retention pass now, as the host does at start and
 // every [Options.RetentionInterval]: it prepares the events table for the
 // coming days ([store.Store.MaintainEvents]), then, with audit { retention }
 // set, exports and deletes the events older than the retention
 // ([store.Store.PruneEvents]), and measures the bytes the events take. The
 // pass is logged, counted in /metrics and, unless another host ran it,
-// recorded as an [EventRetention] event.
-func (h *Host) RetainEvents(ctx context.Context) (store.RetentionResult, error) {
+// recorded as an [eventRetention] event.
+func (es Events) Retain(ctx context.Context) (store.RetentionResult, error) {
+	h := es.h
 	start := time.Now()
 	var res store.RetentionResult
 	err := h.store.MaintainEvents(ctx, start)
@@ -57,7 +58,7 @@ func (h *Host) RetainEvents(ctx context.Context) (store.RetentionResult, error) 
 		before := start.Add(-keep)
 		dir := h.cfg.Audit.Export
 		if dir == "" {
-			dir = filepath.Join(h.DataDir(), config.DefaultExportDir)
+			dir = filepath.Join(h.store.Dir(), config.DefaultExportDir)
 		}
 		res, err = h.store.PruneEvents(ctx, store.Retention{Before: before, ExportDir: dir})
 		h.retention.exported.Add(res.Exported)
@@ -68,7 +69,7 @@ func (h *Host) RetainEvents(ctx context.Context) (store.RetentionResult, error) 
 			if err != nil {
 				payload["error"] = err.Error()
 			}
-			h.events.Emit(store.Event{Type: EventRetention, Payload: payload})
+			h.events.Emit(store.Event{Type: eventRetention, Payload: payload})
 		}
 	}
 	bytes, berr := h.store.EventBytes(ctx)

@@ -35,11 +35,11 @@ func TestRetentionPassAtStart(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no events.retention event within a minute of the start")
 		}
-		if err := h.FlushEvents(ctx); err != nil {
+		if err := h.Events().Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 		var err error
-		if passes, err = h.Events(ctx, store.EventFilter{Type: EventRetention}); err != nil {
+		if passes, err = h.Events().List(ctx, store.EventFilter{Type: eventRetention}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -47,7 +47,7 @@ func TestRetentionPassAtStart(t *testing.T) {
 	if p := passes[0].Payload; p["exported"] != float64(n) || p["deleted"] != float64(n) || len(p["files"].([]any)) != 1 {
 		t.Fatalf("the pass's event: %v, want %d exported and deleted into one file", p, n)
 	}
-	left, err := h.Events(ctx, store.EventFilter{Type: store.EventCallStarted})
+	left, err := h.Events().List(ctx, store.EventFilter{Type: store.EventCallStarted})
 	if err != nil || len(left) != 0 {
 		t.Fatalf("%d old events left, %v", len(left), err)
 	}
@@ -69,11 +69,11 @@ func TestRetentionPassAtStart(t *testing.T) {
 func TestEndedAgentsRemoved(t *testing.T) {
 	ctx := context.Background()
 	h := runHost(t, &config.Config{Store: config.Store{AgentRetention: time.Second}}, nil)
-	ended, err := h.CreateAgent(ctx, store.RootRole, store.Agent{})
+	ended, err := h.Agents().Create(ctx, store.RootRole, store.Agent{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := h.CreateAgent(ctx, store.RootRole, store.Agent{})
+	live, err := h.Agents().Create(ctx, store.RootRole, store.Agent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestEndedAgentsRemoved(t *testing.T) {
 	}
 	proctest.Eventually(t, "the ended agent removed", func() bool {
 		_, err := h.Store().Agent(ctx, ended.ID)
-		_, cached := h.Agent(ended.ID)
+		_, cached := h.Agents().Get(ended.ID)
 		return errors.Is(err, store.ErrNotFound) && !cached
 	})
 	if v, ok := gathered(t, h.Metrics(), "toolhost_agents_removed_total"); !ok || v != 1 {

@@ -172,8 +172,9 @@ func (h *Host) pruneCallResults(ctx context.Context) {
 	}
 }
 
-// Roles returns every role, the root first, then by name.
-func (h *Host) Roles() []store.Role {
+// List returns every role, the root first, then by name.
+func (rs Roles) List() []store.Role {
+	h := rs.h
 	h.dir.mu.RLock()
 	out := make([]store.Role, 0, len(h.dir.roles))
 	for _, r := range h.dir.roles {
@@ -192,8 +193,9 @@ func (h *Host) Roles() []store.Role {
 	return out
 }
 
-// Role returns the role with the name.
-func (h *Host) Role(name string) (store.Role, error) {
+// Get returns the role with the name.
+func (rs Roles) Get(name string) (store.Role, error) {
+	h := rs.h
 	r, _ := h.dir.role(name)
 	if r == nil {
 		return store.Role{}, noRole(name)
@@ -226,12 +228,13 @@ type RoleSpec struct {
 	CreatedBy string        `json:"createdBy,omitempty"`
 }
 
-// CreateRole stores a new, editable role. Its name must be free and valid,
+// Create stores a new, editable role. Its name must be free and valid,
 // and its tool groups known, its rules and limits valid (validation
 // otherwise, the message starting with the field at fault as [RoleSpec]'s
 // JSON names it: "name: …", "toolGroups: …", "deferredGroups: …",
 // "rules[1] \"no_sudo\": when: …", "limits[0]: per: …").
-func (h *Host) CreateRole(ctx context.Context, spec RoleSpec) (store.Role, error) {
+func (rs Roles) Create(ctx context.Context, spec RoleSpec) (store.Role, error) {
+	h := rs.h
 	if !config.ValidRoleName(spec.Name) {
 		return store.Role{}, toolhost.Errorf(toolhost.CodeValidation,
 			"name: role name %q: must start with a letter or digit and continue with up to 63 letters, digits, '_', '.' or '-'", spec.Name)
@@ -283,9 +286,10 @@ type RoleUpdate struct {
 	Limits *[]rules.Limit
 }
 
-// UpdateRole edits a role created at run time; the root role and config
+// Update edits a role created at run time; the root role and config
 // roles are read-only (policy, with the reason).
-func (h *Host) UpdateRole(ctx context.Context, name string, u RoleUpdate) (store.Role, error) {
+func (rs Roles) Update(ctx context.Context, name string, u RoleUpdate) (store.Role, error) {
+	h := rs.h
 	r, err := h.editable(name)
 	if err != nil {
 		return store.Role{}, err
@@ -323,8 +327,9 @@ func (h *Host) UpdateRole(ctx context.Context, name string, u RoleUpdate) (store
 	return r, nil
 }
 
-// DeleteRole removes a role created at run time, and its agents.
-func (h *Host) DeleteRole(ctx context.Context, name string) error {
+// Delete removes a role created at run time, and its agents.
+func (rs Roles) Delete(ctx context.Context, name string) error {
+	h := rs.h
 	if _, err := h.editable(name); err != nil {
 		return err
 	}
@@ -341,23 +346,24 @@ func (h *Host) DeleteRole(ctx context.Context, name string) error {
 
 // editable returns a copy of the role, or why it may not be edited.
 func (h *Host) editable(name string) (store.Role, error) {
-	r, err := h.Role(name)
+	r, err := h.Roles().Get(name)
 	if err != nil {
 		return r, err
 	}
-	if ro, why := h.RoleReadOnly(r); ro {
+	if ro, why := h.Roles().ReadOnly(r); ro {
 		return r, toolhost.Errorf(toolhost.CodePolicy, "role %q is read-only: %s", name, why)
 	}
 	return r, nil
 }
 
-// RoleReadOnly says whether the role may be edited at run time and, if
+// ReadOnly says whether the role may be edited at run time and, if
 // not, why and how to change it, as [store.Role.ReadOnly] does; for a role
 // this host's config file declares, it names the file and the line of the
 // role block.
-func (h *Host) RoleReadOnly(r store.Role) (bool, string) {
+func (rs Roles) ReadOnly(r store.Role) (bool, string) {
+	h := rs.h
 	ro, why := r.ReadOnly()
-	if d, ok := h.RoleDeclaredAt(r.Name); ok && r.Source == store.SourceConfig {
+	if d, ok := h.Roles().Declared(r.Name); ok && r.Source == store.SourceConfig {
 		why = fmt.Sprintf("role %q is declared in the config file, at %s: edit its role block there and restart toolhost serve, which reads the file at start only", r.Name, d)
 	}
 	return ro, why
@@ -383,11 +389,12 @@ func (d RoleDeclaration) String() string {
 	return d.File + ":" + strconv.Itoa(d.Line)
 }
 
-// RoleDeclaredAt returns where this host's config file declares the role
+// Declared returns where this host's config file declares the role
 // named name, and its rule and limit blocks; ok is false for a role it does
 // not declare (the root role, a role made at run time, a role of another
 // host's config sharing the store) or when it does not know the file.
-func (h *Host) RoleDeclaredAt(name string) (d RoleDeclaration, ok bool) {
+func (rs Roles) Declared(name string) (d RoleDeclaration, ok bool) {
+	h := rs.h
 	for _, r := range h.cfg.Roles {
 		if r.Name != name {
 			continue
@@ -440,11 +447,11 @@ func dedupe(ids []string) []string {
 	return out
 }
 
-// KnownGroups returns the group ids a role may name: the registered groups
+// knownGroups returns the group ids a role may name: the registered groups
 // and those of every configured module, running or not.
-func (h *Host) KnownGroups() []string {
+func (h *Host) knownGroups() []string {
 	known := h.mgr.IDs()
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		if p.Group != "" {
 			known = append(known, p.Group)
 		}
@@ -458,7 +465,7 @@ func (h *Host) KnownGroups() []string {
 
 // checkGroups refuses unknown group ids with validation, naming field.
 func (h *Host) checkGroups(field string, ids []string) error {
-	known := h.KnownGroups()
+	known := h.knownGroups()
 	var unknown []string
 	for _, id := range ids {
 		if !slices.Contains(known, id) {
@@ -489,10 +496,11 @@ func (h *Host) checkDeferred(groups, deferred []string) error {
 	return nil
 }
 
-// CreateAgent stores a new agent of the named role; a gives its parent,
+// Create stores a new agent of the named role; a gives its parent,
 // kind and task (the zero value: an external agent without a parent).
-func (h *Host) CreateAgent(ctx context.Context, role string, a store.Agent) (store.Agent, error) {
-	r, err := h.Role(role)
+func (as Agents) Create(ctx context.Context, role string, a store.Agent) (store.Agent, error) {
+	h := as.h
+	r, err := h.Roles().Get(role)
 	if err != nil {
 		return store.Agent{}, err
 	}
@@ -507,8 +515,9 @@ func (h *Host) CreateAgent(ctx context.Context, role string, a store.Agent) (sto
 	return a, nil
 }
 
-// Agent returns the agent with the id.
-func (h *Host) Agent(id string) (store.Agent, bool) {
+// Get returns the agent with the id.
+func (as Agents) Get(id string) (store.Agent, bool) {
+	h := as.h
 	h.dir.mu.RLock()
 	defer h.dir.mu.RUnlock()
 	a, ok := h.dir.agents[id]
@@ -535,7 +544,7 @@ func (h *Host) reconcileRoles(ctx context.Context) error {
 // configRoleDiagnostics warns about config roles naming groups no module
 // provides (it may be that a plugin failed to start).
 func (h *Host) configRoleDiagnostics() []Diagnostic {
-	known := h.KnownGroups()
+	known := h.knownGroups()
 	var out []Diagnostic
 	for _, r := range h.cfg.Roles {
 		for _, g := range r.ToolGroups {

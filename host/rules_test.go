@@ -25,7 +25,7 @@ func rulesHostWith(t *testing.T, approver string, rs ...rules.Rule) *Host {
 	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{testPlugin("good", "good", nil)},
 		Executor: config.Executor{Mode: "sequential", MaxParallel: 4, Approver: approver, ApprovalTimeout: time.Minute, IdempotencyWindow: time.Hour}}
 	h := runHost(t, cfg, testOptions(t))
-	if _, err := h.CreateRole(context.Background(), RoleSpec{Name: "dev", ToolGroups: []string{"testgroup"}, Rules: rs}); err != nil {
+	if _, err := h.Roles().Create(context.Background(), RoleSpec{Name: "dev", ToolGroups: []string{"testgroup"}, Rules: rs}); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -50,12 +50,12 @@ func TestRulesDecide(t *testing.T) {
 		rules.Rule{Name: "no_logs", Tools: []string{"group:testgroup"}, When: "tool == 'log'", Action: rules.Deny},
 	)
 	ctx := context.Background()
-	defs, err := h.RoleToolDefinitions("dev")
+	defs, err := roleTools(h, "dev")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, d := range defs {
+	for _, d := range defs.Tools {
 		names = append(names, d.Function.Name)
 		if d.Function.Name == "echo" && (!strings.Contains(d.Function.Description, "Refused when args.text.contains('sudo'): no sudo here") ||
 			!strings.Contains(d.Function.Description, "Needs approval when !path.clean(args.text).startsWith('src/'): outside src")) {
@@ -109,14 +109,14 @@ func TestRulesDecide(t *testing.T) {
 	if err := <-done; !errors.Is(err, toolhost.ErrCancelled) || !strings.Contains(err.Error(), `sent for approval by rule "src_only" of role "dev", failed: `) {
 		t.Fatalf("cancelled approval: %v", err)
 	}
-	if err := h.FlushEvents(ctx); err != nil {
+	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	evs, _ := h.Events(ctx, store.EventFilter{CallID: "escapes-src", Type: store.EventCallFailed})
+	evs, _ := h.Events().List(ctx, store.EventFilter{CallID: "escapes-src", Type: store.EventCallFailed})
 	if len(evs) != 1 || evs[0].Payload["rule"] != "src_only" || evs[0].Payload["rule_action"] != "approve" {
 		t.Fatalf("events = %+v", evs)
 	}
-	evs, _ = h.Events(ctx, store.EventFilter{Tool: "noop", Type: store.EventCallFailed})
+	evs, _ = h.Events().List(ctx, store.EventFilter{Tool: "noop", Type: store.EventCallFailed})
 	if len(evs) != 1 || evs[0].Payload["rule"] != "never_noop" || evs[0].Payload["code"] != "policy" {
 		t.Fatalf("noop's events = %+v", evs)
 	}
@@ -146,18 +146,18 @@ func TestRulesValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := h.CreateRole(ctx, RoleSpec{Name: "new", Rules: tt.rules, Limits: tt.limits})
+			_, err := h.Roles().Create(ctx, RoleSpec{Name: "new", Rules: tt.rules, Limits: tt.limits})
 			if !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("create: %v; want validation with %q", err, tt.want)
 			}
-			_, err = h.UpdateRole(ctx, "dev", RoleUpdate{Rules: &tt.rules, Limits: &tt.limits})
+			_, err = h.Roles().Update(ctx, "dev", RoleUpdate{Rules: &tt.rules, Limits: &tt.limits})
 			if !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("update: %v; want validation with %q", err, tt.want)
 			}
-			if r, _ := h.Role("dev"); len(r.Rules) != 1 || r.Rules[0].Name != "ok" {
+			if r, _ := h.Roles().Get("dev"); len(r.Rules) != 1 || r.Rules[0].Name != "ok" {
 				t.Fatalf("the role changed: %+v", r.Rules)
 			}
-			if _, err := h.Role("new"); err == nil {
+			if _, err := h.Roles().Get("new"); err == nil {
 				t.Fatal("the refused role exists")
 			}
 		})
@@ -181,7 +181,7 @@ func BenchmarkRules(b *testing.B) {
 		rs = append(rs, rules.Rule{Name: fmt.Sprintf("r%d", i), Tools: []string{"echo"}, When: c, Action: rules.Deny})
 	}
 	for name, rs := range map[string][]rules.Rule{"none": nil, "ten": rs} {
-		if _, err := h.CreateRole(ctx, RoleSpec{Name: name, ToolGroups: []string{"testgroup"}, Rules: rs}); err != nil {
+		if _, err := h.Roles().Create(ctx, RoleSpec{Name: name, ToolGroups: []string{"testgroup"}, Rules: rs}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -139,15 +139,15 @@ func TestRulesListingEqualsCalling(t *testing.T) {
 
 	rapid.Check(t, func(rt *rapid.T) {
 		rs := genRules(rt, tools)
-		if _, err := h.UpdateRole(ctx, "dev", RoleUpdate{Rules: &rs}); err != nil {
+		if _, err := h.Roles().Update(ctx, "dev", RoleUpdate{Rules: &rs}); err != nil {
 			rt.Fatal(err)
 		}
-		defs, err := h.RoleToolDefinitions("dev")
+		defs, err := roleTools(h, "dev")
 		if err != nil {
 			rt.Fatal(err)
 		}
 		for _, tool := range tools {
-			listed := slices.ContainsFunc(defs, func(d ToolDefinition) bool { return d.Function.Name == tool })
+			listed := slices.ContainsFunc(defs.Tools, func(d ToolDefinition) bool { return d.Function.Name == tool })
 			callable := false
 			for _, text := range letterSets(len(rs)) {
 				args := `{"text":"` + text + `"}`

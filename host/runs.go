@@ -71,7 +71,7 @@ const hostExitedMessage = "the host stopped; the call may or may not have run"
 // of other hosts on the same store, and live runs (a CLI beside serve), are
 // left alone.
 func (h *Host) beginRun(ctx context.Context) error {
-	id, err := hostID(h.DataDir())
+	id, err := hostID(h.store.Dir())
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 func TestFailureWithoutAnError(t *testing.T) {
 	h := runHost(t, &config.Config{}, testOptions(t))
 	ctx := context.Background()
-	if err := h.RegisterGroup(ctx, &sdk.Group{ID: "mute", Description: "Fails silently.", Tools: []sdk.Tool{
+	if err := h.Modules().Register(ctx, &sdk.Group{ID: "mute", Description: "Fails silently.", Tools: []sdk.Tool{
 		sdk.NewTool("shrug", "Fails without saying why.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) {
 			return &sdk.Result{}, nil
 		}),
@@ -29,10 +29,10 @@ func TestFailureWithoutAnError(t *testing.T) {
 	if err != nil || res.OK || res.Error == nil || res.Error.Code != toolhost.CodeToolExec || !strings.Contains(res.Error.Message, "without saying why") {
 		t.Fatalf("result %+v, error %v", res, err)
 	}
-	if err := h.FlushEvents(ctx); err != nil {
+	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := h.Events(ctx, store.EventFilter{CallID: "silent", Type: store.EventCallFailed})
+	evs, err := h.Events().List(ctx, store.EventFilter{CallID: "silent", Type: store.EventCallFailed})
 	if err != nil || len(evs) != 1 || evs[0].Payload["code"] != string(toolhost.CodeToolExec) {
 		t.Fatalf("failed events %+v, %v", evs, err)
 	}

@@ -43,7 +43,7 @@ const staleTmp = time.Hour
 
 // storageID is the host's id (see hostID), read once.
 func (h *Host) storageID() (string, error) {
-	h.storage.once.Do(func() { h.storage.id, h.storage.idErr = hostID(h.DataDir()) })
+	h.storage.once.Do(func() { h.storage.id, h.storage.idErr = hostID(h.store.Dir()) })
 	return h.storage.id, h.storage.idErr
 }
 
@@ -53,15 +53,16 @@ func (h *Host) quotas() store.Quotas {
 }
 
 // outputsDir is the directory of the host's saved outputs.
-func (h *Host) outputsDir() string { return filepath.Join(h.DataDir(), "outputs") }
+func (h *Host) outputsDir() string { return filepath.Join(h.store.Dir(), "outputs") }
 
-// ArtifactPath is where an artifact's bytes are kept, unless the store
+// Path is where an artifact's bytes are kept, unless the store
 // keeps them (store { artifacts = "database" }): the store block's artifact
 // directory, by default <data_dir>/artifacts.
-func (h *Host) ArtifactPath(id string) string {
+func (arts Artifacts) Path(id string) string {
+	h := arts.h
 	dir := h.cfg.Store.ArtifactDir
 	if dir == "" {
-		dir = filepath.Join(h.DataDir(), "artifacts")
+		dir = filepath.Join(h.store.Dir(), "artifacts")
 	}
 	return filepath.Join(dir, id[:2], id)
 }
@@ -134,7 +135,7 @@ func removeFile(h *Host, tmp, path string, placed bool) {
 	}
 }
 
-// PutArtifact keeps an artifact's bytes, stored by an agent of its Role
+// Put keeps an artifact's bytes, stored by an agent of its Role
 // (whose id is its RoleID, the role that owns it; both "" for the
 // operator), as a new artifact with a new random id, within the quotas: in
 // the database or in the artifact directory ([Host.ArtifactPath]), indexed
@@ -142,7 +143,8 @@ func removeFile(h *Host, tmp, path string, placed bool) {
 // role's own oldest artifacts, are evicted to make room, never another
 // role's; an artifact larger than a quota by itself, or that only other
 // roles' artifacts would make room for, is refused with code policy.
-func (h *Host) PutArtifact(ctx context.Context, a store.Artifact, data []byte) (store.Artifact, error) {
+func (arts Artifacts) Put(ctx context.Context, a store.Artifact, data []byte) (store.Artifact, error) {
+	h := arts.h
 	q := h.quotas()
 	a.Size = int64(len(data))
 	if why := overQuota(q, a.Size); why != "" {
@@ -155,7 +157,7 @@ func (h *Host) PutArtifact(ctx context.Context, a store.Artifact, data []byte) (
 	a.ID = newArtifactID()
 	kept, tmp, path := data, "", "" // the bytes, when the store keeps them
 	if !h.artifactsInStore() {
-		path, kept = h.ArtifactPath(a.ID), nil
+		path, kept = h.Artifacts().Path(a.ID), nil
 		if tmp, err = writeTemp(filepath.Dir(path), data); err != nil {
 			return a, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 		}
@@ -224,7 +226,7 @@ func (h *Host) removeEvicted(evicted []store.Eviction) {
 			if h.artifactsInStore() {
 				continue
 			}
-			path = h.ArtifactPath(e.Key)
+			path = h.Artifacts().Path(e.Key)
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			h.log.Error("removing an evicted item's file", "path", path, "error", err)

@@ -65,10 +65,10 @@ func quotaHost(t *testing.T, dir string, opts *Options, q, roleQ int64, roles ..
 	h := runHost(t, cfg, opts)
 	agents := map[string]string{}
 	for _, r := range roles {
-		if _, err := h.CreateRole(context.Background(), RoleSpec{Name: r}); err != nil && !errors.Is(err, store.ErrExists) {
+		if _, err := h.Roles().Create(context.Background(), RoleSpec{Name: r}); err != nil && !errors.Is(err, store.ErrExists) {
 			t.Fatal(err)
 		}
-		a, err := h.CreateAgent(context.Background(), r, store.Agent{})
+		a, err := h.Agents().Create(context.Background(), r, store.Agent{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,10 +111,10 @@ func outputFiles(t *testing.T, h *Host) (map[string]int64, int64) {
 // evictions are the storage.evicted events' kinds, keys and quotas.
 func evictions(t *testing.T, h *Host) []string {
 	t.Helper()
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := h.Events(context.Background(), store.EventFilter{Type: store.EventStorageEvicted})
+	evs, err := h.Events().List(context.Background(), store.EventFilter{Type: store.EventStorageEvicted})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,14 +239,14 @@ func TestArtifactQuotas(t *testing.T) {
 					Store: config.Store{Quota: 1000 * kib, RoleQuota: 500 * kib, Artifacts: where}}
 				cfg.Limits = config.Limits{Timeout: proctest.Patience, MaxOutputLines: 2000, MaxOutputBytes: 51200}
 				h := runHost(t, cfg, opts)
-				dev, err := h.CreateRole(context.Background(), RoleSpec{Name: "dev"})
+				dev, err := h.Roles().Create(context.Background(), RoleSpec{Name: "dev"})
 				if err != nil {
 					t.Fatal(err)
 				}
-				agent, _ := h.CreateAgent(context.Background(), "dev", store.Agent{})
+				agent, _ := h.Agents().Create(context.Background(), "dev", store.Agent{})
 				put := func(fill byte, size int) (store.Artifact, error) {
 					data := []byte(strings.Repeat(string(fill), size))
-					return h.PutArtifact(context.Background(), store.Artifact{Role: "dev", RoleID: dev.ID}, data)
+					return h.Artifacts().Put(context.Background(), store.Artifact{Role: "dev", RoleID: dev.ID}, data)
 				}
 				a1, err := put('a', 150*kib)
 				if err != nil {
@@ -266,7 +266,7 @@ func TestArtifactQuotas(t *testing.T) {
 					t.Fatalf("the oldest artifact: %v", err)
 				}
 				if where == "files" {
-					if _, err := os.Stat(h.ArtifactPath(a1.ID)); !errors.Is(err, os.ErrNotExist) {
+					if _, err := os.Stat(h.Artifacts().Path(a1.ID)); !errors.Is(err, os.ErrNotExist) {
 						t.Fatalf("the evicted artifact's file: %v", err)
 					}
 				} else if _, err := h.Store().ArtifactData(context.Background(), a1.ID, dev.ID); !errors.Is(err, store.ErrNotFound) {
@@ -298,11 +298,11 @@ func TestArtifactsOfOtherRolesStay(t *testing.T) {
 		h, _ := quotaHost(t, dir, open(t, dir), 300*kib, 200*kib, "dev", "ops", "qa")
 		ctx := context.Background()
 		put := func(role string, data []byte) (store.Artifact, error) {
-			r, err := h.Role(role)
+			r, err := h.Roles().Get(role)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return h.PutArtifact(ctx, store.Artifact{Role: role, RoleID: r.ID}, data)
+			return h.Artifacts().Put(ctx, store.Artifact{Role: role, RoleID: r.ID}, data)
 		}
 		must := func(a store.Artifact, err error) store.Artifact {
 			t.Helper()
@@ -318,14 +318,14 @@ func TestArtifactsOfOtherRolesStay(t *testing.T) {
 			t.Fatalf("ids %s and %s for the same bytes (SHA-256 %x)", ops.ID, dev.ID, sum)
 		}
 		must(put("dev", make([]byte, 150*kib))) // 250 KiB of dev's: its copy goes
-		opsRole, _ := h.Role("ops")
+		opsRole, _ := h.Roles().Get("ops")
 		if _, err := h.Store().Artifact(ctx, ops.ID, opsRole.ID); err != nil {
 			t.Fatalf("ops's copy after dev's eviction: %v", err)
 		}
-		if _, err := os.Stat(h.ArtifactPath(ops.ID)); err != nil {
+		if _, err := os.Stat(h.Artifacts().Path(ops.ID)); err != nil {
 			t.Fatalf("ops's file after dev's eviction: %v", err)
 		}
-		if _, err := os.Stat(h.ArtifactPath(dev.ID)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(h.Artifacts().Path(dev.ID)); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("dev's evicted file: %v", err)
 		}
 		must(put("ops", make([]byte, 50*kib))) // 300 KiB in all: dev 150, ops 150

@@ -7,18 +7,20 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// CreateToken makes a role token (see store.CreateToken) and records a
+// Create makes a role token (see store.CreateToken) and records a
 // token.created event naming who made it (by: "api", "cli" …). It returns
 // the secret, which is kept nowhere.
-func (h *Host) CreateToken(ctx context.Context, name, role string, expires time.Time, by string) (string, store.Token, error) {
+func (ts Tokens) Create(ctx context.Context, name, role string, expires time.Time, by string) (string, store.Token, error) {
+	h := ts.h
 	secret, t, err := h.store.CreateToken(ctx, name, role, expires)
 	return secret, t, h.tokenCreated(t, by, err)
 }
 
-// CreateMetricsToken makes a token that opens GET /metrics alone (see
+// CreateMetrics makes a token that opens GET /metrics alone (see
 // store.CreateMetricsToken) and records a token.created event naming who
 // made it. It returns the secret, which is kept nowhere.
-func (h *Host) CreateMetricsToken(ctx context.Context, name string, expires time.Time, by string) (string, store.Token, error) {
+func (ts Tokens) CreateMetrics(ctx context.Context, name string, expires time.Time, by string) (string, store.Token, error) {
+	h := ts.h
 	secret, t, err := h.store.CreateMetricsToken(ctx, name, expires)
 	return secret, t, h.tokenCreated(t, by, err)
 }
@@ -37,9 +39,10 @@ func (h *Host) tokenCreated(t store.Token, by string, err error) error {
 	return nil
 }
 
-// RevokeToken revokes a role token (see store.RevokeToken) and records a
+// Revoke revokes a role token (see store.RevokeToken) and records a
 // token.revoked event naming who revoked it.
-func (h *Host) RevokeToken(ctx context.Context, name, by string) error {
+func (ts Tokens) Revoke(ctx context.Context, name, by string) error {
+	h := ts.h
 	err := h.store.RevokeToken(ctx, name)
 	if err == nil {
 		h.events.Emit(store.Event{Type: store.EventTokenRevoked, Payload: map[string]any{"name": name, "by": by}})

@@ -15,61 +15,14 @@ import (
 // deferred groups gets it; no other role does.
 const ToolSearchGroup = "tool_search"
 
-// Definitions returns the tool definitions to put in an agent's model
-// requests, or list to its MCP session: [Host.ToolsFor]'s, but for the tools
-// of its role's deferred groups that it has not loaded. It may call them all
-// the same. The slice may be shared; do not modify it.
-func (h *Host) Definitions(agentID string) ([]ToolDefinition, error) {
-	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
-	if err != nil {
-		return nil, err
-	}
-	if v.lazy == nil {
-		return v.defs, nil
-	}
-	loaded, err := h.loadedOf(agentID)
-	if err != nil || len(loaded) == 0 {
-		return v.eager, err
-	}
-	out := make([]ToolDefinition, 0, len(v.eager)+len(loaded))
-	for _, d := range v.defs {
-		if !v.lazy[d.Function.Name] || loaded[d.Function.Name] {
-			out = append(out, d)
-		}
-	}
-	return out, nil
-}
-
-// LoadableTool is a tool of one of an agent role's deferred groups.
-type LoadableTool struct {
-	Group    string   `json:"group"`
-	Loaded   bool     `json:"loaded"` // its definition is in the agent's [Host.Definitions]
-	Function Function `json:"function"`
-}
-
-// LoadableTools returns the tools of the agent role's deferred groups,
-// loaded or not, in [Host.ToolsFor]'s order; none when it defers nothing.
-func (h *Host) LoadableTools(agentID string) ([]LoadableTool, error) {
-	v, loaded, err := h.deferring(agentID)
-	if v == nil {
-		return nil, err
-	}
-	var out []LoadableTool
-	for _, d := range v.defs {
-		if name := d.Function.Name; v.lazy[name] {
-			out = append(out, LoadableTool{Group: v.tools[name].group.Spec.ID, Loaded: loaded[name], Function: d.Function})
-		}
-	}
-	return out, nil
-}
-
 // LoadTools makes the named tools of the agent role's deferred groups part of
-// its [Host.Definitions] from now on, and records that in the store, so that
+// what it is offered ([ToolQuery.Agent]) from now on, and records that in the store, so that
 // it lasts across restarts; it returns those it newly loaded. A name that is
 // no such tool of the role is refused with validation, naming it, and then
 // nothing is loaded. Watchers are told, so the agent's MCP session hears of
 // its new list.
-func (h *Host) LoadTools(ctx context.Context, agentID string, names []string) ([]string, error) {
+func (as Agents) LoadTools(ctx context.Context, agentID string, names []string) ([]string, error) {
+	h := as.h
 	v, err := h.callerView(&toolhost.CallContext{AgentID: agentID})
 	if err != nil {
 		return nil, err
@@ -144,7 +97,7 @@ func (h *Host) loadedOf(agentID string) (map[string]bool, error) {
 }
 
 // ToolMatch is a tool of an agent role's deferred groups that
-// [Host.SearchTools] found.
+// [Agents.FindTools] found.
 type ToolMatch struct {
 	// Name is the tool's name.
 	Name string `json:"name"`
@@ -155,17 +108,18 @@ type ToolMatch struct {
 	// Why says which words of the query, or their synonyms, matched which
 	// parts of the tool ("picture → screenshot (synonym): name").
 	Why string `json:"why"`
-	// Loaded says its definition is in the agent's [Host.Definitions].
+	// Loaded says the agent has loaded it.
 	Loaded bool `json:"loaded"`
 }
 
-// SearchTools ranks the tools of the agent role's deferred groups, loaded
+// FindTools ranks the tools of the agent role's deferred groups, loaded
 // or not, against a need described in words, best first, at most limit of
 // them (find_tools). Everything a tool states is handed to the ranking
 // (internal/toolsearch), which reads its name, title, description and
 // parameters. The index is built once per role view, on first use. None
 // when the role defers nothing or nothing matches.
-func (h *Host) SearchTools(agentID, query string, limit int) ([]ToolMatch, error) {
+func (as Agents) FindTools(agentID, query string, limit int) ([]ToolMatch, error) {
+	h := as.h
 	v, loaded, err := h.deferring(agentID)
 	if v == nil {
 		return nil, err

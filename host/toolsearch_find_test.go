@@ -24,14 +24,14 @@ func TestSearchTools(t *testing.T) {
 		{Name: "lazy", ToolGroups: []string{"alpha", "browser"}, DeferredGroups: []string{"browser"}},
 		{Name: "eager", ToolGroups: []string{"alpha", "browser"}},
 	} {
-		if _, err := h.CreateRole(ctx, r); err != nil {
+		if _, err := h.Roles().Create(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	lazy, _ := h.CreateAgent(ctx, "lazy", store.Agent{})
-	eager, _ := h.CreateAgent(ctx, "eager", store.Agent{})
+	lazy, _ := h.Agents().Create(ctx, "lazy", store.Agent{})
+	eager, _ := h.Agents().Create(ctx, "eager", store.Agent{})
 
-	found, err := h.SearchTools(lazy.ID, "take a picture of the page", 5)
+	found, err := h.Agents().FindTools(lazy.ID, "take a picture of the page", 5)
 	if err != nil || len(found) == 0 || found[0].Name != "screenshot" || found[0].Group != "browser" || found[0].Loaded {
 		t.Fatalf("found %+v, %v: want screenshot of browser first, not loaded", found, err)
 	}
@@ -39,28 +39,28 @@ func TestSearchTools(t *testing.T) {
 		t.Errorf("why %q: want the picture's synonym in the name and title, take in the title", why)
 	}
 	// Only deferred tools: "read" is the role's, but always loaded.
-	if found, _ := h.SearchTools(lazy.ID, "read", 5); slices.ContainsFunc(found, func(m ToolMatch) bool { return m.Name == "read" }) {
+	if found, _ := h.Agents().FindTools(lazy.ID, "read", 5); slices.ContainsFunc(found, func(m ToolMatch) bool { return m.Name == "read" }) {
 		t.Errorf("found a tool that is not deferred: %+v", found)
 	}
-	if _, err := h.LoadTools(ctx, lazy.ID, []string{"screenshot"}); err != nil {
+	if _, err := h.Agents().LoadTools(ctx, lazy.ID, []string{"screenshot"}); err != nil {
 		t.Fatal(err)
 	}
-	if found, _ := h.SearchTools(lazy.ID, "screenshot", 1); len(found) != 1 || !found[0].Loaded || found[0].Why != "its name" {
+	if found, _ := h.Agents().FindTools(lazy.ID, "screenshot", 1); len(found) != 1 || !found[0].Loaded || found[0].Why != "its name" {
 		t.Errorf("after load_tools: %+v, want screenshot loaded, found by its name", found)
 	}
-	if found, err := h.SearchTools(eager.ID, "screenshot", 5); err != nil || found != nil {
+	if found, err := h.Agents().FindTools(eager.ID, "screenshot", 5); err != nil || found != nil {
 		t.Errorf("a role deferring nothing found %+v, %v", found, err)
 	}
-	if _, err := h.SearchTools("nobody", "screenshot", 5); err == nil || !strings.Contains(err.Error(), "unknown agent") {
+	if _, err := h.Agents().FindTools("nobody", "screenshot", 5); err == nil || !strings.Contains(err.Error(), "unknown agent") {
 		t.Errorf("an unknown agent: %v", err)
 	}
 	// A group the role defers later is searched.
 	addSpecs(t, h, "gamma", SourcePlugin, nil, nil, tool("wipe"))
 	groups, deferred := []string{"alpha", "browser", "gamma"}, []string{"browser", "gamma"}
-	if _, err := h.UpdateRole(ctx, "lazy", RoleUpdate{ToolGroups: &groups, DeferredGroups: &deferred}); err != nil {
+	if _, err := h.Roles().Update(ctx, "lazy", RoleUpdate{ToolGroups: &groups, DeferredGroups: &deferred}); err != nil {
 		t.Fatal(err)
 	}
-	if found, _ := h.SearchTools(lazy.ID, "wipe", 1); len(found) != 1 || found[0].Name != "wipe" || found[0].Why != "its name" {
+	if found, _ := h.Agents().FindTools(lazy.ID, "wipe", 1); len(found) != 1 || found[0].Name != "wipe" || found[0].Why != "its name" {
 		t.Errorf("a group deferred later: %+v", found)
 	}
 }

@@ -36,25 +36,25 @@ func TestPropertyDeferringNeverWidens(t *testing.T) {
 		addGroup(rt, h, ToolSearchGroup, SourceRuntime, "find_tools", "load_tools")
 		ctx := context.Background()
 		for i, role := range genWorld(rt, h)[2:] { // the roles made at run time
-			agent, err := h.CreateAgent(ctx, role, store.Agent{})
+			agent, err := h.Agents().Create(ctx, role, store.Agent{})
 			if err != nil {
 				rt.Fatal(err)
 			}
-			before, _ := h.ToolsFor(agent.ID)
-			r, _ := h.Role(role)
+			before, _ := toolsFor(h, agent.ID)
+			r, _ := h.Roles().Get(role)
 			pool := r.ToolGroups
 			if pool == nil {
-				pool = h.KnownGroups()
+				pool = h.knownGroups()
 			}
 			pool = slices.DeleteFunc(slices.Clone(pool), func(id string) bool { return id == ToolSearchGroup })
 			var deferred []string
 			if len(pool) > 0 {
 				deferred = rapid.SliceOfDistinct(rapid.SampledFrom(pool), rapid.ID).Draw(rt, fmt.Sprint("deferred", i))
 			}
-			if _, err := h.UpdateRole(ctx, role, RoleUpdate{DeferredGroups: &deferred}); err != nil {
+			if _, err := h.Roles().Update(ctx, role, RoleUpdate{DeferredGroups: &deferred}); err != nil {
 				rt.Fatal(err)
 			}
-			after, _ := h.ToolsFor(agent.ID)
+			after, _ := toolsFor(h, agent.ID)
 			want := defNames(before)
 			want = slices.DeleteFunc(want, func(n string) bool { return n == "find_tools" || n == "load_tools" })
 			if len(deferred) > 0 {
@@ -64,14 +64,13 @@ func TestPropertyDeferringNeverWidens(t *testing.T) {
 			if got := defNames(after); !slices.Equal(got, want) {
 				rt.Fatalf("role %s deferring %v: callable %v, want %v", role, deferred, got, want)
 			}
-			defs, _ := h.Definitions(agent.ID)
-			loadable, _ := h.LoadableTools(agent.ID)
-			var lazy []string
-			for _, l := range loadable {
-				if l.Loaded || !slices.Contains(deferred, l.Group) {
-					rt.Fatalf("loadable %+v: loaded, or not of a deferred group %v", l, deferred)
+			defs, _ := offeredTo(h, agent.ID)
+			list, _ := h.Tools(ToolQuery{Agent: agent.ID})
+			lazy := list.Deferred
+			for _, name := range lazy {
+				if list.Loaded[name] || !slices.Contains(deferred, list.Meta[name].Group) {
+					rt.Fatalf("deferred %s: loaded, or not of a deferred group %v", name, deferred)
 				}
-				lazy = append(lazy, l.Function.Name)
 			}
 			split := append(defNames(defs), lazy...)
 			slices.Sort(split)
@@ -87,16 +86,16 @@ func TestPropertyDeferringNeverWidens(t *testing.T) {
 			if len(lazy) > 0 {
 				load = rapid.SliceOfDistinct(rapid.SampledFrom(lazy), rapid.ID).Draw(rt, fmt.Sprint("load", i))
 			}
-			if _, err := h.LoadTools(ctx, agent.ID, load); err != nil {
+			if _, err := h.Agents().LoadTools(ctx, agent.ID, load); err != nil {
 				rt.Fatal(err)
 			}
-			defs2, _ := h.Definitions(agent.ID)
+			defs2, _ := offeredTo(h, agent.ID)
 			wantDefs := append(defNames(defs), load...)
 			slices.Sort(wantDefs)
 			if got := defNames(defs2); !slices.Equal(got, wantDefs) {
 				rt.Fatalf("after loading %v: definitions %v, want %v", load, got, wantDefs)
 			}
-			if _, err := h.LoadTools(ctx, agent.ID, []string{"no_such_tool"}); !errors.Is(err, toolhost.ErrValidation) {
+			if _, err := h.Agents().LoadTools(ctx, agent.ID, []string{"no_such_tool"}); !errors.Is(err, toolhost.ErrValidation) {
 				rt.Fatalf("loading an unknown tool: %v", err)
 			}
 		}
@@ -112,33 +111,33 @@ func TestLoadedToolsSurviveARestart(t *testing.T) {
 	addGroup(t, h, ToolSearchGroup, SourceRuntime, "find_tools", "load_tools")
 	addGroup(t, h, "alpha", SourcePlugin, "read", "write")
 	addGroup(t, h, "beta", SourcePlugin, "run", "fetch")
-	if _, err := h.CreateRole(ctx, RoleSpec{Name: "lazy", ToolGroups: []string{"alpha", "beta"}, DeferredGroups: []string{"beta"}}); err != nil {
+	if _, err := h.Roles().Create(ctx, RoleSpec{Name: "lazy", ToolGroups: []string{"alpha", "beta"}, DeferredGroups: []string{"beta"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.CreateRole(ctx, RoleSpec{Name: "wrong", ToolGroups: []string{"alpha"}, DeferredGroups: []string{"beta"}}); !errors.Is(err, toolhost.ErrValidation) {
+	if _, err := h.Roles().Create(ctx, RoleSpec{Name: "wrong", ToolGroups: []string{"alpha"}, DeferredGroups: []string{"beta"}}); !errors.Is(err, toolhost.ErrValidation) {
 		t.Fatalf("a deferred group outside the role's groups: %v", err)
 	}
-	a, _ := h.CreateAgent(ctx, "lazy", store.Agent{})
-	defs, _ := h.Definitions(a.ID)
+	a, _ := h.Agents().Create(ctx, "lazy", store.Agent{})
+	defs, _ := offeredTo(h, a.ID)
 	if got := defNames(defs); !slices.Equal(got, []string{"find_tools", "load_tools", "read", "write"}) {
 		t.Fatalf("definitions before loading: %v", got)
 	}
-	if added, err := h.LoadTools(ctx, a.ID, []string{"run", "run"}); err != nil || !slices.Equal(added, []string{"run"}) {
+	if added, err := h.Agents().LoadTools(ctx, a.ID, []string{"run", "run"}); err != nil || !slices.Equal(added, []string{"run"}) {
 		t.Fatalf("load run: %v, %v", added, err)
 	}
 	// The attack: an agent loads a tool of a group outside its role, to
 	// widen what it may call. It is refused, and nothing is loaded.
 	addGroup(t, h, "gamma", SourcePlugin, "wipe")
-	if _, err := h.LoadTools(ctx, a.ID, []string{"fetch", "wipe"}); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "wipe") {
+	if _, err := h.Agents().LoadTools(ctx, a.ID, []string{"fetch", "wipe"}); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "wipe") {
 		t.Fatalf("loading a tool outside the role: %v", err)
 	}
-	if defs, _ := h.Definitions(a.ID); slices.Contains(defNames(defs), "wipe") || slices.Contains(defNames(defs), "fetch") {
+	if defs, _ := offeredTo(h, a.ID); slices.Contains(defNames(defs), "wipe") || slices.Contains(defNames(defs), "fetch") {
 		t.Fatalf("definitions after a refused load: %v", defNames(defs))
 	}
 	if _, err := h.Call(ctx, &toolhost.CallRequest{Tool: "wipe", Arguments: []byte("{}"), Context: toolhost.CallContext{AgentID: a.ID}}); !errors.Is(err, toolhost.ErrToolNotAvailable) {
 		t.Fatalf("calling the tool outside the role: %v", err)
 	}
-	if prompt, _ := h.RolePrompt("lazy"); !strings.Contains(prompt, "- beta: group beta (loaded on demand)\n") || !strings.Contains(prompt, "find_tools") {
+	if prompt, _ := h.Roles().Prompt("lazy"); !strings.Contains(prompt, "- beta: group beta (loaded on demand)\n") || !strings.Contains(prompt, "find_tools") {
 		t.Errorf("role prompt:\n%s", prompt)
 	}
 	h.Close()
@@ -147,7 +146,7 @@ func TestLoadedToolsSurviveARestart(t *testing.T) {
 	addGroup(t, h2, ToolSearchGroup, SourceRuntime, "find_tools", "load_tools")
 	addGroup(t, h2, "alpha", SourcePlugin, "read", "write")
 	addGroup(t, h2, "beta", SourcePlugin, "run", "fetch")
-	defs, _ = h2.Definitions(a.ID)
+	defs, _ = offeredTo(h2, a.ID)
 	if got := defNames(defs); !slices.Equal(got, []string{"find_tools", "load_tools", "read", "run", "write"}) {
 		t.Fatalf("definitions after a restart: %v", got)
 	}

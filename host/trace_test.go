@@ -64,10 +64,10 @@ func TestTraceOfACallIncludesThePlugin(t *testing.T) {
 		t.Errorf("the call's span has a parent (%v), or the trace has %d spans, want 6", call.Parent.IsValid(), len(spans))
 	}
 
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := h.Events(context.Background(), store.EventFilter{Type: store.EventCallStarted})
+	evs, err := h.Events().List(context.Background(), store.EventFilter{Type: store.EventCallStarted})
 	if err != nil || len(evs) != 1 || evs[0].Payload["trace_id"] != tid.String() {
 		t.Errorf("started events %+v (%v), want one with trace_id %s", evs, err, tid)
 	}
@@ -170,7 +170,7 @@ func BenchmarkTracing(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = h.Close() })
-			if err := h.RegisterGroup(context.Background(), noop); err != nil {
+			if err := h.Modules().Register(context.Background(), noop); err != nil {
 				b.Fatal(err)
 			}
 			req := &toolhost.CallRequest{Tool: "noop"}

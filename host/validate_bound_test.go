@@ -170,7 +170,7 @@ func TestEndlessSchemasAreRefused(t *testing.T) {
 		{"2^40 walks for {}", diamonds.String(), "validating even {} would cost more than the limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := NewManager()
+			m := newManager()
 			_, err := m.Register(&Group{Spec: toolhost.GroupSpec{ID: "g", Tools: []toolhost.ToolSpec{{Name: "t", InputSchema: json.RawMessage(tc.schema)}}}, Kind: SourcePlugin})
 			if !errors.Is(err, toolhost.ErrInvalidGroupDef) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want invalid_group_def with %q", err, tc.want)

@@ -22,7 +22,7 @@ func TestWatchersHearOfRoleChangesOnly(t *testing.T) {
 	g := &sdk.Group{ID: "quiet", Description: "A no-op.", Tools: []sdk.Tool{
 		sdk.NewTool("noop", "Do nothing.", func(context.Context, *sdk.Request[struct{}]) (*sdk.Result, error) { return nil, nil }),
 	}}
-	if err := h.RegisterGroup(ctx, g); err != nil {
+	if err := h.Modules().Register(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	var heard atomic.Int32
@@ -31,11 +31,11 @@ func TestWatchersHearOfRoleChangesOnly(t *testing.T) {
 		if _, err := callTool(t, h, "noop", map[string]any{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.CreateAgent(ctx, store.RootRole, store.Agent{}); err != nil {
+		if _, err := h.Agents().Create(ctx, store.RootRole, store.Agent{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := h.FlushEvents(ctx); err != nil {
+	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond) // about 20 polls of the store, each seeing new commits
@@ -51,7 +51,7 @@ func TestWatchersHearOfRoleChangesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	proctest.Eventually(t, "the watchers hear of the new role", func() bool { return heard.Load() == 1 })
-	if _, err := h.Role("elsewhere"); err != nil {
+	if _, err := h.Roles().Get("elsewhere"); err != nil {
 		t.Fatal(err)
 	}
 }

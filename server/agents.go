@@ -16,8 +16,8 @@ const maxAgentBody = 1 << 20
 // terminateReason is the reason recorded for an agent terminated here.
 const terminateReason = "terminated through the HTTP API"
 
-// SpawnBody is the body of POST /api/agents.
-type SpawnBody struct {
+// spawnBody is the body of POST /api/agents.
+type spawnBody struct {
 	// Role names the agent's role (its name or id).
 	Role string `json:"role"`
 	// Task is the agent's first message; empty: it waits for messages.
@@ -26,8 +26,8 @@ type SpawnBody struct {
 	ParentID string `json:"parentId,omitempty"`
 }
 
-// MessageBody is the body of POST /api/agents/{id}/messages.
-type MessageBody struct {
+// messageBody is the body of POST /api/agents/{id}/messages.
+type messageBody struct {
 	// Message is the text put in the agent's mailbox.
 	Message string `json:"message"`
 }
@@ -98,7 +98,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 
 // spawnAgent starts an agent of a role on a task.
 func (s *Server) spawnAgent(w http.ResponseWriter, r *http.Request) {
-	var body SpawnBody
+	var body spawnBody
 	rt, ok := agentBody(s, w, r, &body, "role", func() bool { return body.Role != "" })
 	if !ok {
 		return
@@ -138,7 +138,7 @@ func (s *Server) agentTree(w http.ResponseWriter, r *http.Request) {
 
 // sendMessage puts the operator's message in an agent's mailbox.
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
-	var body MessageBody
+	var body messageBody
 	rt, ok := agentBody(s, w, r, &body, "message", func() bool { return body.Message != "" })
 	if !ok {
 		return

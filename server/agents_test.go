@@ -59,7 +59,7 @@ func agentServer(t *testing.T) (*httptest.Server, *host.Host, *agents.Runtime) {
 	if err := rt.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "helper", Description: "Helps.", ToolGroups: []string{"console"}}); err != nil {
+	if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: "helper", Description: "Helps.", ToolGroups: []string{"console"}}); err != nil {
 		t.Fatal(err)
 	}
 	return newHTTPServer(t, h, &Options{Runtime: rt}), h, rt
@@ -74,7 +74,7 @@ func settle(t *testing.T, h *host.Host, rt *agents.Runtime, id string) {
 	if err := rt.Wait(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.FlushEvents(ctx); err != nil {
+	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -97,7 +97,7 @@ func TestAgentsAPI(t *testing.T) {
 	api := srv.URL + "/api/agents"
 
 	var a agents.AgentSummary
-	if code := do(t, "POST", api, SpawnBody{Role: "helper", Task: "sum"}, &a); code != 201 {
+	if code := do(t, "POST", api, spawnBody{Role: "helper", Task: "sum"}, &a); code != 201 {
 		t.Fatalf("spawn = %d %+v", code, a)
 	}
 	if a.ID == "" || a.Role != "helper" || a.Kind != store.AgentRuntime || a.Task != "sum" {
@@ -133,7 +133,7 @@ func TestAgentsAPI(t *testing.T) {
 	// An agent without a task waits; it is listed before the first (the
 	// newest first, down to the root agent every store holds).
 	var child agents.AgentSummary
-	if code := do(t, "POST", api, SpawnBody{Role: "helper", ParentID: a.ID}, &child); code != 201 || child.ParentID != a.ID {
+	if code := do(t, "POST", api, spawnBody{Role: "helper", ParentID: a.ID}, &child); code != 201 || child.ParentID != a.ID {
 		t.Fatalf("spawn without a task = %d %+v", code, child)
 	}
 	settle(t, h, rt, child.ID)
@@ -145,7 +145,7 @@ func TestAgentsAPI(t *testing.T) {
 
 	// A message wakes the agent for one more turn.
 	var mail store.Mail
-	if code := do(t, "POST", api+"/"+a.ID+"/messages", MessageBody{Message: "and twice"}, &mail); code != 201 ||
+	if code := do(t, "POST", api+"/"+a.ID+"/messages", messageBody{Message: "and twice"}, &mail); code != 201 ||
 		mail.ID == 0 || mail.To != a.ID || mail.From != "" || mail.Body != "and twice" {
 		t.Fatalf("send = %d %+v", code, mail)
 	}
@@ -169,7 +169,7 @@ func TestAgentsAPI(t *testing.T) {
 		t.Errorf("after terminate: %+v", d.Agent)
 	}
 	var e apiError
-	if code := do(t, "POST", api+"/"+a.ID+"/messages", MessageBody{Message: "hello?"}, &e); code != 400 || e.Error.Code != toolhost.CodeValidation {
+	if code := do(t, "POST", api+"/"+a.ID+"/messages", messageBody{Message: "hello?"}, &e); code != 400 || e.Error.Code != toolhost.CodeValidation {
 		t.Errorf("message to a terminated agent = %d %+v", code, e)
 	}
 	term = nil
@@ -187,21 +187,21 @@ func TestAgentsAPIErrors(t *testing.T) {
 		status            int
 		code              toolhost.Code
 	}{
-		{"unknown role", "POST", srv.URL + "/api/agents", SpawnBody{Role: "nobody", Task: "x"}, 400, toolhost.CodeValidation},
-		{"no role", "POST", srv.URL + "/api/agents", SpawnBody{Task: "x"}, 400, toolhost.CodeValidation},
-		{"unknown parent", "POST", srv.URL + "/api/agents", SpawnBody{Role: "helper", ParentID: "nope"}, 400, toolhost.CodeValidation},
+		{"unknown role", "POST", srv.URL + "/api/agents", spawnBody{Role: "nobody", Task: "x"}, 400, toolhost.CodeValidation},
+		{"no role", "POST", srv.URL + "/api/agents", spawnBody{Task: "x"}, 400, toolhost.CodeValidation},
+		{"unknown parent", "POST", srv.URL + "/api/agents", spawnBody{Role: "helper", ParentID: "nope"}, 400, toolhost.CodeValidation},
 		{"bad JSON", "POST", srv.URL + "/api/agents", `{"role": `, 400, toolhost.CodeValidation},
 		{"unknown agent", "GET", srv.URL + "/api/agents/nope", nil, 404, toolhost.CodeValidation},
 		{"unknown tree", "GET", srv.URL + "/api/agents/nope/tree", nil, 404, toolhost.CodeValidation},
-		{"message to nobody", "POST", srv.URL + "/api/agents/nope/messages", MessageBody{Message: "hi"}, 404, toolhost.CodeValidation},
-		{"empty message", "POST", srv.URL + "/api/agents/nope/messages", MessageBody{}, 400, toolhost.CodeValidation},
+		{"message to nobody", "POST", srv.URL + "/api/agents/nope/messages", messageBody{Message: "hi"}, 404, toolhost.CodeValidation},
+		{"empty message", "POST", srv.URL + "/api/agents/nope/messages", messageBody{}, 400, toolhost.CodeValidation},
 		{"bad message JSON", "POST", srv.URL + "/api/agents/nope/messages", `[`, 400, toolhost.CodeValidation},
 		{"terminate nobody", "POST", srv.URL + "/api/agents/nope/terminate", nil, 404, toolhost.CodeValidation},
 		{"a page of none", "GET", srv.URL + "/api/agents?limit=0", nil, 400, toolhost.CodeValidation},
 		{"a page too long", "GET", srv.URL + "/api/agents?limit=1001", nil, 400, toolhost.CodeValidation},
 		{"a cursor not handed out", "GET", srv.URL + "/api/agents?cursor=nope", nil, 400, toolhost.CodeValidation},
-		{"spawn without a runtime", "POST", bare.URL + "/api/agents", SpawnBody{Role: "root", Task: "x"}, 503, toolhost.CodeInternal},
-		{"message without a runtime", "POST", bare.URL + "/api/agents/a/messages", MessageBody{Message: "hi"}, 503, toolhost.CodeInternal},
+		{"spawn without a runtime", "POST", bare.URL + "/api/agents", spawnBody{Role: "root", Task: "x"}, 503, toolhost.CodeInternal},
+		{"message without a runtime", "POST", bare.URL + "/api/agents/a/messages", messageBody{Message: "hi"}, 503, toolhost.CodeInternal},
 		{"terminate without a runtime", "POST", bare.URL + "/api/agents/a/terminate", nil, 503, toolhost.CodeInternal},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -229,7 +229,7 @@ func makeAgents(t *testing.T, h *host.Host, n int) (live, ended []string) {
 	t.Helper()
 	ctx := context.Background()
 	for i := range n {
-		a, err := h.CreateAgent(ctx, "root", store.Agent{})
+		a, err := h.Agents().Create(ctx, "root", store.Agent{})
 		if err != nil {
 			t.Fatal(err)
 		}

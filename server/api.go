@@ -20,9 +20,9 @@ const (
 	maxCallBody = 16 << 20
 )
 
-// RoleJSON is a role as the API shows it: the stored role, whether it may
+// apiRole is a role as the API shows it: the stored role, whether it may
 // be edited and, if not, why and how to change it.
-type RoleJSON struct {
+type apiRole struct {
 	store.Role
 	ReadOnly       bool   `json:"readOnly"`
 	ReadOnlyReason string `json:"readOnlyReason,omitempty"`
@@ -34,10 +34,10 @@ type RoleJSON struct {
 	DeclaredIn *host.RoleDeclaration `json:"declaredIn,omitempty"`
 }
 
-func (s *Server) roleJSON(r store.Role) RoleJSON {
-	ro, why := s.h.RoleReadOnly(r)
-	out := RoleJSON{Role: r, ReadOnly: ro, ReadOnlyReason: why, BuiltIn: r.ID == store.RootRoleID}
-	if d, ok := s.h.RoleDeclaredAt(r.Name); ok && r.Source == store.SourceConfig {
+func (s *Server) roleJSON(r store.Role) apiRole {
+	ro, why := s.h.Roles().ReadOnly(r)
+	out := apiRole{Role: r, ReadOnly: ro, ReadOnlyReason: why, BuiltIn: r.ID == store.RootRoleID}
+	if d, ok := s.h.Roles().Declared(r.Name); ok && r.Source == store.SourceConfig {
 		out.DeclaredIn = &d
 	}
 	return out
@@ -55,8 +55,8 @@ func (s *Server) routesAPI() {
 }
 
 func (s *Server) listRoles(w http.ResponseWriter, _ *http.Request) {
-	roles := s.h.Roles()
-	out := make([]RoleJSON, len(roles))
+	roles := s.h.Roles().List()
+	out := make([]apiRole, len(roles))
 	for i, r := range roles {
 		out[i] = s.roleJSON(r)
 	}
@@ -69,7 +69,7 @@ func (s *Server) createRole(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec.CreatedBy = "api"
-	role, err := s.h.CreateRole(r.Context(), spec)
+	role, err := s.h.Roles().Create(r.Context(), spec)
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -89,7 +89,7 @@ func (s *Server) roleRoute(pattern string, handler http.HandlerFunc) {
 // roles exist) or when the request's token is for another role (403 policy).
 func (s *Server) openRole(w http.ResponseWriter, r *http.Request, name string) (store.Role, bool) {
 	p := principalOf(r)
-	role, err := s.h.Role(name)
+	role, err := s.h.Roles().Get(name)
 	switch {
 	case err != nil && p.admin:
 		writeError(w, statusOf(err), err)
@@ -148,7 +148,7 @@ func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	role, err := s.h.UpdateRole(r.Context(), r.PathValue("name"), u)
+	role, err := s.h.Roles().Update(r.Context(), r.PathValue("name"), u)
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -163,7 +163,7 @@ func field[T any](raw json.RawMessage) (*T, error) {
 }
 
 func (s *Server) deleteRole(w http.ResponseWriter, r *http.Request) {
-	if err := s.h.DeleteRole(r.Context(), r.PathValue("name")); err != nil {
+	if err := s.h.Roles().Delete(r.Context(), r.PathValue("name")); err != nil {
 		writeError(w, statusOf(err), err)
 		return
 	}
@@ -175,7 +175,7 @@ func (s *Server) roleTools(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	tools, err := s.h.ToolsForRole(role.Name)
+	tools, err := s.h.Tools(host.ToolQuery{Role: role.Name, Tokens: true})
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -242,7 +242,7 @@ func (s *Server) callerOf(r *http.Request, p principal, body CallBody) error {
 		}
 		return nil
 	case body.Role != "":
-		if role, err := s.h.Role(body.Role); err == nil && p.opens(role.ID) {
+		if role, err := s.h.Roles().Get(body.Role); err == nil && p.opens(role.ID) {
 			return nil
 		}
 	}
@@ -251,7 +251,7 @@ func (s *Server) callerOf(r *http.Request, p principal, body CallBody) error {
 
 // roleIs reports whether the role named (or with the id) name has the id.
 func (s *Server) roleIs(name, id string) bool {
-	role, err := s.h.Role(name)
+	role, err := s.h.Roles().Get(name)
 	return err == nil && role.ID == id
 }
 
@@ -267,7 +267,7 @@ func callerName(body CallBody) string {
 }
 
 func (s *Server) diagnostics(w http.ResponseWriter, _ *http.Request) {
-	d := s.h.Diagnostics()
+	d := s.h.Modules().Diagnostics()
 	if d == nil {
 		d = []host.Diagnostic{}
 	}

@@ -77,7 +77,7 @@ type apiError struct {
 
 func TestRolesAPI(t *testing.T) {
 	srv := apiServer(t)
-	var role RoleJSON
+	var role apiRole
 	if code := do(t, "POST", srv.URL+"/api/roles", map[string]any{"name": "writer", "description": "Writes.", "prompt": "Write.", "toolGroups": []string{"console"}}, &role); code != 201 {
 		t.Fatalf("create = %d", code)
 	}
@@ -106,7 +106,7 @@ func TestRolesAPI(t *testing.T) {
 			t.Fatalf("edit %s = %d %+v", name, code, e)
 		}
 	}
-	var roles []RoleJSON
+	var roles []apiRole
 	do(t, "GET", srv.URL+"/api/roles", nil, &roles)
 	if len(roles) != 3 || roles[0].Name != "root" || !roles[0].ReadOnly || roles[0].ReadOnlyReason == "" || roles[1].Source != "config" {
 		t.Fatalf("roles = %+v", roles)
@@ -121,7 +121,7 @@ func TestRolesAPI(t *testing.T) {
 
 func TestRoleToolsAndCallAPI(t *testing.T) {
 	srv := apiServer(t)
-	var tools host.RoleTools
+	var tools host.ToolList
 	if code := do(t, "GET", srv.URL+"/api/roles/declared/tools", nil, &tools); code != 200 {
 		t.Fatalf("tools = %d", code)
 	}
@@ -167,7 +167,7 @@ func TestRoleToolsAndCallAPI(t *testing.T) {
 // groups is refused with validation, and the role is left as it was.
 func TestRolesAPIDeferred(t *testing.T) {
 	srv := apiServer(t)
-	var role RoleJSON
+	var role apiRole
 	if code := do(t, "POST", srv.URL+"/api/roles", map[string]any{"name": "lazy", "toolGroups": []string{"artifact", "console"}, "deferredGroups": []string{"artifact"}}, &role); code != 201 ||
 		!slices.Equal(role.Deferred, []string{"artifact"}) {
 		t.Fatalf("create = %d %+v", code, role)
@@ -175,7 +175,7 @@ func TestRolesAPIDeferred(t *testing.T) {
 	if code := do(t, "GET", srv.URL+"/api/roles/lazy", nil, &role); code != 200 || !slices.Equal(role.Deferred, []string{"artifact"}) {
 		t.Fatalf("get = %d %+v", code, role)
 	}
-	var tools host.RoleTools
+	var tools host.ToolList
 	if code := do(t, "GET", srv.URL+"/api/roles/lazy/tools", nil, &tools); code != 200 ||
 		!slices.Equal(slices.Sorted(slices.Values(tools.Deferred)), []string{"get_artifact", "put_artifact"}) || tools.EagerTokens <= 0 || tools.EagerTokens >= tools.Tokens {
 		t.Fatalf("tools = %d deferred %v eager %d of %d tokens", code, tools.Deferred, tools.EagerTokens, tools.Tokens)
@@ -197,7 +197,7 @@ func TestRolesAPIDeferred(t *testing.T) {
 			if code := do(t, c.method, srv.URL+c.path, c.body, &e); code != 400 || e.Error.Code != toolhost.CodeValidation || !strings.Contains(e.Error.Message, c.message) {
 				t.Errorf("%s %s %s = %d %+v, want 400 validation %q", c.method, c.path, c.body, code, e, c.message)
 			}
-			var role RoleJSON
+			var role apiRole
 			if code := do(t, "GET", srv.URL+"/api/roles/lazy", nil, &role); code != 200 || len(role.ToolGroups) != 2 || !slices.Equal(role.Deferred, []string{"artifact"}) {
 				t.Errorf("after the refusal: %d %+v", code, role)
 			}
@@ -213,7 +213,7 @@ func TestRolesAPIDeferred(t *testing.T) {
 		t.Fatalf("set deferred = %d %+v", code, role)
 	}
 	for _, clear := range []string{`[]`, `null`} {
-		role = RoleJSON{} // an empty deferredGroups is left out of the answer
+		role = apiRole{} // an empty deferredGroups is left out of the answer
 		if code := do(t, "PUT", srv.URL+"/api/roles/lazy", `{"deferredGroups":`+clear+`}`, &role); code != 200 || len(role.Deferred) != 0 || len(role.ToolGroups) != 2 {
 			t.Fatalf("clear deferred with %s = %d %+v", clear, code, role)
 		}
@@ -234,7 +234,7 @@ func TestRolesAPIDeferred(t *testing.T) {
 // the body's field at fault, and nothing is stored.
 func TestCreateRoleRefused(t *testing.T) {
 	srv := apiServer(t)
-	var before []RoleJSON
+	var before []apiRole
 	do(t, "GET", srv.URL+"/api/roles", nil, &before)
 	for _, c := range []struct {
 		name, body, field, message string
@@ -260,7 +260,7 @@ func TestCreateRoleRefused(t *testing.T) {
 			}
 		})
 	}
-	var after []RoleJSON
+	var after []apiRole
 	if do(t, "GET", srv.URL+"/api/roles", nil, &after); !reflect.DeepEqual(after, before) {
 		t.Errorf("the roles changed:\nbefore %+v\nafter  %+v", before, after)
 	}
@@ -278,14 +278,14 @@ func TestRoleDeclaredIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, h := serve(t, cfg, group("console", "console_print"))
-	if _, err := h.CreateRole(context.Background(), host.RoleSpec{Name: "made"}); err != nil {
+	if _, err := h.Roles().Create(context.Background(), host.RoleSpec{Name: "made"}); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]struct {
 		source store.Source
 		line   int
 	}{"developer": {store.SourceConfig, 3}, "reader": {store.SourceConfig, 7}} {
-		var r RoleJSON
+		var r apiRole
 		if code := do(t, "GET", srv.URL+"/api/roles/"+name, nil, &r); code != 200 || r.Source != want.source || !r.ReadOnly || r.BuiltIn ||
 			r.DeclaredIn == nil || r.DeclaredIn.File != file || r.DeclaredIn.Line != want.line {
 			t.Fatalf("GET %s = %d %+v (declared in %+v)", name, code, r, r.DeclaredIn)
@@ -305,7 +305,7 @@ func TestRoleDeclaredIn(t *testing.T) {
 			}
 		}
 	}
-	var root, made RoleJSON
+	var root, made apiRole
 	if do(t, "GET", srv.URL+"/api/roles/root", nil, &root); !root.BuiltIn || !root.ReadOnly || root.DeclaredIn != nil || !strings.Contains(root.ReadOnlyReason, "built in") {
 		t.Errorf("root = %+v", root)
 	}

@@ -41,7 +41,7 @@ func approvalHosts(t *testing.T) (a, b string) {
 		g.Tools = append(g.Tools, sdk.NewTool("guarded", "Needs approval.", func(_ context.Context, r *sdk.Request[textArgs]) (*sdk.Result, error) {
 			return sdk.Text("guarded:" + r.Args.Text), nil
 		}, sdk.RequiresApproval()))
-		if err := h.RegisterGroup(context.Background(), g); err != nil {
+		if err := h.Modules().Register(context.Background(), g); err != nil {
 			t.Fatal(err)
 		}
 		urls = append(urls, newHTTPServer(t, h, nil).URL)

@@ -309,9 +309,9 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	var secret string
 	var t store.Token
 	if metrics {
-		secret, t, err = s.h.CreateMetricsToken(r.Context(), body.Name, expires, "api")
+		secret, t, err = s.h.Tokens().CreateMetrics(r.Context(), body.Name, expires, "api")
 	} else {
-		secret, t, err = s.h.CreateToken(r.Context(), body.Name, body.Role, expires, "api")
+		secret, t, err = s.h.Tokens().Create(r.Context(), body.Name, body.Role, expires, "api")
 	}
 	if err != nil {
 		status, err := tokenError(err)
@@ -326,7 +326,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 
 // revokeToken deletes a token; it opens nothing from then on.
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
-	if err := s.h.RevokeToken(r.Context(), r.PathValue("name"), "api"); err != nil {
+	if err := s.h.Tokens().Revoke(r.Context(), r.PathValue("name"), "api"); err != nil {
 		status, err := tokenError(err)
 		writeError(w, status, err)
 		return
@@ -368,10 +368,10 @@ func ExpiryOf(lifetime string, now time.Time) (time.Time, error) {
 // or else with an id, as [store.Store.Role] does.
 func roleID(h *host.Host) func(string) (string, bool) {
 	return func(nameOrID string) (string, bool) {
-		if r, err := h.Role(nameOrID); err == nil {
+		if r, err := h.Roles().Get(nameOrID); err == nil {
 			return r.ID, true
 		}
-		i := slices.IndexFunc(h.Roles(), func(r store.Role) bool { return r.ID == nameOrID })
+		i := slices.IndexFunc(h.Roles().List(), func(r store.Role) bool { return r.ID == nameOrID })
 		return nameOrID, i >= 0
 	}
 }

@@ -38,7 +38,7 @@ func pgHosts(t *testing.T, n int, cfg func() *config.Config, groups ...func() *s
 			t.Fatal(err)
 		}
 		for _, g := range groups {
-			if err := h.RegisterGroup(context.Background(), g()); err != nil {
+			if err := h.Modules().Register(context.Background(), g()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -71,7 +71,7 @@ func TestRoleEditReachesOtherHosts(t *testing.T) {
 		return out
 	}
 	// B learns of the role it never saw created.
-	proctest.Eventually(t, "B knows the role A created", func() bool { _, err := hosts[1].Role("writer"); return err == nil })
+	proctest.Eventually(t, "B knows the role A created", func() bool { _, err := hosts[1].Roles().Get("writer"); return err == nil })
 	cs, changed := connect(t, &mcp.StreamableClientTransport{Endpoint: b.URL + "/mcp/writer"})
 	if got := names(cs); !slices.Equal(got, []string{"console_print"}) {
 		t.Fatalf("B's session lists %v", got)
@@ -93,15 +93,15 @@ func TestRoleEditReachesOtherHosts(t *testing.T) {
 	if got := names(cs); !slices.Equal(got, []string{"console_print", "note_add"}) {
 		t.Fatalf("after the edit, B's session lists %v", got)
 	}
-	tools, err := hosts[1].ToolsFor(agent.ID)
-	if err != nil || len(tools) != 2 {
-		t.Fatalf("B's agent of the role sees %d tools (%v), want 2", len(tools), err)
+	list, err := hosts[1].Tools(host.ToolQuery{Agent: agent.ID, Unloaded: true})
+	if err != nil || len(list.Tools) != 2 {
+		t.Fatalf("B's agent of the role sees %d tools (%v), want 2", len(list.Tools), err)
 	}
 }
 
 func mustRole(t *testing.T, h *host.Host, name string) store.Role {
 	t.Helper()
-	r, err := h.Role(name)
+	r, err := h.Roles().Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,10 +17,10 @@ func (s *Server) routesAudit() {
 	s.mux.HandleFunc("POST /api/approvals/{id}", s.decide)
 }
 
-// EventFilterFromQuery reads an event filter from query parameters: tool,
+// eventFilterFromQuery reads an event filter from query parameters: tool,
 // agent, call, type, since (a duration back from now, such as 10m, or an
 // RFC 3339 time), after (an event id) and limit.
-func EventFilterFromQuery(q map[string][]string) (store.EventFilter, error) {
+func eventFilterFromQuery(q map[string][]string) (store.EventFilter, error) {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
 			return v[0]
@@ -59,12 +59,12 @@ func ParseSince(v string, now time.Time) (time.Time, error) {
 
 // events lists recorded events, oldest first, filtered by the query.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	f, err := EventFilterFromQuery(r.URL.Query())
+	f, err := eventFilterFromQuery(r.URL.Query())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	events, err := s.h.Events(r.Context(), f)
+	events, err := s.h.Events().List(r.Context(), f)
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return

@@ -89,7 +89,7 @@ func TestEventsAPI(t *testing.T) {
 			t.Fatalf("call = %d", code)
 		}
 	}
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var events []store.Event

@@ -81,7 +81,7 @@ func guarded(t *testing.T, auth config.Auth) (*httptest.Server, *host.Host, stri
 	t.Helper()
 	srv, h := serve(t, &config.Config{Listen: "127.0.0.1:0", Auth: auth}, group("console", "console_print"))
 	ctx := context.Background()
-	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "developer", ToolGroups: []string{"console"}}); err != nil {
+	if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: "developer", ToolGroups: []string{"console"}}); err != nil {
 		t.Fatal(err)
 	}
 	dev, _, err := h.Store().CreateToken(ctx, "cursor", "developer", time.Time{})
@@ -89,7 +89,7 @@ func guarded(t *testing.T, auth config.Auth) (*httptest.Server, *host.Host, stri
 		t.Fatal(err)
 	}
 	roles := func() string {
-		raw, _ := json.Marshal(h.Roles())
+		raw, _ := json.Marshal(h.Roles().List())
 		return string(raw)
 	}
 	return srv, h, dev, roles
@@ -250,7 +250,7 @@ func TestCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.DeleteRole(ctx, "developer"); err != nil {
+	if err := h.Roles().Delete(ctx, "developer"); err != nil {
 		t.Fatal(err)
 	}
 	attack{name: "its role deleted", method: "GET", path: "/api/roles/developer", token: tmp, status: 401, code: toolhost.CodePolicy}.send(t, srv)
@@ -364,10 +364,10 @@ func TestTokensAPI(t *testing.T) {
 	attack{name: "revoked through the API", method: "GET", path: "/api/roles/developer/tools", token: made.Secret, status: 401, code: toolhost.CodePolicy}.send(t, srv)
 
 	// Both are audited, with who did it and never the secret.
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	events, err := h.Events(context.Background(), store.EventFilter{Type: "token."})
+	events, err := h.Events().List(context.Background(), store.EventFilter{Type: "token."})
 	if err != nil || len(events) != 2 || events[0].Type != store.EventTokenCreated || events[0].Role != "developer" ||
 		events[0].Payload["name"] != "ci" || events[0].Payload["by"] != "api" || events[1].Type != store.EventTokenRevoked {
 		t.Fatalf("token events = %+v, %v", events, err)
@@ -443,7 +443,7 @@ func TestAdminTokenFile(t *testing.T) {
 func BenchmarkGuard(b *testing.B) {
 	h := startHost(b, withTestToken(&config.Config{}))
 	ctx := context.Background()
-	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "developer"}); err != nil {
+	if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: "developer"}); err != nil {
 		b.Fatal(err)
 	}
 	dev, _, err := h.Store().CreateToken(ctx, "cursor", "developer", time.Time{})

@@ -52,7 +52,7 @@ func (s *Server) routesMCP() {
 // [*mcp.StdioTransport] stdin is read non-blocking, through the runtime's
 // poller.
 func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) error {
-	if _, err := h.Role(role); err != nil {
+	if _, err := h.Roles().Get(role); err != nil {
 		return err
 	}
 	r := newMCPRole(h, role, nil)
@@ -270,7 +270,7 @@ func (r *mcpRole) offers(name string) bool {
 // instructions are the role's prompt with its groups (Host.RolePrompt); ""
 // for a role that is gone.
 func (r *mcpRole) instructions() string {
-	p, _ := r.h.RolePrompt(r.role)
+	p, _ := r.h.Roles().Prompt(r.role)
 	return p
 }
 
@@ -280,9 +280,9 @@ func (r *mcpRole) sync() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	want := map[string]host.Function{}
-	if defs, err := r.h.RoleToolDefinitions(r.role); err == nil { // a deleted role has no tools
-		for _, d := range defs {
-			if m, _ := r.h.ToolMeta(d.Function.Name); !m.Conversation { // no MCP client has one the runtime holds
+	if list, err := r.h.Tools(host.ToolQuery{Role: r.role}); err == nil { // a deleted role has no tools
+		for _, d := range list.Tools {
+			if !list.Meta[d.Function.Name].Conversation { // no MCP client has one the runtime holds
 				want[d.Function.Name] = d.Function
 			}
 		}
@@ -316,11 +316,11 @@ func (r *mcpRole) sync() {
 }
 
 // visible returns the names of the tools an agent's list holds: its
-// Definitions that the server offers, sorted.
+// offer ([host.ToolQuery.Agent]) that the server offers, sorted.
 func (r *mcpRole) visible(a *mcpAgent) []string {
-	defs, _ := r.h.Definitions(a.agentID) // a deleted role or agent lists nothing
-	names := make([]string, 0, len(defs))
-	for _, d := range defs {
+	list, _ := r.h.Tools(host.ToolQuery{Agent: a.agentID}) // a deleted role or agent lists nothing
+	names := make([]string, 0, len(list.Tools))
+	for _, d := range list.Tools {
 		if _, ok := r.offered[d.Function.Name]; ok {
 			names = append(names, d.Function.Name)
 		}
@@ -453,7 +453,7 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 			return nil, err
 		}
 	}
-	created, err := r.h.CreateAgent(ctx, r.role, store.Agent{Credential: a.cred})
+	created, err := r.h.Agents().Create(ctx, r.role, store.Agent{Credential: a.cred})
 	if err != nil {
 		if a.entry != nil {
 			r.open.drop(a.entry)

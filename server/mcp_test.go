@@ -82,7 +82,7 @@ func TestMCPStreamableHTTP(t *testing.T) {
 				t.Errorf("MCP session id %q in era %s", cs.ID(), era)
 			}
 
-			var want host.RoleTools
+			var want host.ToolList
 			if code := do(t, "GET", srv.URL+"/api/roles/printer/tools", nil, &want); code != 200 {
 				t.Fatalf("role tools = %d", code)
 			}
@@ -114,10 +114,10 @@ func TestMCPStreamableHTTP(t *testing.T) {
 			other, _ := connectAs(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer",
 				HTTPClient: &http.Client{Transport: withHeader{agentKeyHeader, "other"}}}, era)
 			mcptest.CallText(t, other, "console_print", map[string]string{"text": "again"})
-			if err := h.FlushEvents(context.Background()); err != nil {
+			if err := h.Events().Flush(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			events, _ := h.Events(context.Background(), store.EventFilter{Tool: "console_print", Type: store.EventCallCompleted})
+			events, _ := h.Events().List(context.Background(), store.EventFilter{Tool: "console_print", Type: store.EventCallCompleted})
 			if len(events) != 2 || events[0].AgentID == events[1].AgentID {
 				t.Errorf("two clients, events %+v: want two agents", events)
 			}
@@ -144,21 +144,21 @@ func (w withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 func checkCallEvents(t *testing.T, h *host.Host, tool string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := h.FlushEvents(ctx); err != nil {
+	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	events, err := h.Events(ctx, store.EventFilter{Tool: tool})
+	events, err := h.Events().List(ctx, store.EventFilter{Tool: tool})
 	if err != nil {
 		t.Fatal(err)
 	}
 	types := map[string]bool{}
 	for _, ev := range events {
 		types[ev.Type] = true
-		a, ok := h.Agent(ev.AgentID)
+		a, ok := h.Agents().Get(ev.AgentID)
 		if !ok || ev.Role != "printer" || ev.AgentID != events[0].AgentID {
 			t.Errorf("event %s: agent %q (%v) role %q", ev.Type, ev.AgentID, ok, ev.Role)
 		}
-		if r, _ := h.Role("printer"); a.RoleID != r.ID {
+		if r, _ := h.Roles().Get("printer"); a.RoleID != r.ID {
 			t.Errorf("agent %+v is not of role printer", a)
 		}
 	}
@@ -173,14 +173,14 @@ func TestMCPListChangedOnUnload(t *testing.T) {
 	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
 		t.Fatalf("tools = %v", got)
 	}
-	if err := h.RegisterGroup(context.Background(), group("notes", "add_note")); err != nil {
+	if err := h.Modules().Register(context.Background(), group("notes", "add_note")); err != nil {
 		t.Fatal(err)
 	}
 	waitChanged(t, changed)
 	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, []string{"add_note", "console_print"}) {
 		t.Fatalf("tools after register = %v", got)
 	}
-	if err := h.Unload("notes"); err != nil {
+	if err := h.Modules().Unload("notes"); err != nil {
 		t.Fatal(err)
 	}
 	waitChanged(t, changed)
@@ -215,13 +215,13 @@ func TestMCPPluginExitReachesSessions(t *testing.T) {
 		t.Fatalf("add_note = %q (error %v)", text, isErr)
 	}
 	pid := 0
-	for _, g := range h.Groups() {
+	for _, g := range h.Modules().Groups() {
 		if g.ID == "notes" {
 			pid = g.Source.Pid
 		}
 	}
 	if pid == 0 {
-		t.Fatalf("no pid for notes in %+v", h.Groups())
+		t.Fatalf("no pid for notes in %+v", h.Modules().Groups())
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -275,14 +275,14 @@ func TestToolResult(t *testing.T) {
 func TestMCPInstructions(t *testing.T) {
 	srv, h := serve(t, &config.Config{}, group("console", "console_print"))
 	ctx := context.Background()
-	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "writer", Prompt: "You write reports.", ToolGroups: []string{"console"}}); err != nil {
+	if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: "writer", Prompt: "You write reports.", ToolGroups: []string{"console"}}); err != nil {
 		t.Fatal(err)
 	}
 	check := func(prompt string) {
 		t.Helper()
 		cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/writer"})
 		init := cs.InitializeResult()
-		want, err := h.RolePrompt("writer")
+		want, err := h.Roles().Prompt("writer")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestMCPInstructions(t *testing.T) {
 	}
 	check("You write reports.")
 	p := "You write short reports."
-	if _, err := h.UpdateRole(ctx, "writer", host.RoleUpdate{Prompt: &p}); err != nil {
+	if _, err := h.Roles().Update(ctx, "writer", host.RoleUpdate{Prompt: &p}); err != nil {
 		t.Fatal(err)
 	}
 	check(p)
@@ -318,7 +318,7 @@ func TestMCPAnnotations(t *testing.T) {
 	if a := tool.Annotations; a == nil || !a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint || a.OpenWorldHint == nil || *a.OpenWorldHint || tool.Title != "Peek at a file" {
 		t.Errorf("tool %+v, annotations %+v", tool, tool.Annotations)
 	}
-	var rt host.RoleTools
+	var rt host.ToolList
 	if code := do(t, "GET", srv.URL+"/api/roles/reader/tools", nil, &rt); code != 200 {
 		t.Fatalf("role tools = %d", code)
 	}

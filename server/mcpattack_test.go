@@ -523,7 +523,7 @@ func TestMCPCloseEndsHeldWork(t *testing.T) {
 		MCP:      config.MCP{ClientApprovals: []string{"worker"}}}
 	h := startHost(t, withTestToken(cfg))
 	for _, grp := range []*sdk.Group{g.group(), guarded} {
-		if err := h.RegisterGroup(context.Background(), grp); err != nil {
+		if err := h.Modules().Register(context.Background(), grp); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -35,7 +35,7 @@ func TestMCPSessionLoadsDeferredTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Close() })
-	if _, err := h.CreateRole(context.Background(), host.RoleSpec{Name: "lazy", ToolGroups: []string{"console", "files"}, DeferredGroups: []string{"files"}}); err != nil {
+	if _, err := h.Roles().Create(context.Background(), host.RoleSpec{Name: "lazy", ToolGroups: []string{"console", "files"}, DeferredGroups: []string{"files"}}); err != nil {
 		t.Fatal(err)
 	}
 	a, aChanged := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/lazy"})
@@ -97,7 +97,7 @@ func TestMCPOffersOnlyWorkingTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Close() })
-	if _, err := h.CreateRole(context.Background(), host.RoleSpec{Name: "talker", ToolGroups: []string{"console", "context"}}); err != nil {
+	if _, err := h.Roles().Create(context.Background(), host.RoleSpec{Name: "talker", ToolGroups: []string{"console", "context"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, era := range []string{sessionEra, sessionlessEra} {

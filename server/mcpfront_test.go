@@ -376,10 +376,10 @@ func TestMCPSessionless(t *testing.T) {
 		if _, msgs, err := post2026(t, context.Background(), url, "", request(4, "tools/call", `{"name":"console_print","arguments":{"text":"k"}}`, meta), header); err != nil || len(msgs) != 1 {
 			t.Fatalf("tools/call: %+v %v", msgs, err)
 		}
-		if err := h.FlushEvents(context.Background()); err != nil {
+		if err := h.Events().Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		events, _ := h.Events(context.Background(), store.EventFilter{Type: store.EventCallCompleted})
+		events, _ := h.Events().List(context.Background(), store.EventFilter{Type: store.EventCallCompleted})
 		return events[len(events)-1].AgentID
 	}
 	a, b := agentOf("a", nil), agentOf("b", nil)

@@ -61,7 +61,7 @@ func serveLogged(t *testing.T, cfg *config.Config, groups ...toolhost.Provider) 
 		t.Fatal(err)
 	}
 	for _, g := range groups {
-		if err := h.RegisterGroup(context.Background(), g); err != nil {
+		if err := h.Modules().Register(context.Background(), g); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,8 +193,8 @@ func TestMCPUnofferableTools(t *testing.T) {
 			t.Errorf("diagnostic %+v", d)
 		}
 	}
-	if !reflect.DeepEqual(onlyOffers(h.Diagnostics(), "odd"), diags) { // what `toolhost groups` prints
-		t.Errorf("host diagnostics = %+v, want %+v", h.Diagnostics(), diags)
+	if !reflect.DeepEqual(onlyOffers(h.Modules().Diagnostics(), "odd"), diags) { // what `toolhost groups` prints
+		t.Errorf("host diagnostics = %+v, want %+v", h.Modules().Diagnostics(), diags)
 	}
 	for tool, reason := range reasons {
 		if !hasLine(logs.String(), "[WARN]", "mcp: tool not offered", "role=oddity", "tool="+tool, reason) {
@@ -209,7 +209,7 @@ func TestMCPUnofferableTools(t *testing.T) {
 	}
 
 	// Gone: no diagnostic is left.
-	if err := h.Unload("odd"); err != nil {
+	if err := h.Modules().Unload("odd"); err != nil {
 		t.Fatal(err)
 	}
 	waitTools(t, cs)
@@ -220,7 +220,7 @@ func TestMCPUnofferableTools(t *testing.T) {
 	// Back with schemas the SDK takes: every tool is offered, no diagnostic.
 	odd.tools["too_deep"] = deepSchema(20)
 	odd.tools["header_obj"] = `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`
-	if err := h.RegisterGroup(context.Background(), odd); err != nil {
+	if err := h.Modules().Register(context.Background(), odd); err != nil {
 		t.Fatal(err)
 	}
 	waitTools(t, cs, "deep_ok", "fine", "header_obj", "too_deep")

@@ -87,7 +87,7 @@ func (c rawMCP) open(t *testing.T) string {
 // roleAgents returns the stored agents of a role.
 func roleAgents(t *testing.T, h *host.Host, role string) []store.Agent {
 	t.Helper()
-	r, err := h.Role(role)
+	r, err := h.Roles().Get(role)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestMCPSessionCapEndsLeastRecentlyUsed(t *testing.T) {
 	srv, h := serve(t, cfg, group("console", "console_print"))
 	url := srv.URL + "/mcp/worker"
 	token := func(name string) rawMCP {
-		secret, _, err := h.CreateToken(context.Background(), name, "worker", time.Time{}, "test")
+		secret, _, err := h.Tokens().Create(context.Background(), name, "worker", time.Time{}, "test")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -68,10 +68,10 @@ func metricsServer(t *testing.T, cfg *config.Config) (*httptest.Server, *host.Ho
 	t.Helper()
 	srv, h := serve(t, cfg, group("console", "console_print"), group("other", "other_print"))
 	ctx := context.Background()
-	if _, err := h.CreateRole(ctx, host.RoleSpec{Name: "developer", ToolGroups: []string{"console"}}); err != nil {
+	if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: "developer", ToolGroups: []string{"console"}}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := h.CreateAgent(ctx, "developer", store.Agent{})
+	a, err := h.Agents().Create(ctx, "developer", store.Agent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestMetricsCountCalls(t *testing.T) {
 		}
 	}
 	agents := series(families, "toolhost_agents")
-	if agents["role=developer,status=active"] != 2 || agents["role=developer,status=failed"] != 0 || len(agents) != 5*len(h.Roles()) {
+	if agents["role=developer,status=active"] != 2 || agents["role=developer,status=failed"] != 0 || len(agents) != 5*len(h.Roles().List()) {
 		t.Errorf("toolhost_agents = %v", agents)
 	}
 	for _, name := range []string{"toolhost_event_queue_depth", "toolhost_events_written_total", "toolhost_events_lost_total",
@@ -193,7 +193,7 @@ func equalSeries(a, b map[string]float64) bool {
 func TestMetricsCredentials(t *testing.T) {
 	srv, h, _ := metricsServer(t, &config.Config{})
 	ctx := context.Background()
-	metrics, tok, err := h.CreateMetricsToken(ctx, "prometheus", time.Time{}, "test")
+	metrics, tok, err := h.Tokens().CreateMetrics(ctx, "prometheus", time.Time{}, "test")
 	if err != nil || tok.Scope != store.ScopeMetrics {
 		t.Fatalf("CreateMetricsToken = %+v %v", tok, err)
 	}
@@ -270,7 +270,7 @@ func TestMetricsTokensAPI(t *testing.T) {
 func TestMetricsModelTokens(t *testing.T) {
 	srv, h, rt := agentServer(t)
 	var a struct{ ID string }
-	if code := do(t, "POST", srv.URL+"/api/agents", SpawnBody{Role: "helper", Task: "sum"}, &a); code != 201 {
+	if code := do(t, "POST", srv.URL+"/api/agents", spawnBody{Role: "helper", Task: "sum"}, &a); code != 201 {
 		t.Fatalf("spawn = %d", code)
 	}
 	settle(t, h, rt, a.ID)

@@ -248,7 +248,7 @@ func serveOIDC(t *testing.T, issuer string, tune ...func(*config.OIDC)) *oidcSer
 		{ID: "notes", Description: "Notes.", Tools: []sdk.Tool{sdk.NewTool("read_note", "Read a note.", note)}},
 		{ID: "ink", Description: "Ink.", Tools: []sdk.Tool{sdk.NewTool("write_note", "Write a note.", note)}},
 	} {
-		if err := o.h.RegisterGroup(ctx, g); err != nil {
+		if err := o.h.Modules().Register(ctx, g); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -300,7 +300,7 @@ func TestOIDCTokensOpenTheirRoles(t *testing.T) {
 	o := serveOIDC(t, p.issuer)
 	o.ready(t)
 	reader, admin, ghost := p.token(t, "reader-bot", o.url), p.token(t, "admin-bot", o.url), p.token(t, "ghost-bot", o.url)
-	roleToken, _, err := o.h.CreateToken(context.Background(), "writer-ci", "writer", time.Time{}, "test")
+	roleToken, _, err := o.h.Tokens().Create(context.Background(), "writer-ci", "writer", time.Time{}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestOIDCTokensOpenTheirRoles(t *testing.T) {
 
 	// Every event of the token's calls names its subject; the role token's
 	// calls name none.
-	if err := o.h.FlushEvents(context.Background()); err != nil {
+	if err := o.h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	events, err := o.h.Store().Events(context.Background(), store.EventFilter{Type: "tool_call."})
@@ -375,7 +375,7 @@ func TestOIDCRoleByID(t *testing.T) {
 	p := startProvider(t, 0)
 	o := serveOIDC(t, p.issuer)
 	o.ready(t)
-	writer, err := o.h.Role("writer")
+	writer, err := o.h.Roles().Get("writer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +539,7 @@ func TestOIDCAttacks(t *testing.T) {
 	if code, _, body := o.do(t, "GET", "/api/roles/reader/tools", good, ""); code != 200 {
 		t.Errorf("the good token after the attacks: %d %s", code, body)
 	}
-	if err := o.h.FlushEvents(context.Background()); err != nil {
+	if err := o.h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if events, err := o.h.Store().Events(context.Background(), store.EventFilter{Type: "tool_call."}); err != nil || len(events) != 0 {

@@ -24,7 +24,7 @@ func notesGroup() *sdk.Group {
 }
 
 // toolNames are the names of a role's tools, sorted.
-func toolNames(rt host.RoleTools) []string {
+func toolNames(rt host.ToolList) []string {
 	var out []string
 	for _, d := range rt.Tools {
 		out = append(out, d.Function.Name)
@@ -39,11 +39,11 @@ func toolNames(rt host.RoleTools) []string {
 // role is.
 func TestRolesAPIReadOnlyTools(t *testing.T) {
 	srv, _ := serve(t, &config.Config{}, notesGroup(), group("console", "console_print"))
-	var role RoleJSON
+	var role apiRole
 	if code := do(t, "POST", srv.URL+"/api/roles", map[string]any{"name": "reader", "toolGroups": []string{"notes", "console"}, "readOnlyTools": true}, &role); code != 201 || !role.ReadOnlyTools || role.ReadOnly {
 		t.Fatalf("create = %d %+v", code, role)
 	}
-	var tools host.RoleTools
+	var tools host.ToolList
 	if code := do(t, "GET", srv.URL+"/api/roles/reader/tools", nil, &tools); code != 200 || !slices.Equal(toolNames(tools), []string{"get_note"}) {
 		t.Fatalf("tools = %d %v", code, toolNames(tools))
 	}
@@ -91,7 +91,7 @@ func TestUIReadsOnly(t *testing.T) {
 	b.wait("unsaved", `document.querySelector('#status').textContent === 'Unsaved changes'`)
 	b.click("#save")
 	b.wait("saved", `document.querySelector('#status').textContent === 'Saved'`)
-	if r, _ := h.Role("writer"); !r.ReadOnlyTools || !slices.Equal(r.ToolGroups, []string{"console"}) {
+	if r, _ := h.Roles().Get("writer"); !r.ReadOnlyTools || !slices.Equal(r.ToolGroups, []string{"console"}) {
 		t.Fatalf("stored role = %+v", r)
 	}
 	if !strings.Contains(b.text("#current-groups"), "reads only") {

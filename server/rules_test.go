@@ -12,7 +12,7 @@ import (
 // 400 validation naming the rule, and the role is left as it was.
 func TestRolesAPIRules(t *testing.T) {
 	srv := apiServer(t)
-	var role RoleJSON
+	var role apiRole
 	body := map[string]any{"name": "dev", "toolGroups": []string{"console"},
 		"rules":  []map[string]any{{"name": "no_sudo", "tools": []string{"group:console"}, "when": "args.text.contains('sudo')", "action": "deny", "reason": "no sudo here"}},
 		"limits": []map[string]any{{"target": "*", "calls": 5, "per": "1m"}}}
@@ -29,7 +29,7 @@ func TestRolesAPIRules(t *testing.T) {
 	if code := do(t, "GET", srv.URL+"/api/roles/dev", nil, &role); code != 200 || len(role.Rules) != 1 || role.Rules[0].Name != "no_sudo" {
 		t.Fatalf("after the refused update = %d %+v", code, role.Rules)
 	}
-	var cleared RoleJSON
+	var cleared apiRole
 	if code := do(t, "PUT", srv.URL+"/api/roles/dev", map[string]any{"rules": nil, "limits": []any{}}, &cleared); code != 200 || len(cleared.Rules) != 0 || len(cleared.Limits) != 0 {
 		t.Fatalf("cleared = %d %+v", code, cleared)
 	}

@@ -53,7 +53,7 @@ type Options struct {
 // one generated into the host's data directory (see [AdminToken]).
 func New(h *host.Host, opts *Options) (*Server, error) {
 	cfg := h.Config()
-	admin, err := AdminToken(cfg, h.DataDir())
+	admin, err := AdminToken(cfg, h.Store().Dir())
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -108,7 +108,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.wellKnown(w, r)
 		return
 	}
-	if !s.h.Started() && !isProbe(r) && !isUIAsset(r) && r.URL.Path != "/metrics" && !s.waitStarted(r) {
+	if !s.started() && !isProbe(r) && !isUIAsset(r) && r.URL.Path != "/metrics" && !s.waitStarted(r) {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, toolhost.Errorf(toolhost.CodeInternal, "the host is still starting: try again once GET /readyz answers 200"))
 		return
@@ -140,7 +140,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // healthz answers 200 while the host runs, with the number of groups.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "groups": len(s.h.Manager().IDs())})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "groups": len(s.h.Modules().Groups())})
 }
 
 // startWait bounds how long a request that comes while the host starts
@@ -154,7 +154,22 @@ const startWait = 30 * time.Second
 func (s *Server) waitStarted(r *http.Request) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), startWait)
 	defer cancel()
-	return s.h.WaitStarted(ctx)
+	select {
+	case <-s.h.Started():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// started reports whether the host has started.
+func (s *Server) started() bool {
+	select {
+	case <-s.h.Started():
+		return true
+	default:
+		return false
+	}
 }
 
 // readyz answers 200 once the host is ready to serve (host.Ready), with
@@ -167,7 +182,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": err.Error()})
 		return
 	}
-	d := s.h.Degraded()
+	d := s.h.Events().Degraded()
 	if s.auth.oidc != nil {
 		if why := s.auth.oidc.unavailable(); why != "" {
 			if d == nil {
@@ -185,12 +200,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // groups lists the registered groups (see host.GroupInfo).
 func (s *Server) groups(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.h.Groups())
+	writeJSON(w, http.StatusOK, s.h.Modules().Groups())
 }
 
 // plugins lists every configured plugin, registered or not.
 func (s *Server) plugins(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.h.Plugins())
+	writeJSON(w, http.StatusOK, s.h.Modules().List())
 }
 
 // writeJSON answers v as JSON; no cache keeps it (an answer may carry a

@@ -55,7 +55,7 @@ func serve(t *testing.T, cfg *config.Config, groups ...*sdk.Group) (*httptest.Se
 	h := startHost(t, withTestToken(cfg))
 	ctx := context.Background()
 	for _, g := range groups {
-		if err := h.RegisterGroup(ctx, g); err != nil {
+		if err := h.Modules().Register(ctx, g); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,11 +116,7 @@ func serveClash(t *testing.T) (*httptest.Server, *host.Host) {
 	srv, h := serve(t, cfg, &sdk.Group{ID: "workspace", Description: "Files.", Tools: []sdk.Tool{sdk.NewTool("read_file", "Read.", noop)}})
 	files := &sdk.Group{ID: "files", Description: "An MCP server.", Tools: []sdk.Tool{
 		sdk.NewTool("read_file", "Read.", noop), sdk.NewTool("directory_tree", "Tree.", noop), sdk.NewTool("move_file", "Move.", noop)}}
-	spec, err := files.Describe(context.Background(), &toolhost.DescribeRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Manager().Register(&host.Group{Spec: *spec, Kind: host.SourceMCP, SourceName: "files", Provider: files}); err != nil {
+	if err := h.Modules().Register(context.Background(), files); err != nil {
 		t.Fatal(err)
 	}
 	return srv, h
@@ -134,7 +130,7 @@ func TestGroupCountsOfferedTools(t *testing.T) {
 	srv, _ := serveClash(t)
 	var groups []host.GroupInfo
 	get(t, srv.URL+"/api/groups", &groups)
-	var role host.RoleTools
+	var role host.ToolList
 	get(t, srv.URL+"/api/roles/reader/tools", &role)
 	i := slices.IndexFunc(groups, func(g host.GroupInfo) bool { return g.ID == "files" })
 	if i < 0 {

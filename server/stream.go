@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -26,7 +27,7 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("groups"); v != "" {
 		groups = strings.Split(v, ",")
 	}
-	rt, err := s.h.Preview(groups)
+	rt, err := s.h.Tools(host.ToolQuery{Preview: true, Groups: groups, Tokens: true})
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -38,7 +39,7 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 // (`data: EVENT-JSON`), starting after ?after= (default: the newest event
 // now), filtered like GET /api/events. It ends when the client goes.
 func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
-	f, err := EventFilterFromQuery(r.URL.Query())
+	f, err := eventFilterFromQuery(r.URL.Query())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -52,7 +53,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("after") == "" {
 		latest := f
 		latest.Limit = 1
-		if last, err := s.h.Events(ctx, latest); err == nil && len(last) > 0 {
+		if last, err := s.h.Events().List(ctx, latest); err == nil && len(last) > 0 {
 			f.AfterID = last[0].ID
 		}
 	}

@@ -28,7 +28,7 @@ func TestCallersTraceContextIsKept(t *testing.T) {
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.RegisterGroup(context.Background(), group("console", "console_print")); err != nil {
+	if err := h.Modules().Register(context.Background(), group("console", "console_print")); err != nil {
 		t.Fatal(err)
 	}
 	srv := newHTTPServer(t, h, nil)

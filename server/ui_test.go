@@ -196,7 +196,7 @@ func uiHost(t *testing.T, cfg *config.Config) (*httptest.Server, *host.Host) {
 	cfg.Roles = append(cfg.Roles, config.Role{Name: "declared", Description: "Declared in the file.", ToolGroups: []string{"console"},
 		DeferredGroups: []string{"console"}, Pos: "config.hcl:1,1"})
 	srv, h := serve(t, cfg, group("console", "console_print"), group("artifact", "put_artifact", "get_artifact"))
-	if _, err := h.CreateRole(context.Background(), host.RoleSpec{Name: "writer", Description: "Writes reports.",
+	if _, err := h.Roles().Create(context.Background(), host.RoleSpec{Name: "writer", Description: "Writes reports.",
 		Prompt: "You write reports.", ToolGroups: []string{"console"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func uiHost(t *testing.T, cfg *config.Config) (*httptest.Server, *host.Host) {
 
 func storedGroups(t *testing.T, h *host.Host, name string) []string {
 	t.Helper()
-	r, err := h.Role(name)
+	r, err := h.Roles().Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestUIRolePage(t *testing.T) {
 	b.wait("the all-groups notice", `(e => !e.hidden && e.getClientRects().length > 0)(document.querySelector('#all-groups-notice'))`)
 	b.click("#save")
 	b.wait("saved", `document.querySelector('#status').textContent === 'Saved'`)
-	if r, _ := h.Role("writer"); r.ToolGroups != nil {
+	if r, _ := h.Roles().Get("writer"); r.ToolGroups != nil {
 		t.Fatalf("stored groups = %#v, want nil", r.ToolGroups)
 	}
 	if !strings.Contains(b.text("#current-groups"), "all groups") {
@@ -295,7 +295,7 @@ func TestUIRolePage(t *testing.T) {
 	}
 
 	// A group that went away is refused by the API; the page says why.
-	if err := h.Unload("artifact"); err != nil {
+	if err := h.Modules().Unload("artifact"); err != nil {
 		t.Fatal(err)
 	}
 	b.click(`input.group[data-group="artifact"]`)
@@ -305,7 +305,7 @@ func TestUIRolePage(t *testing.T) {
 	if msg := b.text("#error"); !strings.Contains(msg, "artifact") {
 		t.Errorf("error = %q", msg)
 	}
-	if r, _ := h.Role("writer"); r.ToolGroups != nil {
+	if r, _ := h.Roles().Get("writer"); r.ToolGroups != nil {
 		t.Errorf("stored groups = %#v after a refused save", r.ToolGroups)
 	}
 }
@@ -368,7 +368,7 @@ func TestUIDeferredGroups(t *testing.T) {
 	b.wait("unsaved", `document.querySelector('#status').textContent === 'Unsaved changes'`)
 	b.click("#save")
 	b.wait("saved", `document.querySelector('#status').textContent === 'Saved'`)
-	if r, _ := h.Role("writer"); !slices.Equal(r.Deferred, []string{"artifact"}) {
+	if r, _ := h.Roles().Get("writer"); !slices.Equal(r.Deferred, []string{"artifact"}) {
 		t.Fatalf("stored deferred = %v", r.Deferred)
 	}
 
@@ -377,7 +377,7 @@ func TestUIDeferredGroups(t *testing.T) {
 	if !eval[bool](b, `document.querySelector('input.defer[data-group="artifact"]').checked && !document.querySelector('input.defer[data-group="console"]').checked`) {
 		t.Fatal("after reload the load-on-demand toggles are not as saved")
 	}
-	var role RoleJSON
+	var role apiRole
 	if code := get(t, srv.URL+"/api/roles/writer", &role); code != 200 || !slices.Equal(role.Deferred, []string{"artifact"}) {
 		t.Fatalf("GET /api/roles/writer = %d %+v", code, role)
 	}
@@ -390,7 +390,7 @@ func TestUIDeferredGroups(t *testing.T) {
 	if n, _ := strconv.Atoi(eager); n <= 0 || n >= all {
 		t.Errorf("an agent starts with %q tokens, the role's tools are %d", eager, all)
 	}
-	var rt host.RoleTools
+	var rt host.ToolList
 	if get(t, srv.URL+"/api/roles/writer/tools", &rt); strconv.Itoa(rt.EagerTokens) != eager {
 		t.Errorf("the page's start cost %s, the API's %d", eager, rt.EagerTokens)
 	}
@@ -405,7 +405,7 @@ func TestUIDeferredGroups(t *testing.T) {
 	b.wait("artifact's toggle hidden", fmt.Sprintf(`document.querySelector(%q).hidden`, toggle("artifact")))
 	b.click("#save")
 	b.wait("saved", `document.querySelector('#status').textContent === 'Saved'`)
-	if r, _ := h.Role("writer"); !slices.Equal(r.ToolGroups, []string{"console"}) || len(r.Deferred) != 0 {
+	if r, _ := h.Roles().Get("writer"); !slices.Equal(r.ToolGroups, []string{"console"}) || len(r.Deferred) != 0 {
 		t.Fatalf("stored groups %v, deferred %v", r.ToolGroups, r.Deferred)
 	}
 	b.wait("the start cost hidden", `document.querySelector('#eager').hidden`)
@@ -467,7 +467,7 @@ func TestUIEvents(t *testing.T) {
 	if _, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "console_print", Arguments: json.RawMessage(`{"text":"hi"}`), Context: toolhost.CallContext{CallID: "c-ui"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	b.wait("the call's events", `[...document.querySelectorAll('#events tbody tr')].some(r => r.textContent.includes('console_print') && r.textContent.includes('c-ui'))`)
@@ -476,7 +476,7 @@ func TestUIEvents(t *testing.T) {
 	if _, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "console_print", Arguments: json.RawMessage(`{"text":"hi"}`), Context: toolhost.CallContext{CallID: "c-ui"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.FlushEvents(context.Background()); err != nil {
+	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	b.wait("the replay's mark", `[...document.querySelectorAll('#events tbody tr')].filter(r => r.textContent.includes('c-ui') && r.querySelector('.replay')).length === 1`)
@@ -543,7 +543,7 @@ func TestUIDocShot(t *testing.T) {
 	netg := group("network", "http_request")
 	netg.Description = "HTTP requests to allowed hosts, with size and redirect limits."
 	srv, h := serve(t, &config.Config{}, ws, art, con, netg)
-	if _, err := h.CreateRole(context.Background(), host.RoleSpec{Name: "researcher", Description: "Finds and summarises sources; keeps notes as artifacts.",
+	if _, err := h.Roles().Create(context.Background(), host.RoleSpec{Name: "researcher", Description: "Finds and summarises sources; keeps notes as artifacts.",
 		Prompt: "You research questions and store what you find as artifacts.", ToolGroups: []string{"workspace", "artifact"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +554,7 @@ func TestUIDocShot(t *testing.T) {
 	if err := b.screenshot(filepath.Join("..", "docs", "role-page.png")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.CreateToken(context.Background(), "ci", "researcher", time.Time{}, "api"); err != nil {
+	if _, _, err := h.Tokens().Create(context.Background(), "ci", "researcher", time.Time{}, "api"); err != nil {
 		t.Fatal(err)
 	}
 	b.do("the token's name", chromedp.SendKeys(chromedp.CSS("#token-name"), "cursor"))

@@ -45,7 +45,7 @@ func TestUIRoleLifecycle(t *testing.T) {
 	b.do("the prompt", chromedp.SendKeys(chromedp.CSS("#role-prompt"), "You audit reports."))
 
 	// Refused: the page says why and marks the field; nothing is stored.
-	before := len(h.Roles())
+	before := len(h.Roles().List())
 	refuse := func(name, field, want string) {
 		t.Helper()
 		b.do("the name", chromedp.SetValue(chromedp.CSS("#role-name"), name))
@@ -54,24 +54,24 @@ func TestUIRoleLifecycle(t *testing.T) {
 		if !eval[bool](b, fmt.Sprintf(`document.querySelector(%q).getAttribute('aria-invalid') === 'true' && document.querySelectorAll('[aria-invalid]').length === 1`, field)) {
 			t.Errorf("%q refused, but %s is not the one field marked", name, field)
 		}
-		if n := len(h.Roles()); n != before {
+		if n := len(h.Roles().List()); n != before {
 			t.Fatalf("%q refused, yet %d roles, was %d", name, n, before)
 		}
 	}
 	refuse("bad name", "#role-name", `name: role name "bad name"`)
 	refuse("writer", "#role-name", `name: a role named "writer" already exists`)
-	if err := h.Unload("artifact"); err != nil {
+	if err := h.Modules().Unload("artifact"); err != nil {
 		t.Fatal(err)
 	}
 	refuse("auditor", "#group-list", "toolGroups: unknown tool group(s) artifact")
-	if err := h.RegisterGroup(ctx, group("artifact", "put_artifact", "get_artifact")); err != nil {
+	if err := h.Modules().Register(ctx, group("artifact", "put_artifact", "get_artifact")); err != nil {
 		t.Fatal(err)
 	}
 
 	// Made: the page opens the role's page.
 	b.click("#save")
 	b.ready("role")
-	r, err := h.Role("auditor")
+	r, err := h.Roles().Get("auditor")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +99,10 @@ func TestUIRoleLifecycle(t *testing.T) {
 	if eval[bool](b, fmt.Sprintf(`(s => JSON.stringify(sessionStorage).includes(s) || JSON.stringify(localStorage).includes(s) || location.href.includes(s) || document.documentElement.outerHTML.includes(s))(%q)`, secret)) {
 		t.Error("the page keeps the secret beyond its input")
 	}
-	if err := h.FlushEvents(ctx); err != nil {
+	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	notInFiles(t, h.DataDir(), secret)
+	notInFiles(t, h.Store().Dir(), secret)
 	tokens, err := h.Store().Tokens(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestUIRoleLifecycle(t *testing.T) {
 		a.token = secret
 		a.send(t, srv)
 	}
-	var rt host.RoleTools
+	var rt host.ToolList
 	if code := get(t, srv.URL+"/api/roles/auditor/tools", &rt); code != 200 {
 		t.Fatalf("auditor's tools = %d", code)
 	}
@@ -187,7 +187,7 @@ func TestUIRoleLifecycle(t *testing.T) {
 	}
 	b.click(".confirm .confirm-no")
 	b.wait("the question gone", `document.querySelector('.confirm') === null && !document.querySelector('#delete-role').hidden`)
-	if _, err := h.Role("auditor"); err != nil {
+	if _, err := h.Roles().Get("auditor"); err != nil {
 		t.Fatalf("Cancel deleted the role: %v", err)
 	}
 	b.click("#delete-role")
@@ -196,7 +196,7 @@ func TestUIRoleLifecycle(t *testing.T) {
 	if b.visible(`tr[data-role="auditor"]`) || !b.visible(`tr[data-role="writer"]`) {
 		t.Errorf("roles after the delete = %q", b.text("#roles"))
 	}
-	if _, err := h.Role("auditor"); err == nil {
+	if _, err := h.Roles().Get("auditor"); err == nil {
 		t.Fatal("the role is still stored")
 	}
 	attack{name: "the deleted role's token", method: "GET", path: "/api/roles/auditor/tools", token: secret, status: 401, code: toolhost.CodePolicy}.send(t, srv)

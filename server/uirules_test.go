@@ -84,7 +84,7 @@ func TestUIRoleRules(t *testing.T) {
 	if after := eval[string](b, form); after != before || !eval[bool](b, `document.querySelector('input.group[data-group="artifact"]').checked`) {
 		t.Errorf("the refused save changed the form: %s, was %s", after, before)
 	}
-	if r, _ := h.Role("writer"); len(r.Rules) != 0 || len(r.ToolGroups) != 1 {
+	if r, _ := h.Roles().Get("writer"); len(r.Rules) != 0 || len(r.ToolGroups) != 1 {
 		t.Fatalf("a refused save stored %+v", r)
 	}
 
@@ -106,7 +106,7 @@ func TestUIRoleRules(t *testing.T) {
 		{Name: "hide_put", Tools: []string{"put_artifact"}, Action: rules.Deny},
 		{Name: "no_sudo", Tools: []string{"console_print"}, When: "args.text.contains('sudo')", Action: rules.Deny, Reason: "no sudo here"},
 	}
-	if r, err := h.Role("writer"); err != nil || !reflect.DeepEqual(r.Rules, want) {
+	if r, err := h.Roles().Get("writer"); err != nil || !reflect.DeepEqual(r.Rules, want) {
 		t.Fatalf("stored rules = %+v, %v", r.Rules, err)
 	}
 
@@ -116,7 +116,7 @@ func TestUIRoleRules(t *testing.T) {
 	if eval[bool](b, `document.querySelectorAll('li[data-tool].denied').length !== 1`) {
 		t.Errorf("tools marked: %s", eval[string](b, `[...document.querySelectorAll('li[data-tool].denied')].map(e => e.textContent).join('; ')`))
 	}
-	var rt host.RoleTools
+	var rt host.ToolList
 	if code := get(t, srv.URL+"/api/roles/writer/tools", &rt); code != 200 ||
 		slices.ContainsFunc(rt.Tools, func(d host.ToolDefinition) bool { return d.Function.Name == "put_artifact" }) ||
 		!slices.ContainsFunc(rt.Tools, func(d host.ToolDefinition) bool { return d.Function.Name == "get_artifact" }) {
@@ -131,7 +131,7 @@ func TestUIRoleRules(t *testing.T) {
 	b.click("#save")
 	perErr := "#limit-list li.limit-row .limit-per ~ .field-error"
 	b.wait("the error under per", fmt.Sprintf(`(e => !!e && !e.hidden && e.textContent.includes('not a duration'))(document.querySelector(%q))`, perErr))
-	if r, _ := h.Role("writer"); len(r.Limits) != 0 {
+	if r, _ := h.Roles().Get("writer"); len(r.Limits) != 0 {
 		t.Fatalf("a refused save stored limits %+v", r.Limits)
 	}
 	typeIn("#limit-list li.limit-row .limit-per", "1m")
@@ -139,7 +139,7 @@ func TestUIRoleRules(t *testing.T) {
 	b.wait("saved", `document.querySelector('#status').textContent === 'Saved' && document.querySelector('#limit-list .limit-per').value === '1m'`)
 
 	// Through the API: both, exactly.
-	var got RoleJSON
+	var got apiRole
 	if code := get(t, srv.URL+"/api/roles/writer", &got); code != 200 || !reflect.DeepEqual(got.Rules, want) ||
 		!reflect.DeepEqual(got.Limits, []rules.Limit{{Target: "console_print", Calls: 5, Per: time.Minute}}) ||
 		!slices.Equal(got.ToolGroups, []string{"console", "artifact"}) && !slices.Equal(got.ToolGroups, []string{"artifact", "console"}) {
@@ -178,7 +178,7 @@ func TestUIRoleRules(t *testing.T) {
 	if !strings.Contains(b.text("#role-rules"), "Declared in the role block at config.hcl:1") {
 		t.Errorf("guarded's rules = %q", b.text("#role-rules"))
 	}
-	var guarded RoleJSON
+	var guarded apiRole
 	if code := get(t, srv.URL+"/api/roles/guarded", &guarded); code != 200 || guarded.DeclaredIn == nil ||
 		!slices.Equal(guarded.DeclaredIn.Rules, []int{3, 9}) || !slices.Equal(guarded.DeclaredIn.Limits, []int{12}) {
 		t.Fatalf("GET guarded = %d, declared in %+v", code, guarded.DeclaredIn)

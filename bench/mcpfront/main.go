@@ -61,7 +61,7 @@ func run(data string, overHTTP bool) error {
 	if err := h.Start(ctx); err != nil {
 		return err
 	}
-	if err := h.RegisterGroup(ctx, noopgroup.New("noop")); err != nil {
+	if err := h.Modules().Register(ctx, noopgroup.New("noop")); err != nil {
 		return err
 	}
 	if !overHTTP {
@@ -77,7 +77,7 @@ func serveHTTP(ctx context.Context, h *host.Host) error {
 	if err != nil {
 		return err
 	}
-	token, _, err := h.CreateToken(ctx, "bench", "bench", time.Time{}, "bench")
+	token, _, err := h.Tokens().Create(ctx, "bench", "bench", time.Time{}, "bench")
 	if err != nil {
 		return err
 	}

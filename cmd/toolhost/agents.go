@@ -59,7 +59,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		}
 	}
-	if err := sess.h.FlushEvents(context.WithoutCancel(ctx)); err != nil {
+	if err := sess.h.Events().Flush(context.WithoutCancel(ctx)); err != nil {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 	}
 	st := sess.h.Store()

@@ -154,7 +154,7 @@ func (c *common) withRoles(stderr io.Writer, f func(ctx context.Context, h *host
 	h, err := host.New(cfg, &host.Options{Logger: c.logger(stderr)})
 	if err == nil {
 		defer h.Close()
-		err = h.LoadRoles(ctx)
+		err = h.Roles().Load(ctx)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
@@ -206,21 +206,21 @@ func groupsCmd(args []string, stdout, stderr io.Writer) int {
 	return c.withHost(stderr, func(_ context.Context, h *host.Host) int {
 		diags := stdout
 		if *asJSON {
-			printJSON(stdout, h.Groups())
+			printJSON(stdout, h.Modules().Groups())
 			diags = stderr
 		} else {
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "GROUP\tSOURCE\tSTATE\tPID\tTOOLS\tDESCRIPTION")
-			for _, g := range h.Groups() {
+			for _, g := range h.Modules().Groups() {
 				fmt.Fprintf(tw, "%s\t%s %s\t%s\t%d\t%s\t%s\n", g.ID, g.Source.Kind, g.Source.Name, g.Source.State, g.Source.Pid,
 					strings.Join(g.Tools, ","), g.Description)
 			}
 			_ = tw.Flush()
 		}
-		for _, d := range h.Diagnostics() {
+		for _, d := range h.Modules().Diagnostics() {
 			fmt.Fprintf(diags, "%s: %s\n", d.Level, d.Message)
 		}
-		for _, p := range h.Plugins() {
+		for _, p := range h.Modules().List() {
 			if p.State != host.StateRunning {
 				fmt.Fprintf(stderr, "plugin %s: %s: %s\n", p.Name, p.State, p.LastError)
 			}

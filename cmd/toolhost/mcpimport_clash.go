@@ -80,8 +80,8 @@ func probeConfig(file string, src, blocks []byte) (*learned, error) {
 	if err := h.Start(ctx); err != nil {
 		return nil, err
 	}
-	l := &learned{groups: h.Groups(), down: map[string]string{}}
-	for _, p := range h.Plugins() {
+	l := &learned{groups: h.Modules().Groups(), down: map[string]string{}}
+	for _, p := range h.Modules().List() {
 		if p.State != host.StateRunning {
 			l.down[p.Name] = cmp.Or(p.LastError, string(p.State))
 		}

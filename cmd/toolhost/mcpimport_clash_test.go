@@ -220,7 +220,7 @@ func TestMCPImportClaudeDesktop(t *testing.T) {
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range h.Plugins() {
+	for _, p := range h.Modules().List() {
 		if p.State != host.StateRunning {
 			t.Fatalf("%s %s: %s %s", p.Kind, p.Name, p.State, p.LastError)
 		}
@@ -249,7 +249,7 @@ func TestMCPImportClaudeDesktop(t *testing.T) {
 		for _, tool := range ins.Group.Tools {
 			all = append(all, tool.Name)
 		}
-		var role host.RoleTools
+		var role host.ToolList
 		getJSON(t, srv.URL+"/api/roles/"+tc.role+"/tools", cfg.Auth.Token, &role)
 		var offered []string
 		for _, d := range role.Tools {
@@ -267,7 +267,7 @@ func TestMCPImportClaudeDesktop(t *testing.T) {
 		if g := groups[i]; g.ToolCount != len(offered) || len(g.Skipped) > 0 {
 			t.Errorf("/api/groups: %s's toolCount %d, skipped %+v; role %s is offered %d", tc.group, g.ToolCount, g.Skipped, tc.role, len(offered))
 		}
-		confined(t, h, tc.group, tc.visible, h.DataDir())
+		confined(t, h, tc.group, tc.visible, h.Store().Dir())
 	}
 
 	// The tools answer, through the prefix and from the sandbox.
@@ -294,8 +294,8 @@ func TestMCPImportClaudeDesktop(t *testing.T) {
 // the test's, seeing visible and not hidden.
 func confined(t *testing.T, h *host.Host, group, visible, hidden string) {
 	t.Helper()
-	i := slices.IndexFunc(h.Plugins(), func(p host.PluginStatus) bool { return p.Name == group })
-	pid := h.Plugins()[i].Pid
+	i := slices.IndexFunc(h.Modules().List(), func(p host.PluginStatus) bool { return p.Name == group })
+	pid := h.Modules().List()[i].Pid
 	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || filepath.Base(exe) != "bwrap" {
 		t.Fatalf("%s: its process runs %q (%v), not bubblewrap", group, exe, err)
 	}

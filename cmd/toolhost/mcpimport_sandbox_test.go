@@ -277,7 +277,7 @@ func TestMCPImportRunsConfined(t *testing.T) {
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	st := h.Plugins()[0]
+	st := h.Modules().List()[0]
 	if st.State != host.StateRunning {
 		t.Fatalf("files: %s %s\n%s", st.State, st.LastError, stdout.String())
 	}

@@ -55,21 +55,21 @@ func rolesCmd(args []string, stdout, stderr io.Writer) int {
 		var err error
 		switch sub {
 		case "list":
-			printRoles(stdout, h.Roles(), *asJSON)
+			printRoles(stdout, h.Roles().List(), *asJSON)
 			return 0
 		case "show":
-			role, err = h.Role(fs.Arg(0))
+			role, err = h.Roles().Get(fs.Arg(0))
 		case "create":
-			role, err = h.CreateRole(ctx, host.RoleSpec{Name: fs.Arg(0), Description: *desc, Prompt: *prompt,
+			role, err = h.Roles().Create(ctx, host.RoleSpec{Name: fs.Arg(0), Description: *desc, Prompt: *prompt,
 				ToolGroups: splitList(*groups), Allow: splitList(*allow), Deny: splitList(*deny), ReadOnlyTools: *readOnly, CreatedBy: "cli"})
 		case "set-groups":
 			ids := groupArgs(fs.Args()[1:])
-			role, err = h.UpdateRole(ctx, fs.Arg(0), host.RoleUpdate{ToolGroups: &ids})
+			role, err = h.Roles().Update(ctx, fs.Arg(0), host.RoleUpdate{ToolGroups: &ids})
 		case "set-deferred":
 			ids := groupArgs(fs.Args()[1:])
-			role, err = h.UpdateRole(ctx, fs.Arg(0), host.RoleUpdate{DeferredGroups: &ids})
+			role, err = h.Roles().Update(ctx, fs.Arg(0), host.RoleUpdate{DeferredGroups: &ids})
 		case "delete":
-			if err = h.DeleteRole(ctx, fs.Arg(0)); err == nil {
+			if err = h.Roles().Delete(ctx, fs.Arg(0)); err == nil {
 				fmt.Fprintf(stdout, "deleted role %s\n", fs.Arg(0))
 				return 0
 			}
@@ -157,7 +157,7 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return c.withHost(stderr, func(_ context.Context, h *host.Host) int {
-		rt, err := h.ToolsForRole(*role)
+		rt, err := h.Tools(host.ToolQuery{Role: *role, Tokens: true})
 		if err != nil {
 			fmt.Fprintf(stderr, "toolhost: %s: %v\n", toolhost.CodeOf(err), err)
 			return 1
@@ -187,7 +187,7 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 // printTokens prints what a role's tool definitions cost: all tools, the
 // role's, and, when it defers groups, what an agent of it starts with
 // (before it loads any deferred tool), each with what it saves.
-func printTokens(w io.Writer, rt host.RoleTools) {
+func printTokens(w io.Writer, rt host.ToolList) {
 	fmt.Fprintln(w, "tokens (o200k_base):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "  all tools\t%d\t%d tools\n", rt.AllTokens, rt.AllTools)

@@ -17,26 +17,26 @@ func TestPrintTokens(t *testing.T) {
 	defs := func(n int) []host.ToolDefinition { return make([]host.ToolDefinition, n) }
 	cases := []struct {
 		name string
-		rt   host.RoleTools
+		rt   host.ToolList
 		want []string
 	}{
-		{"eager role", host.RoleTools{Role: "dev", Tools: defs(12), Tokens: 1283, EagerTokens: 1283, AllTokens: 3051, AllTools: 30}, []string{
+		{"eager role", host.ToolList{Role: "dev", Tools: defs(12), Tokens: 1283, EagerTokens: 1283, AllTokens: 3051, AllTools: 30}, []string{
 			"tokens (o200k_base):",
 			"  all tools   3051  30 tools",
 			`  role "dev"  1283  12 tools  57% below all tools`,
 		}},
-		{"deferred groups", host.RoleTools{Role: "dev", Tools: defs(12), Deferred: []string{"a", "b", "c", "d", "e", "f", "g"}, Tokens: 1283, EagerTokens: 458, AllTokens: 3051, AllTools: 30}, []string{
+		{"deferred groups", host.ToolList{Role: "dev", Tools: defs(12), Deferred: []string{"a", "b", "c", "d", "e", "f", "g"}, Tokens: 1283, EagerTokens: 458, AllTokens: 3051, AllTools: 30}, []string{
 			"tokens (o200k_base):",
 			"  all tools   3051  30 tools",
 			`  role "dev"  1283  12 tools  57% below all tools`,
 			"  at start    458   5 tools   84% below all tools; 7 tools of deferred groups load on demand",
 		}},
-		{"no role", host.RoleTools{Tools: defs(3), Tokens: 90, EagerTokens: 90, AllTokens: 90, AllTools: 3}, []string{
+		{"no role", host.ToolList{Tools: defs(3), Tokens: 90, EagerTokens: 90, AllTokens: 90, AllTools: 3}, []string{
 			"tokens (o200k_base):",
 			"  all tools  90  3 tools",
 			"  no role    90  3 tools  0% below all tools",
 		}},
-		{"no tools at all", host.RoleTools{Role: "empty"}, []string{
+		{"no tools at all", host.ToolList{Role: "empty"}, []string{
 			"tokens (o200k_base):",
 			"  all tools     0  0 tools",
 			`  role "empty"  0  0 tools`,

@@ -373,7 +373,7 @@ func TestRuleVerdictSameOnEveryPath(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		runs++
 		pc := genCase(rt, fmt.Sprintf("case%d", runs))
-		if _, err := h.CreateRole(ctx, host.RoleSpec{Name: pc.role, ToolGroups: []string{"notes"}, Rules: pc.rules}); err != nil {
+		if _, err := h.Roles().Create(ctx, host.RoleSpec{Name: pc.role, ToolGroups: []string{"notes"}, Rules: pc.rules}); err != nil {
 			rt.Fatalf("%v\n%s", err, pc)
 		}
 		mc := mcp.NewClient(&mcp.Implementation{Name: "rules-prop"}, nil)

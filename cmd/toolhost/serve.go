@@ -60,12 +60,12 @@ func serveCmd(args []string, _, stderr io.Writer) int {
 	}
 	defer sess.Close()
 	h := sess.h
-	log.Info("serving", "url", url, "groups", len(h.Manager().IDs()), "ready_in", time.Since(start))
+	log.Info("serving", "url", url, "groups", len(h.Modules().Groups()), "ready_in", time.Since(start))
 	switch auth := h.Config().Auth; {
 	case auth.Disabled:
 		log.Warn("authentication is disabled (auth { disabled = true }): any local process and any web page the browser opens on this host can use every route")
 	case auth.Token == "":
-		log.Info("every route needs a token: `toolhost token -url` prints the page's address with the admin token", "token_file", filepath.Join(h.DataDir(), server.AdminTokenFile))
+		log.Info("every route needs a token: `toolhost token -url` prints the page's address with the admin token", "token_file", filepath.Join(h.Store().Dir(), server.AdminTokenFile))
 	}
 	var err error
 	select {

@@ -94,7 +94,7 @@ func TestFirstPartyToolsHaveTitles(t *testing.T) {
 	if down := hosttest.AwaitRunning(h, proctest.Patience); len(down) > 0 {
 		t.Fatalf("modules not running: %v\n%s", down, stderr.Bytes())
 	}
-	groups := h.Groups()
+	groups := h.Modules().Groups()
 	sources := map[string]bool{}
 	runtimeGroups := 0
 	for _, g := range groups {
@@ -115,7 +115,7 @@ func TestFirstPartyToolsHaveTitles(t *testing.T) {
 	titled := map[string]string{} // title → the tool that has it
 	tools := 0
 	for _, info := range groups {
-		g, ok := h.Manager().Get(info.ID)
+		g, ok := h.Modules().Group(info.ID)
 		if !ok {
 			t.Fatalf("group %s is listed but not registered", info.ID)
 		}

@@ -100,9 +100,9 @@ func tokensCmd(args []string, stdout, stderr io.Writer) int {
 			var secret string
 			var t store.Token
 			if exp, err = server.ExpiryOf(*expires, time.Now()); err == nil && *metrics {
-				secret, t, err = h.CreateMetricsToken(ctx, *name, exp, "cli")
+				secret, t, err = h.Tokens().CreateMetrics(ctx, *name, exp, "cli")
 			} else if err == nil {
-				secret, t, err = h.CreateToken(ctx, *name, *role, exp, "cli")
+				secret, t, err = h.Tokens().Create(ctx, *name, *role, exp, "cli")
 			}
 			if err == nil {
 				if *asJSON {
@@ -118,7 +118,7 @@ func tokensCmd(args []string, stdout, stderr io.Writer) int {
 				err = printList(stdout, tokens, *asJSON, "NAME\tROLE\tCREATED\tLAST USED\tEXPIRES", tokenRow)
 			}
 		case "revoke":
-			if err = h.RevokeToken(ctx, fs.Arg(0), "cli"); err == nil {
+			if err = h.Tokens().Revoke(ctx, fs.Arg(0), "cli"); err == nil {
 				fmt.Fprintf(stdout, "revoked token %s\n", fs.Arg(0))
 			}
 		}

@@ -48,7 +48,7 @@ func Start(t testing.TB, cfg *config.Config) *host.Host {
 func AwaitRunning(h *host.Host, within time.Duration) []string {
 	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
 		var down []string
-		for _, p := range h.Plugins() {
+		for _, p := range h.Modules().List() {
 			if p.State != host.StateRunning {
 				down = append(down, p.Name+": "+string(p.State)+" "+p.LastError)
 			}
