@@ -52,7 +52,7 @@ func TestSpawnedAgentsAreTheirSpawnersCredential(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range []string{child.ID, own.ID} {
-			evs, _ := e.h.Events().List(ctx, store.EventFilter{AgentID: id, Tool: "console_print"})
+			evs, _ := e.h.Events().List(ctx, store.EventFilter{Agent: id, Tool: "console_print"})
 			for _, ev := range evs {
 				switch ev.Type {
 				case store.EventCallCompleted:

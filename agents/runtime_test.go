@@ -175,7 +175,7 @@ func (e *env) events(agentID, typ string) []store.Event {
 	if err := e.h.Events().Flush(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
-	evs, err := e.h.Events().List(context.Background(), store.EventFilter{AgentID: agentID, Type: typ, Limit: 10000})
+	evs, err := e.h.Events().List(context.Background(), store.EventFilter{Agent: agentID, Type: typ, Limit: 10000})
 	if err != nil {
 		e.t.Fatal(err)
 	}

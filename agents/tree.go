@@ -67,7 +67,7 @@ func Tree(ctx context.Context, st *store.Store, agentID string) (*Node, error) {
 			n.Title += ": " + a.Error
 		}
 		nodes[id] = n
-		events, err := st.Events(ctx, store.EventFilter{AgentID: id, Limit: treeEventLimit})
+		events, err := st.Events(ctx, store.EventFilter{Agent: id, Limit: treeEventLimit})
 		if err != nil {
 			return nil, toolhost.Errorf(toolhost.CodeInternal, "runtime: %w", err)
 		}

@@ -159,7 +159,7 @@ func events(t testing.TB, h *host.Host, agent, typ string) []store.Event {
 		t.Fatal(err)
 	}
 	const limit = 1 << 20
-	ev, err := h.Events().List(context.Background(), store.EventFilter{AgentID: agent, Type: typ, Limit: limit})
+	ev, err := h.Events().List(context.Background(), store.EventFilter{Agent: agent, Type: typ, Limit: limit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ type auditProbe struct {
 }
 
 func (p auditProbe) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
-	evs, err := p.st.Events(ctx, store.EventFilter{CallID: req.Context.CallID, Type: store.EventCallStarted})
+	evs, err := p.st.Events(ctx, store.EventFilter{Call: req.Context.CallID, Type: store.EventCallStarted})
 	p.found <- err == nil && len(evs) == 1
 	return &toolhost.Result{OK: true}, nil
 }

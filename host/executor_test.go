@@ -239,7 +239,7 @@ func TestIdempotency(t *testing.T) {
 	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ended, _ := h.Events().List(context.Background(), store.EventFilter{CallID: "call-1", Type: "tool_call."})
+	ended, _ := h.Events().List(context.Background(), store.EventFilter{Call: "call-1", Type: "tool_call."})
 	var marks []string
 	for _, e := range ended {
 		if e.Type != store.EventCallStarted {
@@ -561,7 +561,7 @@ func TestRedaction(t *testing.T) {
 	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	events, _ := h.Events().List(context.Background(), store.EventFilter{CallID: "leak-1"})
+	events, _ := h.Events().List(context.Background(), store.EventFilter{Call: "leak-1"})
 	for _, e := range events {
 		b, _ := json.Marshal(e)
 		if strings.Contains(string(b), "wJalrXUtnFEMI") || strings.Contains(string(b), "sk-proj") {
@@ -598,7 +598,7 @@ func TestProgressIsBoundedRedactedAndRecorded(t *testing.T) {
 	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	events, _ := h.Events().List(context.Background(), store.EventFilter{CallID: "progress-1", Type: store.EventCallProgress})
+	events, _ := h.Events().List(context.Background(), store.EventFilter{Call: "progress-1", Type: store.EventCallProgress})
 	if len(events) != len(got) || events[0].Payload["redacted"] != true || events[len(events)-1].Payload["progress"] != 1000.0 {
 		t.Fatalf("%d progress events for %d reports: %+v", len(events), len(got), events)
 	}
@@ -614,7 +614,7 @@ func TestEventsOfCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]string{"ok-1": "", "fail-1": "tool_exec", "invalid-1": "validation", "unknown-1": "validation"} {
-		events, err := h.Events().List(context.Background(), store.EventFilter{CallID: id})
+		events, err := h.Events().List(context.Background(), store.EventFilter{Call: id})
 		if err != nil || len(events) != 2 || events[0].Type != store.EventCallStarted {
 			t.Fatalf("%s: events %+v, %v", id, events, err)
 		}
@@ -626,7 +626,7 @@ func TestEventsOfCalls(t *testing.T) {
 			t.Errorf("%s: %+v", id, end)
 		}
 	}
-	started, _ := h.Events().List(context.Background(), store.EventFilter{CallID: "ok-1", Type: store.EventCallStarted})
+	started, _ := h.Events().List(context.Background(), store.EventFilter{Call: "ok-1", Type: store.EventCallStarted})
 	if started[0].Payload["arguments"] != `{"text":"hi"}` {
 		t.Fatalf("started = %+v", started[0])
 	}
@@ -658,7 +658,7 @@ func TestCloseEndsCallsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	events, _ := st.Events(context.Background(), store.EventFilter{CallID: "inflight-1"})
+	events, _ := st.Events(context.Background(), store.EventFilter{Call: "inflight-1"})
 	if len(events) != 2 || events[1].Type != store.EventCallFailed || events[1].Payload["error_class"] != "cancelled" {
 		t.Fatalf("events = %+v", events)
 	}

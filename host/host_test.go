@@ -189,7 +189,7 @@ func TestSIGKILLUnregistersFailsInFlightAndRestarts(t *testing.T) {
 	if err := h.Events().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	events, _ := h.Events().List(context.Background(), store.EventFilter{CallID: "killed-mid-call"})
+	events, _ := h.Events().List(context.Background(), store.EventFilter{Call: "killed-mid-call"})
 	if len(events) != 2 || events[1].Type != store.EventCallFailed || events[1].Payload["error_class"] != "plugin_exited" {
 		t.Fatalf("events of the killed call = %+v", events)
 	}

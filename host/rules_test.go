@@ -112,7 +112,7 @@ func TestRulesDecide(t *testing.T) {
 	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	evs, _ := h.Events().List(ctx, store.EventFilter{CallID: "escapes-src", Type: store.EventCallFailed})
+	evs, _ := h.Events().List(ctx, store.EventFilter{Call: "escapes-src", Type: store.EventCallFailed})
 	if len(evs) != 1 || evs[0].Payload["rule"] != "src_only" || evs[0].Payload["rule_action"] != "approve" {
 		t.Fatalf("events = %+v", evs)
 	}

@@ -50,7 +50,7 @@ func TestDeadRunsCallsAreClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for call, closed := range map[string]bool{"in-limbo": true, "done": false, "still-running": false, "elsewhere": false} {
-		evs, _ := h.Events().List(ctx, store.EventFilter{CallID: call, Type: store.EventCallFailed})
+		evs, _ := h.Events().List(ctx, store.EventFilter{Call: call, Type: store.EventCallFailed})
 		if got := len(evs) == 1; got != closed {
 			t.Errorf("%s: closed %v, want %v (%+v)", call, got, closed, evs)
 			continue

@@ -32,7 +32,7 @@ func TestFailureWithoutAnError(t *testing.T) {
 	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := h.Events().List(ctx, store.EventFilter{CallID: "silent", Type: store.EventCallFailed})
+	evs, err := h.Events().List(ctx, store.EventFilter{Call: "silent", Type: store.EventCallFailed})
 	if err != nil || len(evs) != 1 || evs[0].Payload["code"] != string(toolhost.CodeToolExec) {
 		t.Fatalf("failed events %+v, %v", evs, err)
 	}

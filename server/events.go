@@ -27,7 +27,7 @@ func eventFilterFromQuery(q map[string][]string) (store.EventFilter, error) {
 		}
 		return ""
 	}
-	f := store.EventFilter{Tool: get("tool"), AgentID: get("agent"), CallID: get("call"), Type: get("type")}
+	f := store.EventFilter{Tool: get("tool"), Agent: get("agent"), Call: get("call"), Type: get("type")}
 	var err error
 	if v := get("since"); v != "" {
 		f.Since, err = ParseSince(v, time.Now())

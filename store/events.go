@@ -566,10 +566,11 @@ func insertSQL(rows int) string {
 
 // EventFilter selects events; every set field must match.
 type EventFilter struct {
-	// Tool, AgentID and CallID match those fields exactly when set.
-	Tool    string
-	AgentID string
-	CallID  string
+	// Tool, Agent and Call match an event's Tool, AgentID and CallID
+	// exactly when set.
+	Tool  string
+	Agent string
+	Call  string
 	// Type is an exact type, or a prefix ending in "." such as "tool_call.".
 	Type string
 	// Since keeps events at or after the time; zero: no lower bound.
@@ -635,7 +636,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 		where = append(where, cond)
 		args = append(args, arg)
 	}
-	for _, eq := range []struct{ column, value string }{{"tool", f.Tool}, {"agent_id", f.AgentID}, {"call_id", f.CallID}} {
+	for _, eq := range []struct{ column, value string }{{"tool", f.Tool}, {"agent_id", f.Agent}, {"call_id", f.Call}} {
 		if eq.value != "" {
 			match(eq.column+" = ?", eq.value)
 		}

@@ -169,8 +169,8 @@ func TestEventsFilter(t *testing.T) {
 		}{
 			{"none", EventFilter{}, []int64{1, 2, 3, 4, 5, 6, 7}},
 			{"tool", EventFilter{Tool: "read"}, []int64{1, 2, 6, 7}},
-			{"agent", EventFilter{AgentID: "a2"}, []int64{3, 4}},
-			{"call id", EventFilter{CallID: "c1"}, []int64{1, 2}},
+			{"agent", EventFilter{Agent: "a2"}, []int64{3, 4}},
+			{"call id", EventFilter{Call: "c1"}, []int64{1, 2}},
 			{"type exact", EventFilter{Type: EventCallStarted}, []int64{1, 3, 6}},
 			{"type prefix", EventFilter{Type: "tool_call."}, []int64{1, 2, 3, 4, 6, 7}},
 			{"other prefix", EventFilter{Type: "group."}, []int64{5}},
@@ -182,7 +182,7 @@ func TestEventsFilter(t *testing.T) {
 			{"after id", EventFilter{AfterID: 5}, []int64{6, 7}},
 			{"limit keeps the most recent", EventFilter{Limit: 2}, []int64{6, 7}},
 			{"tool and limit", EventFilter{Tool: "read", Limit: 3}, []int64{2, 6, 7}},
-			{"agent, prefix, after id", EventFilter{AgentID: "a1", Type: "tool_call.", AfterID: 1}, []int64{2, 6, 7}},
+			{"agent, prefix, after id", EventFilter{Agent: "a1", Type: "tool_call.", AfterID: 1}, []int64{2, 6, 7}},
 			{"no match", EventFilter{Tool: "nope"}, []int64{}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -198,8 +198,8 @@ func TestEventsFilter(t *testing.T) {
 // matches is the model of EventFilter without its limit.
 func matches(e Event, f EventFilter) bool {
 	typeOK := e.Type == f.Type || f.Type == "" || strings.HasSuffix(f.Type, ".") && strings.HasPrefix(e.Type, f.Type)
-	return typeOK && (f.Tool == "" || e.Tool == f.Tool) && (f.AgentID == "" || e.AgentID == f.AgentID) &&
-		(f.CallID == "" || e.CallID == f.CallID) && !e.Time.Before(f.Since) && e.ID > f.AfterID
+	return typeOK && (f.Tool == "" || e.Tool == f.Tool) && (f.Agent == "" || e.AgentID == f.Agent) &&
+		(f.Call == "" || e.CallID == f.Call) && !e.Time.Before(f.Since) && e.ID > f.AfterID
 }
 
 // TestPropertyEventsFilter: for any filter, Events returns the last Limit
@@ -221,8 +221,8 @@ func TestPropertyEventsFilter(t *testing.T) {
 		rapid.Check(t, func(t *rapid.T) {
 			f := EventFilter{
 				Tool:    rapid.SampledFrom(append(tools, "nope")).Draw(t, "tool"),
-				AgentID: rapid.SampledFrom(append(agents, "nope")).Draw(t, "agent"),
-				CallID:  rapid.SampledFrom([]string{"", "c0", "c7", "c47", "nope"}).Draw(t, "call"),
+				Agent: rapid.SampledFrom(append(agents, "nope")).Draw(t, "agent"),
+				Call:  rapid.SampledFrom([]string{"", "c0", "c7", "c47", "nope"}).Draw(t, "call"),
 				Type:    rapid.SampledFrom(append(types, "", "tool_call.", "group.", "plugin.", "nope.")).Draw(t, "type"),
 				AfterID: rapid.Int64Range(0, int64(len(stored))+1).Draw(t, "after"),
 				Limit:   rapid.IntRange(0, len(stored)+2).Draw(t, "limit"),

@@ -39,7 +39,7 @@ func eventsCmd(args []string, stdout, stderr io.Writer) int {
 		ctx := context.Background()
 		return withStore(ctx, cfg, stderr, func(st *store.Store) error { return writeTree(ctx, st, *tree, stdout) })
 	}
-	f := store.EventFilter{Tool: *tool, AgentID: *agent, CallID: *callID, Type: *typ, Limit: *limit}
+	f := store.EventFilter{Tool: *tool, Agent: *agent, Call: *callID, Type: *typ, Limit: *limit}
 	if *since != "" {
 		t, err := server.ParseSince(*since, time.Now())
 		if err != nil {
