@@ -133,11 +133,6 @@ type Host struct {
 	storage storage // saved outputs and artifacts within the quotas
 }
 
-// StoreOptions are the store options of the config's store block.
-func StoreOptions(cfg *config.Config) store.Options {
-	return store.Options{Driver: cfg.Store.Driver, DSN: cfg.Store.DSN}
-}
-
 // New returns a host for the configuration, with its store open. It starts
 // no plugin; see [Host.Start].
 func New(cfg *config.Config, opts *Options) (*Host, error) {
@@ -166,7 +161,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		if len(changed) > 0 {
 			o.Logger.Warn("the data directory was readable by other users: made it private (directories 0700, files 0600)", "dir", dir, "paths", len(changed))
 		}
-		st, err := store.OpenWith(context.Background(), dir, StoreOptions(cfg))
+		st, err := store.OpenWith(context.Background(), dir, store.Options{Driver: cfg.Store.Driver, DSN: cfg.Store.DSN})
 		if err != nil {
 			_ = cleanup()
 			return nil, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/store"
 )
@@ -163,9 +162,15 @@ func agentsCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// openStore opens the store the config's data directory and store block
+// name.
+func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
+	return store.OpenWith(ctx, cfg.DataDir, store.Options{Driver: cfg.Store.Driver, DSN: cfg.Store.DSN})
+}
+
 // withStore opens the data directory's store for f, printing f's error.
 func withStore(ctx context.Context, cfg *config.Config, stderr io.Writer, f func(*store.Store) error) int {
-	st, err := store.OpenWith(ctx, cfg.DataDir, host.StoreOptions(cfg))
+	st, err := openStore(ctx, cfg)
 	if err == nil {
 		err = f(st)
 		st.Close()

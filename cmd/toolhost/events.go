@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/store"
 )
@@ -54,7 +53,7 @@ func eventsCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func printEvents(ctx context.Context, cfg *config.Config, f store.EventFilter, asJSON, follow bool, stdout, stderr io.Writer) int {
-	st, err := store.OpenWith(ctx, cfg.DataDir, host.StoreOptions(cfg))
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return 1
