@@ -18,7 +18,7 @@ func quotas(total, role int64) func(*config.Config, *host.Options) {
 	return func(c *config.Config, _ *host.Options) { c.Store.Quota, c.Store.RoleQuota = total, role }
 }
 
-// TestCommandOutputFloodIsBounded: the attack of issue 32 through the real
+// TestCommandOutputFloodIsBounded: the output flood through the real
 // command module: run_command printing megabytes, call after call. Every
 // call succeeds; the saved outputs on disk never pass the role's quota, the
 // oldest evicted as each new one is saved.

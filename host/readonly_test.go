@@ -196,7 +196,7 @@ func (w *fileWriter) Call(_ context.Context, req *toolhost.CallRequest) (*toolho
 	return &toolhost.Result{OK: true}, nil
 }
 
-// TestDefaultResearcherCannotWrite is issue 29 as an attack table: the
+// TestDefaultResearcherCannotWrite is an attack table: the
 // researcher of the default config.hcl, whose agent once added a group to
 // its own role with edit_file on the config file, may call none of the
 // tools that write (each as the real module annotates it), as a role or as

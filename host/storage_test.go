@@ -338,7 +338,7 @@ func TestArtifactsOfOtherRolesStay(t *testing.T) {
 	})
 }
 
-// TestOutputFloodIsBounded: the attack of issue 32, an agent saving big
+// TestOutputFloodIsBounded: the output flood, an agent saving big
 // outputs call after call, many at once: every call succeeds, and the
 // bytes on disk never pass the quotas and always equal what the index
 // counts, on each host of a shared store.

@@ -11,8 +11,8 @@ import (
 )
 
 // Limits on a call's arguments. They bound argument validation in depth,
-// size and time whatever the tool's schema (DESIGN, "Bounded under any
-// input"): scanArgs holds the first three in one pass over the bytes, before
+// size and time whatever the tool's schema, so that no argument a caller
+// sends costs the host more than a known amount: scanArgs holds the first three in one pass over the bytes, before
 // anything decodes them, and schemaGraph.cost the last, before the schema
 // library walks the value.
 const (
