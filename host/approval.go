@@ -50,7 +50,7 @@ type ApprovalRequest struct {
 	// [toolhost.CallContext.Credential]).
 	Credential string `json:"credential,omitempty"`
 	// Arguments are what the approver sees of the call's arguments:
-	// redacted, and a JSON string of their first [maxApprovalPreview]
+	// redacted, and a JSON string of their first 16 KiB
 	// bytes when longer. ArgumentsSize is the full arguments' size, and
 	// ArgumentsSHA256 their SHA-256 (hex), which the call checks before it
 	// runs: what was approved is what runs.
@@ -111,7 +111,7 @@ func WithApprovalPending(ctx context.Context, notify func(ApprovalRequest)) cont
 // the call on the host where it waits — at once when that is this host, else
 // as soon as that host's store watch sees the decision (PostgreSQL notifies it
 // at once; SQLite is polled while a call waits). A queue that no host has
-// bound to a store (see [newApprovalQueue]), or whose store fails when a call
+// bound to a store, or whose store fails when a call
 // asks, keeps that call in this process's memory: listed and decided here
 // only.
 type ApprovalQueue struct {

@@ -43,7 +43,7 @@ type Options struct {
 	// other processes (such as `toolhost roles` beside a server). Default 1s.
 	StoreWatch time.Duration
 	// RetentionInterval is how often the host runs a retention pass
-	// ([Host.RetainEvents]), the first at [Host.Start], and removes the
+	// ([Events.Retain]), the first at [Host.Start], and removes the
 	// agents that ended longer ago than the store block's agent_retention
 	// (every agent_retention when that is shorter). Default 1h.
 	RetentionInterval time.Duration
@@ -265,7 +265,7 @@ func (h *Host) workDir() string {
 // the roles and agents, without starting any module: enough for a program that
 // reads or edits roles and tokens, such as toolhost roles list. [Host.Start]
 // does it first. Group ids are known only once the modules run, so
-// [Host.CreateRole] and [Host.UpdateRole] naming groups need [Host.Start].
+// [Roles.Create] and [Roles.Update] naming groups need [Host.Start].
 func (rs Roles) Load(ctx context.Context) error {
 	h := rs.h
 	if err := h.reconcileRoles(ctx); err != nil {
@@ -279,7 +279,7 @@ func (rs Roles) Load(ctx context.Context) error {
 
 // Start launches every configured plugin in parallel and returns once each has
 // registered its group or failed its first attempt; a plugin that fails is
-// logged and shown by [Host.Plugins], and the host serves the others. Restarts
+// logged and shown by [Modules.List], and the host serves the others. Restarts
 // go on in the background until [Host.Close]. A block's sandbox (see
 // [config.Plugin.Sandbox]) confines its plugin; a plugin that cannot be
 // confined is refused with policy, never run unconfined.
@@ -364,7 +364,7 @@ func (h *Host) register(g *Group) error {
 	return nil
 }
 
-// update puts g in old's place at once (see Manager.Replace): calls to the
+// update puts g in old's place at once (see manager.Replace): calls to the
 // tools both have never find them gone. Nothing is done when old is no
 // longer registered.
 func (h *Host) update(old, g *Group) error {

@@ -18,7 +18,7 @@ type SourceKind string
 const (
 	SourcePlugin  SourceKind = "plugin"  // a third-party plugin block
 	SourceBuiltin SourceKind = "builtin" // a first-party module's builtin block
-	SourceRuntime SourceKind = "runtime" // registered in-process through [Host.RegisterGroup]
+	SourceRuntime SourceKind = "runtime" // registered in-process through [Modules.Register]
 	SourceMCP     SourceKind = "mcp"     // an MCP server's mcp_server block
 )
 
@@ -299,7 +299,7 @@ type SourceInfo struct {
 }
 
 // List returns every group, sorted by id. Source state is "running" for every
-// registered group; [Host.Groups] adds pids and restart counts.
+// registered group; [Modules.Groups] adds pids and restart counts.
 func (m *manager) List() []GroupInfo {
 	s := m.snap.Load()
 	out := make([]GroupInfo, 0, len(s.ids))

@@ -138,7 +138,7 @@ func removeFile(h *Host, tmp, path string, placed bool) {
 // Put keeps an artifact's bytes, stored by an agent of its Role
 // (whose id is its RoleID, the role that owns it; both "" for the
 // operator), as a new artifact with a new random id, within the quotas: in
-// the database or in the artifact directory ([Host.ArtifactPath]), indexed
+// the database or in the artifact directory ([Artifacts.Path]), indexed
 // in the store, private to the host. The oldest saved outputs, then the
 // role's own oldest artifacts, are evicted to make room, never another
 // role's; an artifact larger than a quota by itself, or that only other
