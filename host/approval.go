@@ -51,7 +51,7 @@ type ApprovalRequest struct {
 	Credential string `json:"credential,omitempty"`
 	// Arguments are what the approver sees of the call's arguments:
 	// redacted, and a JSON string of their first 16 KiB
-	// bytes when longer. ArgumentsSize is the full arguments' size, and
+	// when longer. ArgumentsSize is the full arguments' size, and
 	// ArgumentsSHA256 their SHA-256 (hex), which the call checks before it
 	// runs: what was approved is what runs.
 	Arguments       json.RawMessage `json:"arguments"`

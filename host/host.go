@@ -328,8 +328,9 @@ func (h *Host) Start(ctx context.Context) error {
 }
 
 // Diagnostics lists the problems that did not stop the host: tool-name
-// conflicts and blocked plugins ([manager.Register] says how they are
-// resolved), and config roles naming groups no module provides.
+// conflicts and blocked plugins (a core group's tool wins over a plugin's,
+// else the first registered; a plugin whose id is a core tool's name is
+// blocked whole), and config roles naming groups no module provides.
 func (ms Modules) Diagnostics() []Diagnostic {
 	h := ms.h
 	return append(h.mgr.Diagnostics(), h.configRoleDiagnostics()...)

@@ -47,7 +47,7 @@ func (h *Host) retainLoop(ctx context.Context) {
 // set, exports and deletes the events older than the retention
 // ([store.Store.PruneEvents]), and measures the bytes the events take. The
 // pass is logged, counted in /metrics and, unless another host ran it,
-// recorded as an [eventRetention] event.
+// recorded as an events.retention event.
 func (es Events) Retain(ctx context.Context) (store.RetentionResult, error) {
 	h := es.h
 	start := time.Now()
