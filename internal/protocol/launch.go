@@ -1,4 +1,4 @@
-package rpcplugin
+package protocol
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/internal/proto"
 	"github.com/toolhost/toolhost/sandbox"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -41,7 +40,7 @@ type Options struct {
 // Process is a running plugin.
 type Process struct {
 	// Provider calls the plugin's ToolGroup service.
-	Provider *proto.Client
+	Provider *Client
 	// Pid is the plugin's process id, also its process group id; for a
 	// sandboxed plugin, bubblewrap's, whose death ends the sandbox.
 	Pid int
@@ -110,7 +109,7 @@ func Launch(opts Options) (*Process, error) {
 	}
 
 	cfg := &plugin.ClientConfig{
-		HandshakeConfig:  Handshake,
+		HandshakeConfig:  handshake,
 		VersionedPlugins: versionedPlugins(nil),
 		Cmd:              p.cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
