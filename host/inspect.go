@@ -31,7 +31,7 @@ func Inspect(ctx context.Context, path string, cfg json.RawMessage, logger hclog
 	if err != nil {
 		return nil, err
 	}
-	return spec, spec.Validate()
+	return spec, protocol.ValidateGroup(spec)
 }
 
 // MCPInspection is what an MCP server would give as a group.

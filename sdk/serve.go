@@ -51,7 +51,7 @@ func Serve(g *Group, opts *ServeOptions) {
 func checkGroup(g *Group) error {
 	spec, err := g.Describe(context.Background(), &toolhost.DescribeRequest{})
 	if err == nil {
-		err = spec.Validate()
+		err = protocol.ValidateGroup(spec)
 	}
 	if err != nil {
 		return fmt.Errorf("sdk: group %q: %w", g.ID, err)

@@ -311,7 +311,7 @@ func (s *Server) group(tools []*mcp.Tool) (*toolhost.GroupSpec, map[string]strin
 			ts.OutputSchema, _ = json.Marshal(t.OutputSchema)
 		}
 		one := toolhost.GroupSpec{ID: spec.ID, Tools: []toolhost.ToolSpec{ts}}
-		if err := one.Validate(); err != nil {
+		if err := protocol.ValidateGroup(&one); err != nil {
 			refused = append(refused, fmt.Sprintf("tool %q of mcp_server %s is not offered: %v", t.Name, s.opts.ID, err))
 			continue
 		}
@@ -472,7 +472,7 @@ func (s *Server) Stop() {
 // a table, so a call reaches the server under the server's name; two names
 // that map to one are a clash the host reports.
 func ToolName(prefix, name string) string {
-	if toolhost.ValidToolName(prefix + name) {
+	if protocol.ValidToolName(prefix + name) {
 		return prefix + name
 	}
 	var b strings.Builder

@@ -27,13 +27,13 @@ func NewClient(conn grpc.ClientConnInterface) *Client {
 	return &Client{rpc: pb.NewToolGroupClient(conn)}
 }
 
-// Describe asks the plugin for its group. A spec larger than
-// toolhost.MaxSpecBytes is refused with invalid_group_def.
+// Describe asks the plugin for its group. A spec larger than the limit
+// (4 MiB on the wire) is refused with invalid_group_def.
 func (c *Client) Describe(ctx context.Context, req *toolhost.DescribeRequest) (*toolhost.GroupSpec, error) {
 	resp, err := c.rpc.Describe(ctx, &pb.DescribeRequest{ProtocolMinor: protocolMinor, Context: contextToProto(req.Context)},
-		grpc.MaxCallRecvMsgSize(toolhost.MaxSpecBytes))
+		grpc.MaxCallRecvMsgSize(maxSpecBytes))
 	if status.Code(err) == codes.ResourceExhausted {
-		return nil, toolhost.Errorf(toolhost.CodeInvalidGroupDef, "group spec is larger than the limit of %d bytes: %v", toolhost.MaxSpecBytes, status.Convert(err).Message())
+		return nil, toolhost.Errorf(toolhost.CodeInvalidGroupDef, "group spec is larger than the limit of %d bytes: %v", maxSpecBytes, status.Convert(err).Message())
 	}
 	if err != nil {
 		return nil, fromStatus(ctx, err)

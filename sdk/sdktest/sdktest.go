@@ -149,7 +149,7 @@ func (p *Plugin) Describe(cc toolhost.CallContext) *toolhost.GroupSpec {
 	p.t.Helper()
 	spec, err := p.provider.Describe(context.Background(), &toolhost.DescribeRequest{Context: cc})
 	if err == nil {
-		err = spec.Validate()
+		err = protocol.ValidateGroup(spec)
 	}
 	if err != nil {
 		p.t.Fatalf("sdktest: describe: %v", err)
