@@ -252,7 +252,7 @@ func (p *Process) Ping(ctx context.Context) error {
 // file. Call it also for a plugin that exited by itself (at once then).
 func (p *Process) Stop() {
 	p.client.Kill()
-	p.KillGroup()
+	p.killGroup()
 	if p.socket != "" {
 		_ = os.Remove(p.socket)
 	}
@@ -270,9 +270,9 @@ func (p *Process) release() {
 	}
 }
 
-// KillGroup sends SIGKILL to the plugin's process group, reaching children
+// killGroup sends SIGKILL to the plugin's process group, reaching children
 // the plugin started.
-func (p *Process) KillGroup() {
+func (p *Process) killGroup() {
 	if p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}

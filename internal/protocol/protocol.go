@@ -6,8 +6,8 @@
 // the wire, the launch of a plugin process ([Launch]), and the limits on
 // what a provider reports ([ValidateGroup]).
 //
-// Only the host, the sdk and their tests import it; the rest of the code
-// sees the toolhost types.
+// It is internal: module authors reach it through package sdk, embedders
+// through package host; what crosses it is the toolhost types.
 package protocol
 
 import (
@@ -85,11 +85,11 @@ type dispensed struct {
 }
 
 // Serve serves impl as a plugin until the host closes the connection. The
-// process's global tracer provider becomes the plugin's ([TracerProvider]),
+// process's global tracer provider becomes the plugin's (tracerProvider),
 // so that spans a handler or a library it uses starts from the call's
 // context join the host's trace.
 func Serve(impl toolhost.Provider, logger hclog.Logger) {
-	otel.SetTracerProvider(TracerProvider())
+	otel.SetTracerProvider(tracerProvider())
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  handshake,
 		VersionedPlugins: versionedPlugins(impl),

@@ -88,17 +88,17 @@ type callSpans struct {
 type callSpansKey struct{}
 
 // pluginTracing is the plugin process's recorder, made at its first traced
-// call or when the SDK asks for its provider.
+// call or when [Serve] asks for its provider.
 var pluginTracing = sync.OnceValue(func() *recorder {
 	r := &recorder{calls: map[trace.SpanID]*callSpans{}}
 	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())), sdktrace.WithSpanProcessor(r))
 	return r
 })
 
-// TracerProvider is a plugin's tracer provider: spans a handler starts from
+// tracerProvider is a plugin's tracer provider: spans a handler starts from
 // its context reach the host with the call's response, as children of the
-// handler's span. The SDK makes it the global provider of a plugin process.
-func TracerProvider() trace.TracerProvider { return pluginTracing().tp }
+// handler's span. [Serve] makes it the global provider of a plugin process.
+func tracerProvider() trace.TracerProvider { return pluginTracing().tp }
 
 // begin starts the handler's span of a traced call; end ends it, with an
 // error status when the call failed, and returns the call's spans.

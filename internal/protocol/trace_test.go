@@ -24,10 +24,10 @@ func (inner) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost.Gro
 }
 func (inner) Configure(context.Context, *toolhost.ConfigureRequest) error { return nil }
 func (inner) Call(ctx context.Context, _ *toolhost.CallRequest) (*toolhost.Result, error) {
-	_, span := TracerProvider().Tracer("test").Start(ctx, "inner")
+	_, span := tracerProvider().Tracer("test").Start(ctx, "inner")
 	span.End()
 	// A span not started from the call's context is not the call's.
-	_, other := TracerProvider().Tracer("test").Start(context.Background(), "unrelated")
+	_, other := tracerProvider().Tracer("test").Start(context.Background(), "unrelated")
 	other.End()
 	return &toolhost.Result{OK: false, Error: &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: "it broke"}}, nil
 }
@@ -182,7 +182,7 @@ func TestHostilePluginSpansAreBounded(t *testing.T) {
 // through the otel package records under the call too ([Serve]
 // makes it global).
 func TestPluginProviderIsTheGlobalOne(t *testing.T) {
-	otel.SetTracerProvider(TracerProvider())
+	otel.SetTracerProvider(tracerProvider())
 	ctx, dispatch, exp := traced(t)
 	c := dial(t, &server{impl: globalUser{}})
 	if _, err := c.Call(ctx, &toolhost.CallRequest{Tool: "g"}); err != nil {
