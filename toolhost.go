@@ -14,15 +14,6 @@ import (
 	"github.com/toolhost/toolhost/sandbox"
 )
 
-// ProtocolMinor is the minor version of the plugin protocol. It grows when
-// fields are added; a breaking change bumps the major version instead. Minor 1
-// added [ConfigureRequest.HostPaths], minor 2 [ConfigureRequest.Sandbox],
-// minor 3 [ToolSpec.Title], Annotations and OutputSchema, minor 4 the
-// CallStream RPC, which carries a call's progress, minor 5 trace context
-// (CallContext.Traceparent) and the plugin's spans (CallResponse.Spans),
-// minor 6 a call's output streamed on CallStream ([Output]).
-const ProtocolMinor = 6
-
 // GroupSpec is a tool group as its provider reports it.
 type GroupSpec struct {
 	// ID names the group; it must match ^[a-z][a-z0-9_-]{0,63}$.

@@ -23,7 +23,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/store"
@@ -212,7 +212,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 
 	// Raw gRPC: a plugin process of its own, called with no host in between.
 	if want(pathRaw) {
-		proc, err := rpcplugin.Launch(rpcplugin.Options{Path: exe.noop})
+		proc, err := protocol.Launch(protocol.Options{Path: exe.noop})
 		if err != nil {
 			return nil, err
 		}

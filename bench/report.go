@@ -360,7 +360,7 @@ func (r *report) writeCalls(p func(string, ...any)) {
 		"era: a front against a front, each a process of its own. Our front with the no-op plugin, as it is deployed, is held against "+
 		"the same server beside them without a target: that ratio holds the plugin's gRPC hop as well (the raw gRPC Call row), which "+
 		"the go-sdk server does not make.\n", era2025, era2026)
-	p("- **%s** — the baseline: `proto.Client.Call` of the tool on a plugin process started with `internal/rpcplugin.Launch`, no host in between.", pathRaw)
+	p("- **%s** — the baseline: `protocol.Client.Call` of the tool on a plugin process started with `internal/protocol.Launch`, no host in between.", pathRaw)
 	p("- **%s** — an in-process `host.Host` with the plugin as a subprocess, called as an agent of a role holding its group: the whole pipeline (policy, validation, events, gRPC).", pathHost)
 	if r.Postgres != "" {
 		p("- **%s** — the same on a host of its own (its own plugin process and data directory) whose store is PostgreSQL "+
@@ -458,7 +458,7 @@ func (r *report) writeRest(p func(string, ...any)) {
 		p("\n## 3. SIGKILL of a plugin\n")
 		p("An in-process host runs the no-op plugin with `restart = \"always\"` and `host.Options{RestartBackoff: %s}`. The bench sends SIGKILL "+
 			"to the plugin's pid and times, from the kill, when a `Host.Watch` callback first sees the group missing from the manager, and when it "+
-			"sees a new registration. Baseline: a plugin's start, `rpcplugin.Launch` + Configure + Describe of the same binary, measured alternately.\n", rr.Backoff)
+			"sees a new registration. Baseline: a plugin's start, `protocol.Launch` + Configure + Describe of the same binary, measured alternately.\n", rr.Backoff)
 		p("| | p50 | max | runs |\n|---|---:|---:|---:|")
 		for _, x := range []struct {
 			name string
@@ -500,7 +500,7 @@ func (r *report) writeRest(p func(string, ...any)) {
 	}
 	if sb := r.Sandbox; sb != nil {
 		p("\n## 6. Sandboxed commands\n")
-		p("`run_command {\"command\":\"true\"}` through `proto.Client.Call` to two `bin/plugins/command` processes, one confining its "+
+		p("`run_command {\"command\":\"true\"}` through `protocol.Client.Call` to two `bin/plugins/command` processes, one confining its "+
 			"commands as it does by default and one configured with `sandbox = \"off\"`, the calls alternating. The sandbox here: %s.\n", sb.Status)
 		p("| | p50 | p99 | calls |\n|---|---:|---:|---:|")
 		for _, x := range []struct {

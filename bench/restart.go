@@ -9,7 +9,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/internal/protocol"
 )
 
 // restartResult holds the kill/restart timings and their baseline.
@@ -23,7 +23,7 @@ type restartResult struct {
 // measureRestart kills the no-op plugin of an in-process host reps times
 // and times how soon its group goes and comes back, as the host's Watch
 // callbacks see it; and, alternately, launches the plugin directly
-// (rpcplugin.Launch, Configure, Describe) as the baseline.
+// (protocol.Launch, Configure, Describe) as the baseline.
 func measureRestart(ctx context.Context, tmp, noop string, reps int) (*restartResult, error) {
 	const backoff = 10 * time.Millisecond
 	h, err := startHost(ctx, tmp, fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  restart = \"always\"\n  max_restarts = 1000\n}\n", noop),
@@ -120,7 +120,7 @@ func groupPid(h *host.Host, id string) int {
 // and stops the plugin.
 func launchOnce(ctx context.Context, noop string) (time.Duration, error) {
 	t := time.Now()
-	proc, err := rpcplugin.Launch(rpcplugin.Options{Path: noop})
+	proc, err := protocol.Launch(protocol.Options{Path: noop})
 	if err != nil {
 		return 0, err
 	}

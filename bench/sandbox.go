@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -25,8 +25,8 @@ func (s *sandboxResult) overhead() time.Duration { return median(s.Sandboxed) - 
 // measureSandbox makes n calls of run_command true to each plugin, after a
 // few untimed ones.
 func measureSandbox(ctx context.Context, root, tmp string, n int) (*sandboxResult, error) {
-	start := func(policy *sandbox.Policy) (*rpcplugin.Process, error) {
-		proc, err := rpcplugin.Launch(rpcplugin.Options{Path: filepath.Join(root, "bin/plugins/command"), Dir: tmp})
+	start := func(policy *sandbox.Policy) (*protocol.Process, error) {
+		proc, err := protocol.Launch(protocol.Options{Path: filepath.Join(root, "bin/plugins/command"), Dir: tmp})
 		if err != nil {
 			return nil, err
 		}
@@ -48,7 +48,7 @@ func measureSandbox(ctx context.Context, root, tmp string, n int) (*sandboxResul
 	}
 	defer plain.Stop()
 	req := &toolhost.CallRequest{Tool: "run_command", Arguments: []byte(`{"command":"true"}`)}
-	call := func(p *rpcplugin.Process) (time.Duration, error) {
+	call := func(p *protocol.Process) (time.Duration, error) {
 		t := time.Now()
 		res, err := p.Provider.Call(ctx, req)
 		if err == nil && !res.OK {
@@ -59,7 +59,7 @@ func measureSandbox(ctx context.Context, root, tmp string, n int) (*sandboxResul
 	r := &sandboxResult{Status: sandbox.Status()}
 	for i := range n + 5 {
 		for _, p := range []struct {
-			proc *rpcplugin.Process
+			proc *protocol.Process
 			into *[]time.Duration
 		}{{confined, &r.Sandboxed}, {plain, &r.Plain}} {
 			d, err := call(p.proc)

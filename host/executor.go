@@ -117,7 +117,7 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 }
 
 // maxToolNameShown is how much of a tool name longer than any tool's (at
-// most 64 bytes: toolhost.ValidToolName) a call keeps.
+// most 64 bytes: protocol.ValidToolName) a call keeps.
 const maxToolNameShown = 64
 
 // cutToolName bounds a caller's tool name: one longer than maxToolNameShown

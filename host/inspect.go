@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/mcpsource"
-	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/internal/protocol"
 )
 
 // Inspect starts the plugin executable at path, configures it with cfg (a
@@ -19,7 +19,7 @@ func Inspect(ctx context.Context, path string, cfg json.RawMessage, logger hclog
 	if len(cfg) == 0 {
 		cfg = json.RawMessage("{}")
 	}
-	proc, err := rpcplugin.Launch(rpcplugin.Options{Path: path, Logger: logger})
+	proc, err := protocol.Launch(protocol.Options{Path: path, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func Inspect(ctx context.Context, path string, cfg json.RawMessage, logger hclog
 	if err != nil {
 		return nil, err
 	}
-	return spec, spec.Validate()
+	return spec, protocol.ValidateGroup(spec)
 }
 
 // MCPInspection is what an MCP server would give as a group.

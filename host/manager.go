@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/protocol"
 )
 
 // SourceKind says what provides a group.
@@ -90,7 +91,7 @@ func newManager() *manager {
 	return m
 }
 
-// Register adds g. The spec must pass GroupSpec.Validate (else
+// Register adds g. The spec must pass protocol.ValidateGroup (else
 // invalid_group_def), and a reserved id is refused (reserved_group_id) unless
 // g comes from a builtin block or the runtime. A group already registered under
 // the same id is replaced and returned, for the caller to warn about
@@ -117,10 +118,10 @@ func (m *manager) Replace(old, g *Group) (bool, error) {
 // put registers g, in place of only when only is not nil (and only if
 // only is still registered), returning the group it replaced.
 func (m *manager) put(g *Group, only *Group) (replaced *Group, err error) {
-	if err := g.Spec.Validate(); err != nil {
+	if err := protocol.ValidateGroup(&g.Spec); err != nil {
 		return nil, err
 	}
-	if toolhost.IsReserved(g.Spec.ID) && !g.Kind.core() {
+	if protocol.IsReserved(g.Spec.ID) && !g.Kind.core() {
 		return nil, toolhost.Errorf(toolhost.CodeReservedGroupID, "group id %q is reserved for first-party modules and the runtime", g.Spec.ID)
 	}
 	checks, err := compileChecks(&g.Spec)
@@ -307,7 +308,7 @@ func (m *manager) List() []GroupInfo {
 		g := s.groups[id]
 		info := GroupInfo{
 			ID: id, Description: g.Spec.Description, Version: g.Spec.Version,
-			Tools: []string{}, Reserved: toolhost.IsReserved(id), Blocked: s.blocked[id],
+			Tools: []string{}, Reserved: protocol.IsReserved(id), Blocked: s.blocked[id],
 			Source: SourceInfo{Kind: g.Kind, Name: g.SourceName, State: StateRunning},
 		}
 		for _, t := range g.Spec.Tools {

@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/protocol"
 )
 
 // Names are drawn from small pools so that groups collide on ids and tool names.
@@ -101,7 +102,7 @@ func TestPropertyReservedIDs(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
 		m := newManager()
 		g := genGroup(rt, "g")
-		g.Spec.ID = rapid.SampledFrom(toolhost.ReservedGroupIDs).Draw(rt, "reserved")
+		g.Spec.ID = rapid.SampledFrom(protocol.ReservedGroupIDs()).Draw(rt, "reserved")
 		_, err := m.Register(g)
 		switch {
 		case g.Kind == SourcePlugin && !errors.Is(err, toolhost.ErrReservedGroupID):
@@ -174,7 +175,7 @@ func TestPropertyGroupQuery(t *testing.T) {
 		for _, info := range list {
 			g := want[info.ID]
 			if g == nil || info.Description != g.Spec.Description || len(info.Tools)+len(info.Skipped) != len(g.Spec.Tools) ||
-				len(info.Tools) != info.ToolCount || info.Reserved != toolhost.IsReserved(info.ID) {
+				len(info.Tools) != info.ToolCount || info.Reserved != protocol.IsReserved(info.ID) {
 				rt.Fatalf("listing %+v does not match group %+v", info, g)
 			}
 			// The count is what a role with the group is offered.
@@ -201,7 +202,7 @@ func TestRegisterRefusesInvalidSpecs(t *testing.T) {
 		{"schema not an object", toolhost.GroupSpec{ID: "x", Tools: []toolhost.ToolSpec{{Name: "a", InputSchema: []byte(`{"type":"string"}`)}}}},
 		{"schema not JSON", toolhost.GroupSpec{ID: "x", Tools: []toolhost.ToolSpec{{Name: "a", InputSchema: []byte(`{`)}}}},
 		{"schema missing", toolhost.GroupSpec{ID: "x", Tools: []toolhost.ToolSpec{{Name: "a"}}}},
-		{"too many tools", toolhost.GroupSpec{ID: "x", Tools: make([]toolhost.ToolSpec, toolhost.MaxTools+1)}},
+		{"too many tools", toolhost.GroupSpec{ID: "x", Tools: make([]toolhost.ToolSpec, protocol.MaxTools+1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newManager()

@@ -24,7 +24,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/proctest"
-	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/store"
 )
@@ -265,8 +265,8 @@ func TestSandboxedPluginLifecycle(t *testing.T) {
 	if fi, err := os.Stat(socketDir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("socket directory %q: %v, %v", socketDir, fi, err)
 	}
-	if v, ok := env[rpcplugin.HostPidEnv]; ok {
-		t.Errorf("a sandboxed plugin got %s=%s", rpcplugin.HostPidEnv, v)
+	if v, ok := env[protocol.HostPidEnv]; ok {
+		t.Errorf("a sandboxed plugin got %s=%s", protocol.HostPidEnv, v)
 	}
 	first := markedProcs(marker)
 	bwrapPid := plugin(h, "good").Pid

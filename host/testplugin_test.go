@@ -21,7 +21,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/proctest"
-	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
 )
@@ -218,21 +218,21 @@ func serveTestPlugin(name string) {
 	case "exit":
 		os.Exit(1)
 	case "dupetools":
-		rpcplugin.Serve(&hostile{spec: toolhost.GroupSpec{ID: "dupes", Tools: []toolhost.ToolSpec{
+		protocol.Serve(&hostile{spec: toolhost.GroupSpec{ID: "dupes", Tools: []toolhost.ToolSpec{
 			{Name: "a", InputSchema: obj}, {Name: "a", InputSchema: obj}}}}, logger)
 	case "badschema":
-		rpcplugin.Serve(&hostile{spec: toolhost.GroupSpec{ID: "badschema", Tools: []toolhost.ToolSpec{
+		protocol.Serve(&hostile{spec: toolhost.GroupSpec{ID: "badschema", Tools: []toolhost.ToolSpec{
 			{Name: "a", InputSchema: []byte(`{"type":"array"}`)}}}}, logger)
 	case "bigspec":
-		rpcplugin.Serve(&hostile{spec: toolhost.GroupSpec{ID: "big", Description: strings.Repeat("x", 10<<20)}}, logger)
+		protocol.Serve(&hostile{spec: toolhost.GroupSpec{ID: "big", Description: strings.Repeat("x", 10<<20)}}, logger)
 	case "manytools":
 		spec := toolhost.GroupSpec{ID: "many"}
 		for i := range 5000 {
 			spec.Tools = append(spec.Tools, toolhost.ToolSpec{Name: fmt.Sprintf("t%d", i), InputSchema: obj})
 		}
-		rpcplugin.Serve(&hostile{spec: spec}, logger)
+		protocol.Serve(&hostile{spec: spec}, logger)
 	case "slowdescribe":
-		rpcplugin.Serve(&hostile{spec: toolhost.GroupSpec{ID: "slow"}, describe: func() { time.Sleep(time.Hour) }}, logger)
+		protocol.Serve(&hostile{spec: toolhost.GroupSpec{ID: "slow"}, describe: func() { time.Sleep(time.Hour) }}, logger)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown test plugin %q\n", name)
 		os.Exit(2)

@@ -17,7 +17,7 @@ import (
 // telemetry block), each call is a span, "call <tool>", with a child per
 // stage of the pipeline: policy, validation, approval (when the tool needs
 // one), audit (strict mode's commit) and dispatch. A plugin's spans join
-// under dispatch (internal/proto). With none, h.tracer is nil and no stage
+// under dispatch (internal/protocol). With none, h.tracer is nil and no stage
 // starts anything.
 
 // tracerName names the host's tracer.

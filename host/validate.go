@@ -43,7 +43,7 @@ type argCheck struct {
 }
 
 // compileChecks resolves the input schema of each tool of a spec that has
-// passed GroupSpec.Validate. A schema the library would validate without
+// passed protocol.ValidateGroup. A schema the library would validate without
 // end (a $ref cycle that never descends into the value), or at a cost past
 // the limit whatever the arguments, is refused with invalid_group_def.
 func compileChecks(spec *toolhost.GroupSpec) (map[string]*argCheck, error) {

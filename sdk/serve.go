@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/internal/protocol"
 )
 
 // ServeOptions tune [Serve]; nil means defaults.
@@ -44,14 +44,14 @@ func Serve(g *Group, opts *ServeOptions) {
 		}
 	}
 	go exitWithParent(hostPid(), 250*time.Millisecond)
-	rpcplugin.Serve(g, logger)
+	protocol.Serve(g, logger)
 }
 
 // checkGroup describes g in an empty context and validates the spec.
 func checkGroup(g *Group) error {
 	spec, err := g.Describe(context.Background(), &toolhost.DescribeRequest{})
 	if err == nil {
-		err = spec.Validate()
+		err = protocol.ValidateGroup(spec)
 	}
 	if err != nil {
 		return fmt.Errorf("sdk: group %q: %w", g.ID, err)
@@ -60,10 +60,10 @@ func checkGroup(g *Group) error {
 }
 
 // hostPid is the pid of the host that started this plugin: the host passes
-// it (rpcplugin.HostPidEnv), as the parent may already be gone by the time a
+// it (protocol.HostPidEnv), as the parent may already be gone by the time a
 // plugin asks for it.
 func hostPid() int {
-	if pid, err := strconv.Atoi(os.Getenv(rpcplugin.HostPidEnv)); err == nil && pid > 0 {
+	if pid, err := strconv.Atoi(os.Getenv(protocol.HostPidEnv)); err == nil && pid > 0 {
 		return pid
 	}
 	return os.Getppid()

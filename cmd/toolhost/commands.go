@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -297,7 +298,7 @@ func pluginCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolhost: %s: %v\n", toolhost.CodeOf(err), err)
 		return 1
 	}
-	if toolhost.IsReserved(spec.ID) {
+	if protocol.IsReserved(spec.ID) {
 		fmt.Fprintf(stderr, "note: %q is a reserved id: only a builtin block may load this plugin\n", spec.ID)
 	}
 	return 0

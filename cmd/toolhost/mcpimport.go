@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/protocol"
 )
 
 const mcpImportUsage = "usage: toolhost mcp import [-config F] [-probe=false] FILE   (FILE: a Claude Desktop, Cursor or VS Code MCP config; - for stdin)"
@@ -423,7 +423,7 @@ func groupID(name string) (id string, reserved bool) {
 		}
 	}
 	id = cut(b.String(), maxIDLen)
-	reserved = toolhost.IsReserved(id)
+	reserved = protocol.IsReserved(id)
 	if id == "" || id[0] < 'a' || id[0] > 'z' || reserved {
 		id = cut("mcp_"+b.String(), maxIDLen)
 	}

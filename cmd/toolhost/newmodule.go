@@ -12,21 +12,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"text/template"
 
-	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/protocol"
 )
 
 // toolhostModule is the module path the generated module requires and
 // replaces with a local checkout.
 const toolhostModule = "github.com/toolhost/toolhost"
-
-// moduleName is a valid group id: the generated module's name, group id and
-// binary name.
-var moduleName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 
 //go:embed templates/module/*.tmpl
 var moduleTemplates embed.FS
@@ -102,10 +97,10 @@ type generated struct {
 // newModule checks name, finds the toolhost checkout (src, or the one holding
 // this executable) and writes the module into dir (default ./name).
 func newModule(name, dir, src string) (*generated, error) {
-	if !moduleName.MatchString(name) {
+	if !protocol.ValidGroupID(name) {
 		return nil, fmt.Errorf("NAME %q is not a valid group id (^[a-z][a-z0-9_-]{0,63}$)", name)
 	}
-	if toolhost.IsReserved(name) {
+	if protocol.IsReserved(name) {
 		return nil, fmt.Errorf("NAME %q is a reserved group id: only a builtin block may provide it", name)
 	}
 	root, goVersion, err := findToolhost(src)

@@ -13,10 +13,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/hosttest"
 	"github.com/toolhost/toolhost/internal/proctest"
+	"github.com/toolhost/toolhost/internal/protocol"
 )
 
 // TestFirstPartyToolsHaveTitles: every tool of the first-party modules
@@ -65,7 +65,7 @@ func TestFirstPartyToolsHaveTitles(t *testing.T) {
 	for i, m := range modules {
 		names[i] = filepath.Base(m)
 		kind := "plugin"
-		if toolhost.IsReserved(names[i]) {
+		if protocol.IsReserved(names[i]) {
 			kind = "builtin"
 		}
 		fmt.Fprintf(&blocks, "%s %q {\n  path    = %q\n  sandbox = \"off\"\n}\n", kind, names[i], names[i])

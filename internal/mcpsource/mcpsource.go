@@ -29,8 +29,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/internal/proto"
-	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -40,7 +39,7 @@ type Options struct {
 	ID           string            // the group id
 	Command      string            // a stdio server's program
 	Args         []string          // its arguments
-	Env          map[string]string // added to the inherited allowlist (rpcplugin.Environ)
+	Env          map[string]string // added to the inherited allowlist (protocol.Environ)
 	Dir          string            // its working directory
 	Sandbox      *sandbox.Policy   // confines the process when set
 	URL          string            // a streamable HTTP server's endpoint, instead of Command
@@ -163,7 +162,7 @@ func (s *Server) transport() (mcp.Transport, error) {
 		if err != nil {
 			return nil, toolhost.Errorf(toolhost.CodePolicy, "mcp_server %s: %v", o.ID, err)
 		}
-		box.Dir, box.Env = "", rpcplugin.Environ(o.Env)
+		box.Dir, box.Env = "", protocol.Environ(o.Env)
 		if pol.Visible(o.Dir) {
 			box.Dir = o.Dir
 		}
@@ -173,7 +172,7 @@ func (s *Server) transport() (mcp.Transport, error) {
 		s.box, s.cmd = box, box.Cmd
 	} else {
 		s.cmd = exec.Command(path, o.Args...)
-		s.cmd.Dir, s.cmd.Env = o.Dir, rpcplugin.Environ(o.Env)
+		s.cmd.Dir, s.cmd.Env = o.Dir, protocol.Environ(o.Env)
 		// Its own process group, so stopping it reaches its children too;
 		// SIGKILL when the host dies.
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -312,7 +311,7 @@ func (s *Server) group(tools []*mcp.Tool) (*toolhost.GroupSpec, map[string]strin
 			ts.OutputSchema, _ = json.Marshal(t.OutputSchema)
 		}
 		one := toolhost.GroupSpec{ID: spec.ID, Tools: []toolhost.ToolSpec{ts}}
-		if err := one.Validate(); err != nil {
+		if err := protocol.ValidateGroup(&one); err != nil {
 			refused = append(refused, fmt.Sprintf("tool %q of mcp_server %s is not offered: %v", t.Name, s.opts.ID, err))
 			continue
 		}
@@ -368,7 +367,7 @@ func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 	params := &mcp.CallToolParams{Name: upstream, Arguments: args}
 	// A traced call's context goes in _meta under the keys MCP reserves for
 	// it (SEP-414), so that the server's own spans join the host's trace.
-	for k, v := range proto.TraceCarrier(ctx) {
+	for k, v := range protocol.TraceCarrier(ctx) {
 		if params.Meta == nil {
 			params.Meta = mcp.Meta{}
 		}
@@ -473,7 +472,7 @@ func (s *Server) Stop() {
 // a table, so a call reaches the server under the server's name; two names
 // that map to one are a clash the host reports.
 func ToolName(prefix, name string) string {
-	if toolhost.ValidToolName(prefix + name) {
+	if protocol.ValidToolName(prefix + name) {
 		return prefix + name
 	}
 	var b strings.Builder

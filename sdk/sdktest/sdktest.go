@@ -24,8 +24,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/internal/proto"
-	"github.com/toolhost/toolhost/internal/rpcplugin"
+	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/sdk"
 	"google.golang.org/grpc"
@@ -57,7 +56,7 @@ type Options struct {
 type Plugin struct {
 	t        testing.TB
 	provider toolhost.Provider
-	proc     *rpcplugin.Process
+	proc     *protocol.Process
 	timeout  time.Duration
 	// Spec is the group as the plugin described it in an empty context.
 	Spec *toolhost.GroupSpec
@@ -68,13 +67,13 @@ type Plugin struct {
 func New(t testing.TB, g *sdk.Group, opts *Options) *Plugin {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(rpcplugin.MaxMessageBytes))
-	proto.RegisterToolGroupServer(srv, proto.NewServer(g))
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(protocol.MaxMessageBytes))
+	protocol.Register(srv, g)
 	go func() { _ = srv.Serve(lis) }()
 	conn, err := grpc.NewClient("passthrough:///sdktest",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpcplugin.MaxMessageBytes)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(protocol.MaxMessageBytes)))
 	if err != nil {
 		t.Fatalf("sdktest: dial: %v", err)
 	}
@@ -82,7 +81,7 @@ func New(t testing.TB, g *sdk.Group, opts *Options) *Plugin {
 		_ = conn.Close()
 		srv.Stop()
 	})
-	return setup(t, proto.NewClient(conn), nil, opts)
+	return setup(t, protocol.NewClient(conn), nil, opts)
 }
 
 // Exec starts the plugin executable at path as a subprocess, exactly as the
@@ -94,7 +93,7 @@ func Exec(t testing.TB, path string, opts *Options) *Plugin {
 	if opts == nil {
 		opts = &Options{}
 	}
-	proc, err := rpcplugin.Launch(rpcplugin.Options{
+	proc, err := protocol.Launch(protocol.Options{
 		Path: path, Args: opts.Args, Env: opts.Env,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: filepath.Base(path), Output: testWriter{t}, Level: hclog.Debug}),
 	})
@@ -119,7 +118,7 @@ func Build(t testing.TB, pkg string) string {
 	return out
 }
 
-func setup(t testing.TB, p toolhost.Provider, proc *rpcplugin.Process, opts *Options) *Plugin {
+func setup(t testing.TB, p toolhost.Provider, proc *protocol.Process, opts *Options) *Plugin {
 	t.Helper()
 	if opts == nil {
 		opts = &Options{}
@@ -150,7 +149,7 @@ func (p *Plugin) Describe(cc toolhost.CallContext) *toolhost.GroupSpec {
 	p.t.Helper()
 	spec, err := p.provider.Describe(context.Background(), &toolhost.DescribeRequest{Context: cc})
 	if err == nil {
-		err = spec.Validate()
+		err = protocol.ValidateGroup(spec)
 	}
 	if err != nil {
 		p.t.Fatalf("sdktest: describe: %v", err)

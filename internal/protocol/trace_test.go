@@ -1,4 +1,4 @@
-package proto
+package protocol
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/protocol/pb"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -23,10 +24,10 @@ func (inner) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost.Gro
 }
 func (inner) Configure(context.Context, *toolhost.ConfigureRequest) error { return nil }
 func (inner) Call(ctx context.Context, _ *toolhost.CallRequest) (*toolhost.Result, error) {
-	_, span := TracerProvider().Tracer("test").Start(ctx, "inner")
+	_, span := tracerProvider().Tracer("test").Start(ctx, "inner")
 	span.End()
 	// A span not started from the call's context is not the call's.
-	_, other := TracerProvider().Tracer("test").Start(context.Background(), "unrelated")
+	_, other := tracerProvider().Tracer("test").Start(context.Background(), "unrelated")
 	other.End()
 	return &toolhost.Result{OK: false, Error: &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: "it broke"}}, nil
 }
@@ -55,7 +56,7 @@ func byName(spans tracetest.SpanStubs) map[string]tracetest.SpanStub {
 // trace context and gets no spans back.
 func TestTraceCrossesTheWire(t *testing.T) {
 	ctx, dispatch, exp := traced(t)
-	c := dial(t, NewServer(inner{}))
+	c := dial(t, &server{impl: inner{}})
 	if _, err := c.Call(ctx, &toolhost.CallRequest{Tool: "work"}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestTraceCrossesTheWire(t *testing.T) {
 		t.Errorf("handler span: kind %v, status %+v", handler.SpanKind, handler.Status)
 	}
 
-	in0 := &CallContext{}
+	in0 := &pb.CallContext{}
 	injectTrace(context.Background(), in0)
 	if in0.Traceparent != "" {
 		t.Errorf("an untraced call sends traceparent %q", in0.Traceparent)
@@ -89,7 +90,7 @@ func TestTraceCrossesTheWire(t *testing.T) {
 // more than the bound, a cycle, spans under a parent that is not the
 // call's, a secret in a name and a value, and times outside the call.
 type hostile struct {
-	UnimplementedToolGroupServer
+	pb.UnimplementedToolGroupServer
 	root *[]byte // the dispatch span id the call carried
 }
 
@@ -97,12 +98,12 @@ const hostileSecret = "sk-ant-api03-" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
 func spanID(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n+1) }
 
-func (h hostile) Call(_ context.Context, req *CallRequest) (*CallResponse, error) {
+func (h hostile) Call(_ context.Context, req *pb.CallRequest) (*pb.CallResponse, error) {
 	parent, _ := extractTrace(context.Background(), req.GetContext())
 	root := trace.SpanContextFromContext(parent).SpanID()
 	*h.root = root[:]
 	far := time.Now().Add(24 * time.Hour).UnixNano()
-	spans := []*Span{
+	spans := []*pb.Span{
 		// a cycle off the tree: 9000 → 9001 → 9000
 		{SpanId: spanID(9000), ParentSpanId: spanID(9001), Name: "cycle a"},
 		{SpanId: spanID(9001), ParentSpanId: spanID(9000), Name: "cycle b"},
@@ -110,15 +111,15 @@ func (h hostile) Call(_ context.Context, req *CallRequest) (*CallResponse, error
 		{SpanId: spanID(9002), ParentSpanId: spanID(12345), Name: "foreign"},
 		// the secret, and times a day out
 		{SpanId: spanID(0), ParentSpanId: root[:], Name: "key " + hostileSecret, StartUnixNano: 1, EndUnixNano: far,
-			Attributes: []*Attribute{{Key: "token", Value: &Attribute_StringValue{StringValue: "Bearer " + hostileSecret}},
-				{Key: "big", Value: &Attribute_StringValue{StringValue: strings.Repeat("x", 1<<20)}}}},
+			Attributes: []*pb.Attribute{{Key: "token", Value: &pb.Attribute_StringValue{StringValue: "Bearer " + hostileSecret}},
+				{Key: "big", Value: &pb.Attribute_StringValue{StringValue: strings.Repeat("x", 1<<20)}}}},
 	}
 	// 10000 spans chained under it, each naming itself as well once
 	for i := uint64(1); i < 10000; i++ {
-		spans = append(spans, &Span{SpanId: spanID(i), ParentSpanId: spanID(i - 1), Name: "flood"},
-			&Span{SpanId: spanID(i), ParentSpanId: spanID(i), Name: "self"})
+		spans = append(spans, &pb.Span{SpanId: spanID(i), ParentSpanId: spanID(i - 1), Name: "flood"},
+			&pb.Span{SpanId: spanID(i), ParentSpanId: spanID(i), Name: "self"})
 	}
-	return &CallResponse{Result: &Result{Ok: true}, Spans: spans}, nil
+	return &pb.CallResponse{Result: &pb.Result{Ok: true}, Spans: spans}, nil
 }
 
 // TestHostilePluginSpansAreBounded: the attack is a plugin that floods its
@@ -178,12 +179,12 @@ func TestHostilePluginSpansAreBounded(t *testing.T) {
 }
 
 // TestPluginProviderIsTheGlobalOne: the provider a plugin's handlers reach
-// through the otel package records under the call too (rpcplugin.Serve
+// through the otel package records under the call too ([Serve]
 // makes it global).
 func TestPluginProviderIsTheGlobalOne(t *testing.T) {
-	otel.SetTracerProvider(TracerProvider())
+	otel.SetTracerProvider(tracerProvider())
 	ctx, dispatch, exp := traced(t)
-	c := dial(t, NewServer(globalUser{}))
+	c := dial(t, &server{impl: globalUser{}})
 	if _, err := c.Call(ctx, &toolhost.CallRequest{Tool: "g"}); err != nil {
 		t.Fatal(err)
 	}

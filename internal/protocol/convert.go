@@ -1,4 +1,4 @@
-package proto
+package protocol
 
 import (
 	"encoding/json"
@@ -7,30 +7,31 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/protocol/pb"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
-// These converters keep protobuf types inside internal/: the rest of the code
-// sees only the toolhost types.
+// These converters keep the wire messages (package pb) inside this package:
+// the rest of the code sees only the toolhost types.
 
-func contextToProto(c toolhost.CallContext) *CallContext {
-	return &CallContext{
+func contextToProto(c toolhost.CallContext) *pb.CallContext {
+	return &pb.CallContext{
 		CallId: c.CallID, AgentId: c.AgentID, Role: c.Role, Session: c.Session,
 		WorkspaceDir: c.WorkspaceDir, Sandboxed: c.Sandboxed, Channel: c.Channel,
 	}
 }
 
-func contextFromProto(c *CallContext) toolhost.CallContext {
+func contextFromProto(c *pb.CallContext) toolhost.CallContext {
 	return toolhost.CallContext{
 		CallID: c.GetCallId(), AgentID: c.GetAgentId(), Role: c.GetRole(), Session: c.GetSession(),
 		WorkspaceDir: c.GetWorkspaceDir(), Sandboxed: c.GetSandboxed(), Channel: c.GetChannel(),
 	}
 }
 
-func groupToProto(g *toolhost.GroupSpec) *GroupSpec {
-	out := &GroupSpec{Id: g.ID, Description: g.Description, Version: g.Version, Tools: make([]*ToolSpec, len(g.Tools))}
+func groupToProto(g *toolhost.GroupSpec) *pb.GroupSpec {
+	out := &pb.GroupSpec{Id: g.ID, Description: g.Description, Version: g.Version, Tools: make([]*pb.ToolSpec, len(g.Tools))}
 	for i, t := range g.Tools {
-		out.Tools[i] = &ToolSpec{
+		out.Tools[i] = &pb.ToolSpec{
 			Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
 			Optional: t.Optional, RequiresApproval: t.RequiresApproval, TimeoutMs: t.Timeout.Milliseconds(),
 			NeedsAgent: t.NeedsAgent, OutputTail: t.OutputTail,
@@ -40,7 +41,7 @@ func groupToProto(g *toolhost.GroupSpec) *GroupSpec {
 	return out
 }
 
-func groupFromProto(g *GroupSpec) *toolhost.GroupSpec {
+func groupFromProto(g *pb.GroupSpec) *toolhost.GroupSpec {
 	out := &toolhost.GroupSpec{ID: g.GetId(), Description: g.GetDescription(), Version: g.GetVersion(), Tools: make([]toolhost.ToolSpec, len(g.GetTools()))}
 	for i, t := range g.GetTools() {
 		out.Tools[i] = toolhost.ToolSpec{
@@ -84,8 +85,8 @@ func validUTF8(s string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-func resultToProto(r *toolhost.Result) (*Result, error) {
-	out := &Result{
+func resultToProto(r *toolhost.Result) (*pb.Result, error) {
+	out := &pb.Result{
 		Ok: r.OK, ExitCode: int32(r.ExitCode), Stdout: validUTF8(r.Stdout), Stderr: validUTF8(r.Stderr),
 		TruncatedLines: r.TruncatedLines, TruncatedBytes: r.TruncatedBytes, NextPageCursor: r.NextPageCursor,
 	}
@@ -97,15 +98,15 @@ func resultToProto(r *toolhost.Result) (*Result, error) {
 		out.Meta = meta
 	}
 	if r.Error != nil {
-		out.Error = &Error{Code: string(r.Error.Code), Message: validUTF8(r.Error.Message)}
+		out.Error = &pb.Error{Code: string(r.Error.Code), Message: validUTF8(r.Error.Message)}
 	}
 	for _, a := range r.Attachments {
-		out.Attachments = append(out.Attachments, &Attachment{Name: a.Name, MimeType: a.MimeType, Data: a.Data})
+		out.Attachments = append(out.Attachments, &pb.Attachment{Name: a.Name, MimeType: a.MimeType, Data: a.Data})
 	}
 	return out, nil
 }
 
-func resultFromProto(r *Result) (*toolhost.Result, error) {
+func resultFromProto(r *pb.Result) (*toolhost.Result, error) {
 	out := &toolhost.Result{
 		OK: r.GetOk(), ExitCode: int(r.GetExitCode()), Stdout: r.GetStdout(), Stderr: r.GetStderr(),
 		TruncatedLines: r.GetTruncatedLines(), TruncatedBytes: r.GetTruncatedBytes(), NextPageCursor: r.GetNextPageCursor(),

@@ -10,7 +10,7 @@
 // 	protoc        (unknown)
 // source: toolgroup.proto
 
-package proto
+package pb
 
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -1567,7 +1567,7 @@ const file_toolgroup_proto_rawDesc = "" +
 	"\tConfigure\x12\x1d.toolhost.v1.ConfigureRequest\x1a\x1e.toolhost.v1.ConfigureResponse\x12;\n" +
 	"\x04Call\x12\x18.toolhost.v1.CallRequest\x1a\x19.toolhost.v1.CallResponse\x12@\n" +
 	"\n" +
-	"CallStream\x12\x18.toolhost.v1.CallRequest\x1a\x16.toolhost.v1.CallEvent0\x01B-Z+github.com/toolhost/toolhost/internal/protob\x06proto3"
+	"CallStream\x12\x18.toolhost.v1.CallRequest\x1a\x16.toolhost.v1.CallEvent0\x01B3Z1github.com/toolhost/toolhost/internal/protocol/pbb\x06proto3"
 
 var (
 	file_toolgroup_proto_rawDescOnce sync.Once

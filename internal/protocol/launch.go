@@ -1,4 +1,4 @@
-package rpcplugin
+package protocol
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/internal/proto"
 	"github.com/toolhost/toolhost/sandbox"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -41,7 +40,7 @@ type Options struct {
 // Process is a running plugin.
 type Process struct {
 	// Provider calls the plugin's ToolGroup service.
-	Provider *proto.Client
+	Provider *Client
 	// Pid is the plugin's process id, also its process group id; for a
 	// sandboxed plugin, bubblewrap's, whose death ends the sandbox.
 	Pid int
@@ -110,7 +109,7 @@ func Launch(opts Options) (*Process, error) {
 	}
 
 	cfg := &plugin.ClientConfig{
-		HandshakeConfig:  Handshake,
+		HandshakeConfig:  handshake,
 		VersionedPlugins: versionedPlugins(nil),
 		Cmd:              p.cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
@@ -253,7 +252,7 @@ func (p *Process) Ping(ctx context.Context) error {
 // file. Call it also for a plugin that exited by itself (at once then).
 func (p *Process) Stop() {
 	p.client.Kill()
-	p.KillGroup()
+	p.killGroup()
 	if p.socket != "" {
 		_ = os.Remove(p.socket)
 	}
@@ -271,9 +270,9 @@ func (p *Process) release() {
 	}
 }
 
-// KillGroup sends SIGKILL to the plugin's process group, reaching children
+// killGroup sends SIGKILL to the plugin's process group, reaching children
 // the plugin started.
-func (p *Process) KillGroup() {
+func (p *Process) killGroup() {
 	if p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}

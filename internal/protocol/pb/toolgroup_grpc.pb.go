@@ -10,7 +10,7 @@
 // - protoc             (unknown)
 // source: toolgroup.proto
 
-package proto
+package pb
 
 import (
 	context "context"

@@ -1,4 +1,4 @@
-package proto
+package protocol
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/protocol/pb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -30,24 +31,24 @@ func (reporter) Call(ctx context.Context, _ *toolhost.CallRequest) (*toolhost.Re
 
 // minor3 is a plugin built before protocol minor 4: it has no CallStream.
 type minor3 struct {
-	ToolGroupServer
+	pb.ToolGroupServer
 	streams *int
 }
 
-func (m minor3) CallStream(*CallRequest, grpc.ServerStreamingServer[CallEvent]) error {
+func (m minor3) CallStream(*pb.CallRequest, grpc.ServerStreamingServer[pb.CallEvent]) error {
 	*m.streams++
-	return UnimplementedToolGroupServer{}.CallStream(nil, nil)
+	return pb.UnimplementedToolGroupServer{}.CallStream(nil, nil)
 }
 
 // dial serves srv on a unix socket and returns a client of it.
-func dial(t *testing.T, srv ToolGroupServer) *Client {
+func dial(t *testing.T, srv pb.ToolGroupServer) *Client {
 	t.Helper()
 	l, err := net.Listen("unix", filepath.Join(t.TempDir(), "plugin.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := grpc.NewServer()
-	RegisterToolGroupServer(s, srv)
+	pb.RegisterToolGroupServer(s, srv)
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(s.Stop)
 	conn, err := grpc.NewClient("unix://"+l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -72,7 +73,7 @@ func TestCallStreamCarriesProgress(t *testing.T) {
 	})
 	req := &toolhost.CallRequest{Tool: "x"}
 
-	res, err := dial(t, NewServer(reporter{})).Call(ctx, req)
+	res, err := dial(t, &server{impl: reporter{}}).Call(ctx, req)
 	if err != nil || res.Stdout != "done" {
 		t.Fatalf("result %+v, %v", res, err)
 	}
@@ -81,7 +82,7 @@ func TestCallStreamCarriesProgress(t *testing.T) {
 	}
 
 	got, streams := nil, 0
-	old := dial(t, minor3{ToolGroupServer: NewServer(reporter{}), streams: &streams})
+	old := dial(t, minor3{ToolGroupServer: &server{impl: reporter{}}, streams: &streams})
 	for range 2 {
 		if res, err := old.Call(ctx, req); err != nil || res.Stdout != "done" {
 			t.Fatalf("old plugin: result %+v, %v", res, err)

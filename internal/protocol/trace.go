@@ -1,4 +1,4 @@
-package proto
+package protocol
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/output"
+	"github.com/toolhost/toolhost/internal/protocol/pb"
 	"github.com/toolhost/toolhost/redact"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -51,7 +52,7 @@ func TraceCarrier(ctx context.Context) propagation.MapCarrier {
 
 // injectTrace puts ctx's sampled span context into c, and reports whether
 // there was one.
-func injectTrace(ctx context.Context, c *CallContext) bool {
+func injectTrace(ctx context.Context, c *pb.CallContext) bool {
 	carrier := TraceCarrier(ctx)
 	if carrier == nil {
 		return false
@@ -62,7 +63,7 @@ func injectTrace(ctx context.Context, c *CallContext) bool {
 
 // extractTrace returns ctx with the host's span context from c as its
 // remote parent, and whether c carried one.
-func extractTrace(ctx context.Context, c *CallContext) (context.Context, bool) {
+func extractTrace(ctx context.Context, c *pb.CallContext) (context.Context, bool) {
 	if c.GetTraceparent() == "" {
 		return ctx, false
 	}
@@ -80,33 +81,33 @@ type recorder struct {
 
 // callSpans are the finished spans of one call, at most maxSpans.
 type callSpans struct {
-	spans []*Span
+	spans []*pb.Span
 	done  bool
 }
 
 type callSpansKey struct{}
 
 // pluginTracing is the plugin process's recorder, made at its first traced
-// call or when the SDK asks for its provider.
+// call or when [Serve] asks for its provider.
 var pluginTracing = sync.OnceValue(func() *recorder {
 	r := &recorder{calls: map[trace.SpanID]*callSpans{}}
 	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())), sdktrace.WithSpanProcessor(r))
 	return r
 })
 
-// TracerProvider is a plugin's tracer provider: spans a handler starts from
+// tracerProvider is a plugin's tracer provider: spans a handler starts from
 // its context reach the host with the call's response, as children of the
-// handler's span. The SDK makes it the global provider of a plugin process.
-func TracerProvider() trace.TracerProvider { return pluginTracing().tp }
+// handler's span. [Serve] makes it the global provider of a plugin process.
+func tracerProvider() trace.TracerProvider { return pluginTracing().tp }
 
 // begin starts the handler's span of a traced call; end ends it, with an
 // error status when the call failed, and returns the call's spans.
-func (r *recorder) begin(ctx context.Context, tool string) (context.Context, func(failed string) []*Span) {
+func (r *recorder) begin(ctx context.Context, tool string) (context.Context, func(failed string) []*pb.Span) {
 	cs := &callSpans{}
 	ctx, span := r.tp.Tracer(instrumentation).Start(context.WithValue(ctx, callSpansKey{}, cs), "execute_tool "+tool,
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", tool)))
-	return ctx, func(failed string) []*Span {
+	return ctx, func(failed string) []*pb.Span {
 		if failed != "" {
 			span.SetStatus(codes.Error, failed)
 		}
@@ -151,32 +152,32 @@ func (r *recorder) Shutdown(context.Context) error { return nil }
 // ForceFlush does nothing: the spans leave with their calls.
 func (r *recorder) ForceFlush(context.Context) error { return nil }
 
-func spanToProto(s sdktrace.ReadOnlySpan) *Span {
+func spanToProto(s sdktrace.ReadOnlySpan) *pb.Span {
 	sid, pid := s.SpanContext().SpanID(), s.Parent().SpanID()
-	out := &Span{
+	out := &pb.Span{
 		SpanId: sid[:], ParentSpanId: pid[:], Name: s.Name(), Kind: int32(s.SpanKind()),
 		StartUnixNano: s.StartTime().UnixNano(), EndUnixNano: s.EndTime().UnixNano(),
 		Attributes: attributesToProto(s.Attributes()), StatusCode: int32(s.Status().Code), StatusMessage: s.Status().Description,
 	}
 	for _, e := range s.Events() {
-		out.Events = append(out.Events, &SpanEvent{Name: e.Name, TimeUnixNano: e.Time.UnixNano(), Attributes: attributesToProto(e.Attributes)})
+		out.Events = append(out.Events, &pb.SpanEvent{Name: e.Name, TimeUnixNano: e.Time.UnixNano(), Attributes: attributesToProto(e.Attributes)})
 	}
 	return out
 }
 
-func attributesToProto(kvs []attribute.KeyValue) []*Attribute {
-	out := make([]*Attribute, 0, len(kvs))
+func attributesToProto(kvs []attribute.KeyValue) []*pb.Attribute {
+	out := make([]*pb.Attribute, 0, len(kvs))
 	for _, kv := range kvs {
-		a := &Attribute{Key: string(kv.Key)}
+		a := &pb.Attribute{Key: string(kv.Key)}
 		switch kv.Value.Type() {
 		case attribute.BOOL:
-			a.Value = &Attribute_BoolValue{BoolValue: kv.Value.AsBool()}
+			a.Value = &pb.Attribute_BoolValue{BoolValue: kv.Value.AsBool()}
 		case attribute.INT64:
-			a.Value = &Attribute_IntValue{IntValue: kv.Value.AsInt64()}
+			a.Value = &pb.Attribute_IntValue{IntValue: kv.Value.AsInt64()}
 		case attribute.FLOAT64:
-			a.Value = &Attribute_DoubleValue{DoubleValue: kv.Value.AsFloat64()}
+			a.Value = &pb.Attribute_DoubleValue{DoubleValue: kv.Value.AsFloat64()}
 		default:
-			a.Value = &Attribute_StringValue{StringValue: kv.Value.Emit()}
+			a.Value = &pb.Attribute_StringValue{StringValue: kv.Value.Emit()}
 		}
 		out = append(out, a)
 	}
@@ -191,12 +192,12 @@ func attributesToProto(kvs []attribute.KeyValue) []*Attribute {
 // times held to the dispatch's [from, to]. Each replayed span gets a fresh
 // id from the host's provider and the host's trace id, so a plugin cannot
 // write into another trace.
-func replay(ctx context.Context, spans []*Span, from, to time.Time) {
+func replay(ctx context.Context, spans []*pb.Span, from, to time.Time) {
 	dispatch := trace.SpanFromContext(ctx)
 	if !dispatch.IsRecording() || len(spans) == 0 {
 		return
 	}
-	children := map[string][]*Span{}
+	children := map[string][]*pb.Span{}
 	for _, s := range spans {
 		children[string(s.GetParentSpanId())] = append(children[string(s.GetParentSpanId())], s)
 	}
@@ -243,18 +244,18 @@ func replay(ctx context.Context, spans []*Span, from, to time.Time) {
 	}
 }
 
-func attributesFromProto(in []*Attribute) []attribute.KeyValue {
+func attributesFromProto(in []*pb.Attribute) []attribute.KeyValue {
 	out := make([]attribute.KeyValue, 0, min(len(in), maxSpanAttributes))
 	for _, a := range in[:min(len(in), maxSpanAttributes)] {
 		k := cutString(a.GetKey(), maxSpanName)
 		switch v := a.GetValue().(type) {
-		case *Attribute_BoolValue:
+		case *pb.Attribute_BoolValue:
 			out = append(out, attribute.Bool(k, v.BoolValue))
-		case *Attribute_IntValue:
+		case *pb.Attribute_IntValue:
 			out = append(out, attribute.Int64(k, v.IntValue))
-		case *Attribute_DoubleValue:
+		case *pb.Attribute_DoubleValue:
 			out = append(out, attribute.Float64(k, v.DoubleValue))
-		case *Attribute_StringValue:
+		case *pb.Attribute_StringValue:
 			out = append(out, attribute.String(k, cutString(v.StringValue, maxSpanValue)))
 		}
 	}
