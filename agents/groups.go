@@ -3,20 +3,33 @@ package agents
 import (
 	"cmp"
 	"context"
-	"fmt"
+	"io"
 	"slices"
 	"strings"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/plugins/console"
+	"github.com/toolhost/toolhost/plugins/toolsearch"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )
 
 // groups are the built-in groups the runtime provides under reserved ids.
 func (rt *Runtime) groups() []*sdk.Group {
-	return []*sdk.Group{rt.orgGroup(), rt.artifactGroup(), rt.contextGroup(), rt.consoleGroup(), rt.toolSearchGroup()}
+	svc := builtins{rt}
+	return []*sdk.Group{rt.orgGroup(), rt.artifactGroup(), rt.contextGroup(), console.Group(svc), toolsearch.Group(rt.h.Agents())}
 }
+
+// builtins is the runtime as its built-in groups see it: it implements
+// [console.Service].
+type builtins struct{ rt *Runtime }
+
+// Console returns where console_print writes: [Options.Console].
+func (b builtins) Console() io.Writer { return b.rt.opts.Console }
+
+// Emit records an event in the host's store.
+func (b builtins) Emit(e store.Event) { b.rt.h.Events().Emit(e) }
 
 type findRoleArgs struct {
 	Name string `json:"name" jsonschema:"the role's name"`
@@ -187,30 +200,4 @@ func (rt *Runtime) mayTerminate(ctx context.Context, by, target string) error {
 		return toolhost.Errorf(toolhost.CodePolicy, "agent %s did not spawn agent %s (directly or not), so it may not terminate it", by, target)
 	}
 	return nil
-}
-
-type printArgs struct {
-	Text string `json:"text" jsonschema:"the text to print"`
-}
-
-// consoleGroup is console: a line on the host's console and in the events.
-func (rt *Runtime) consoleGroup() *sdk.Group {
-	return &sdk.Group{ID: "console", Description: "The host's console: print text for the operator.", Tools: []sdk.Tool{
-		sdk.NewTool("console_print", "Print text on the host's console (and record it in the event log).",
-			func(_ context.Context, r *sdk.Request[printArgs]) (*sdk.Result, error) {
-				who := r.Call.AgentID
-				if who == "" {
-					who = "operator"
-				}
-				rt.console.Lock()
-				_, err := fmt.Fprintf(rt.opts.Console, "[%s] %s\n", who, strings.TrimRight(r.Args.Text, "\n"))
-				rt.console.Unlock()
-				if err != nil {
-					return nil, sdk.Errorf(toolhost.CodeToolExec, "console: %v", err)
-				}
-				rt.h.Events().Emit(store.Event{Type: EventConsolePrint, AgentID: r.Call.AgentID, Role: r.Call.Role, ParentID: r.Call.CallID,
-					Payload: map[string]any{"text": r.Args.Text}})
-				return sdk.Text("printed"), nil
-			}, sdk.Title("Print to console"), sdk.Additive()),
-	}}
 }

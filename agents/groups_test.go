@@ -215,19 +215,6 @@ func resultStdout(t *testing.T, envelope string) string {
 	return r.Stdout
 }
 
-func TestConsolePrint(t *testing.T) {
-	e := start(t, `{"roles": {}}`, "", "", "")
-	if res, err := e.call("", "console_print", map[string]string{"text": "hello\n"}); err != nil || !res.OK {
-		t.Fatalf("%+v %v", res, err)
-	}
-	if got := e.console.String(); got != "[operator] hello\n" {
-		t.Errorf("console: %q", got)
-	}
-	if ev := e.events("", agents.EventConsolePrint); len(ev) != 1 || ev[0].Payload["text"] != "hello\n" {
-		t.Errorf("events: %+v", ev)
-	}
-}
-
 func TestOrgManagementRefusals(t *testing.T) {
 	e := start(t, `{"roles": {}}`, "", "", "")
 	for _, tt := range []struct {

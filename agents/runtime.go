@@ -43,7 +43,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// The event types the runtime records, beside the host's tool_call.*.
+// The event types the runtime records, beside the host's tool_call.* and
+// the console group's
+// [github.com/toolhost/toolhost/plugins/console.EventPrint].
 const (
 	EventAgentSpawned    = "agent.spawned"    // an agent was created (parent: the spawning call)
 	EventAgentStarted    = "agent.started"    // an agent began working on a task or messages
@@ -52,7 +54,6 @@ const (
 	EventAgentTerminated = "agent.terminated" // an agent was terminated (final)
 	EventTurnStarted     = "turn.started"     // the agent asked its model for the next step (parent: the agent)
 	EventTurnCompleted   = "turn.completed"   // the model answered: tool calls, an answer, or a bad output
-	EventConsolePrint    = "console.print"    // console_print wrote a line
 )
 
 // Options tune a [Runtime]; nil means the defaults.
@@ -107,7 +108,6 @@ type Runtime struct {
 	machine    string
 	lease      time.Duration
 	registered bool
-	console    sync.Mutex
 	tracer     trace.Tracer // nil when the host traces nothing
 
 	ctx    context.Context // cancelled by Close
