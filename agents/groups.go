@@ -10,6 +10,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/plugins/console"
+	"github.com/toolhost/toolhost/plugins/contextgroup"
 	"github.com/toolhost/toolhost/plugins/toolsearch"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
@@ -18,11 +19,11 @@ import (
 // groups are the built-in groups the runtime provides under reserved ids.
 func (rt *Runtime) groups() []*sdk.Group {
 	svc := builtins{rt}
-	return []*sdk.Group{rt.orgGroup(), rt.artifactGroup(), rt.contextGroup(), console.Group(svc), toolsearch.Group(rt.h.Agents())}
+	return []*sdk.Group{rt.orgGroup(), rt.artifactGroup(), contextgroup.Group(svc), console.Group(svc), toolsearch.Group(rt.h.Agents())}
 }
 
 // builtins is the runtime as its built-in groups see it: it implements
-// [console.Service].
+// [console.Service] and [contextgroup.Service].
 type builtins struct{ rt *Runtime }
 
 // Console returns where console_print writes: [Options.Console].

@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/plugins/contextgroup"
 	"github.com/toolhost/toolhost/store"
 	"pgregory.net/rapid"
 )
@@ -170,7 +171,7 @@ func TestContextStatusAndCompression(t *testing.T) {
 		t.Fatalf("agent: %+v", a)
 	}
 	reqs := e.requests(a.ID)
-	var first agents.ContextStatus
+	var first contextgroup.Status
 	if err := json.Unmarshal([]byte(resultStdout(t, lastToolResult(reqs[1]))), &first); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestContextStatusAndCompression(t *testing.T) {
 	if m := compressed.Messages[5]; m.Role != model.RoleTool || m.Name != "compress_context" || !strings.Contains(m.Content, `\"summarised\": 8`) {
 		t.Errorf("compress result %+v", m)
 	}
-	var after agents.ContextStatus
+	var after contextgroup.Status
 	if err := json.Unmarshal([]byte(resultStdout(t, lastToolResult(reqs[7]))), &after); err != nil {
 		t.Fatal(err)
 	}
