@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"context"
 	"io"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/plugins/artifact"
 	"github.com/toolhost/toolhost/plugins/console"
 	"github.com/toolhost/toolhost/plugins/contextgroup"
 	"github.com/toolhost/toolhost/plugins/toolsearch"
@@ -19,11 +22,11 @@ import (
 // groups are the built-in groups the runtime provides under reserved ids.
 func (rt *Runtime) groups() []*sdk.Group {
 	svc := builtins{rt}
-	return []*sdk.Group{rt.orgGroup(), rt.artifactGroup(), contextgroup.Group(svc), console.Group(svc), toolsearch.Group(rt.h.Agents())}
+	return []*sdk.Group{rt.orgGroup(), artifact.Group(svc), contextgroup.Group(svc), console.Group(svc), toolsearch.Group(rt.h.Agents())}
 }
 
 // builtins is the runtime as its built-in groups see it: it implements
-// [console.Service] and [contextgroup.Service].
+// [artifact.Service], [console.Service] and [contextgroup.Service].
 type builtins struct{ rt *Runtime }
 
 // Console returns where console_print writes: [Options.Console].
@@ -31,6 +34,48 @@ func (b builtins) Console() io.Writer { return b.rt.opts.Console }
 
 // Emit records an event in the host's store.
 func (b builtins) Emit(e store.Event) { b.rt.h.Events().Emit(e) }
+
+// RoleNamed finds a role by its name.
+func (b builtins) RoleNamed(name string) (store.Role, error) { return b.rt.h.Roles().Get(name) }
+
+// Role finds a role by its name or id.
+func (b builtins) Role(nameOrID string) (store.Role, error) { return b.rt.role(nameOrID) }
+
+// Put keeps an artifact in the host's storage.
+func (b builtins) Put(ctx context.Context, a store.Artifact, data []byte) (store.Artifact, error) {
+	return b.rt.h.Artifacts().Put(ctx, a, data)
+}
+
+// Artifact returns the index entry of an artifact the role reader may read.
+func (b builtins) Artifact(ctx context.Context, id, reader string) (store.Artifact, error) {
+	return b.rt.st.Artifact(ctx, id, reader)
+}
+
+// Data returns the bytes of an artifact the role reader may read, from
+// the database or the artifact directory, wherever the config keeps them.
+func (b builtins) Data(ctx context.Context, id, reader string) ([]byte, error) {
+	if b.rt.h.Config().Store.Artifacts == "database" {
+		return b.rt.st.ArtifactData(ctx, id, reader)
+	}
+	return os.ReadFile(b.rt.h.Artifacts().Path(id))
+}
+
+// Evicted returns when a quota evicted an artifact the role reader could
+// read.
+func (b builtins) Evicted(ctx context.Context, id, reader string) (time.Time, error) {
+	return b.rt.st.Evicted(ctx, id, reader)
+}
+
+// Share lets roles read artifacts of the role owner.
+func (b builtins) Share(ctx context.Context, owner string, ids, roles []string) error {
+	return b.rt.st.ShareArtifacts(ctx, owner, ids, roles)
+}
+
+// Workspace returns the runtime block's workspace.
+func (b builtins) Workspace() string { return b.rt.cfg.Workspace }
+
+// DataDir returns the host's data directory.
+func (b builtins) DataDir() string { return b.rt.h.Store().Dir() }
 
 type findRoleArgs struct {
 	Name string `json:"name" jsonschema:"the role's name"`
@@ -156,7 +201,7 @@ func (rt *Runtime) spawnTool(ctx context.Context, cc toolhost.CallContext, role,
 		if err != nil {
 			return nil, err
 		}
-		if task, err = rt.handOver(ctx, cc, r, task, artifacts); err != nil {
+		if task, err = artifact.HandOver(ctx, builtins{rt}, cc, r, task, artifacts); err != nil {
 			return nil, err
 		}
 	}
