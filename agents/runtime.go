@@ -1,9 +1,15 @@
-// Package agents runs agents on a host: the built-in tool groups
-// (org_management, artifact, context, console), registered in-process with
-// their reserved ids, and the agent loop, which asks a model
-// provider for the next step, runs the tool calls it asks for through the
-// host's execution pipeline and repeats until a final answer, within
-// limits.
+// Package agents is the agent runtime: it runs agents on a host, each in
+// an agent loop, which asks a model provider for the next step, runs the
+// tool calls it asks for through the host's execution pipeline and repeats
+// until a final answer, within limits. It registers in-process, under
+// their reserved ids, the built-in tool groups defined under plugins/
+// (org_management, artifact, context, console, tool_search: see
+// [github.com/toolhost/toolhost/plugins/org],
+// [github.com/toolhost/toolhost/plugins/artifact],
+// [github.com/toolhost/toolhost/plugins/contextgroup],
+// [github.com/toolhost/toolhost/plugins/console] and
+// [github.com/toolhost/toolhost/plugins/toolsearch]), and serves what they
+// need of it: agents, roles, artifacts and conversations.
 //
 // Agents are persisted in the host's store: their status, conversation and
 // mailbox survive a restart, and a server adopts the agents no live process
