@@ -26,11 +26,14 @@ type Service interface {
 
 // Status is what get_context_status reports.
 type Status struct {
+	// Messages counts the messages of the conversation.
 	Messages int `json:"messages"`
 	// Tokens estimates the context's size: the system prompt, the tools and
 	// the messages, counted with o200k_base.
-	Tokens  int     `json:"tokens"`
-	Budget  int     `json:"budget"`
+	Tokens int `json:"tokens"`
+	// Budget is the runtime block's context_budget, in tokens.
+	Budget int `json:"budget"`
+	// Percent is Tokens as a percentage of Budget, to a tenth.
 	Percent float64 `json:"percent"`
 	// Turns and TotalTokens are the agent's model calls and the tokens they
 	// used over its life.

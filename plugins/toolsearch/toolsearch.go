@@ -36,20 +36,27 @@ type loadToolsArgs struct {
 
 // FoundTool is one tool find_tools returns.
 type FoundTool struct {
-	Name        string `json:"name"`
-	Group       string `json:"group"`
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Group is the id of the tool's group.
+	Group string `json:"group"`
+	// Description is the first sentence of the tool's description.
 	Description string `json:"description" jsonschema:"the first sentence of its description"`
-	Why         string `json:"why" jsonschema:"which words of your query, or their synonyms, matched which parts of the tool"`
-	Loaded      bool   `json:"loaded" jsonschema:"its definition is already among your tools"`
+	// Why says which words of the query matched which parts of the tool.
+	Why string `json:"why" jsonschema:"which words of your query, or their synonyms, matched which parts of the tool"`
+	// Loaded says the caller has loaded the tool already.
+	Loaded bool `json:"loaded" jsonschema:"its definition is already among your tools"`
 }
 
 // FoundTools is find_tools' result.
 type FoundTools struct {
+	// Tools are the matches, best first.
 	Tools []FoundTool `json:"tools"`
 }
 
 // LoadedTools is load_tools' result.
 type LoadedTools struct {
+	// Loaded names the tools newly loaded.
 	Loaded []string `json:"loaded" jsonschema:"the tools newly loaded; they are among your tools from your next step on"`
 }
 
