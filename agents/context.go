@@ -3,94 +3,65 @@ package agents
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/internal/tokencount"
-	"github.com/toolhost/toolhost/sdk"
+	"github.com/toolhost/toolhost/plugins/contextgroup"
 	"github.com/toolhost/toolhost/store"
 )
 
-type compressArgs struct {
-	Keep int `json:"keep,omitempty" jsonschema:"how many recent messages to keep verbatim; default from the runtime block (keep_recent)"`
-}
-
-// ContextStatus is what get_context_status reports.
-type ContextStatus struct {
-	Messages int `json:"messages"`
-	// Tokens estimates the context's size: the system prompt, the tools and
-	// the messages, counted with o200k_base.
-	Tokens  int     `json:"tokens"`
-	Budget  int     `json:"budget"`
-	Percent float64 `json:"percent"`
-	// Turns and TotalTokens are the agent's model calls and the tokens they
-	// used over its life.
-	Turns       int `json:"turns"`
-	TotalTokens int `json:"totalTokens"`
-}
-
-// contextGroup is context: the calling agent's conversation.
-func (rt *Runtime) contextGroup() *sdk.Group {
-	return &sdk.Group{ID: "context", Description: "Your context window: how full it is, and compressing older turns into a summary.", Tools: []sdk.Tool{
-		sdk.NewStructuredTool("get_context_status", "How many messages and tokens your context holds, against its budget.",
-			func(_ context.Context, r *sdk.Request[struct{}]) (ContextStatus, error) {
-				a, err := rt.caller(r.Call)
-				if err != nil {
-					return ContextStatus{}, err
-				}
-				return rt.contextStatus(a)
-			}, sdk.Title("Get context status"), sdk.NeedsAgent(), sdk.NeedsConversation(), sdk.ReadOnly()),
-		sdk.NewTool("compress_context", "Summarise your older messages through the model, keeping your task and the most recent messages verbatim.",
-			func(ctx context.Context, r *sdk.Request[compressArgs]) (*sdk.Result, error) {
-				a, err := rt.caller(r.Call)
-				if err != nil {
-					return nil, err
-				}
-				return rt.compress(ctx, a, r.Args.Keep)
-			}, sdk.Title("Compress context"), sdk.NeedsAgent(), sdk.NeedsConversation(), sdk.Destructive()),
-	}}
-}
-
 // caller returns the calling agent, which must be run here.
-func (rt *Runtime) caller(cc toolhost.CallContext) (*agent, error) {
+func (rt *Runtime) caller(id string) (*agent, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	a := rt.agents[cc.AgentID]
+	a := rt.agents[id]
 	if a == nil {
-		return nil, toolhost.Errorf(toolhost.CodeValidation, "agent %s is not run by this runtime, so it has no context here", cc.AgentID)
+		return nil, toolhost.Errorf(toolhost.CodeValidation, "agent %s is not run by this runtime, so it has no context here", id)
 	}
 	return a, nil
 }
 
-func (rt *Runtime) contextStatus(a *agent) (ContextStatus, error) {
+// Status reports the conversation of agent id, run here: how many
+// messages and tokens the next model request would carry.
+func (b builtins) Status(id string) (contextgroup.Status, error) {
+	rt := b.rt
+	a, err := rt.caller(id)
+	if err != nil {
+		return contextgroup.Status{}, err
+	}
 	req, _, err := rt.request(a)
 	if err != nil {
-		return ContextStatus{}, err
+		return contextgroup.Status{}, err
 	}
-	b, _ := json.Marshal(req.Messages)
+	msgs, _ := json.Marshal(req.Messages)
 	tools, _ := json.Marshal(req.Tools)
-	tokens, err := tokencount.Count(req.System + string(tools) + string(b))
+	tokens, err := tokencount.Count(req.System + string(tools) + string(msgs))
 	if err != nil {
-		return ContextStatus{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: counting tokens: %w", err)
+		return contextgroup.Status{}, toolhost.Errorf(toolhost.CodeInternal, "runtime: counting tokens: %w", err)
 	}
 	rt.mu.Lock()
 	turns, total := a.rec.Turns, a.rec.Tokens
 	rt.mu.Unlock()
-	return ContextStatus{Messages: len(req.Messages), Tokens: tokens, Budget: rt.cfg.ContextBudget,
+	return contextgroup.Status{Messages: len(req.Messages), Tokens: tokens, Budget: rt.cfg.ContextBudget,
 		Percent: float64(int(1000*float64(tokens)/float64(rt.cfg.ContextBudget))) / 10, Turns: turns, TotalTokens: total}, nil
 }
 
-// compress replaces the messages between the task and the recent ones with
-// a summary the model writes. The cut never separates tool results from the
-// call that asked for them.
-func (rt *Runtime) compress(ctx context.Context, a *agent, keep int) (*sdk.Result, error) {
+// Compress replaces the messages of agent id, run here, between its task
+// and the keep most recent with a summary the model writes. The cut never
+// separates tool results from the call that asked for them.
+func (b builtins) Compress(ctx context.Context, id string, keep int) (contextgroup.Compression, error) {
+	rt := b.rt
+	a, err := rt.caller(id)
+	if err != nil {
+		return contextgroup.Compression{}, err
+	}
 	if keep <= 0 {
 		keep = rt.cfg.KeepRecent
 	}
 	if rt.opts.Provider == nil {
-		return nil, toolhost.Errorf(toolhost.CodeValidation, "no model provider is configured")
+		return contextgroup.Compression{}, toolhost.Errorf(toolhost.CodeValidation, "no model provider is configured")
 	}
 	a.convMu.Lock()
 	msgs := a.msgs
@@ -104,7 +75,7 @@ func (rt *Runtime) compress(ctx context.Context, a *agent, keep int) (*sdk.Resul
 		cut--
 	}
 	if cut-first < 2 {
-		return sdk.Text(fmt.Sprintf("nothing to compress: %d messages, the last %d are kept", len(msgs), keep)), nil
+		return contextgroup.Compression{Messages: len(msgs), Kept: keep}, nil
 	}
 	rt.mu.Lock()
 	info := model.Agent{ID: a.id, Role: a.role, ParentID: a.rec.ParentID}
@@ -113,11 +84,11 @@ func (rt *Runtime) compress(ctx context.Context, a *agent, keep int) (*sdk.Resul
 		System:   "Summarise the conversation below for the agent that had it: the facts learnt, the decisions made, the work done and what is left. Be brief and exact.",
 		Messages: msgs[first:cut]})
 	if err != nil {
-		return nil, toolhost.Errorf(toolhost.CodeToolExec, "model provider: %v", err)
+		return contextgroup.Compression{}, toolhost.Errorf(toolhost.CodeToolExec, "model provider: %v", err)
 	}
 	summary := strings.TrimSpace(resp.Message.Content)
 	if summary == "" {
-		return nil, toolhost.Errorf(toolhost.CodeToolExec, "the model returned an empty summary")
+		return contextgroup.Compression{}, toolhost.Errorf(toolhost.CodeToolExec, "the model returned an empty summary")
 	}
 	rt.mu.Lock()
 	a.rec.Tokens += resp.Usage.Total()
@@ -130,9 +101,9 @@ func (rt *Runtime) compress(ctx context.Context, a *agent, keep int) (*sdk.Resul
 	a.msgs, a.stored = next, 0
 	a.convMu.Unlock()
 	if err := rt.persistAll(ctx, a); err != nil {
-		return nil, err
+		return contextgroup.Compression{}, err
 	}
-	return sdk.JSON(map[string]any{"summarised": cut - first, "removed": removed, "messages": len(next), "summary": summary})
+	return contextgroup.Compression{Summarised: cut - first, Removed: removed, Messages: len(next), Kept: keep, Summary: summary}, nil
 }
 
 // persistAll rewrites the agent's stored conversation.

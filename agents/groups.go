@@ -1,170 +1,77 @@
 package agents
 
 import (
-	"cmp"
 	"context"
-	"fmt"
+	"io"
+	"os"
 	"slices"
-	"strings"
+	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/plugins/artifact"
+	"github.com/toolhost/toolhost/plugins/console"
+	"github.com/toolhost/toolhost/plugins/contextgroup"
+	"github.com/toolhost/toolhost/plugins/org"
+	"github.com/toolhost/toolhost/plugins/toolsearch"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )
 
 // groups are the built-in groups the runtime provides under reserved ids.
 func (rt *Runtime) groups() []*sdk.Group {
-	return []*sdk.Group{rt.orgGroup(), rt.artifactGroup(), rt.contextGroup(), rt.consoleGroup(), rt.toolSearchGroup()}
+	svc := builtins{rt}
+	return []*sdk.Group{org.Group(svc), artifact.Group(svc), contextgroup.Group(svc), console.Group(svc), toolsearch.Group(rt.h.Agents())}
 }
 
-type findRoleArgs struct {
-	Name string `json:"name" jsonschema:"the role's name"`
+// builtins is the runtime as its built-in groups see it: it implements
+// [org.Service], [artifact.Service], [contextgroup.Service] (in
+// context.go) and [console.Service].
+type builtins struct{ rt *Runtime }
+
+// RoleNamed finds a role by its name.
+func (b builtins) RoleNamed(name string) (store.Role, error) { return b.rt.h.Roles().Get(name) }
+
+// Roles lists the host's roles.
+func (b builtins) Roles() []store.Role { return b.rt.h.Roles().List() }
+
+// CreateRole creates a role on the host.
+func (b builtins) CreateRole(ctx context.Context, spec host.RoleSpec) (store.Role, error) {
+	return b.rt.h.Roles().Create(ctx, spec)
 }
 
-type createRoleArgs struct {
-	Name       string   `json:"name" jsonschema:"the new role's name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-'"`
-	RolePrompt string   `json:"rolePrompt" jsonschema:"the system prompt of the role's agents: who they are and how they work"`
-	ToolGroups []string `json:"toolGroups,omitempty" jsonschema:"the tool groups the role's agents may use; omitted: every group"`
-}
-
-type spawnArgs struct {
-	RoleID string `json:"roleId" jsonschema:"the role of the new agent: its name or id"`
-}
-
-type spawnTaskArgs struct {
-	RoleID    string   `json:"roleId" jsonschema:"the role of the new agent: its name or id"`
-	Task      string   `json:"task" jsonschema:"the work the new agent starts with"`
-	Artifacts []string `json:"artifacts,omitempty" jsonschema:"ids of artifacts your role stored, handed to the new agent's role: it may read them from then on"`
-}
-
-type terminateArgs struct {
-	AgentID string `json:"agentId" jsonschema:"the agent to terminate, one you spawned (directly or not)"`
-}
-
-type sendArgs struct {
-	To      string `json:"to" jsonschema:"the receiving agent's id"`
-	Message string `json:"message" jsonschema:"the message's text"`
-}
-
-// roleView is a role as org_management's tools show it.
-type roleView struct {
-	ID         string   `json:"id"`
-	Name       string   `json:"name"`
-	RolePrompt string   `json:"rolePrompt,omitempty"`
-	ToolGroups []string `json:"toolGroups"`
-	Source     string   `json:"source"`
-}
-
-func viewOf(r store.Role) roleView {
-	groups := r.ToolGroups
-	if groups == nil {
-		groups = []string{}
-	}
-	return roleView{ID: r.ID, Name: r.Name, RolePrompt: r.Prompt, ToolGroups: groups, Source: string(r.Source)}
-}
-
-// orgGroup is org_management: roles, agents and messages.
-func (rt *Runtime) orgGroup() *sdk.Group {
-	return &sdk.Group{ID: "org_management", Description: "Organisation: find and create roles, spawn and terminate agents, send messages between agents.", Tools: []sdk.Tool{
-		sdk.NewStructuredTool("find_role_by_name", "Find a role by its name: its id, prompt and tool groups.",
-			func(_ context.Context, r *sdk.Request[findRoleArgs]) (roleView, error) {
-				role, err := rt.h.Roles().Get(r.Args.Name)
-				if err != nil {
-					names := []string{}
-					for _, x := range rt.h.Roles().List() {
-						names = append(names, x.Name)
-					}
-					return roleView{}, sdk.Errorf(toolhost.CodeValidation, "no role named %q; the roles are: %s", r.Args.Name, strings.Join(names, ", "))
-				}
-				return viewOf(role), nil
-			}, sdk.Title("Find role"), sdk.ReadOnly()),
-		sdk.NewStructuredTool("create_role", "Create a role whose agents use the given tool groups (omitted: every group). Unknown groups are refused.",
-			func(ctx context.Context, r *sdk.Request[createRoleArgs]) (roleView, error) {
-				by := cmp.Or(r.Call.AgentID, r.Call.Credential, "operator")
-				role, err := rt.h.Roles().Create(ctx, host.RoleSpec{Name: r.Args.Name, Prompt: r.Args.RolePrompt, ToolGroups: r.Args.ToolGroups, CreatedBy: by})
-				if err != nil {
-					return roleView{}, err
-				}
-				return viewOf(role), nil
-			}, sdk.Title("Create role"), sdk.Additive()),
-		sdk.NewTool("spawn_agent", "Create an agent of a role; it waits for messages (send_message).",
-			func(ctx context.Context, r *sdk.Request[spawnArgs]) (*sdk.Result, error) {
-				return rt.spawnTool(ctx, r.Call, r.Args.RoleID, "", nil)
-			}, sdk.Title("Spawn agent"), sdk.Additive()),
-		sdk.NewTool("spawn_agent_with_task", "Create an agent of a role and give it a task, and the artifacts it needs; it can report back with send_message.",
-			func(ctx context.Context, r *sdk.Request[spawnTaskArgs]) (*sdk.Result, error) {
-				if strings.TrimSpace(r.Args.Task) == "" {
-					return nil, sdk.Errorf(toolhost.CodeValidation, "field task: must not be empty")
-				}
-				return rt.spawnTool(ctx, r.Call, r.Args.RoleID, r.Args.Task, r.Args.Artifacts)
-			}, sdk.Title("Spawn agent with task"), sdk.Additive()),
-		sdk.NewTool("terminate_agent", "Terminate an agent you spawned (directly or not) and every agent it spawned.",
-			func(ctx context.Context, r *sdk.Request[terminateArgs]) (*sdk.Result, error) {
-				if err := asAgentOrOperator(r.Call, "terminate_agent"); err != nil {
-					return nil, err
-				}
-				if err := rt.mayTerminate(ctx, r.Call.AgentID, r.Args.AgentID); err != nil {
-					return nil, err
-				}
-				reason := "terminated by the operator"
-				if r.Call.AgentID != "" {
-					reason = "terminated by agent " + r.Call.AgentID
-				}
-				ids, err := rt.Terminate(ctx, r.Args.AgentID, reason)
-				if err != nil {
-					return nil, err
-				}
-				return sdk.JSON(map[string]any{"terminated": ids})
-			}, sdk.Title("Terminate agent"), sdk.Destructive()),
-		sdk.NewTool("send_message", "Send a message to another agent; it reads it on its next step (an idle agent wakes up).",
-			func(ctx context.Context, r *sdk.Request[sendArgs]) (*sdk.Result, error) {
-				if r.Args.To == r.Call.AgentID {
-					return nil, sdk.Errorf(toolhost.CodeValidation, "field to: an agent cannot send a message to itself")
-				}
-				if err := asAgentOrOperator(r.Call, "send_message"); err != nil {
-					return nil, err
-				}
-				m, err := rt.Send(ctx, r.Call.AgentID, r.Args.To, r.Args.Message)
-				if err != nil {
-					return nil, err
-				}
-				return sdk.JSON(map[string]any{"sent": true, "id": m.ID, "to": m.To})
-			}, sdk.Title("Send message"), sdk.Additive()),
-	}}
-}
-
-// spawnTool spawns an agent of role with task, handing it the artifacts
-// of the caller's role that artifacts names.
-func (rt *Runtime) spawnTool(ctx context.Context, cc toolhost.CallContext, role, task string, artifacts []string) (*sdk.Result, error) {
+// Spawn spawns an agent of role with task as the caller by's child, of
+// by's credential, handing it the artifacts of by's role that artifacts
+// names.
+func (b builtins) Spawn(ctx context.Context, by toolhost.CallContext, role, task string, artifacts []string) (org.Spawned, error) {
+	rt := b.rt
 	if len(artifacts) > 0 {
 		r, err := rt.role(role)
 		if err != nil {
-			return nil, err
+			return org.Spawned{}, err
 		}
-		if task, err = rt.handOver(ctx, cc, r, task, artifacts); err != nil {
-			return nil, err
+		if task, err = artifact.HandOver(ctx, b, by, r, task, artifacts); err != nil {
+			return org.Spawned{}, err
 		}
 	}
-	a, err := rt.Spawn(ctx, SpawnRequest{Role: role, Task: task, ParentID: cc.AgentID, CallID: cc.CallID, Credential: cc.Credential})
+	a, err := rt.Spawn(ctx, SpawnRequest{Role: role, Task: task, ParentID: by.AgentID, CallID: by.CallID, Credential: by.Credential})
 	if err != nil {
-		return nil, err
+		return org.Spawned{}, err
 	}
-	return sdk.JSON(map[string]any{"agentId": a.ID, "role": a.Role, "status": a.Status})
+	return org.Spawned{ID: a.ID, Role: a.Role, Status: a.Status}, nil
 }
 
-// asAgentOrOperator refuses a call of tool that acts for its caller (as an
-// agent, or as the operator when it has none) from a caller that is
-// neither: a role's credential (a role token, an access token) calling
-// without an agent is not the operator, and must not be recorded as one.
-// The operator is a call without an agent of the admin, the CLI or the
-// embedding program.
-func asAgentOrOperator(cc toolhost.CallContext, tool string) error {
-	if cc.AgentID != "" || cc.Credential == "" || cc.Credential == store.CredentialAdmin || cc.Credential == store.CredentialCLI {
-		return nil
+// Terminate terminates the agent target and its descendants for the agent
+// by, if [Runtime.mayTerminate] allows it.
+func (b builtins) Terminate(ctx context.Context, by, target string) ([]string, error) {
+	if err := b.rt.mayTerminate(ctx, by, target); err != nil {
+		return nil, err
 	}
-	return toolhost.Errorf(toolhost.CodePolicy,
-		"%s acts for its caller, as an agent or as the operator: %s is not the operator, so call it as an agent of your own (an MCP session or agent key)", tool, cc.Credential)
+	reason := "terminated by the operator"
+	if by != "" {
+		reason = "terminated by agent " + by
+	}
+	return b.rt.Terminate(ctx, target, reason)
 }
 
 // mayTerminate allows an operator (no agent) to terminate any agent, and an
@@ -189,28 +96,52 @@ func (rt *Runtime) mayTerminate(ctx context.Context, by, target string) error {
 	return nil
 }
 
-type printArgs struct {
-	Text string `json:"text" jsonschema:"the text to print"`
+// Send sends a message between agents: [Runtime.Send].
+func (b builtins) Send(ctx context.Context, from, to, body string) (store.Mail, error) {
+	return b.rt.Send(ctx, from, to, body)
 }
 
-// consoleGroup is console: a line on the host's console and in the events.
-func (rt *Runtime) consoleGroup() *sdk.Group {
-	return &sdk.Group{ID: "console", Description: "The host's console: print text for the operator.", Tools: []sdk.Tool{
-		sdk.NewTool("console_print", "Print text on the host's console (and record it in the event log).",
-			func(_ context.Context, r *sdk.Request[printArgs]) (*sdk.Result, error) {
-				who := r.Call.AgentID
-				if who == "" {
-					who = "operator"
-				}
-				rt.console.Lock()
-				_, err := fmt.Fprintf(rt.opts.Console, "[%s] %s\n", who, strings.TrimRight(r.Args.Text, "\n"))
-				rt.console.Unlock()
-				if err != nil {
-					return nil, sdk.Errorf(toolhost.CodeToolExec, "console: %v", err)
-				}
-				rt.h.Events().Emit(store.Event{Type: EventConsolePrint, AgentID: r.Call.AgentID, Role: r.Call.Role, ParentID: r.Call.CallID,
-					Payload: map[string]any{"text": r.Args.Text}})
-				return sdk.Text("printed"), nil
-			}, sdk.Title("Print to console"), sdk.Additive()),
-	}}
+// Role finds a role by its name or id.
+func (b builtins) Role(nameOrID string) (store.Role, error) { return b.rt.role(nameOrID) }
+
+// Put keeps an artifact in the host's storage.
+func (b builtins) Put(ctx context.Context, a store.Artifact, data []byte) (store.Artifact, error) {
+	return b.rt.h.Artifacts().Put(ctx, a, data)
 }
+
+// Artifact returns the index entry of an artifact the role reader may read.
+func (b builtins) Artifact(ctx context.Context, id, reader string) (store.Artifact, error) {
+	return b.rt.st.Artifact(ctx, id, reader)
+}
+
+// Data returns the bytes of an artifact the role reader may read, from
+// the database or the artifact directory, wherever the config keeps them.
+func (b builtins) Data(ctx context.Context, id, reader string) ([]byte, error) {
+	if b.rt.h.Config().Store.Artifacts == "database" {
+		return b.rt.st.ArtifactData(ctx, id, reader)
+	}
+	return os.ReadFile(b.rt.h.Artifacts().Path(id))
+}
+
+// Evicted returns when a quota evicted an artifact the role reader could
+// read.
+func (b builtins) Evicted(ctx context.Context, id, reader string) (time.Time, error) {
+	return b.rt.st.Evicted(ctx, id, reader)
+}
+
+// Share lets roles read artifacts of the role owner.
+func (b builtins) Share(ctx context.Context, owner string, ids, roles []string) error {
+	return b.rt.st.ShareArtifacts(ctx, owner, ids, roles)
+}
+
+// Workspace returns the runtime block's workspace.
+func (b builtins) Workspace() string { return b.rt.cfg.Workspace }
+
+// DataDir returns the host's data directory.
+func (b builtins) DataDir() string { return b.rt.h.Store().Dir() }
+
+// Console returns where console_print writes: [Options.Console].
+func (b builtins) Console() io.Writer { return b.rt.opts.Console }
+
+// Emit records an event in the host's store.
+func (b builtins) Emit(e store.Event) { b.rt.h.Events().Emit(e) }

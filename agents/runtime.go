@@ -1,9 +1,15 @@
-// Package agents runs agents on a host: the built-in tool groups
-// (org_management, artifact, context, console), registered in-process with
-// their reserved ids, and the agent loop, which asks a model
-// provider for the next step, runs the tool calls it asks for through the
-// host's execution pipeline and repeats until a final answer, within
-// limits.
+// Package agents is the agent runtime: it runs agents on a host, each in
+// an agent loop, which asks a model provider for the next step, runs the
+// tool calls it asks for through the host's execution pipeline and repeats
+// until a final answer, within limits. It registers in-process, under
+// their reserved ids, the built-in tool groups defined under plugins/
+// (org_management, artifact, context, console, tool_search: see
+// [github.com/toolhost/toolhost/plugins/org],
+// [github.com/toolhost/toolhost/plugins/artifact],
+// [github.com/toolhost/toolhost/plugins/contextgroup],
+// [github.com/toolhost/toolhost/plugins/console] and
+// [github.com/toolhost/toolhost/plugins/toolsearch]), and serves what they
+// need of it: agents, roles, artifacts and conversations.
 //
 // Agents are persisted in the host's store: their status, conversation and
 // mailbox survive a restart, and a server adopts the agents no live process
@@ -43,7 +49,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// The event types the runtime records, beside the host's tool_call.*.
+// The event types the runtime records, beside the host's tool_call.* and
+// the console group's
+// [github.com/toolhost/toolhost/plugins/console.EventPrint].
 const (
 	EventAgentSpawned    = "agent.spawned"    // an agent was created (parent: the spawning call)
 	EventAgentStarted    = "agent.started"    // an agent began working on a task or messages
@@ -52,7 +60,6 @@ const (
 	EventAgentTerminated = "agent.terminated" // an agent was terminated (final)
 	EventTurnStarted     = "turn.started"     // the agent asked its model for the next step (parent: the agent)
 	EventTurnCompleted   = "turn.completed"   // the model answered: tool calls, an answer, or a bad output
-	EventConsolePrint    = "console.print"    // console_print wrote a line
 )
 
 // Options tune a [Runtime]; nil means the defaults.
@@ -107,7 +114,6 @@ type Runtime struct {
 	machine    string
 	lease      time.Duration
 	registered bool
-	console    sync.Mutex
 	tracer     trace.Tracer // nil when the host traces nothing
 
 	ctx    context.Context // cancelled by Close

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/output"
+	"github.com/toolhost/toolhost/plugins/console"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -154,7 +155,7 @@ func addEvent(nodes map[string]*Node, agent *Node, e store.Event) {
 			Title: fmt.Sprintf("failed: %s: %s", str("code"), output.OneLine(str("error"), 160))})
 	case EventAgentTerminated:
 		agent.Children = append(agent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Time: e.Time, Status: "failed", Title: "terminated: " + str("reason")})
-	case EventConsolePrint:
+	case console.EventPrint:
 		parent = cmp.Or(nodes[e.ParentID], agent)
 		parent.Children = append(parent.Children, &Node{Kind: "event", ID: e.Type, Seq: e.ID, Time: e.Time, Title: "console: " + output.OneLine(str("text"), 120)})
 	}

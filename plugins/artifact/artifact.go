@@ -1,4 +1,15 @@
-package agents
+// Package artifact is the artifact group: put_artifact stores text or a
+// workspace file and returns an id, get_artifact reads one back. Artifacts
+// are blobs under data_dir (or in the database), indexed in the store,
+// private to the host (directories 0700, files 0600). An artifact belongs
+// to the role that stored it: that role reads it, and the roles it shares
+// it with (put_artifact's share, spawn_agent_with_task's artifacts through
+// [HandOver]); to any other its id names nothing.
+//
+// The group runs in-process, registered by the agent runtime
+// ([github.com/toolhost/toolhost/agents]) under its reserved id, which
+// serves it as a [Service].
+package artifact
 
 import (
 	"context"
@@ -37,31 +48,57 @@ const maxArtifact = 64 << 20
 // artifacts spawn_agent_with_task hands over.
 const maxShare = 16
 
-// artifactGroup is artifact: blobs under data_dir (or in the database),
-// indexed in the store, private to the host (directories 0700, files 0600).
-// An artifact belongs to the role that stored it: that role reads it, and
-// the roles it shares it with (put_artifact's share,
-// spawn_agent_with_task's artifacts); to any other its id names nothing.
-func (rt *Runtime) artifactGroup() *sdk.Group {
+// Service is what the artifact group needs from the agent runtime: the
+// roles, the artifacts' store, and where put_artifact may read files.
+type Service interface {
+	// RoleNamed finds a role by its name.
+	RoleNamed(name string) (store.Role, error)
+	// Role finds a role by its name or id.
+	Role(nameOrID string) (store.Role, error)
+	// Put keeps an artifact's bytes as a new artifact with a new random id,
+	// as [github.com/toolhost/toolhost/host.Artifacts.Put] does.
+	Put(ctx context.Context, a store.Artifact, data []byte) (store.Artifact, error)
+	// Artifact returns the artifact id if the role with the id reader may
+	// read it, as [store.Store.Artifact] does.
+	Artifact(ctx context.Context, id, reader string) (store.Artifact, error)
+	// Data returns the bytes of the artifact id, which the role with the id
+	// reader may read.
+	Data(ctx context.Context, id, reader string) ([]byte, error)
+	// Evicted returns when a quota evicted the artifact id that the role
+	// with the id reader could read, as [store.Store.Evicted] does.
+	Evicted(ctx context.Context, id, reader string) (time.Time, error)
+	// Share lets the roles with the ids roles read the artifacts ids, which
+	// the role with the id owner stored, as [store.Store.ShareArtifacts]
+	// does.
+	Share(ctx context.Context, owner string, ids, roles []string) error
+	// Workspace is the directory put_artifact reads a path in.
+	Workspace() string
+	// DataDir is the host's data directory, which no path may lead into.
+	DataDir() string
+}
+
+// Group returns the artifact group, storing and reading artifacts through
+// svc.
+func Group(svc Service) *sdk.Group {
 	return &sdk.Group{ID: "artifact", Description: "Artifacts: store text or a workspace file and get an id to hand to other agents; read one back by id.", Tools: []sdk.Tool{
 		sdk.NewStructuredTool("put_artifact", "Store text (content) or a workspace file (path) as an artifact; returns its id. Your role reads it, and the roles named in share.",
 			func(ctx context.Context, r *sdk.Request[putArtifactArgs]) (store.Artifact, error) {
-				return rt.putArtifact(ctx, r.Call, r.Args)
+				return put(ctx, svc, r.Call, r.Args)
 			}, sdk.Title("Store artifact"), sdk.Additive()),
 		sdk.NewTool("get_artifact", "Read an artifact by id, one your role stored or was handed: text is returned as is, other bytes as an attachment.",
 			func(ctx context.Context, r *sdk.Request[getArtifactArgs]) (*sdk.Result, error) {
-				return rt.getArtifact(ctx, r.Call, r.Args.ID)
+				return get(ctx, svc, r.Call, r.Args.ID)
 			}, sdk.Title("Read artifact"), sdk.ReadOnly()),
 	}}
 }
 
 // callerRoleID is the id of the role of a call's caller, which owns the
 // artifacts it stores: "" for the operator (a call without a role).
-func (rt *Runtime) callerRoleID(by toolhost.CallContext) (string, error) {
+func callerRoleID(svc Service, by toolhost.CallContext) (string, error) {
 	if by.Role == "" {
 		return "", nil
 	}
-	r, err := rt.h.Roles().Get(by.Role)
+	r, err := svc.RoleNamed(by.Role)
 	return r.ID, err
 }
 
@@ -80,14 +117,14 @@ func checkArtifactID(id string) error {
 	return nil
 }
 
-func (rt *Runtime) putArtifact(ctx context.Context, by toolhost.CallContext, args putArtifactArgs) (store.Artifact, error) {
+func put(ctx context.Context, svc Service, by toolhost.CallContext, args putArtifactArgs) (store.Artifact, error) {
 	var data []byte
 	switch {
 	case (args.Content == "") == (args.Path == ""):
 		return store.Artifact{}, toolhost.Errorf(toolhost.CodeValidation, "give exactly one of content and path")
 	case args.Path != "":
 		var err error
-		if data, err = rt.readWorkspace(args.Path); err != nil {
+		if data, err = readWorkspace(svc, args.Path); err != nil {
 			return store.Artifact{}, err
 		}
 		if args.Name == "" {
@@ -102,13 +139,13 @@ func (rt *Runtime) putArtifact(ctx context.Context, by toolhost.CallContext, arg
 	if len(args.Share) > maxShare {
 		return store.Artifact{}, toolhost.Errorf(toolhost.CodeValidation, "field share: %d roles, more than %d", len(args.Share), maxShare)
 	}
-	owner, err := rt.callerRoleID(by)
+	owner, err := callerRoleID(svc, by)
 	if err != nil {
 		return store.Artifact{}, err
 	}
 	share := make([]string, len(args.Share))
 	for i, name := range args.Share {
-		r, err := rt.role(name)
+		r, err := svc.Role(name)
 		if err != nil {
 			return store.Artifact{}, toolhost.Errorf(toolhost.CodeValidation, "field share: %w", err)
 		}
@@ -120,24 +157,24 @@ func (rt *Runtime) putArtifact(ctx context.Context, by toolhost.CallContext, arg
 	if args.MIME == "" {
 		args.MIME = http.DetectContentType(data)
 	}
-	a, err := rt.h.Artifacts().Put(ctx, store.Artifact{Name: args.Name, MIME: args.MIME, CreatedBy: by.AgentID, Role: by.Role, RoleID: owner}, data)
+	a, err := svc.Put(ctx, store.Artifact{Name: args.Name, MIME: args.MIME, CreatedBy: by.AgentID, Role: by.Role, RoleID: owner}, data)
 	if err != nil || len(share) == 0 {
 		return a, err
 	}
-	if err := rt.st.ShareArtifacts(ctx, owner, []string{a.ID}, share); err != nil {
+	if err := svc.Share(ctx, owner, []string{a.ID}, share); err != nil {
 		return a, toolhost.Errorf(toolhost.CodeInternal, "artifact %s stored, not shared: %w", a.ID, err)
 	}
 	return a, nil
 }
 
-// handOver shares the artifacts ids, which the caller's role must have
-// stored, with the role of an agent it spawns, and returns the agent's
-// task with a line naming them.
-func (rt *Runtime) handOver(ctx context.Context, by toolhost.CallContext, role store.Role, task string, ids []string) (string, error) {
+// HandOver shares the artifacts ids, which the role of the caller by must
+// have stored, with role, that of an agent it spawns, and returns the
+// agent's task with a line naming them: spawn_agent_with_task's artifacts.
+func HandOver(ctx context.Context, svc Service, by toolhost.CallContext, role store.Role, task string, ids []string) (string, error) {
 	if len(ids) > maxShare {
 		return "", toolhost.Errorf(toolhost.CodeValidation, "field artifacts: %d ids, more than %d", len(ids), maxShare)
 	}
-	owner, err := rt.callerRoleID(by)
+	owner, err := callerRoleID(svc, by)
 	if err != nil {
 		return "", err
 	}
@@ -146,7 +183,7 @@ func (rt *Runtime) handOver(ctx context.Context, by toolhost.CallContext, role s
 		if err := checkArtifactID(id); err != nil {
 			return "", err
 		}
-		a, err := rt.st.Artifact(ctx, id, owner)
+		a, err := svc.Artifact(ctx, id, owner)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return "", noArtifact(id)
@@ -157,7 +194,7 @@ func (rt *Runtime) handOver(ctx context.Context, by toolhost.CallContext, role s
 		}
 		named[i] = fmt.Sprintf("%s (%s, %d bytes)", id, a.Name, a.Size)
 	}
-	if err := rt.st.ShareArtifacts(ctx, owner, ids, []string{role.ID}); errors.Is(err, store.ErrNotFound) {
+	if err := svc.Share(ctx, owner, ids, []string{role.ID}); errors.Is(err, store.ErrNotFound) {
 		return "", toolhost.Errorf(toolhost.CodeValidation, "artifacts not handed over, one was evicted meanwhile: %v", err)
 	} else if err != nil {
 		return "", toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
@@ -165,31 +202,32 @@ func (rt *Runtime) handOver(ctx context.Context, by toolhost.CallContext, role s
 	return task + "\n\nArtifacts handed to you (read them with get_artifact): " + strings.Join(named, ", "), nil
 }
 
-// readWorkspace reads a file inside the runtime's workspace; the path may
-// not leave it, symlinks included (os.Root), nor lead into the host's data
+// readWorkspace reads a file inside svc's workspace; the path may not
+// leave it, symlinks included ([os.Root]), nor lead into the host's data
 // directory (which the host refuses to put in a workspace, a second layer):
-// the file opened is placed by the kernel (sdk.HostPaths.Check), not by its
-// path.
-func (rt *Runtime) readWorkspace(path string) ([]byte, error) {
-	hidden, err := sdk.ResolveHostPaths([]string{rt.h.Store().Dir()})
+// the file opened is placed by the kernel ([sdk.HostPaths.Check]), not by
+// its path.
+func readWorkspace(svc Service, path string) ([]byte, error) {
+	workspace := svc.Workspace()
+	hidden, err := sdk.ResolveHostPaths([]string{svc.DataDir()})
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 	}
-	root, err := os.OpenRoot(rt.cfg.Workspace)
+	root, err := os.OpenRoot(workspace)
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeToolExec, "artifact: workspace: %v", err)
 	}
 	defer root.Close()
 	rel := path
 	if filepath.IsAbs(path) {
-		if rel, err = filepath.Rel(rt.cfg.Workspace, path); err != nil || strings.HasPrefix(rel, "..") {
-			return nil, toolhost.Errorf(toolhost.CodePolicy, "path %s is outside the workspace %s", path, rt.cfg.Workspace)
+		if rel, err = filepath.Rel(workspace, path); err != nil || strings.HasPrefix(rel, "..") {
+			return nil, toolhost.Errorf(toolhost.CodePolicy, "path %s is outside the workspace %s", path, workspace)
 		}
 	}
 	f, err := root.Open(rel)
 	if err != nil {
 		if strings.Contains(err.Error(), "escapes") {
-			return nil, toolhost.Errorf(toolhost.CodePolicy, "path %s is outside the workspace %s", path, rt.cfg.Workspace)
+			return nil, toolhost.Errorf(toolhost.CodePolicy, "path %s is outside the workspace %s", path, workspace)
 		}
 		return nil, toolhost.Errorf(toolhost.CodeValidation, "field path: %v", err)
 	}
@@ -206,17 +244,17 @@ func (rt *Runtime) readWorkspace(path string) ([]byte, error) {
 	return data, nil
 }
 
-func (rt *Runtime) getArtifact(ctx context.Context, by toolhost.CallContext, id string) (*sdk.Result, error) {
+func get(ctx context.Context, svc Service, by toolhost.CallContext, id string) (*sdk.Result, error) {
 	if err := checkArtifactID(id); err != nil {
 		return nil, err
 	}
-	reader, err := rt.callerRoleID(by)
+	reader, err := callerRoleID(svc, by)
 	if err != nil {
 		return nil, err
 	}
-	a, err := rt.st.Artifact(ctx, id, reader)
+	a, err := svc.Artifact(ctx, id, reader)
 	if errors.Is(err, store.ErrNotFound) {
-		if at, err := rt.st.Evicted(ctx, id, reader); err == nil {
+		if at, err := svc.Evicted(ctx, id, reader); err == nil {
 			return nil, toolhost.Errorf(toolhost.CodeValidation, "artifact %s was evicted at %s to keep within the storage quotas (store { quota, role_quota }): put it again", id, at.Format(time.RFC3339))
 		}
 		return nil, noArtifact(id)
@@ -224,12 +262,7 @@ func (rt *Runtime) getArtifact(ctx context.Context, by toolhost.CallContext, id 
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeInternal, "artifact: %w", err)
 	}
-	var data []byte
-	if rt.h.Config().Store.Artifacts == "database" {
-		data, err = rt.st.ArtifactData(ctx, id, reader)
-	} else {
-		data, err = os.ReadFile(rt.h.Artifacts().Path(id))
-	}
+	data, err := svc.Data(ctx, id, reader)
 	if err != nil {
 		return nil, toolhost.Errorf(toolhost.CodeToolExec, "artifact %s: %v", id, err)
 	}

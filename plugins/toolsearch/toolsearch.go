@@ -1,4 +1,10 @@
-package agents
+// Package toolsearch is the tool_search group: find_tools and load_tools
+// find and load the tools of the caller's deferred groups. It runs
+// in-process, registered by the agent runtime
+// ([github.com/toolhost/toolhost/agents]) under its reserved id
+// ([host.ToolSearchGroup]); the host offers it to roles with deferred groups
+// only.
+package toolsearch
 
 import (
 	"context"
@@ -7,6 +13,17 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/sdk"
 )
+
+// Service is what the tool_search group needs: a host's
+// [host.Agents] handle serves it.
+type Service interface {
+	// FindTools ranks the tools of the agent role's deferred groups against
+	// query, best first, at most limit of them.
+	FindTools(agentID, query string, limit int) ([]host.ToolMatch, error)
+	// LoadTools adds the tools named to the agent's loaded tools and
+	// returns those newly loaded.
+	LoadTools(ctx context.Context, agentID string, names []string) ([]string, error)
+}
 
 type findToolsArgs struct {
 	Query string `json:"query" jsonschema:"what you need to do, in a few words"`
@@ -19,27 +36,33 @@ type loadToolsArgs struct {
 
 // FoundTool is one tool find_tools returns.
 type FoundTool struct {
-	Name        string `json:"name"`
-	Group       string `json:"group"`
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Group is the id of the tool's group.
+	Group string `json:"group"`
+	// Description is the first sentence of the tool's description.
 	Description string `json:"description" jsonschema:"the first sentence of its description"`
-	Why         string `json:"why" jsonschema:"which words of your query, or their synonyms, matched which parts of the tool"`
-	Loaded      bool   `json:"loaded" jsonschema:"its definition is already among your tools"`
+	// Why says which words of the query matched which parts of the tool.
+	Why string `json:"why" jsonschema:"which words of your query, or their synonyms, matched which parts of the tool"`
+	// Loaded says the caller has loaded the tool already.
+	Loaded bool `json:"loaded" jsonschema:"its definition is already among your tools"`
 }
 
 // FoundTools is find_tools' result.
 type FoundTools struct {
+	// Tools are the matches, best first.
 	Tools []FoundTool `json:"tools"`
 }
 
 // LoadedTools is load_tools' result.
 type LoadedTools struct {
+	// Loaded names the tools newly loaded.
 	Loaded []string `json:"loaded" jsonschema:"the tools newly loaded; they are among your tools from your next step on"`
 }
 
-// toolSearchGroup is tool_search: finding and loading the tools of the
-// caller's deferred groups. The host gives it to roles with deferred groups
-// only.
-func (rt *Runtime) toolSearchGroup() *sdk.Group {
+// Group returns the tool_search group, finding and loading tools through
+// svc for the calling agent.
+func Group(svc Service) *sdk.Group {
 	return &sdk.Group{ID: host.ToolSearchGroup, Description: "Tool search: find the tools you may load on demand, and load them.", Tools: []sdk.Tool{
 		sdk.NewStructuredTool("find_tools", "Search the tools you can load on demand (they are not among your tools until loaded) by what you need to do; returns the best matches, best first, each with why it matched: choose among them.",
 			func(_ context.Context, r *sdk.Request[findToolsArgs]) (FoundTools, error) {
@@ -50,7 +73,7 @@ func (rt *Runtime) toolSearchGroup() *sdk.Group {
 				case limit == 0:
 					limit = 5
 				}
-				found, err := rt.h.Agents().FindTools(r.Call.AgentID, r.Args.Query, limit)
+				found, err := svc.FindTools(r.Call.AgentID, r.Args.Query, limit)
 				if err != nil {
 					return FoundTools{}, err
 				}
@@ -65,7 +88,7 @@ func (rt *Runtime) toolSearchGroup() *sdk.Group {
 				if len(r.Args.Names) == 0 {
 					return LoadedTools{}, sdk.Errorf(toolhost.CodeValidation, "field names: name at least one tool")
 				}
-				added, err := rt.h.Agents().LoadTools(ctx, r.Call.AgentID, r.Args.Names)
+				added, err := svc.LoadTools(ctx, r.Call.AgentID, r.Args.Names)
 				if added == nil {
 					added = []string{}
 				}
