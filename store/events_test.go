@@ -221,8 +221,8 @@ func TestPropertyEventsFilter(t *testing.T) {
 		rapid.Check(t, func(t *rapid.T) {
 			f := EventFilter{
 				Tool:    rapid.SampledFrom(append(tools, "nope")).Draw(t, "tool"),
-				Agent: rapid.SampledFrom(append(agents, "nope")).Draw(t, "agent"),
-				Call:  rapid.SampledFrom([]string{"", "c0", "c7", "c47", "nope"}).Draw(t, "call"),
+				Agent:   rapid.SampledFrom(append(agents, "nope")).Draw(t, "agent"),
+				Call:    rapid.SampledFrom([]string{"", "c0", "c7", "c47", "nope"}).Draw(t, "call"),
 				Type:    rapid.SampledFrom(append(types, "", "tool_call.", "group.", "plugin.", "nope.")).Draw(t, "type"),
 				AfterID: rapid.Int64Range(0, int64(len(stored))+1).Draw(t, "after"),
 				Limit:   rapid.IntRange(0, len(stored)+2).Draw(t, "limit"),
