@@ -20,11 +20,15 @@ var (
 	toolNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 )
 
-// ReservedGroupIDs are the ids only first-party modules and the runtime may use.
-var ReservedGroupIDs = []string{"org_management", "artifact", "workspace", "command", "network", "context", "console", "tool_search"}
+// reservedGroupIDs are the ids only first-party modules and the runtime may use.
+var reservedGroupIDs = []string{"org_management", "artifact", "workspace", "command", "network", "context", "console", "tool_search"}
 
-// IsReserved reports whether id is a reserved group id.
-func IsReserved(id string) bool { return slices.Contains(ReservedGroupIDs, id) }
+// ReservedGroupIDs returns the group ids only first-party modules and the
+// agent runtime may provide: a new slice on each call, the caller's to change.
+func ReservedGroupIDs() []string { return slices.Clone(reservedGroupIDs) }
+
+// IsReserved reports whether id is one of [ReservedGroupIDs].
+func IsReserved(id string) bool { return slices.Contains(reservedGroupIDs, id) }
 
 // ValidToolName reports whether name is a well-formed tool name.
 func ValidToolName(name string) bool { return toolNamePattern.MatchString(name) }

@@ -101,7 +101,7 @@ func TestPropertyReservedIDs(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
 		m := newManager()
 		g := genGroup(rt, "g")
-		g.Spec.ID = rapid.SampledFrom(toolhost.ReservedGroupIDs).Draw(rt, "reserved")
+		g.Spec.ID = rapid.SampledFrom(toolhost.ReservedGroupIDs()).Draw(rt, "reserved")
 		_, err := m.Register(g)
 		switch {
 		case g.Kind == SourcePlugin && !errors.Is(err, toolhost.ErrReservedGroupID):

@@ -49,7 +49,8 @@ const (
 	NetworkHost Network = "host"
 )
 
-// Limits bound a sandbox. A zero field means its default (DefaultLimits),
+// Limits bound a sandbox. A zero field means its default (512 processes,
+// 4096 MiB of memory, 600 CPU seconds, files of 1024 MiB, 1024 open files),
 // a negative one no limit.
 type Limits struct {
 	// Processes is how many processes and threads the sandbox may hold at
@@ -67,10 +68,10 @@ type Limits struct {
 	OpenFiles int `json:"open_files,omitempty"`
 }
 
-// DefaultLimits are the limits of a Policy that names none.
-var DefaultLimits = Limits{Processes: 512, MemoryMB: 4096, CPUSeconds: 600, FileSizeMB: 1024, OpenFiles: 1024}
+// defaultLimits are the limits of a Policy that names none.
+var defaultLimits = Limits{Processes: 512, MemoryMB: 4096, CPUSeconds: 600, FileSizeMB: 1024, OpenFiles: 1024}
 
-// withDefaults fills the zero fields of l from DefaultLimits.
+// withDefaults fills the zero fields of l from defaultLimits.
 func (l Limits) withDefaults() Limits {
 	pick := func(v, def int) int {
 		if v == 0 {
@@ -78,7 +79,7 @@ func (l Limits) withDefaults() Limits {
 		}
 		return v
 	}
-	d := DefaultLimits
+	d := defaultLimits
 	return Limits{
 		Processes:  pick(l.Processes, d.Processes),
 		MemoryMB:   pick(l.MemoryMB, d.MemoryMB),

@@ -237,7 +237,7 @@ func startRaw(t *testing.T, mode string) (*exec.Cmd, *bufio.Reader, *strings.Bui
 	t.Helper()
 	exe, _ := os.Executable()
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), serveEnv+"="+mode, rpcplugin.Handshake.MagicCookieKey+"="+rpcplugin.Handshake.MagicCookieValue,
+	cmd.Env = append(os.Environ(), serveEnv+"="+mode, rpcplugin.Handshake().MagicCookieKey+"="+rpcplugin.Handshake().MagicCookieValue,
 		"PLUGIN_PROTOCOL_VERSIONS=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -289,7 +289,7 @@ func TestServeRefusesAnInvalidGroup(t *testing.T) {
 func TestPluginExitsWhenItsParentDies(t *testing.T) {
 	exe, _ := os.Executable()
 	sh := exec.Command("sh", "-c", `TOOLHOST_HOST_PID=$$ "$0" >/dev/null 2>&1 & echo $!`, exe)
-	sh.Env = append(os.Environ(), serveEnv+"=good", rpcplugin.Handshake.MagicCookieKey+"="+rpcplugin.Handshake.MagicCookieValue,
+	sh.Env = append(os.Environ(), serveEnv+"=good", rpcplugin.Handshake().MagicCookieKey+"="+rpcplugin.Handshake().MagicCookieValue,
 		"PLUGIN_PROTOCOL_VERSIONS=1")
 	out, err := sh.Output()
 	if err != nil {

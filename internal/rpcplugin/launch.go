@@ -110,7 +110,7 @@ func Launch(opts Options) (*Process, error) {
 	}
 
 	cfg := &plugin.ClientConfig{
-		HandshakeConfig:  Handshake,
+		HandshakeConfig:  Handshake(),
 		VersionedPlugins: versionedPlugins(nil),
 		Cmd:              p.cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},

@@ -14,12 +14,14 @@ import (
 	"google.golang.org/grpc"
 )
 
-// Handshake is the go-plugin handshake: a plugin started by anything but a
-// toolhost host refuses to run.
-var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  1,
-	MagicCookieKey:   "TOOLHOST_PLUGIN",
-	MagicCookieValue: "d3c1b5b0-tool-group-v1",
+// Handshake returns the go-plugin handshake: a plugin started by anything
+// but a toolhost host refuses to run.
+func Handshake() plugin.HandshakeConfig {
+	return plugin.HandshakeConfig{
+		ProtocolVersion:  1,
+		MagicCookieKey:   "TOOLHOST_PLUGIN",
+		MagicCookieValue: "d3c1b5b0-tool-group-v1",
+	}
 }
 
 // pluginName is the one plugin every toolhost plugin binary serves.
@@ -63,7 +65,7 @@ type dispensed struct {
 func Serve(impl toolhost.Provider, logger hclog.Logger) {
 	otel.SetTracerProvider(proto.TracerProvider())
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig:  Handshake,
+		HandshakeConfig:  Handshake(),
 		VersionedPlugins: versionedPlugins(impl),
 		Logger:           logger,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
