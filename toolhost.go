@@ -17,10 +17,11 @@ import (
 // ProtocolMinor is the minor version of the plugin protocol. It grows when
 // fields are added; a breaking change bumps the major version instead. Minor 1
 // added [ConfigureRequest.HostPaths], minor 2 [ConfigureRequest.Sandbox],
-// minor 3 [ToolSpec.Title], Annotations and OutputSchema, minor 4 the
-// CallStream RPC, which carries a call's progress, minor 5 trace context
-// (CallContext.Traceparent) and the plugin's spans (CallResponse.Spans),
-// minor 6 a call's output streamed on CallStream ([Output]).
+// minor 3 [ToolSpec.Title], [ToolSpec.Annotations] and
+// [ToolSpec.OutputSchema], minor 4 the CallStream RPC, which carries a
+// call's progress, minor 5 the call's trace context and the plugin's spans
+// in the response, minor 6 a call's output streamed on CallStream
+// ([Output]).
 const ProtocolMinor = 6
 
 // GroupSpec is a tool group as its provider reports it.
@@ -60,7 +61,8 @@ type ToolSpec struct {
 	// the end (as for command output) rather than the beginning. The host
 	// takes such a tool's output as it is written ([Output]).
 	OutputTail bool `json:"output_tail,omitempty"`
-	// Title is a human-readable name (sdk.Title, or an MCP server's).
+	// Title is a human-readable name
+	// ([github.com/toolhost/toolhost/sdk.Title], or an MCP server's).
 	Title string `json:"title,omitempty"`
 	// Annotations are hints about the tool as MCP has them (readOnlyHint,
 	// destructiveHint, idempotentHint, openWorldHint), a JSON object: from
@@ -137,7 +139,8 @@ type CallRequest struct {
 	Context CallContext
 }
 
-// Provider serves one tool group. *sdk.Group implements it; the host adapts
+// Provider serves one tool group.
+// [*github.com/toolhost/toolhost/sdk.Group] implements it; the host adapts
 // each subprocess plugin to it.
 type Provider interface {
 	// Describe reports the group and its tools for the request's context.

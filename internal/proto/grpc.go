@@ -133,7 +133,7 @@ func toStatus(err error) error {
 	return st.Err()
 }
 
-// Client is a toolhost.Provider that calls a plugin over gRPC.
+// Client is a [toolhost.Provider] that calls a plugin over gRPC.
 type Client struct {
 	rpc      ToolGroupClient
 	noStream atomic.Bool // the plugin predates CallStream (protocol minor 4)
@@ -145,7 +145,7 @@ var _ toolhost.Provider = (*Client)(nil)
 func NewClient(conn grpc.ClientConnInterface) *Client { return &Client{rpc: NewToolGroupClient(conn)} }
 
 // Describe asks the plugin for its group. A spec larger than
-// toolhost.MaxSpecBytes is refused with invalid_group_def.
+// [toolhost.MaxSpecBytes] is refused with invalid_group_def.
 func (c *Client) Describe(ctx context.Context, req *toolhost.DescribeRequest) (*toolhost.GroupSpec, error) {
 	resp, err := c.rpc.Describe(ctx, &DescribeRequest{ProtocolMinor: toolhost.ProtocolMinor, Context: contextToProto(req.Context)},
 		grpc.MaxCallRecvMsgSize(toolhost.MaxSpecBytes))
@@ -165,10 +165,10 @@ func (c *Client) Configure(ctx context.Context, req *toolhost.ConfigureRequest) 
 	return fromStatus(ctx, err)
 }
 
-// Call runs one tool in the plugin. When ctx carries a Progress
-// (toolhost.WithProgress), the plugin's progress reports reach it, unless
-// the plugin predates protocol minor 4; when it carries an Output
-// (toolhost.WithOutput), the output the plugin streams reaches it, unless
+// Call runs one tool in the plugin. When ctx carries a [Progress]
+// ([toolhost.WithProgress]), the plugin's progress reports reach it, unless
+// the plugin predates protocol minor 4; when it carries an [Output]
+// ([toolhost.WithOutput]), the output the plugin streams reaches it, unless
 // the plugin predates minor 6 (the result carries it then).
 func (c *Client) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
 	in := &CallRequest{ProtocolMinor: toolhost.ProtocolMinor, Tool: req.Tool, Arguments: req.Arguments, Context: contextToProto(req.Context)}

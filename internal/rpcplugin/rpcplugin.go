@@ -1,5 +1,5 @@
 // Package rpcplugin binds the ToolGroup service to hashicorp/go-plugin: the
-// handshake both sides share, Serve for the plugin side and Launch for the
+// handshake both sides share, [Serve] for the plugin side and [Launch] for the
 // host side, which starts a plugin as a subprocess in its own process group.
 package rpcplugin
 
@@ -59,7 +59,7 @@ type dispensed struct {
 }
 
 // Serve serves impl as a plugin until the host closes the connection. The
-// process's global tracer provider becomes the plugin's (proto.TracerProvider),
+// process's global tracer provider becomes the plugin's ([proto.TracerProvider]),
 // so that spans a handler or a library it uses starts from the call's
 // context join the host's trace.
 func Serve(impl toolhost.Provider, logger hclog.Logger) {
