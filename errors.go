@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -29,12 +30,16 @@ const (
 	CodeInternal         Code = "internal"           // a bug or an unexpected condition
 )
 
-// Codes lists every code, in the order of docs/errors.md.
-var Codes = []Code{
+// codes lists every code, in the order of docs/errors.md.
+var codes = []Code{
 	CodeReservedGroupID, CodeDuplicateGroupID, CodeInvalidGroupDef, CodeUnknownTool,
 	CodeToolNotAvailable, CodeValidation, CodePolicy, CodeApprovalDenied, CodeRateLimited,
 	CodeTimeout, CodeCancelled, CodePluginExited, CodeToolExec, CodeInternal,
 }
+
+// Codes returns every code, in the order of docs/errors.md: a new slice on
+// each call, the caller's to change.
+func Codes() []Code { return slices.Clone(codes) }
 
 // Error is an error with a stable code. [errors.Is] matches any two Errors with
 // the same code, so the sentinels below match every error of their code.

@@ -7,9 +7,10 @@ import "context"
 // that keeps output in bounded memory (the host, for a tool that keeps its
 // output's end, [ToolSpec.OutputTail]) puts one in the call's context with
 // [WithOutput]; a provider that can stream (a plugin's handler through
-// sdk.Request.Stdout and Stderr) writes there rather than in the result,
-// whose own Stdout and Stderr then follow what it wrote. An error means the
-// caller takes no more; p is not kept after the call returns.
+// [github.com/toolhost/toolhost/sdk.Request.Stdout] and Stderr) writes
+// there rather than in the result, whose own Stdout and Stderr then follow
+// what it wrote. An error means the caller takes no more; p is not kept
+// after the call returns.
 type Output func(stderr bool, p []byte) error
 
 type outputKey struct{}

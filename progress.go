@@ -10,7 +10,7 @@ import (
 // total when total is above zero) and a message. A caller that wants it
 // (an MCP client that sent a progress token, the agent runtime) puts one in
 // the call's context with [WithProgress]; a provider that can tell (a plugin's
-// handler through sdk.Request.Progress, an MCP server's
+// handler through [github.com/toolhost/toolhost/sdk.Request.Progress], an MCP server's
 // notifications/progress) reports through [ProgressFrom].
 type Progress func(progress, total float64, message string)
 

@@ -51,7 +51,8 @@ type ToolSpec struct {
 	// the end (as for command output) rather than the beginning. The host
 	// takes such a tool's output as it is written ([Output]).
 	OutputTail bool `json:"output_tail,omitempty"`
-	// Title is a human-readable name (sdk.Title, or an MCP server's).
+	// Title is a human-readable name
+	// ([github.com/toolhost/toolhost/sdk.Title], or an MCP server's).
 	Title string `json:"title,omitempty"`
 	// Annotations are hints about the tool as MCP has them (readOnlyHint,
 	// destructiveHint, idempotentHint, openWorldHint), a JSON object: from
@@ -128,7 +129,8 @@ type CallRequest struct {
 	Context CallContext
 }
 
-// Provider serves one tool group. *sdk.Group implements it; the host adapts
+// Provider serves one tool group.
+// [*github.com/toolhost/toolhost/sdk.Group] implements it; the host adapts
 // each subprocess plugin to it.
 type Provider interface {
 	// Describe reports the group and its tools for the request's context.

@@ -5,10 +5,13 @@ import (
 	"sync"
 )
 
-// Version is this build's version: the module version it was built at, or
-// for a build from a checkout the commit (12 digits, "+dirty" with local
+// Version returns this build's version: the module version it was built at,
+// or for a build from a checkout the commit (12 digits, "+dirty" with local
 // changes), or "devel" when the build says neither.
-var Version = sync.OnceValue(func() string {
+func Version() string { return version() }
+
+// version reads the build information once.
+var version = sync.OnceValue(func() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "devel"

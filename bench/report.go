@@ -84,7 +84,7 @@ type checked struct {
 	Figure, Baseline string
 }
 
-// checks returns the summary lines, the design's targets first.
+// checks returns the summary lines, the rows with targets first.
 func (r *report) checks() []checked {
 	var out []checked
 	add := func(name, fig, base string, v, maxV, minV float64) {
@@ -148,8 +148,8 @@ func (r *report) checks() []checked {
 		add("events/s on PostgreSQL, partitioned / one table", fmt.Sprintf("%.0f/s", pt.Rate()), fmt.Sprintf("%.0f/s", one.Rate()), pt.Rate()/one.Rate(), 0, 0.95)
 	}
 	// What a retention pass costs the calls of a host serving them: their
-	// p99 while it runs against without (reported; neither the design nor
-	// the issue sets a target).
+	// p99 while it runs against without (reported without a target: the
+	// figure says what a pass costs).
 	if rt := r.Retention; rt != nil {
 		for _, run := range rt.Runs {
 			add(fmt.Sprintf("Host.Call p99 during a retention pass / without, %s (%d callers)", run.Engine, rt.Callers),
@@ -165,7 +165,8 @@ func (r *report) checks() []checked {
 	at(pathHostStrict, pathHost, 32, rates, 0, 0)
 	at(pathHostStrict, pathHost, 1, .5, 0, 0)
 	// A call through a role with ten rules on its tool, none matching, costs
-	// at most 5 % more than one through a role without (issue 33).
+	// at most 5 % more than one through a role without, so that rules cost
+	// too little to be left off.
 	at(pathHostRules, pathHost, 1, .5, 1.05, 0)
 	// What a call limit (a store statement per call) and the approval path
 	// (a preview, the SHA-256 of the arguments, the credential's bound of
@@ -194,7 +195,7 @@ func (r *report) checks() []checked {
 		at(p.ours, p.sdk, 32, rates, 0, 0)
 	}
 	// An mcp_server group against the server it calls, in the era the
-	// module speaks to it. The design's target is on p50 only; the
+	// module speaks to it. The target is on p50 only; the
 	// throughput at 32 callers is reported beside it without one (the same
 	// cost bound would read ≥ 1/1.3 ≈ 0.77).
 	at(pathHostMCP, pathSDKStdio26, 1, .5, 1.3, 0)

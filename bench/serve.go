@@ -154,7 +154,7 @@ type coldStart struct {
 	Name    string          // what the config holds
 	Plugins int             // plugin processes started
 	Runs    []time.Duration // ready times, one per repetition
-	Target  time.Duration   // the design's bound on the median; 0 when none
+	Target  time.Duration   // the bound on the median; 0 when none
 }
 
 // noopConfig writes a config of n copies of the no-op plugin and returns its path.

@@ -139,7 +139,7 @@ func TestReportChecks(t *testing.T) {
 		// throughput and of an mcp_server group, which speaks that era.
 		"Host.Call calls/s / MCP stdio 2026 (go-sdk) calls/s (32 callers)":    "5.00 ✓",
 		"Host.Call → mcp_server p50 / MCP stdio 2026 (go-sdk) p50 (1 caller)": "1.20 ✓",
-		// PostgreSQL: the design's targets, then the comparisons.
+		// PostgreSQL: the rows with targets, then the comparisons.
 		"Host.Call (PostgreSQL) p50 / raw gRPC Call p50 (1 caller)":                    "1.21 ✗",
 		"Host.Call (PostgreSQL) p99 / raw gRPC Call p99 (1 caller)":                    "1.21 ✓",
 		"Host.Call (PostgreSQL) calls/s / raw gRPC Call calls/s (32 callers)":          "0.65 ✓",

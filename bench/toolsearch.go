@@ -26,7 +26,7 @@ type searchRecall struct {
 	toolsearch.Recall
 }
 
-// Issue 34's targets.
+// The search's targets, bounds on its p50: a small share of a call's time.
 const (
 	searchTarget67   = 2 * time.Millisecond
 	searchTarget2000 = 20 * time.Millisecond
@@ -85,7 +85,7 @@ func measureSearch(root string, rounds int) (*searchResult, error) {
 // blindAll is the recall over the whole blind set.
 func (s *searchResult) blindAll() toolsearch.Recall { return s.Recall[len(s.Recall)-1].Recall }
 
-// target is issue 34's bound on a search's p50 over n tools.
+// target is the bound on a search's p50 over n tools.
 func (s *searchResult) target(n int) time.Duration {
 	if n > s.Tools {
 		return searchTarget2000
@@ -112,7 +112,7 @@ func (s *searchResult) write(p func(string, ...any)) {
 	p("find_tools' ranking (`internal/toolsearch`, as `Host.SearchTools` runs it on an index built once per role view) on the committed "+
 		"catalog of %d tools (`internal/toolsearch/testdata/catalog.json`). Recall@k: the share of phrasings whose tool, or one that does the "+
 		"job as well, is among the first k hits. The tuned-on phrasings are those the ranking was developed on; the blind set's 201 were written "+
-		"without seeing the ranking, three per tool, none reusing a word of its name, and frozen (issue 34; slot a served development, b and c "+
+		"without seeing the ranking, three per tool, none reusing a word of its name, and frozen (slot a served development, b and c "+
 		"never did). Its goal of recall@3 ≥ 0.9 is not reached by any lexical ranking tried (testdata/README.md). find_tools returns five candidates by default, each with why it matched, for the model to choose among.\n", s.Tools)
 	p("| phrasings | n | recall@1 | recall@3 | recall@5 (find_tools' default) |\n|---|---:|---:|---:|---:|")
 	for _, r := range s.Recall {

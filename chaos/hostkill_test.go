@@ -18,7 +18,7 @@ import (
 // by pid, and for the sandboxed one (whose pid is bubblewrap's) by its
 // command line, which is this binary's alone, like the host's.
 func TestHostKilledLeavesNoPlugin(t *testing.T) {
-	const bound = 2 * time.Second // the issue's: no plugin alive 2 s after the kill
+	const bound = 2 * time.Second // no plugin alive 2 s after the kill: none outlives its host for long
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	exe, err := os.Executable()
 	if err != nil {

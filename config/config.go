@@ -186,7 +186,8 @@ type Metrics struct {
 type Auth struct {
 	// Token is the admin token, which opens every route; TOOLHOST_TOKEN
 	// overrides the file's. Empty means the one generated into the data
-	// directory at first start (see server.AdminToken). At least
+	// directory at first start (see
+	// [github.com/toolhost/toolhost/server.AdminToken]). At least
 	// [MinTokenLength] characters.
 	Token string
 	// Disabled turns authentication off: every request is the admin's. It is
@@ -356,10 +357,11 @@ type Plugin struct {
 	// set for `sandbox = "off"`; nil when the block says neither. A plugin
 	// block's sandbox confines the plugin's process; with network =
 	// "allowed", its proxy applies the network keys of the block's config
-	// (see [Config.Confinement]), which it must not repeat. The command builtin's
-	// is not applied to its process: it is sent to the module
-	// (toolhost.ConfigureRequest.Sandbox), which confines the commands it
-	// runs with it, or with its own confined default when nil.
+	// (see [Config.Confinement]), which it must not repeat. The command
+	// builtin's is not applied to its process: it is sent to the module
+	// ([github.com/toolhost/toolhost.ConfigureRequest.Sandbox]), which
+	// confines the commands it runs with it, or with its own confined
+	// default when nil.
 	Sandbox *sandbox.Policy
 	// URL is an mcp_server's streamable HTTP endpoint ("" for stdio).
 	URL string
@@ -381,7 +383,7 @@ type Options struct {
 	Getenv func(string) string
 }
 
-// Load reads the file at path and returns Parse(src, path, nil).
+// Load reads the file at path and returns [Parse](src, path, nil).
 func Load(path string) (*Config, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -391,7 +393,7 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse parses src as the contents of filename. Relative paths in the file resolve against
-// filepath.Dir(filename) made absolute. Environment overrides are applied after parsing.
+// [filepath.Dir](filename) made absolute. Environment overrides are applied after parsing.
 // Any error is a [Diagnostics] listing every problem found.
 func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 	getenv := os.Getenv

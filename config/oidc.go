@@ -56,8 +56,12 @@ const (
 	MaxOIDCClockSkew     = 5 * time.Minute
 )
 
-// OIDCAlgorithms are the signature algorithms an oidc block may accept.
-var OIDCAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+// OIDCAlgorithms returns the signature algorithms an oidc block may accept:
+// a new slice on each call, the caller's to change.
+func OIDCAlgorithms() []string { return slices.Clone(oidcAlgorithms) }
+
+// oidcAlgorithms are the signature algorithms an oidc block may accept.
+var oidcAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 
 var oidcSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "issuer", Required: true}, {Name: "audience", Required: true}, {Name: "roles_claim"}, {Name: "scopes_claim"},
@@ -68,7 +72,7 @@ var oidcSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 func (d *decoder) oidc(body hcl.Body) *OIDC {
 	content, diags := body.Content(oidcSchema)
 	d.add(diags)
-	o := &OIDC{RolesClaim: "roles", ScopesClaim: "scope", ClockSkew: DefaultOIDCClockSkew, Algorithms: slices.Clone(OIDCAlgorithms)}
+	o := &OIDC{RolesClaim: "roles", ScopesClaim: "scope", ClockSkew: DefaultOIDCClockSkew, Algorithms: OIDCAlgorithms()}
 	attr(d, content.Attributes, "issuer", &o.Issuer, issuerURL)
 	attr(d, content.Attributes, "audience", &o.Audience, resourceURL)
 	attr(d, content.Attributes, "roles_claim", &o.RolesClaim, claimName)
@@ -162,8 +166,8 @@ func algorithms(as []string) ([]string, error) {
 		return nil, errors.New("at least one algorithm is needed")
 	}
 	for _, a := range as {
-		if !slices.Contains(OIDCAlgorithms, a) {
-			return nil, fmt.Errorf("%q is not one of %s (asymmetric signatures only)", a, strings.Join(OIDCAlgorithms, ", "))
+		if !slices.Contains(oidcAlgorithms, a) {
+			return nil, fmt.Errorf("%q is not one of %s (asymmetric signatures only)", a, strings.Join(oidcAlgorithms, ", "))
 		}
 	}
 	return as, nil

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The storage quotas' defaults (Store.Quota and Store.RoleQuota left 0):
+// The storage quotas' defaults ([Store.Quota] and [Store.RoleQuota] left 0):
 // 1 GiB in all, which a laptop spares without notice, and a quarter of it
 // per role, so that one role in a loop (an agent saving 16 MiB outputs
 // call after call) evicts only its own items and leaves the other roles

@@ -296,7 +296,7 @@ func TestHostileAgent(t *testing.T) {
 	}
 
 	t.Run("browser takes over the host", func(t *testing.T) {
-		// The issue's attack: the chrome-only agent loads the host's own
+		// The attack: the chrome-only agent loads the host's own
 		// page (allowed here for the browser), then writes to the API
 		// from it, same-origin. The browser holds no credential.
 		if out, isErr := mcptest.CallText(t, webber, "navigate", map[string]any{"url": h.base + "/healthz"}); isErr {
@@ -404,8 +404,8 @@ func TestHostileAgent(t *testing.T) {
 		if out, _ := mcptest.CallText(t, dev, "search_files", map[string]any{"pattern": "thk_", "literal": true}); strings.Contains(out, h.admin) {
 			t.Errorf("search_files found the admin token: %s", out)
 		}
-		// run_command is a shell in a sandbox: the attack of the sandboxing
-		// issue (the shadow file, the admin token, the host's own API, a
+		// run_command is a shell in a sandbox: an attack on what the sandbox
+		// hides (the shadow file, the admin token, the host's own API, a
 		// file planted outside the workspace) finds and leaves nothing.
 		planted := filepath.Join(os.TempDir(), "toolhost-e2e-planted-"+h.port)
 		defer os.Remove(planted)

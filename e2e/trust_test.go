@@ -207,8 +207,9 @@ func nested(depth int) json.RawMessage {
 }
 
 // TestTrustBoundaryDefaultConfig is the hostile-agent suite against the
-// default config: one row per attack of issue 29, each with the request,
-// the refusal expected, and what must be unchanged afterwards.
+// default config: one row per attack of an agent on what the host trusts
+// (its config, data and executables), each with the request, the refusal
+// expected, and what must be unchanged afterwards.
 func TestTrustBoundaryDefaultConfig(t *testing.T) {
 	s := startDefaultServe(t)
 	serve := s.cmd.Process.Pid

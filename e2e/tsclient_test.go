@@ -261,8 +261,8 @@ func checkTSStructured(t *testing.T, c *nodeClient, listed map[string]tsTool, ro
 // busy machine to read that line's notification before the response: the
 // SDK (1.32.2) handles a notification a microtask later than a response
 // read in the same chunk, and so drops a progress notification written
-// just before the response ("unknown token", typescript-sdk issue 2580),
-// which no server can avoid.
+// just before the response (it logs "unknown token"), which no server can
+// avoid.
 func checkTSProgress(t *testing.T, c *nodeClient) {
 	var res tsCall
 	c.ask(t, map[string]any{"op": "call", "name": "run_command", "progress": true,

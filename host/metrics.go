@@ -160,7 +160,7 @@ func outcomeCode(c *call) toolhost.Code {
 	default:
 		return toolhost.CodeToolExec
 	}
-	if !slices.Contains(toolhost.Codes, code) {
+	if !slices.Contains(toolhost.Codes(), code) {
 		return other
 	}
 	return code

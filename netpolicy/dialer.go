@@ -12,7 +12,7 @@ import (
 // defaultDialTimeout bounds one connection attempt of the default Dial.
 const defaultDialTimeout = 30 * time.Second
 
-// Dialer connects only where its Policy permits: it resolves the host
+// Dialer connects only where its [Policy] permits: it resolves the host
 // itself, checks every address the host resolves to, refuses the connection
 // when any is refused, and dials only checked addresses, so a name that
 // resolves to a public address once and to 127.0.0.1 the next time (DNS
@@ -25,20 +25,20 @@ type Dialer struct {
 	// resolver. Tests replace it to decide without any lookup.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Dial connects to one checked address ("ip:port"); nil means a
-	// net.Dialer with a 30 s timeout. Tests replace it to decide without
+	// [net.Dialer] with a 30 s timeout. Tests replace it to decide without
 	// opening a connection.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Upstream, when set, is an HTTP proxy ("host:port") that every
 	// connection goes through with CONNECT: the proxy of a sandbox whose
 	// network is "allowed", the only way out of it. The host is checked by
 	// name here, then resolved and checked again by that proxy under the
-	// sandbox's own policy; its refusal is a *Refusal here too.
+	// sandbox's own policy; its refusal is a [*Refusal] here too.
 	Upstream string
 }
 
 // Check resolves host (an IP literal stands for itself) and checks it as a
 // dial would: CheckName, then Permit on every address. It returns the
-// addresses, or a *Refusal, or the resolver's error.
+// addresses, or a [*Refusal], or the resolver's error.
 func (d *Dialer) Check(ctx context.Context, host string) ([]netip.Addr, error) {
 	p := d.policy()
 	if err := p.CheckName(host); err != nil {
@@ -71,8 +71,8 @@ func (d *Dialer) Check(ctx context.Context, host string) ([]netip.Addr, error) {
 }
 
 // DialContext connects to addr ("host:port") on network ("tcp", "tcp4",
-// "tcp6"), after Check, trying the checked addresses in turn; its signature
-// is net.Dialer's, for http.Transport and the like.
+// "tcp6"), after [Dialer.Check], trying the checked addresses in turn; its signature
+// is [net.Dialer]'s, for [http.Transport] and the like.
 func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {

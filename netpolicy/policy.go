@@ -2,12 +2,12 @@
 // addresses a tool may reach. The network module, the chrome module (through
 // a filtering proxy) and sandboxed commands all ask it the same way.
 //
-// A Policy comes from a Config (the keys allow_hosts, deny_hosts and
-// allow_private of a module's config block) through Compile. It is asked
+// A [Policy] comes from a [Config] (the keys allow_hosts, deny_hosts and
+// allow_private of a module's config block) through [Compile]. It is asked
 // twice: CheckName on a host name before anything is resolved (a URL, a
 // redirect, a CONNECT target), and Permit on each address the host resolves
-// to, at dial time, so that what is checked is what is connected to. Dialer
-// does both and dials only checked addresses; Proxy is a forward HTTP proxy
+// to, at dial time, so that what is checked is what is connected to. [Dialer]
+// does both and dials only checked addresses; [Proxy] is a forward HTTP proxy
 // whose every upstream connection goes through a Dialer.
 //
 // By default loopback, private, link-local (the cloud metadata address
@@ -38,25 +38,25 @@ type Config struct {
 	AllowPrivate bool `json:"allow_private"`
 }
 
-// Rules a Refusal names besides the kind of a special address.
+// Rules a [Refusal] names besides the kind of a special address.
 const (
 	RuleDenyHosts  = "deny_hosts"  // a deny_hosts entry matched
 	RuleAllowHosts = "allow_hosts" // allow_hosts is set and no entry matched
 )
 
 // Refusal is the error of a host or address the policy refuses; find it with
-// errors.As.
+// [errors.As].
 type Refusal struct {
 	// Host is the host as it was asked about: a name or an IP literal.
 	Host string
 	// Addr is the address refused at dial time; invalid (the zero Addr) for
 	// a refusal by name.
 	Addr netip.Addr
-	// Rule is what refused it: RuleDenyHosts, RuleAllowHosts, or the kind of
+	// Rule is what refused it: [RuleDenyHosts], [RuleAllowHosts], or the kind of
 	// special address ("a loopback address", "a link-local address" ...).
 	Rule string
 	// Upstream is the refusal in the words of an upstream proxy that
-	// refused (Dialer.Upstream); empty for a refusal made here.
+	// refused ([Dialer.Upstream]); empty for a refusal made here.
 	Upstream string
 }
 
@@ -79,7 +79,7 @@ func (r *Refusal) Error() string {
 	return fmt.Sprintf("%s resolves to %s, %s: refused", r.Host, r.Addr, r.Rule)
 }
 
-// Policy is a compiled Config. The zero Policy is the default: any public
+// Policy is a compiled [Config]. The zero Policy is the default: any public
 // host, no special address. A Policy is never changed, so any number of
 // goroutines may use it.
 type Policy struct {
@@ -104,7 +104,7 @@ func Compile(c Config) (*Policy, error) {
 // each redirect's and on a CONNECT target: host is refused when a deny entry
 // names it, or when allow_hosts is set and does not name it (a host name
 // must match a name or wildcard entry, an IP literal an IP or CIDR entry).
-// An IP literal's address is judged by Permit, when it is dialled.
+// An IP literal's address is judged by [Policy.Permit], when it is dialled.
 func (p *Policy) CheckName(host string) error {
 	h := normHost(host)
 	ip, isIP := parseIP(h)

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// PolicyHeader is the response header of a refusal by a Proxy; its value is
+// PolicyHeader is the response header of a refusal by a [Proxy]; its value is
 // the refusal's message.
 const PolicyHeader = "X-Toolhost-Policy"
 
@@ -26,7 +26,7 @@ const (
 	defaultMaxRefusals      = 256
 )
 
-// ProxyOptions tune a Proxy; nil or zero fields mean the defaults.
+// ProxyOptions tune a [Proxy]; nil or zero fields mean the defaults.
 type ProxyOptions struct {
 	// DialTimeout bounds each upstream connection attempt, TLS handshake
 	// included; default 10 s.
@@ -53,11 +53,11 @@ type ProxyOptions struct {
 }
 
 // Proxy is a forward HTTP proxy on 127.0.0.1 that connects upstream only
-// through its Dialer, so only where the policy permits. It serves plain
+// through its [Dialer], so only where the policy permits. It serves plain
 // requests with an absolute http(s) URI (a WebSocket Upgrade among them) and
 // CONNECT tunnels (https, ws and wss); anything else is a 400. A refusal is
-// answered 403 with a short text body and the PolicyHeader (or, with
-// CloseOnRefusal, by closing the connection), and is recorded for Since.
+// answered 403 with a short text body and the [PolicyHeader] (or, with
+// CloseOnRefusal, by closing the connection), and is recorded for [Proxy.Since].
 // Proxies from the environment are never used upstream.
 type Proxy struct {
 	dialer      *Dialer
@@ -79,8 +79,8 @@ type Proxy struct {
 }
 
 // NewProxy starts a proxy on 127.0.0.1 (a free port), or on
-// ProxyOptions.Socket, that dials through d
-// (nil: the zero Dialer, the default policy); Close stops it.
+// [ProxyOptions.Socket], that dials through d
+// (nil: the zero [Dialer], the default policy); Close stops it.
 func NewProxy(d *Dialer, opts *ProxyOptions) (*Proxy, error) {
 	if d == nil {
 		d = &Dialer{}
@@ -150,7 +150,7 @@ func orDefault[T time.Duration | int](v, def T) T {
 // browser's --proxy-server or a command's HTTP_PROXY.
 func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
 
-// Mark returns a mark for Since: the refusals recorded after this call are
+// Mark returns a mark for [Proxy.Since]: the refusals recorded after this call are
 // those Since(mark) returns.
 func (p *Proxy) Mark() uint64 { return p.refusals.mark() }
 

@@ -73,7 +73,7 @@ type bufferedConn struct {
 func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // EnvUpstream is the HTTPS proxy the environment names (HTTPS_PROXY or
-// https_proxy, as "http://host:port"), for Dialer.Upstream: a sandbox with
+// https_proxy, as "http://host:port"), for [Dialer.Upstream]: a sandbox with
 // network = "allowed" names its proxy there. It is "" when there is none
 // or it is not an http:// proxy.
 func EnvUpstream() string {

@@ -18,7 +18,7 @@
 // is token, secret, password, passwd, apikey or authorization: GITHUB_TOKEN,
 // db.password, --api-key, X-Auth-Token. KEY, PWD and monkey are not. An assigned value is kept when it cannot be the secret: empty,
 // a reference ($VAR, ${VAR}, $(cmd)), a slot (%s, {name}), null/true/false,
-// the lookup of an environment variable (os.Getenv("API_KEY")) or an empty
+// the lookup of an environment variable ([os.Getenv]("API_KEY")) or an empty
 // call (getToken()); a name that ends a path (open /etc/passwd: ...) is not
 // assigned to.
 //
@@ -36,7 +36,7 @@ import (
 // Mask replaces every secret.
 const Mask = "***REDACTED***"
 
-// String returns s with every secret replaced by Mask, and whether anything was replaced.
+// String returns s with every secret replaced by [Mask], and whether anything was replaced.
 func String(s string) (string, bool) {
 	spans := find(s, nil, span{0, len(s)})
 	if spans == nil {

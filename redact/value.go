@@ -7,11 +7,11 @@ import (
 	"io"
 )
 
-// Value returns a copy of v (a value decoded from JSON: map[string]any, []any, string, float64, bool, nil, json.Number)
-// with every string redacted by String, and whether anything was replaced. Additionally, a string value whose
+// Value returns a copy of v (a value decoded from JSON: map[string]any, []any, string, float64, bool, nil, [json.Number])
+// with every string redacted by [String], and whether anything was replaced. Additionally, a string value whose
 // map KEY looks secret (case-insensitive: ends with _token, _secret, _password, _key, _apikey, or equals
 // token, secret, password, passwd, api_key, apikey, authorization, access_token, refresh_token, private_key, client_secret)
-// is replaced by Mask whole. Other values are returned as they are (no copying needed for non-containers).
+// is replaced by [Mask] whole. Other values are returned as they are (no copying needed for non-containers).
 //
 // The names are those String treats as secret in assignments, so "-" and "."
 // separate words as "_" does (x-api-key, db.password), and auth, _pass,
@@ -73,7 +73,7 @@ func redactMap(m map[string]any) (map[string]any, bool) {
 	return out, changed
 }
 
-// JSON redacts a JSON document (as Value does) and re-encodes it; invalid JSON is redacted as a plain string.
+// JSON redacts a JSON document (as [Value] does) and re-encodes it; invalid JSON is redacted as a plain string.
 //
 // When nothing is redacted raw itself is returned, keeping its layout; else
 // the result is compact, with object keys sorted and numbers as written.

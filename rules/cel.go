@@ -42,7 +42,7 @@ var (
 // and agent, strings (agent is "" for a caller without one); CEL's standard
 // functions (contains, startsWith, matches with RE2, size, …); and
 // path.clean(string) (a path with "." and ".." resolved and repeated "/"
-// dropped, as Go's path.Clean does) and url.host(string) (the host a URL
+// dropped, as Go's [path.Clean] does) and url.host(string) (the host a URL
 // names, lower-cased, without port, brackets or trailing dot; an error for
 // what does not parse as an absolute URL with a host). CEL's strings
 // extension is left out: its replace can build, in one step and before any

@@ -20,7 +20,7 @@ import (
 // condition, the conditions are evaluated one by one, which says which
 // failed and why.
 //
-// First evaluates the conditions directly (see direct) first, and CEL
+// [Chain.First] evaluates the conditions directly (see direct) first, and CEL
 // decides only a call on which one of them, before one holds, is not sure
 // or has no direct evaluation.
 type Chain struct {

@@ -96,7 +96,7 @@ func (l Limit) MarshalJSON() ([]byte, error) {
 	return json.Marshal(limitJSON{l.Target, l.Calls, l.Per.String(), by})
 }
 
-// UnmarshalJSON reads what MarshalJSON writes; per is a duration such as
+// UnmarshalJSON reads what [Limit.MarshalJSON] writes; per is a duration such as
 // "1m" or "30s".
 func (l *Limit) UnmarshalJSON(b []byte) error {
 	var j limitJSON

@@ -31,15 +31,15 @@ const (
 // /bin is on a merged-/usr system, is recreated as one).
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
-// Cmd is a command that runs confined by a Policy. Set Dir, Env, Stdin,
-// Stdout and Stderr of the embedded exec.Cmd as usual, then Start and Wait
-// (or Run). Dir must be inside the policy's paths; "" means HOME inside.
+// Cmd is a command that runs confined by a [Policy]. Set Dir, Env, Stdin,
+// Stdout and Stderr of the embedded [exec.Cmd] as usual, then [Cmd.Start] and [Cmd.Wait]
+// (or [Cmd.Run]). Dir must be inside the policy's paths; "" means HOME inside.
 // Env is the command's whole environment (nil: empty), but for HOME and
-// TMPDIR (and the proxy variables with NetworkAllowed), which the sandbox
+// TMPDIR (and the proxy variables with [NetworkAllowed]), which the sandbox
 // sets, and PATH, which it sets when Env has none.
 //
 // A caller that hands the exec.Cmd to code that starts it (go-plugin) calls
-// Prepare first and Close after the process has exited.
+// [Cmd.Prepare] first and [Cmd.Close] after the process has exited.
 type Cmd struct {
 	*exec.Cmd
 
@@ -58,8 +58,8 @@ type Cmd struct {
 	closed    sync.Once
 }
 
-// Command returns a Cmd that runs argv confined by p. It fails, naming what
-// to install or enable, when bubblewrap cannot run here, and for a Policy
+// Command returns a [Cmd] that runs argv confined by p. It fails, naming what
+// to install or enable, when bubblewrap cannot run here, and for a [Policy]
 // that is Off or invalid. When the context is done, the sandbox ends: every
 // process in it is killed.
 func Command(ctx context.Context, p *Policy, argv []string) (*Cmd, error) {
@@ -89,7 +89,7 @@ func Command(ctx context.Context, p *Policy, argv []string) (*Cmd, error) {
 	return c, nil
 }
 
-// Start prepares the sandbox and starts the command; Wait releases what
+// Start prepares the sandbox and starts the command; [Cmd.Wait] releases what
 // Start made.
 func (c *Cmd) Start() error {
 	if err := c.Prepare(); err != nil {
@@ -122,7 +122,7 @@ func (c *Cmd) Run() error {
 }
 
 // Refusals are the connections the sandbox's proxy refused so far (with
-// NetworkAllowed), for a message that says why a download failed.
+// [NetworkAllowed]), for a message that says why a download failed.
 func (c *Cmd) Refusals() []netpolicy.Refusal {
 	if c.proxy == nil {
 		return nil
@@ -131,8 +131,8 @@ func (c *Cmd) Refusals() []netpolicy.Refusal {
 }
 
 // Prepare makes the sandbox's proxy and cgroup and writes bwrap's arguments
-// and environment from the Cmd's Dir and Env. Start calls it; call it
-// yourself only to start the exec.Cmd some other way, and Close after.
+// and environment from the Cmd's Dir and Env. [Cmd.Start] calls it; call it
+// yourself only to start the [exec.Cmd] some other way, and [Cmd.Close] after.
 func (c *Cmd) Prepare() error {
 	if !c.prepared {
 		c.prepared = true
@@ -277,7 +277,7 @@ func (c *Cmd) startProxy() error {
 var proxyDialer = func(p *netpolicy.Policy) *netpolicy.Dialer { return &netpolicy.Dialer{Policy: p} }
 
 // Close ends the sandbox if it still runs, and releases its proxy, its
-// socket directory and its cgroup. Wait calls it; it is safe to call more
+// socket directory and its cgroup. [Cmd.Wait] calls it; it is safe to call more
 // than once.
 func (c *Cmd) Close() {
 	c.closed.Do(func() {

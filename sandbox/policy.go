@@ -1,6 +1,6 @@
 // Package sandbox confines a process to what its role may touch: bubblewrap
 // gives it new user, PID, IPC, UTS and network namespaces and a file system
-// of read-only system directories plus the paths its Policy names; a
+// of read-only system directories plus the paths its [Policy] names; a
 // Landlock ruleset, applied inside, is a second layer over the same paths;
 // resource limits bound its processes, memory, CPU time, file sizes and open
 // files; and its network is none, the host's, or only a filtering proxy
@@ -18,7 +18,7 @@
 // SIGKILLed or not): the package's init function takes over when the binary
 // is started as that stage, so nothing is needed in main.
 //
-// When bubblewrap cannot run, Command fails and says what to install or
+// When bubblewrap cannot run, [Command] fails and says what to install or
 // enable; it never runs the command unconfined.
 package sandbox
 
@@ -49,7 +49,8 @@ const (
 	NetworkHost Network = "host"
 )
 
-// Limits bound a sandbox. A zero field means its default (DefaultLimits),
+// Limits bound a sandbox. A zero field means its default (512 processes,
+// 4096 MiB of memory, 600 CPU seconds, files of 1024 MiB, 1024 open files),
 // a negative one no limit.
 type Limits struct {
 	// Processes is how many processes and threads the sandbox may hold at
@@ -67,10 +68,10 @@ type Limits struct {
 	OpenFiles int `json:"open_files,omitempty"`
 }
 
-// DefaultLimits are the limits of a Policy that names none.
-var DefaultLimits = Limits{Processes: 512, MemoryMB: 4096, CPUSeconds: 600, FileSizeMB: 1024, OpenFiles: 1024}
+// defaultLimits are the limits of a Policy that names none.
+var defaultLimits = Limits{Processes: 512, MemoryMB: 4096, CPUSeconds: 600, FileSizeMB: 1024, OpenFiles: 1024}
 
-// withDefaults fills the zero fields of l from DefaultLimits.
+// withDefaults fills the zero fields of l from defaultLimits.
 func (l Limits) withDefaults() Limits {
 	pick := func(v, def int) int {
 		if v == 0 {
@@ -78,7 +79,7 @@ func (l Limits) withDefaults() Limits {
 		}
 		return v
 	}
-	d := DefaultLimits
+	d := defaultLimits
 	return Limits{
 		Processes:  pick(l.Processes, d.Processes),
 		MemoryMB:   pick(l.MemoryMB, d.MemoryMB),
@@ -116,7 +117,7 @@ func (l Limits) rlimits() []stage.Rlimit {
 // tightest: the system read-only, no network, the default limits.
 type Policy struct {
 	// Off runs the process unconfined: a block's explicit sandbox = "off".
-	// Command refuses a Policy that is Off; a caller checks it first.
+	// [Command] refuses a Policy that is Off; a caller checks it first.
 	Off bool `json:"off,omitempty"`
 	// ReadWrite are host paths the process may read and write, at the same
 	// paths inside.
@@ -128,9 +129,9 @@ type Policy struct {
 	// ReadOnly (a host's data directory under a workspace root): an empty
 	// directory, or an empty file, takes their place.
 	Hidden []string `json:"hidden,omitempty"`
-	// Network is what the process may reach; "" means NetworkNone.
+	// Network is what the process may reach; "" means [NetworkNone].
 	Network Network `json:"network,omitempty"`
-	// Rules are the network policy applied with NetworkAllowed (the same
+	// Rules are the network policy applied with [NetworkAllowed] (the same
 	// keys allow_hosts, deny_hosts and allow_private as the network and
 	// chrome modules').
 	netpolicy.Config
@@ -139,7 +140,7 @@ type Policy struct {
 }
 
 // Validate reports the first problem of p: an unknown network, a relative
-// path, or network rules without NetworkAllowed.
+// path, or network rules without [NetworkAllowed].
 func (p *Policy) Validate() error {
 	switch p.Network {
 	case "", NetworkNone, NetworkHost, NetworkAllowed:

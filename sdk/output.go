@@ -13,7 +13,7 @@ import (
 // takes it so (a tool that keeps its output's end, [KeepTail], called by a
 // host of protocol minor 6 or later): the host keeps what its limits need
 // and saves the rest, so that the output is never held whole. Otherwise
-// the last 8 MiB written are kept and put before the Result's own Stdout.
+// the last 8 MiB written are kept and put before the [Result]'s own Stdout.
 // A write never fails, so that a command writing to it never sees a broken
 // pipe. Of a Request the SDK did not make (a test's), it discards.
 func (r *Request[In]) Stdout() io.Writer { return outputWriter{r.output, false} }

@@ -27,8 +27,9 @@
 // deadline passes. A plugin exits on its own when its host dies, and nothing
 // in the SDK writes to stdout: logs go to stderr as JSON (see [Logger]) and
 // reach the host's log with their levels. When the host traces a call, the ctx
-// carries the handler's span: spans started from it (otel.Tracer, whose
-// provider Serve sets) reach the host with the response and join its trace.
+// carries the handler's span: spans started from it
+// ([go.opentelemetry.io/otel.Tracer], whose provider [Serve] sets) reach the
+// host with the response and join its trace.
 // Package sdk/sdktest runs a group in-process or as a real subprocess for
 // tests.
 package sdk

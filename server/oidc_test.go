@@ -230,7 +230,7 @@ func serveOIDC(t *testing.T, issuer string, tune ...func(*config.OIDC)) *oidcSer
 	cfg := withTestToken(&config.Config{
 		Roles: []config.Role{{Name: "reader", ToolGroups: []string{"notes"}}, {Name: "writer", ToolGroups: []string{"ink"}}},
 		Auth: config.Auth{OIDC: &config.OIDC{Issuer: issuer, Audience: o.url, RolesClaim: "toolhost_roles", ScopesClaim: "scope",
-			AdminRole: "toolhost-admin", ClockSkew: config.DefaultOIDCClockSkew, Algorithms: config.OIDCAlgorithms}},
+			AdminRole: "toolhost-admin", ClockSkew: config.DefaultOIDCClockSkew, Algorithms: config.OIDCAlgorithms()}},
 	})
 	for _, f := range tune {
 		f(cfg.Auth.OIDC)

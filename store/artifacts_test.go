@@ -37,8 +37,8 @@ func TestArtifactsBelongToRoles(t *testing.T) {
 			}
 			return err == nil
 		}
-		put("xa", a, "the same bytes", NoQuotas)
-		put("xb", b, "the same bytes", NoQuotas) // b's own entry, not a's
+		put("xa", a, "the same bytes", noQuotas)
+		put("xb", b, "the same bytes", noQuotas) // b's own entry, not a's
 		for _, tt := range []struct {
 			id, role string
 			want     bool

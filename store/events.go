@@ -142,8 +142,8 @@ type EventWriter struct {
 	dropped atomic.Int64
 }
 
-// NewEventWriter starts a writer of events into s; opts may be nil. Close the
-// writer before the store.
+// NewEventWriter starts a writer of events into s; opts may be nil. Close
+// the writer ([EventWriter.Close]) before the store.
 func (s *Store) NewEventWriter(opts *WriterOptions) *EventWriter {
 	w := &EventWriter{store: s, stopped: make(chan struct{}), stmts: map[int]*sql.Stmt{}}
 	if opts != nil {
@@ -166,7 +166,7 @@ func (s *Store) NewEventWriter(opts *WriterOptions) *EventWriter {
 
 // Emit queues e to be written. It is safe for concurrent use and returns
 // without waiting for the disk unless QueueSize events are already waiting.
-// After Close (or when Close is called while it waits for room), Emit drops
+// After [EventWriter.Close] (or when Close is called while it waits for room), Emit drops
 // the event and counts it in [EventWriter.Dropped].
 func (w *EventWriter) Emit(e Event) {
 	if e.Time.IsZero() {
@@ -566,8 +566,8 @@ func insertSQL(rows int) string {
 
 // EventFilter selects events; every set field must match.
 type EventFilter struct {
-	// Tool, Agent and Call match an event's Tool, AgentID and CallID
-	// exactly when set.
+	// Tool, Agent and Call match an event's [Event.Tool], [Event.AgentID]
+	// and [Event.CallID] exactly when set.
 	Tool  string
 	Agent string
 	Call  string

@@ -64,11 +64,10 @@ type eventRetention interface {
 }
 
 // MaintainEvents prepares the events table for the coming days' writes: on
-// PostgreSQL it creates the partitions of today and the next
-// [partitionsAhead] days, and moves into partitions of their own any
-// events that reached the default partition. Nothing on SQLite. A host
-// calls it at start and at each retention pass, whether retention is on
-// or not.
+// PostgreSQL it creates the partitions of today and the next two days, and
+// moves into partitions of their own any events that reached the default
+// partition. Nothing on SQLite. A host calls it at start and at each
+// retention pass, whether retention is on or not.
 func (s *Store) MaintainEvents(ctx context.Context, now time.Time) error {
 	if err := s.eng.(eventRetention).maintainEvents(ctx, s, now); err != nil {
 		return fmt.Errorf("store: maintain events: %w", err)

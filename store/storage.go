@@ -37,9 +37,6 @@ type Quotas struct {
 	Host, Role int64
 }
 
-// NoQuotas bounds nothing.
-var NoQuotas = Quotas{Host: -1, Role: -1}
-
 // Item is one thing a storage quota counts.
 type Item struct {
 	// Kind is [KindOutput] or [KindArtifact].

@@ -15,6 +15,9 @@ import (
 // noPlace is a Placer with no files to place.
 func noPlace([]Eviction) error { return nil }
 
+// noQuotas bounds nothing.
+var noQuotas = Quotas{Host: -1, Role: -1}
+
 // keys are the kinds and keys of evictions, in order.
 func keys(ev []Eviction) []string {
 	var out []string

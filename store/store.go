@@ -259,7 +259,8 @@ func (s *Store) tx(ctx context.Context, f func(db) error) error {
 // cheap way to notice edits made by a CLI beside a server, or by another
 // host. On SQLite it checks every interval, and wakes on a commit to any
 // table; on PostgreSQL a notification of one of the tables wakes it at
-// once, and it hears this process's commits too. Close it when done.
+// once, and it hears this process's commits too. Close it when done
+// ([ChangeWatch.Close]).
 func (s *Store) Changes(ctx context.Context, every time.Duration, tables ...string) (*ChangeWatch, error) {
 	if s.changes != nil {
 		return s.changes.watch(tables), nil

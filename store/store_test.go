@@ -267,10 +267,10 @@ func TestArtifactsInTheDatabase(t *testing.T) {
 		a, b := open(t, dir), open(t, dir)
 		ctx := context.Background()
 		data := []byte{0, 1, 2, 0xff}
-		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id1", Name: "first", Size: 4}, data, NoQuotas, noPlace); err != nil {
+		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id1", Name: "first", Size: 4}, data, noQuotas, noPlace); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id1", Name: "second", Size: 4}, []byte("xxxx"), NoQuotas, noPlace); err == nil {
+		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id1", Name: "second", Size: 4}, []byte("xxxx"), noQuotas, noPlace); err == nil {
 			t.Fatal("a second put of an id was kept")
 		}
 		if got, err := b.ArtifactData(ctx, "id1", ""); err != nil || !slices.Equal(got, data) {
@@ -279,7 +279,7 @@ func TestArtifactsInTheDatabase(t *testing.T) {
 		if got, err := b.Artifact(ctx, "id1", ""); err != nil || got.Name != "first" {
 			t.Fatalf("the entry read through another store: %+v, %v", got, err)
 		}
-		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id2", Size: 1}, nil, NoQuotas, noPlace); err != nil {
+		if _, _, err := a.PutArtifact(ctx, "h", Artifact{ID: "id2", Size: 1}, nil, noQuotas, noPlace); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := b.ArtifactData(ctx, "id2", ""); !errors.Is(err, ErrNotFound) {

@@ -13,7 +13,7 @@ import (
 )
 
 // Run starts a host on the config src, closed when the test ends, and
-// waits for every module to run (AwaitRunning, up to a minute).
+// waits for every module to run ([AwaitRunning], up to a minute).
 func Run(t testing.TB, src string) *host.Host {
 	t.Helper()
 	cfg, err := config.Parse([]byte(src), filepath.Join(t.TempDir(), "config.hcl"), nil)

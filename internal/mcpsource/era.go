@@ -44,7 +44,7 @@ const (
 )
 
 // Protocol is the MCP protocol version negotiated with the server:
-// Stateless for a server that answered server/discover with it, the version
+// [Stateless] for a server that answered server/discover with it, the version
 // initialize agreed on for the others.
 func (s *Server) Protocol() string {
 	if s.session == nil {

@@ -39,7 +39,7 @@ type Options struct {
 	ID           string            // the group id
 	Command      string            // a stdio server's program
 	Args         []string          // its arguments
-	Env          map[string]string // added to the inherited allowlist (protocol.Environ)
+	Env          map[string]string // added to the inherited allowlist ([protocol.Environ])
 	Dir          string            // its working directory
 	Sandbox      *sandbox.Policy   // confines the process when set
 	URL          string            // a streamable HTTP server's endpoint, instead of Command
@@ -49,8 +49,8 @@ type Options struct {
 	StartTimeout time.Duration     // for discover or initialize and the first tools/list; 0 means 10s
 	Logger       hclog.Logger      // the server's stderr lines go here
 	// Protocol is the protocol version to ask for: "" for the newest
-	// (Stateless, through server/discover, falling back to initialize and
-	// what the server offers), Legacy (say) for initialize alone.
+	// ([Stateless], through server/discover, falling back to initialize and
+	// what the server offers), [Legacy] (say) for initialize alone.
 	Protocol string
 	// ToolsChanged is called, from a goroutine of the session, when the
 	// tools may have changed: the server announced
@@ -59,7 +59,7 @@ type Options struct {
 	ToolsChanged func()
 }
 
-// Server is a running MCP server, a toolhost.Provider of its group.
+// Server is a running MCP server, a [toolhost.Provider] of its group.
 type Server struct {
 	opts    Options
 	session *mcp.ClientSession
@@ -350,7 +350,7 @@ func (s *Server) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost
 // output, its images and other binary content the attachments; isError is a
 // failed result (tool_exec); an error of the protocol is an error. A call
 // whose context ends is cancelled upstream (notifications/cancelled); the
-// server's progress reaches the context's toolhost.Progress.
+// server's progress reaches the context's [toolhost.Progress].
 func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
 	s.mu.Lock()
 	upstream, ok := s.names[req.Tool]

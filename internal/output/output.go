@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Cut is the outcome of Limit.
+// Cut is the outcome of [Limit].
 type Cut struct {
 	Text  string // what is kept
 	Lines bool   // lines were dropped

@@ -3,14 +3,14 @@
 // test asks for it, and that listens on 127.0.0.1 (and a Unix socket in that
 // directory) only.
 //
-// Start gives a test a fresh, empty database on the binary's shared cluster
+// [Start] gives a test a fresh, empty database on the binary's shared cluster
 // (the first call creates the cluster, about a second; each database costs
-// a few tens of milliseconds); New gives a test a cluster of its own, for
+// a few tens of milliseconds); [New] gives a test a cluster of its own, for
 // tests that stop and start it. A DSN is a URL for pgx (or libpq):
 // postgres://postgres@127.0.0.1:PORT/DB?sslmode=disable (trust
 // authentication, no password).
 //
-// A package's TestMain should call Main, which stops the shared cluster and
+// A package's TestMain should call [Main], which stops the shared cluster and
 // removes its directory once the tests have run. Whatever way the binary
 // ends, even SIGKILL, a watchdog process started with each cluster stops
 // postgres and removes the directory as soon as the binary is gone: the
@@ -85,7 +85,7 @@ var (
 
 // Shared returns the test binary's shared cluster, creating and starting it
 // the first time. A test that stops it must not run in parallel with other
-// tests that use it, and must start it again before it ends; New gives a
+// tests that use it, and must start it again before it ends; [New] gives a
 // test a cluster to stop freely.
 func Shared(t testing.TB) *Cluster {
 	t.Helper()
@@ -158,7 +158,7 @@ func (c *Cluster) DSN(db string) string {
 }
 
 // CreateDB creates a fresh, empty database, named after t, and returns its
-// DSN. When t ends the database is dropped, with its connections, unless
+// [Cluster.DSN]. When t ends the database is dropped, with its connections, unless
 // the cluster is stopped then.
 func (c *Cluster) CreateDB(t testing.TB) string {
 	t.Helper()

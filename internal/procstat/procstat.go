@@ -30,7 +30,7 @@ func File(path string) []string {
 	return f
 }
 
-// Of is File of process pid.
+// Of is [File] of process pid.
 func Of(pid int) []string { return File("/proc/" + strconv.Itoa(pid) + "/stat") }
 
 // Descendants returns the pids of the live processes below pid: its

@@ -67,7 +67,7 @@ func WithEnv(entry string) []int {
 const Patience = 60 * time.Second
 
 // Eventually polls cond until it holds, and fails the test, naming what it
-// waited for, if it does not within Patience. It is a wait, not a timing
+// waited for, if it does not within [Patience]. It is a wait, not a timing
 // assertion.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -79,12 +79,12 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 }
 
 // Marker is a number of seconds that no other test's sleep uses, for a
-// `sleep MARKER` that Running can find.
+// `sleep MARKER` that [Running] can find.
 func Marker() string {
 	return fmt.Sprintf("%d.%09d", 1000+os.Getpid()%1000, time.Now().UnixNano()%1e9)
 }
 
-// Buffer is a bytes.Buffer that several goroutines may write at once, such
+// Buffer is a [bytes.Buffer] that several goroutines may write at once, such
 // as a logger's: what a test reads of a process's log or output.
 type Buffer struct {
 	mu  sync.Mutex

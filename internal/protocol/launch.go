@@ -30,7 +30,7 @@ type Options struct {
 	SHA256       string            // when set, the executable's checksum must match (hex)
 	StartTimeout time.Duration     // for the handshake; 0 means 10s
 	Logger       hclog.Logger      // receives the plugin's log lines at their levels
-	// Sandbox, when set, confines the plugin through sandbox.Command: a copy
+	// Sandbox, when set, confines the plugin through [sandbox.Command]: a copy
 	// of the policy with the executable added read-only and a private socket
 	// directory read-write, and Dir only when the policy makes it visible
 	// (else the sandbox's HOME). Nil runs the plugin unconfined; Off is refused.
@@ -230,7 +230,7 @@ func (p *Process) exitStatus() string {
 func (p *Process) Exited() context.Context { return p.done }
 
 // ExitError describes how the process ended: nil for exit status 0. Call it
-// only after Exited is done.
+// only after [Process.Exited] is done.
 func (p *Process) ExitError() error {
 	st := p.cmd.ProcessState
 	if st == nil || st.Success() {

@@ -21,14 +21,14 @@ var (
 	toolNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 )
 
-// reservedGroupIDs are the ids only first-party modules and the agent
-// runtime may use.
+// reservedGroupIDs are the ids only first-party modules and the runtime may use.
 var reservedGroupIDs = []string{"org_management", "artifact", "workspace", "command", "network", "context", "console", "tool_search"}
 
-// ReservedGroupIDs returns the reserved group ids, a fresh slice.
+// ReservedGroupIDs returns the group ids only first-party modules and the
+// agent runtime may provide: a new slice on each call, the caller's to change.
 func ReservedGroupIDs() []string { return slices.Clone(reservedGroupIDs) }
 
-// IsReserved reports whether id is a reserved group id.
+// IsReserved reports whether id is one of [ReservedGroupIDs].
 func IsReserved(id string) bool { return slices.Contains(reservedGroupIDs, id) }
 
 // ValidToolName reports whether name is a well-formed tool name.

@@ -18,14 +18,14 @@ import (
 // insideEnv marks the test binary's run inside the sandbox.
 const insideEnv = "TOOLHOST_TEST_INSIDE_SANDBOX"
 
-// Inside reports whether this test binary runs inside RerunInside's sandbox.
+// Inside reports whether this test binary runs inside [RerunInside]'s sandbox.
 func Inside() bool { return os.Getenv(insideEnv) != "" }
 
 // RerunInside runs every other test of this test binary again inside a
 // sandbox under policy (with the module, the test binary and the Go
 // toolchain added read-only, the build cache read-write), and fails t with
 // their output if any fails there. Call it from a test that returns at once
-// when Inside.
+// when [Inside].
 func RerunInside(t *testing.T, policy sandbox.Policy) {
 	t.Helper()
 	exe, err := os.Executable()

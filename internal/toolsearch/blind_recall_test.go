@@ -18,9 +18,9 @@ func blindSlot(t testing.TB, docs []Doc, slot string) []Query {
 }
 
 // blindFloor is the blind set's recall@3 over all 201 phrasings (154 of
-// them, 0.766) as measured once, when the ranking of issue 34's first part
-// was final: a regression floor, not the target. Issue 34's target is 0.9,
-// which this ranking does not reach (testdata/README.md).
+// them, 0.766) as measured once, when the ranking was frozen: a
+// regression floor, not the target. The target is 0.9, which this ranking
+// does not reach (testdata/README.md).
 const blindFloor = 154.0 / 201
 
 // blindFloor5 is the blind set's recall@5, find_tools' default count of
@@ -28,7 +28,7 @@ const blindFloor = 154.0 / 201
 // regression floor too.
 const blindFloor5 = 181.0 / 201
 
-// TestBlindRecall ranks the frozen blind phrasings (issue 34) against the
+// TestBlindRecall ranks the frozen blind phrasings against the
 // real catalog. Slot a is the development slot: its figures and misses are
 // logged. Slots b and c are held out: only their figures are logged, never
 // a phrasing or a miss, so that a run of this test does not show what the

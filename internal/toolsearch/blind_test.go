@@ -10,7 +10,8 @@ import (
 )
 
 // queries_blind.json is a frozen evaluation set written blind to the
-// ranking (issue 34). This file checks only its shape; it never ranks.
+// ranking (testdata/README.md). This file checks only its shape; it never
+// ranks.
 
 type blindCatalogFile struct {
 	Tools []struct {

@@ -122,8 +122,8 @@ type posting struct {
 }
 
 // Index ranks tool definitions against free-text queries with BM25F
-// (Okapi BM25 over weighted fields). It is immutable after New and safe for
-// concurrent Search.
+// (Okapi BM25 over weighted fields). It is immutable after [New] and safe for
+// concurrent [Index.Search].
 type Index struct {
 	docs        []entry              // the indexed tools, by position
 	postings    map[string][]posting // term → the docs holding it, by doc

@@ -393,7 +393,8 @@ func TestSearchProperties(t *testing.T) {
 // view, as the host keeps it) over the real catalog of 67 tools and over
 // 2000, the development phrasings (the old set and blind slot a) taken in
 // turn, five hits asked for (find_tools' default), each hit with its Why.
-// Issue 34's targets: p50 ≤ 2 ms on the catalog, ≤ 20 ms on 2000 tools.
+// The targets, a small share of a call's time: p50 ≤ 2 ms on the catalog,
+// ≤ 20 ms on 2000 tools.
 func BenchmarkSearch(b *testing.B) {
 	docs := loadCatalog(b).Tools
 	qs := append(loadQueries(b, docs), blindSlot(b, docs, "a")...)

@@ -39,8 +39,8 @@ func makeHuge(t testing.TB, name string) {
 	}
 }
 
-// TestHostileFiles is issue 29's attacks with files that are not what a
-// tool expects: a named pipe or a socket, which would hold the call's thread
+// TestHostileFiles is a hostile agent's attacks with files that are not what
+// a tool expects: a named pipe or a socket, which would hold the call's thread
 // or fail obscurely; a device; a hard link to a file outside the root; an edit
 // multiplying a file past the limit. Each is refused at once with a message
 // naming why, and leaves everything as it was.
@@ -154,9 +154,9 @@ func stat(t *testing.T, name string) os.FileInfo {
 	return info
 }
 
-// TestReadHugeLine is issue 29's attack of a 1 GiB file without a newline,
-// read four times at once: each read holds a page and a line at most, and
-// stops when its call ends.
+// TestReadHugeLine is a hostile agent's attack of a 1 GiB file without a
+// newline, read four times at once: each read holds a page and a line at
+// most, and stops when its call ends.
 func TestReadHugeLine(t *testing.T) {
 	f := newFixture(t)
 	makeHuge(t, filepath.Join(f.root, "huge"))

@@ -5,7 +5,7 @@
 // orphans, and ends the sandbox, by exiting, when the command exits or when
 // the process that started the sandbox, or bubblewrap, is gone. Package
 // sandbox binds the binary that uses it into the sandbox and starts it as
-// InitPath; the init function here takes over then. The package has few
+// [InitPath]; the init function here takes over then. The package has few
 // imports, so that it is initialized, and takes over, early in the binary's
 // start.
 package stage
