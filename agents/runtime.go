@@ -166,7 +166,7 @@ func New(h *host.Host, opts *Options) *Runtime {
 
 // Register registers the built-in groups with the host. Called before the
 // host's [host.Host.Start], it lets the host know them when it checks the
-// config's roles; Start calls it otherwise.
+// config's roles; [Runtime.Start] calls it otherwise.
 func (rt *Runtime) Register(ctx context.Context) error {
 	if rt.registered {
 		return nil
@@ -182,7 +182,7 @@ func (rt *Runtime) Register(ctx context.Context) error {
 
 // Start registers the built-in groups (unless [Runtime.Register] did) and, with
 // Adopt, resumes the agents no live process runs and watches the store for
-// more. Call it after the host's Start.
+// more. Call it after the host's [host.Host.Start].
 func (rt *Runtime) Start(ctx context.Context) error {
 	if err := rt.Register(ctx); err != nil {
 		return err

@@ -66,9 +66,9 @@ type ApprovalRequest struct {
 }
 
 // Approver decides whether a call that requires approval may run: a call
-// of a tool declared so (its spec's RequiresApproval) or whose block in the
+// of a tool declared so (its spec's [toolhost.ToolSpec.RequiresApproval]) or whose block in the
 // config requires it (requires_approval), or a call that a rule of the
-// caller's role sends for approval (ApprovalRequest.Rule names it).
+// caller's role sends for approval ([ApprovalRequest.Rule] names it).
 // It is asked before the tool runs; ctx ends if the call is cancelled.
 type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Decision, error)

@@ -337,7 +337,7 @@ func (ms Modules) Diagnostics() []Diagnostic {
 }
 
 // Register registers an in-process group (source kind "runtime"), such
-// as a *sdk.Group; runtime groups may use reserved ids. The provider is
+// as a [*github.com/toolhost/toolhost/sdk.Group]; runtime groups may use reserved ids. The provider is
 // configured with an empty object and the host's paths, and described in an
 // empty context.
 func (ms Modules) Register(ctx context.Context, p toolhost.Provider) error {

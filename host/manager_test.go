@@ -65,7 +65,7 @@ func TestPropertyRegistrationConsistency(t *testing.T) {
 	})
 }
 
-// Property 2: after unregistration the group is gone, and none of its tools
+// Property: after unregistration the group is gone, and none of its tools
 // resolves to it.
 func TestPropertyUnregistrationCompleteness(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
@@ -96,7 +96,7 @@ func TestPropertyUnregistrationCompleteness(t *testing.T) {
 	})
 }
 
-// Property 3: a plugin can never register a reserved id; builtin and
+// Property: a plugin can never register a reserved id; builtin and
 // runtime sources can.
 func TestPropertyReservedIDs(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {
@@ -117,7 +117,7 @@ func TestPropertyReservedIDs(t *testing.T) {
 	})
 }
 
-// Property 4: the tool definitions for a list of groups contain only tools
+// Property: the tool definitions for a list of groups contain only tools
 // those groups serve, no duplicates, and every tool they serve; the order is
 // the same whatever the order of the list.
 func TestPropertyToolDefinitions(t *testing.T) {
@@ -156,7 +156,7 @@ func TestPropertyToolDefinitions(t *testing.T) {
 	})
 }
 
-// Property 6: a listing has each group's id, description and tool count, which
+// Property: a listing has each group's id, description and tool count, which
 // counts the tools a role with the group is offered.
 func TestPropertyGroupQuery(t *testing.T) {
 	runProperty(t, func(rt *rapid.T) {

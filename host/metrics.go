@@ -22,8 +22,9 @@ import (
 // Labels are bounded: tool, group, role and plugin names and codes, never a
 // call id or an agent id. docs/operating.md lists every metric.
 //
-// Serve it with promhttp.HandlerFor(m.Registry(), …), as `toolhost serve`
-// does at GET /metrics. The methods are safe on a nil *Metrics (a host with
+// Serve its [Metrics.Registry] with
+// [github.com/prometheus/client_golang/prometheus/promhttp.HandlerFor], as
+// `toolhost serve` does at GET /metrics. The methods are safe on a nil *Metrics (a host with
 // [Options.DisableMetrics]), where they do nothing.
 type Metrics struct {
 	h   *Host

@@ -495,7 +495,7 @@ func TestPropertyAgentToolDefinitions(t *testing.T) {
 	})
 }
 
-// Property 5: a call to a tool outside the agent's role is refused with an
+// Property: a call to a tool outside the agent's role is refused with an
 // error naming the tool.
 func TestPropertyUnauthorizedCallRefused(t *testing.T) {
 	st := propertyStore(t)
@@ -517,7 +517,7 @@ func TestPropertyUnauthorizedCallRefused(t *testing.T) {
 	})
 }
 
-// Property 8: a non-root role without tool groups gets the tools of every
+// Property: a non-root role without tool groups gets the tools of every
 // group.
 func TestPropertyDefaultIsEveryGroup(t *testing.T) {
 	st := propertyStore(t)

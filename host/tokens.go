@@ -7,7 +7,7 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-// Create makes a role token (see store.CreateToken) and records a
+// Create makes a role token (see [store.Store.CreateToken]) and records a
 // token.created event naming who made it (by: "api", "cli" …). It returns
 // the secret, which is kept nowhere.
 func (ts Tokens) Create(ctx context.Context, name, role string, expires time.Time, by string) (string, store.Token, error) {
@@ -17,7 +17,7 @@ func (ts Tokens) Create(ctx context.Context, name, role string, expires time.Tim
 }
 
 // CreateMetrics makes a token that opens GET /metrics alone (see
-// store.CreateMetricsToken) and records a token.created event naming who
+// [store.Store.CreateMetricsToken]) and records a token.created event naming who
 // made it. It returns the secret, which is kept nowhere.
 func (ts Tokens) CreateMetrics(ctx context.Context, name string, expires time.Time, by string) (string, store.Token, error) {
 	h := ts.h
@@ -39,7 +39,7 @@ func (h *Host) tokenCreated(t store.Token, by string, err error) error {
 	return nil
 }
 
-// Revoke revokes a role token (see store.RevokeToken) and records a
+// Revoke revokes a role token (see [store.Store.RevokeToken]) and records a
 // token.revoked event naming who revoked it.
 func (ts Tokens) Revoke(ctx context.Context, name, by string) error {
 	h := ts.h
