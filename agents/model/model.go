@@ -1,7 +1,7 @@
 // Package model is the agent runtime's view of a language model: one
-// Provider interface, an OpenAI-compatible chat-completions client, a
+// [Provider] interface, an OpenAI-compatible chat-completions client, a
 // scripted provider that replays a file of turns (tests, offline demos), and
-// a JSON protocol (JSONProtocol) for models without native tool calling.
+// a JSON protocol ([JSONProtocol]) for models without native tool calling.
 package model
 
 import (
@@ -13,7 +13,7 @@ import (
 type Provider interface {
 	// Complete returns the model's next message. An error means no answer
 	// could be had (after the provider's own retries); an answer the
-	// runtime cannot use is a Response with Invalid set.
+	// runtime cannot use is a [Response] with Invalid set.
 	Complete(ctx context.Context, req *Request) (*Response, error)
 }
 
@@ -28,7 +28,7 @@ const (
 
 // Request is one call of a model.
 type Request struct {
-	// Purpose is PurposeTurn or PurposeSummary.
+	// Purpose is [PurposeTurn] or [PurposeSummary].
 	Purpose string `json:"purpose"`
 	// Agent says who asks; providers may use it to route or to label the
 	// request, never to change what the model sees.
@@ -60,7 +60,7 @@ const (
 
 // Message is one message of a conversation.
 type Message struct {
-	// Role is RoleUser, RoleAssistant or RoleTool.
+	// Role is [RoleUser], [RoleAssistant] or [RoleTool].
 	Role string `json:"role"`
 	// Content is the message's text: for an assistant without tool calls,
 	// its answer; for a tool message, the tool's result.

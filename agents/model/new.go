@@ -10,7 +10,7 @@ import (
 // New returns the provider a model block configures. An openai block's
 // empty base_url, model and api_key come from the environment variables
 // OPENAI_BASE_URL, OPENAI_MODEL and OPENAI_API_KEY. With protocol "json"
-// the provider is wrapped in JSONProtocol.
+// the provider is wrapped in [JSONProtocol].
 func New(m config.Model) (Provider, error) {
 	var p Provider
 	switch m.Type {

@@ -44,7 +44,7 @@ const (
 // maxResponseBytes bounds the body read from a server.
 const maxResponseBytes = 32 << 20
 
-// OpenAI is a Provider speaking the OpenAI chat-completions protocol. It is
+// OpenAI is a [Provider] speaking the OpenAI chat-completions protocol. It is
 // safe for concurrent use.
 type OpenAI struct {
 	opts     OpenAIOptions
@@ -54,7 +54,7 @@ type OpenAI struct {
 	backoff time.Duration
 }
 
-// NewOpenAI returns a client for the server at o.BaseURL.
+// NewOpenAI returns a client for the server at [OpenAIOptions.BaseURL].
 func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	base := strings.TrimRight(strings.TrimSpace(o.BaseURL), "/")
 	if base == "" {

@@ -12,7 +12,7 @@ import (
 	"text/template"
 )
 
-// Scripted is a Provider that replays a script, a JSON file of turns per
+// Scripted is a [Provider] that replays a script, a JSON file of turns per
 // role, for tests and offline demos:
 //
 //	{
@@ -33,7 +33,7 @@ import (
 //	"if":           "failed"
 //
 // The list "*" serves the roles the script does not name. Each agent (by
-// Agent.ID) walks its role's list on its own: every turn request plays the
+// [Agent.ID]) walks its role's list on its own: every turn request plays the
 // agent's current turn once, and a turn is played repeat times (default 1;
 // -1: forever) before the next. A turn may be empty (an answer with neither
 // tool calls nor text, a bad output); final_answer and content exclude each
@@ -53,7 +53,7 @@ import (
 //
 // final_answer, content, summary and every string inside arguments are
 // text/template templates (missingkey=error) over the fields .Agent (the
-// agent's id), .Parent (its parent's id), .Role, .Turn (Agent.Turn), .Task
+// agent's id), .Parent (its parent's id), .Role, .Turn ([Agent.Turn]), .Task
 // (the first user message), .Last (the last user or tool message) and, in
 // summary only, .Count (the number of messages to summarize).
 //
