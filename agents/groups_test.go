@@ -258,7 +258,7 @@ func TestOpenAICompatibleModel(t *testing.T) {
 }
 
 // TestModelSeesExactlyItsRolesTools: for random roles over the built-in
-// groups, every model request offers exactly what ToolsFor returns.
+// groups, every model request offers exactly what Host.Tools lists.
 func TestModelSeesExactlyItsRolesTools(t *testing.T) {
 	e := start(t, `{"roles": {"*": [{"final_answer": "ok", "repeat": -1}]}}`, "", "", "")
 	groups := []string{"org_management", "artifact", "context", "console", "workspace", "command"}

@@ -436,8 +436,8 @@ func (rt *Runtime) turn(ctx context.Context, a *agent, t *task) (string, bool, e
 }
 
 // request builds the model request of the agent's next turn: the role's
-// prompt, the tools Host.Definitions returns (ToolsFor's but the deferred
-// ones it has not loaded), and the conversation.
+// prompt, the tools [host.Host.Tools] lists for it (its role's, but the
+// deferred ones it has not loaded), and the conversation.
 func (rt *Runtime) request(a *agent) (*model.Request, string, error) {
 	system, err := rt.h.Roles().Prompt(a.role)
 	if err != nil {

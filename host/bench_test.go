@@ -87,11 +87,11 @@ func benchParallel(b *testing.B, callers int, op func() error) {
 	}
 }
 
-// BenchmarkToolsFor lists an agent's tools with 100 groups of 20 tools
+// BenchmarkTools lists an agent's tools with 100 groups of 20 tools
 // registered: from the cache, and right after an invalidation (a group
 // registered), which recompiles the role's view. Its role has 5 groups, so
 // the cost follows the role's 100 tools, not the 2,000 registered.
-func BenchmarkToolsFor(b *testing.B) {
+func BenchmarkTools(b *testing.B) {
 	h := newTestHost(b, nil)
 	for i := range 100 {
 		tools := make([]string, 20)

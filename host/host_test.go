@@ -418,7 +418,7 @@ func TestDuplicateGroupReplacesAndSurvivesOldExit(t *testing.T) {
 	}
 }
 
-func TestRegisterGroupInProcess(t *testing.T) {
+func TestRegisterInProcess(t *testing.T) {
 	h := startHost(t)
 	g := &sdk.Group{ID: "console", Description: "in-process", Tools: []sdk.Tool{
 		sdk.NewTool("console_print", "Print.", func(_ context.Context, r *sdk.Request[echoArgs]) (*sdk.Result, error) {

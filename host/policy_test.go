@@ -336,7 +336,7 @@ func TestDeletedRoleTakesItsAgents(t *testing.T) {
 		t.Fatal("the agent of a deleted role is still known")
 	}
 	if _, err := toolsFor(h, a.ID); !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "unknown agent") {
-		t.Fatalf("ToolsFor a deleted role's agent: %v", err)
+		t.Fatalf("Tools of a deleted role's agent: %v", err)
 	}
 }
 

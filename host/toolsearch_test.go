@@ -25,7 +25,7 @@ func defNames(defs []ToolDefinition) []string {
 }
 
 // Deferring never widens what a role may call: for random groups, roles and
-// deferred groups, an agent's callable tools (ToolsFor) are those it had
+// deferred groups, an agent's callable tools ([ToolQuery.Unloaded]) are those it had
 // without deferring, plus tool_search's; its definitions and the tools it
 // may load split them exactly; loading makes a loadable tool a definition
 // and nothing else; a name that is not loadable is refused.

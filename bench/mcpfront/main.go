@@ -1,6 +1,6 @@
 // Command mcpfront is toolhost's MCP front with the benchmarks' no-op group
 // (bench/internal/noopgroup) in-process: a host with no module, whose role
-// "bench" holds the group registered with host.Host.RegisterGroup. A call
+// "bench" holds the group registered with host.Modules.Register. A call
 // goes through the front and the host's pipeline (policy, validation,
 // events) and answers in this process, as a go-sdk server's no-op tool
 // (bench/mcpnoop) does: the benchmarks hold our front against that server
