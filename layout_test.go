@@ -9,6 +9,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -70,8 +71,9 @@ func modulePackages(t *testing.T) []*listedPackage {
 	}
 }
 
-// TestModuleLayout holds the module to rules no compiler checks: no
-// package named like a standard library package (an importer of both must
+// TestModuleLayout holds the module to rules no compiler checks: a line in
+// docs/layout.md for every package, no package named like a standard
+// library package (an importer of both must
 // rename one), no exported package variable but error values (any importer
 // could change it for everyone), and no comment that cites an issue number
 // (the reason belongs in the comment, where a reader finds it).
@@ -84,6 +86,19 @@ func TestModuleLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	pkgs := modulePackages(t)
+
+	t.Run("docs/layout.md names every package", func(t *testing.T) {
+		layout, err := os.ReadFile(filepath.Join(root, "docs", "layout.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pkgs {
+			rel, _ := filepath.Rel(root, p.Dir)
+			if rel != "." && !bytes.Contains(layout, []byte("`"+filepath.ToSlash(rel)+"`")) && !bytes.Contains(layout, []byte("`"+filepath.ToSlash(rel)+"/`")) {
+				t.Errorf("docs/layout.md has no line for %s", rel)
+			}
+		}
+	})
 
 	t.Run("no standard library package names", func(t *testing.T) {
 		std := map[string]string{}
