@@ -18,15 +18,16 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 	"github.com/toolhost/toolhost/store"
 	"go.opentelemetry.io/otel/propagation"
 )
 
 // routesMCP serves each role's MCP server as streamable HTTP at /mcp/{role},
 // to the admin and to the role's tokens: sessions of the 2024-11-05 …
-// 2025-11-25 protocol, which end when idle and that a credential holds a
-// bounded number of, and the sessionless requests of 2026-07-28
-// (mcpsessions.go).
+// [mcpversion.Legacy] protocol, which end when idle and that a credential
+// holds a bounded number of, and the sessionless requests of
+// [mcpversion.Stateless] (mcpsessions.go).
 func (s *Server) routesMCP() {
 	f := newMCPFront(s.h)
 	s.mcp = f
@@ -106,7 +107,7 @@ type mcpRole struct {
 	impl      *mcp.Implementation // srv's
 	srv       *mcp.Server
 	http      *mcp.StreamableHTTPHandler // sessions of the 2025 and earlier protocols
-	stateless *mcp.StreamableHTTPHandler // requests of 2026-07-28 and later
+	stateless *mcp.StreamableHTTPHandler // requests of mcpversion.Stateless and later
 	cancel    func()                     // stops following the host's changes
 	open      *sessionTable              // the front's; nil when the role serves no HTTP
 
@@ -216,7 +217,7 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 			case *mcp.CallToolRequest:
 				if req.Params != nil && !r.offers(req.Params.Name) {
 					res, err := r.call(ctx, req)
-					if req.ProtocolVersion() >= sessionlessVersion {
+					if req.ProtocolVersion() >= mcpversion.Stateless {
 						res = completed(res)
 					}
 					return res, err

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 )
 
 // The sessions of /mcp/{role} end. A session is idle while none of its
@@ -24,7 +25,7 @@ import (
 // initializes anew), its goroutines end and its agents are marked
 // terminated. A DELETE ends a session the same way. A session answers only
 // the credential that opened it: to any other its id is unknown (404). The
-// agents of sessionless requests (2026-07-28), and those a session's client
+// agents of sessionless requests (mcpversion.Stateless), and those a session's client
 // names by an agent key beside the session's own, live as long: one that no
 // request has used for session_idle_timeout is marked terminated. A
 // credential holds at most max_sessions_per_credential sessions and such
@@ -352,7 +353,7 @@ func (r *mcpRole) end(ss *mcp.ServerSession, why string) {
 }
 
 // serveHTTP serves a request of role r's endpoint from cred: a sessionless
-// request (2026-07-28), one of a session the table holds for cred, a POST
+// request (mcpversion.Stateless), one of a session the table holds for cred, a POST
 // that may open a session, or anything else, which the SDK answers (a
 // session it does not know, or no longer, with 404).
 func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string) {
@@ -478,13 +479,10 @@ func firstRequestID(msgs []bodyMessage) json.RawMessage {
 }
 
 // sessionless reports whether a request's protocol version header names
-// 2026-07-28 or a later version: a request of no session.
+// mcpversion.Stateless or a later version: a request of no session.
 func sessionless(h http.Header) bool {
-	return h.Get("Mcp-Protocol-Version") >= sessionlessVersion
+	return h.Get("Mcp-Protocol-Version") >= mcpversion.Stateless
 }
-
-// sessionlessVersion is the first protocol version without sessions.
-const sessionlessVersion = "2026-07-28"
 
 // post serves a POST without a session id: an initialize opens a session;
 // a server/discover, or a request that names a sessionless version in its
@@ -504,13 +502,13 @@ func (f *mcpFront) post(w http.ResponseWriter, req *http.Request, r *mcpRole, cr
 		case m.Method == "initialize":
 			f.startSession(w, req, r, cred, m.ID)
 			return
-		case m.Method == "server/discover" || m.Params.Meta.Version >= sessionlessVersion:
+		case m.Method == "server/discover" || m.Params.Meta.Version >= mcpversion.Stateless:
 			f.serve(w, req, r, r.stateless, cred, credScope+cred, body)
 			return
 		}
 	}
 	writeRPCError(w, http.StatusBadRequest, firstRequestID(msgs), jsonrpc.CodeInvalidRequest,
-		"Bad Request: an Mcp-Session-Id header is required; open a session with initialize, or make sessionless requests of protocol version "+sessionlessVersion)
+		"Bad Request: an Mcp-Session-Id header is required; open a session with initialize, or make sessionless requests of protocol version "+mcpversion.Stateless)
 }
 
 // bodyMessage is what the front reads of a JSON-RPC message.

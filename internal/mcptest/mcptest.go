@@ -212,9 +212,9 @@ type Reply struct {
 	} `json:"error"`
 }
 
-// SetMessageHeaders sets on h the headers 2026-07-28 asks of a request
-// carrying the JSON-RPC message msg: Mcp-Method, and Mcp-Name when its
-// params name something.
+// SetMessageHeaders sets on h the headers the stateless era
+// (mcpversion.Stateless) asks of a request carrying the JSON-RPC message
+// msg: Mcp-Method, and Mcp-Name when its params name something.
 func SetMessageHeaders(h http.Header, msg string) {
 	var m struct {
 		Method string `json:"method"`
