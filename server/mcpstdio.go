@@ -246,7 +246,7 @@ func (c *lineConn) decode(line []byte) jsonrpc.Message {
 	}
 	msg, bad := parseLine(line)
 	if bad != nil {
-		c.replyError(bad.id, bad.code, bad.message)
+		c.reply(bad)
 	}
 	return msg
 }
@@ -266,15 +266,8 @@ type lineMembers struct {
 // are lower case, and a "Method" is no method.
 const exactNames = segjson.DontMatchCaseInsensitiveStructFields
 
-// badLine is why a line is not a message: the error to answer it with, to
-// the request with the id (nil: null).
-type badLine struct {
-	id      json.RawMessage
-	code    int64
-	message string
-}
-
-// parseLine returns the message a line holds, or why it holds none: -32700
+// parseLine returns the message a line holds, or the answer to a line that
+// holds none, saying why: -32700
 // for a line that is not one JSON value, -32600 for JSON that is not a
 // JSON-RPC 2.0 message as MCP sends them. A message is an object whose
 // "jsonrpc" is "2.0" and whose "id", if any, is a string or an integer
@@ -286,7 +279,7 @@ type badLine struct {
 // but does into the rest: nesting is bounded first (jsondepth.Max, deeper
 // than any message MCP peers read). The SDK decodes params and result, and
 // answers what it cannot read in them.
-func parseLine(line []byte) (jsonrpc.Message, *badLine) {
+func parseLine(line []byte) (jsonrpc.Message, *rpcErrorReply) {
 	if d := jsondepth.Of(line); d > jsondepth.Max {
 		return nil, invalid(lineID(line), fmt.Sprintf("the message nests %d levels deep, more than %d", d, jsondepth.Max))
 	}
@@ -294,7 +287,7 @@ func parseLine(line []byte) (jsonrpc.Message, *badLine) {
 	rest, err := segjson.Parse(line, &m, exactNames)
 	switch {
 	case err != nil && !json.Valid(line), err == nil && len(bytes.TrimSpace(rest)) > 0:
-		return nil, &badLine{code: jsonrpc.CodeParseError, message: "parse error: the line is not JSON"}
+		return nil, newRPCErrorReply(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
 	case err != nil:
 		return nil, invalid(nil, "a message is a JSON object")
 	}
@@ -324,13 +317,13 @@ func parseLine(line []byte) (jsonrpc.Message, *badLine) {
 	return nil, invalid(m.ID, "neither a request, a notification nor a response: it has no method, no result and no error")
 }
 
-// invalid is a line whose JSON is no message, for the reason why: -32600,
-// to the request with the id.
-func invalid(id json.RawMessage, why string) *badLine {
+// invalid is the answer to a line whose JSON is no message, for the reason
+// why: -32600, to the request with the id when it is one.
+func invalid(id json.RawMessage, why string) *rpcErrorReply {
 	if !isRequestID(id) {
 		id = nil
 	}
-	return &badLine{id: id, code: jsonrpc.CodeInvalidRequest, message: "invalid request: " + why}
+	return newRPCErrorReply(id, jsonrpc.CodeInvalidRequest, "invalid request: "+why)
 }
 
 // requestID returns the id that raw, a message's "id" as sent, is, and
@@ -380,25 +373,32 @@ func isRequestID(id json.RawMessage) bool {
 // replyError writes a JSON-RPC error response to the request with the id
 // (null when it has none).
 func (c *lineConn) replyError(id json.RawMessage, code int64, message string) {
-	b, _ := json.Marshal(rpcErrorResponse(id, code, message))
+	c.reply(newRPCErrorReply(id, code, message))
+}
+
+// reply writes the error response r.
+func (c *lineConn) reply(r *rpcErrorReply) {
+	b, _ := json.Marshal(r)
 	_ = c.write(b)
 }
 
-// rpcErrorResponse is a JSON-RPC error response to the request with the id,
-// null when it has none.
-func rpcErrorResponse(id json.RawMessage, code int64, message string) any {
+// rpcErrorReply is a JSON-RPC error response: the SDK's error object, to the
+// request with the id, null when it has none. It is not a jsonrpc.Response
+// for that null: jsonrpc.EncodeMessage leaves out an id that is none, where
+// JSON-RPC asks for "id": null.
+type rpcErrorReply struct {
+	JSONRPC string          `json:"jsonrpc"` // "2.0"
+	ID      json.RawMessage `json:"id"`
+	Error   *jsonrpc.Error  `json:"error"`
+}
+
+// newRPCErrorReply returns the error response of the code and message to
+// the request with the id (nil: null).
+func newRPCErrorReply(id json.RawMessage, code int64, message string) *rpcErrorReply {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	type rpcError struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	}
-	return struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{code, message}}
+	return &rpcErrorReply{JSONRPC: "2.0", ID: id, Error: &jsonrpc.Error{Code: code, Message: message}}
 }
 
 // Write writes msg as one line.

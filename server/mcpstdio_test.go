@@ -365,11 +365,7 @@ func TestParseLine(t *testing.T) {
 			}
 			got = string(b)
 		default:
-			id := "null"
-			if bad.id != nil {
-				id = string(bad.id)
-			}
-			got = fmt.Sprintf("%d %s %s", bad.code, id, bad.message)
+			got = fmt.Sprintf("%d %s %s", bad.Error.Code, bad.ID, bad.Error.Message)
 		}
 		code, why, _ := strings.Cut(tt.want, " ")
 		if msg == nil {
