@@ -232,31 +232,16 @@ func (t *sessionTable) refusal(cred string) error {
 
 // lookup counts in a request of the session with the id, which then is not
 // idle until end; nil when the table holds no such session of role r that
-// cred opened. known reports whether it holds the session for another
-// credential.
-func (t *sessionTable) lookup(id string, r *mcpRole, cred string) (e *openSession, known bool) {
+// cred opened.
+func (t *sessionTable) lookup(id string, r *mcpRole, cred string) *openSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e = t.byID[id]
-	if e == nil || e.ss == nil || e.role != r {
-		return nil, false
-	}
-	if e.cred != cred {
-		return nil, true
+	e := t.byID[id]
+	if e == nil || e.ss == nil || e.role != r || e.cred != cred {
+		return nil
 	}
 	t.beginLocked(e)
-	return e, true
-}
-
-// credentialOf returns the credential that opened the session with the id,
-// "" when the table holds no such session.
-func (t *sessionTable) credentialOf(id string) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e := t.byID[id]; e != nil && e.ss != nil {
-		return e.cred
-	}
-	return ""
+	return e
 }
 
 // sessions returns how many sessions of role r the table holds.
@@ -352,18 +337,20 @@ func (r *mcpRole) end(ss *mcp.ServerSession, why string) {
 	_ = ss.Close()
 }
 
-// serveHTTP serves a request of role r's endpoint from cred: a sessionless
-// request (mcpversion.Stateless), one of a session the table holds for cred, a POST
-// that may open a session, or anything else, which the SDK answers (a
-// session it does not know, or no longer, with 404).
+// serveHTTP serves a request of role r's endpoint from cred, whose context
+// carries its mcpCaller: a sessionless request (mcpversion.Stateless), one
+// of a session the table holds for cred, a POST that may open a session,
+// or anything else without a session id, which the SDK answers. A request
+// naming a session the table does not hold for cred gets 404, whether the
+// session is another credential's, ending, or none: only the front's table
+// says which sessions a credential may reach, never the SDK's own.
 func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string) {
-	req.Header.Set(credentialHeader, cred)
 	id := req.Header.Get("Mcp-Session-Id")
 	if id == "" && sessionless(req.Header) {
 		f.serve(w, req, r, r.stateless, cred, credScope+cred, nil)
 		return
 	}
-	switch e, known := f.open.lookup(id, r, cred); {
+	switch e := f.open.lookup(id, r, cred); {
 	case e != nil:
 		defer f.open.end(e)
 		if req.Method == http.MethodDelete { // the SDK closes the session it knows
@@ -371,9 +358,9 @@ func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRol
 			r.ending(id, "the MCP client ended the session (DELETE)")
 		}
 		f.serve(w, req, r, r.http, cred, id, nil)
-	case known:
+	case id != "":
 		http.Error(w, "Not Found: no session with this Mcp-Session-Id for this credential", http.StatusNotFound)
-	case id == "" && req.Method == http.MethodPost:
+	case req.Method == http.MethodPost:
 		f.post(w, req, r, cred)
 	default:
 		r.http.ServeHTTP(w, req)
@@ -383,7 +370,7 @@ func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRol
 // serve passes a request of the scope (a session's id, or credScope and
 // cred) to next, the SDK's handler, once a POST is admitted (admit); its
 // body, when read already, is body.
-func (f *mcpFront) serve(w http.ResponseWriter, req *http.Request, r *mcpRole, next http.Handler, cred, scope string, body []byte) {
+func (f *mcpFront) serve(w http.ResponseWriter, req *http.Request, r *mcpRole, next http.Handler, cred, scope string, body *postBody) {
 	if req.Method == http.MethodPost {
 		entries, ok := f.admit(w, req, r, cred, scope, body)
 		if !ok {
@@ -405,8 +392,12 @@ func (f *mcpFront) serve(w http.ResponseWriter, req *http.Request, r *mcpRole, n
 // first (sessionTable.admit); when there is none, the request is answered
 // 429 with Retry-After and a JSON-RPC error to its first request, whatever
 // its method, and admit returns false. The agents' own lookup
-// (mcpRole.agent) then finds their entries.
-func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, cred, scope string, body []byte) ([]*openSession, bool) {
+// (mcpRole.agent) then finds their entries. The body is read here unless
+// it was (body nil), and decoded only when the agents it acts as are not
+// known without (a key in its _meta, an agent new to the table), at most
+// once whoever asks: the SDK has no hook between its decoding and its
+// answer where a refusal could still be a 429.
+func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, cred, scope string, body *postBody) ([]*openSession, bool) {
 	if body == nil {
 		var ok bool
 		if body, ok = readBody(w, req); !ok {
@@ -414,16 +405,16 @@ func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, c
 		}
 	}
 	header := req.Header.Get(agentKeyHeader)
-	if !bytes.Contains(body, []byte(agentKeyMeta)) { // every message acts as the agent of the header's key
+	if !bytes.Contains(body.raw, []byte(agentKeyMeta)) { // every message acts as the agent of the header's key
 		k := agentKey{scope: scope, name: header}
 		if !k.sessionless() && k.name == "" {
 			return nil, true // a request of the session's own agent, which the session's entry counts
 		}
 		if e := f.open.hold(k.entryID(r.role)); e != nil {
-			return []*openSession{e}, true // an agent the table holds: no room to make, nothing to read
+			return []*openSession{e}, true // an agent the table holds: no room to make, nothing to decode
 		}
 	}
-	msgs, err := decodeBody(body)
+	msgs, err := body.messages()
 	if err != nil {
 		return nil, true // the SDK answers what it cannot read
 	}
@@ -447,16 +438,46 @@ func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, c
 	return entries, true
 }
 
+// postBody is a POST's body as the front reads it, once, and decodes it,
+// once, for what it needs to know before the SDK reads it.
+type postBody struct {
+	raw  []byte
+	msgs []bodyMessage // once decoded
+}
+
 // readBody reads a POST's body, at most the SDK's limit, and puts it back
 // for the SDK to read; a body past the limit is answered 413.
-func readBody(w http.ResponseWriter, req *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, mcp.DefaultMaxRequestBodyBytes))
+func readBody(w http.ResponseWriter, req *http.Request) (*postBody, bool) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, req.Body, mcp.DefaultMaxRequestBodyBytes))
 	if err != nil {
 		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mcp.DefaultMaxRequestBodyBytes), http.StatusRequestEntityTooLarge)
 		return nil, false
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	return body, true
+	req.Body = io.NopCloser(bytes.NewReader(raw))
+	return &postBody{raw: raw}, true
+}
+
+// messages returns the JSON-RPC messages of the body, one or a batch,
+// decoded on first use.
+func (b *postBody) messages() ([]bodyMessage, error) {
+	if b.msgs != nil {
+		return b.msgs, nil
+	}
+	raw := bytes.TrimSpace(b.raw)
+	var msgs []bodyMessage
+	if len(raw) > 0 && raw[0] == '[' {
+		if err := json.Unmarshal(raw, &msgs); err != nil {
+			return nil, err
+		}
+	} else {
+		var m bodyMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	b.msgs = msgs
+	return msgs, nil
 }
 
 // refuse answers a request that the table refused (sessionTable.refusal)
@@ -492,7 +513,7 @@ func (f *mcpFront) post(w http.ResponseWriter, req *http.Request, r *mcpRole, cr
 	if !ok {
 		return
 	}
-	msgs, err := decodeBody(body)
+	msgs, err := body.messages()
 	if err != nil {
 		writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
 		return
@@ -511,7 +532,8 @@ func (f *mcpFront) post(w http.ResponseWriter, req *http.Request, r *mcpRole, cr
 		"Bad Request: an Mcp-Session-Id header is required; open a session with initialize, or make sessionless requests of protocol version "+mcpversion.Stateless)
 }
 
-// bodyMessage is what the front reads of a JSON-RPC message.
+// bodyMessage is what the front reads of a JSON-RPC message: what it
+// needs to route a POST and admit it, all the SDK is not asked.
 type bodyMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
@@ -521,24 +543,6 @@ type bodyMessage struct {
 			Agent   any    `json:"toolhost/agent"` // agentKeyMeta: a string, or ignored as mcpRole.agentKeyOf does
 		} `json:"_meta"`
 	} `json:"params"`
-}
-
-// decodeBody decodes a POST's body: one JSON-RPC message or a batch.
-func decodeBody(body []byte) ([]bodyMessage, error) {
-	body = bytes.TrimSpace(body)
-	var msgs []bodyMessage
-	if len(body) > 0 && body[0] == '[' {
-		if err := json.Unmarshal(body, &msgs); err != nil {
-			return nil, err
-		}
-	} else {
-		var m bodyMessage
-		if err := json.Unmarshal(body, &m); err != nil {
-			return nil, err
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, nil
 }
 
 // startSession passes an initialize, the request with the id, to the SDK,
