@@ -268,11 +268,16 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 		return next
 	})
 	// The server's guard checks Host and Origin on every request, allowed
-	// hosts included; the SDK's own check knows loopback names only. A
-	// sessionless request lives as long as its POST: a client that goes
-	// away cancels it.
+	// hosts included; the SDK's own check knows loopback names only. The
+	// SDK ends a session idle for the front's session_idle_timeout
+	// (mcpsessions.go). A sessionless request lives as long as its POST: a
+	// client that goes away cancels it.
+	var idle time.Duration
+	if open != nil {
+		idle = open.idle
+	}
 	r.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, SessionTimeout: idle})
 	r.stateless = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv },
 		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, Stateless: true, PropagateRequestCancellation: true})
 	r.addTaskMethods()
@@ -481,9 +486,15 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 		r.open.attach(a.entry, a)
 	}
 	if a.ss != nil {
+		// Over HTTP the front says why when it ends a session (DELETE,
+		// eviction); one it did not end, the SDK ended idle.
+		why := "the MCP session ended"
+		if r.open != nil {
+			why = r.open.idleReason()
+		}
 		r.forgetting.Go(func() {
 			_ = ss.Wait()
-			r.forget(a, "the MCP session ended")
+			r.forget(a, why)
 		})
 	}
 	return a, nil

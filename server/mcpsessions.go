@@ -18,28 +18,31 @@ import (
 	"github.com/toolhost/toolhost/internal/mcpversion"
 )
 
-// The sessions of /mcp/{role} end. A session is idle while none of its
-// requests is open (a client's GET stream counts as open); once idle for the
-// mcp block's session_idle_timeout the front closes it, the SDK forgets it
-// (a request with its id gets 404, as the spec asks, so the client
-// initializes anew), its goroutines end and its agents are marked
-// terminated. A DELETE ends a session the same way. A session answers only
-// the credential that opened it: to any other its id is unknown (404). The
-// agents of sessionless requests (mcpversion.Stateless), and those a session's client
-// names by an agent key beside the session's own, live as long: one that no
-// request has used for session_idle_timeout is marked terminated. A
-// credential holds at most max_sessions_per_credential sessions and such
-// agents across the roles: the request that would make one more first ends
-// the least recently used of them that is idle, and only when every one has
-// a request open is it refused, with 429, Retry-After and a JSON-RPC error,
-// the same for every method (admit). A client that crashes and comes back
-// so finds room at once, and one that opens session after session holds
-// max_sessions_per_credential agents at most.
+// The sessions of /mcp/{role} end. A session that has gone the mcp block's
+// session_idle_timeout without a POST of it open is closed by the SDK
+// (StreamableHTTPOptions.SessionTimeout, which counts POSTs, not a
+// client's GET stream); a request with its id then gets 404, as the spec
+// asks, so the client initializes anew; its goroutines end and its agents
+// are marked terminated, saying it was idle. A DELETE ends a session the
+// same way. A session answers only the credential that opened it: to any
+// other its id is unknown (404). The agents of sessionless requests
+// (mcpversion.Stateless), and those a session's client names by an agent
+// key beside the session's own, which the SDK knows nothing of, live as
+// long by the front's own timers: one that no request has used for
+// session_idle_timeout is marked terminated. A credential holds at most
+// max_sessions_per_credential sessions and such agents across the roles
+// (the SDK bounds neither): the request that would make one more first
+// ends the least recently used of them that is idle, and only when every
+// one has a request open (a GET stream counts) is it refused, with 429,
+// Retry-After and a JSON-RPC error, the same for every method (admit). A
+// client that crashes and comes back so finds room at once, and one that
+// opens session after session holds max_sessions_per_credential agents at
+// most.
 
 // sessionTable holds the front's open HTTP sessions and the agents they
 // bound: whose each one is, and whether a request of it is open.
 type sessionTable struct {
-	idle time.Duration // how long an entry lasts without an open request
+	idle time.Duration // how long an entry lasts without an open request (a session: the SDK's SessionTimeout)
 	max  int           // the entries a credential may hold
 
 	mu    sync.Mutex
@@ -64,7 +67,7 @@ type openSession struct {
 	agent    *mcpAgent          // the agent, once made; nil for a session
 	busy     int                // its requests open
 	since    time.Time          // when the last of them ended
-	timer    *time.Timer        // ends it once idle; nil until it is first idle
+	timer    *time.Timer        // ends an agent once idle; nil until it is first idle, and for a session
 }
 
 // busyRetry is the Retry-After of a request refused because every entry of
@@ -276,8 +279,9 @@ func (t *sessionTable) beginLocked(e *openSession) {
 	}
 }
 
-// end counts out a request of e; with none left open, e's idle time starts,
-// or, for an entry whose requests made no agent, e leaves the table.
+// end counts out a request of e; with none left open, e's idle time starts
+// (a session's timer is the SDK's), or, for an entry whose requests made no
+// agent, e leaves the table.
 func (t *sessionTable) end(e *openSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -289,6 +293,9 @@ func (t *sessionTable) end(e *openSession) {
 		return
 	}
 	e.since = time.Now()
+	if e.ss != nil {
+		return
+	}
 	if e.timer == nil {
 		e.timer = time.AfterFunc(t.idle, func() { t.expire(e) })
 	} else {
@@ -296,9 +303,9 @@ func (t *sessionTable) end(e *openSession) {
 	}
 }
 
-// expire ends e if it is still in the table and has been idle for t.idle
-// (a request may have come and gone since its timer fired: then the timer
-// runs again).
+// expire ends the agent of e if it is still in the table and has been idle
+// for t.idle (a request may have come and gone since its timer fired: then
+// the timer runs again).
 func (t *sessionTable) expire(e *openSession) {
 	t.mu.Lock()
 	if t.byID[e.id] != e || e.busy > 0 || time.Since(e.since) < t.idle {
@@ -307,8 +314,14 @@ func (t *sessionTable) expire(e *openSession) {
 	}
 	t.remove(e)
 	t.mu.Unlock()
-	e.role.h.Logger().Debug("mcp: idle session or agent ended", "role", e.role.role, "session", e.ss != nil, "idle", t.idle)
-	e.close(fmt.Sprintf("the MCP session was idle for %s (mcp { session_idle_timeout })", t.idle))
+	e.role.h.Logger().Debug("mcp: idle agent key ended", "role", e.role.role, "idle", t.idle)
+	e.close(t.idleReason())
+}
+
+// idleReason is why an entry ended idle: an agent by expire, a session by
+// the SDK's SessionTimeout.
+func (t *sessionTable) idleReason() string {
+	return fmt.Sprintf("the MCP session was idle for %s (mcp { session_idle_timeout })", t.idle)
 }
 
 // drop removes e, which has ended, if the table holds it.
