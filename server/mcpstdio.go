@@ -267,18 +267,18 @@ type lineMembers struct {
 const exactNames = segjson.DontMatchCaseInsensitiveStructFields
 
 // parseLine returns the message a line holds, or the answer to a line that
-// holds none, saying why: -32700
-// for a line that is not one JSON value, -32600 for JSON that is not a
-// JSON-RPC 2.0 message as MCP sends them. A message is an object whose
-// "jsonrpc" is "2.0" and whose "id", if any, is a string or an integer
-// that a JSON number holds exactly (|id| <= 2^53; a null id is none); with
-// a "method" (a string, not empty) it is a request, or a notification without an id;
-// else it is a response to the request with its id, holding an "error"
-// (a JSON-RPC error object) or a "result". The line is read once, by a
-// decoder that does not recurse into what it keeps raw (params, result)
-// but does into the rest: nesting is bounded first (jsondepth.Max, deeper
-// than any message MCP peers read). The SDK decodes params and result, and
-// answers what it cannot read in them.
+// holds none, saying why: -32700 for a line that is not one JSON value,
+// -32600 for JSON that is not a JSON-RPC 2.0 message as MCP sends them. A
+// message is an object whose "jsonrpc" is "2.0" and whose "id", if any, is
+// a string or an integer that a JSON number holds exactly (|id| <= 2^53; a
+// null id is none); with a "method" (a string, not empty) it is a request,
+// or a notification without an id; else it is a response to the request
+// with its id, holding an "error" (a JSON-RPC error object) or a "result".
+// The line is decoded once, keeping params and result raw for the SDK,
+// which decodes them and answers what it cannot read in them. The decoder
+// (segmentio's, for its speed) recurses as the JSON nests, through what it
+// keeps raw too, so nesting is bounded first: jsondepth.Max, as deep as
+// MCP peers read.
 func parseLine(line []byte) (jsonrpc.Message, *rpcErrorReply) {
 	if d := jsondepth.Of(line); d > jsondepth.Max {
 		return nil, invalid(lineID(line), fmt.Sprintf("the message nests %d levels deep, more than %d", d, jsondepth.Max))

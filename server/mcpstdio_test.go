@@ -339,6 +339,7 @@ func TestParseLine(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":4,"method":"m","params":{"a":tru}}`, `-32700 null not JSON`},
 		{`"a string"`, `-32600 null a JSON object`},
 		{deep(jsondepth.Max + 1), `-32600 1 nests 1001 levels deep`},
+		{`{"jsonrpc":"2.0","id":9,"method":"m","params":` + strings.Repeat("[", 1<<20), `-32600 null nests 1048577 levels deep`}, // no decoder recurses into it
 		{`{"jsonrpc":"1.0","id":5,"method":"m"}`, `-32600 5 "jsonrpc"`},
 		{`{"JSONRPC":"2.0","id":5,"method":"m"}`, `-32600 5 "jsonrpc"`},
 		{`{"jsonrpc":"2.0","id":1.5,"method":"m"}`, `-32600 null "id"`},
