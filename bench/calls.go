@@ -23,6 +23,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/server"
@@ -79,14 +80,6 @@ var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBar
 	pathOursStdio25, pathSDKStdio25, pathFrontStdio25, pathOursStdio26, pathSDKStdio26, pathFrontStdio26, pathHostMCP,
 	pathPeerOurs, pathSupergateway, pathMCPProxy, pathEverything}
 
-// The MCP protocol eras the MCP paths run in, the bench's client pinned to
-// one version of each: the newest of the sessions (initialize, a session)
-// and the first without (server/discover, sessionless requests).
-const (
-	era2025 = "2025-11-25"
-	era2026 = "2026-07-28"
-)
-
 // mcpPair is our MCP front on one transport in one era, twice: with the
 // no-op plugin, and with the no-op group in its own process; and its
 // baseline, a go-sdk server answering the no-op tool itself. The report
@@ -94,15 +87,19 @@ const (
 type mcpPair struct {
 	ours, sdk, front string // our front, the go-sdk server, our front in-process
 	http             bool   // streamable HTTP, else stdio
-	version          string // the era's protocol version (era2025, era2026)
+	// version is the era's protocol version, the bench's client pinned to
+	// it: the newest of the sessions (initialize, a session;
+	// mcpversion.Legacy) or the first without (server/discover,
+	// sessionless requests; mcpversion.Stateless).
+	version string
 }
 
 // mcpPairs are the MCP paths, in the report's order.
 var mcpPairs = []mcpPair{
-	{pathOursHTTP25, pathSDKHTTP25, pathFrontHTTP25, true, era2025},
-	{pathOursHTTP26, pathSDKHTTP26, pathFrontHTTP26, true, era2026},
-	{pathOursStdio25, pathSDKStdio25, pathFrontStdio25, false, era2025},
-	{pathOursStdio26, pathSDKStdio26, pathFrontStdio26, false, era2026},
+	{pathOursHTTP25, pathSDKHTTP25, pathFrontHTTP25, true, mcpversion.Legacy},
+	{pathOursHTTP26, pathSDKHTTP26, pathFrontHTTP26, true, mcpversion.Stateless},
+	{pathOursStdio25, pathSDKStdio25, pathFrontStdio25, false, mcpversion.Legacy},
+	{pathOursStdio26, pathSDKStdio26, pathFrontStdio26, false, mcpversion.Stateless},
 }
 
 // mcpServer is which server of a pair a path calls.
@@ -122,7 +119,7 @@ func (p mcpPair) path(s mcpServer) string {
 // isMCP2025 reports whether a call path is an MCP path of the 2025 era.
 func isMCP2025(path string) bool {
 	return slices.ContainsFunc(mcpPairs, func(p mcpPair) bool {
-		return p.version == era2025 && (path == p.ours || path == p.sdk || path == p.front)
+		return p.version == mcpversion.Legacy && (path == p.ours || path == p.sdk || path == p.front)
 	})
 }
 
@@ -387,8 +384,8 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 		// Its baseline is the go-sdk stdio server in the era the module
 		// speaks to it: the stateless one, which mcpnoop offers.
 		mods := mh.Modules().List()
-		if i := slices.IndexFunc(mods, func(st host.PluginStatus) bool { return st.Name == "mcpnoop" }); i < 0 || mods[i].Protocol != era2026 {
-			return nil, fmt.Errorf("mcp_server host: want the module mcpnoop speaking protocol version %s, have %+v", era2026, mods)
+		if i := slices.IndexFunc(mods, func(st host.PluginStatus) bool { return st.Name == "mcpnoop" }); i < 0 || mods[i].Protocol != mcpversion.Stateless {
+			return nil, fmt.Errorf("mcp_server host: want the module mcpnoop speaking protocol version %s, have %+v", mcpversion.Stateless, mods)
 		}
 		r.add(pathHostMCP, hostCall(mh, mcpAgent.ID))
 	}
@@ -473,7 +470,7 @@ func (r *callRig) startFront(ctx context.Context, exe executables, tmp, file str
 }
 
 // addMCPPairs adds the MCP paths want accepts, in mcpPairs' order, each
-// path one session (or, in 2026-07-28, one client) pinned to its era's
+// path one session (or, in the stateless era, one client) pinned to its era's
 // version and shared by the callers. Over streamable HTTP, three processes
 // each serving both eras: `toolhost serve` with the no-op plugin and the
 // role "bench" (our front at /mcp/bench), `mcpnoop -http` and `mcpfront
@@ -637,10 +634,10 @@ func (r *callRig) addMCP(ctx context.Context, name string, t mcp.Transport, c mc
 
 // checkEra returns an error unless the session runs in protocol version
 // want, as the server answered it: the version of its initialize result or,
-// from 2026-07-28, the one server/discover agreed on (a client pinned to
-// 2026-07-28 falls back to initialize with 2025-11-25 when discover
-// fails); and, over streamable HTTP, an Mcp-Session-Id given by the server
-// before 2026-07-28 and none from it on.
+// from mcpversion.Stateless on, the one server/discover agreed on (a
+// client pinned to it falls back to initialize with mcpversion.Legacy when
+// discover fails); and, over streamable HTTP, an Mcp-Session-Id given by
+// the server before mcpversion.Stateless and none from it on.
 func checkEra(sess *mcp.ClientSession, t mcp.Transport, want string) error {
 	got := ""
 	if init := sess.InitializeResult(); init != nil {
@@ -649,8 +646,8 @@ func checkEra(sess *mcp.ClientSession, t mcp.Transport, want string) error {
 	if got != want {
 		return fmt.Errorf("asked for protocol version %s, the server answered %q", want, got)
 	}
-	if _, ok := t.(*mcp.StreamableClientTransport); ok && (sess.ID() == "") != (want >= era2026) {
-		return fmt.Errorf("protocol version %s over streamable HTTP with Mcp-Session-Id %q: want one before %s, none from it on", want, sess.ID(), era2026)
+	if _, ok := t.(*mcp.StreamableClientTransport); ok && (sess.ID() == "") != (want >= mcpversion.Stateless) {
+		return fmt.Errorf("protocol version %s over streamable HTTP with Mcp-Session-Id %q: want one before %s, none from it on", want, sess.ID(), mcpversion.Stateless)
 	}
 	return nil
 }

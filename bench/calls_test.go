@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 )
 
 // TestCheckEra: a session runs in its era or the path is refused, the
@@ -24,10 +25,10 @@ func TestCheckEra(t *testing.T) {
 		name, url, version string
 		wantErr            string // "" when the era holds
 	}{
-		{"2025 session", stateful.URL, era2025, ""},
-		{"2026 on a stateful handler falls back", stateful.URL, era2026, `the server answered "2025-11-25"`},
-		{"2026 sessionless", stateless.URL, era2026, ""},
-		{"2025 without a session id", stateless.URL, era2025, "want one before"},
+		{"2025 session", stateful.URL, mcpversion.Legacy, ""},
+		{"2026 on a stateful handler falls back", stateful.URL, mcpversion.Stateless, `the server answered "2025-11-25"`},
+		{"2026 sessionless", stateless.URL, mcpversion.Stateless, ""},
+		{"2025 without a session id", stateless.URL, mcpversion.Legacy, "want one before"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := &mcp.StreamableClientTransport{Endpoint: tc.url}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 )
 
 // peerPaths are the paths against peer MCP gateways, in the report's order:
@@ -40,13 +41,13 @@ const (
 )
 
 // peerCallee is what the peer paths call: server-everything's echo tool,
-// one of its cheapest, in sessions of protocol version 2025-11-25 whatever
-// the client's newest: one era for all four. server-everything (TypeScript
-// SDK 1.x) speaks no newer one, and with the client's default, 2026-07-28,
-// mcp-proxy would answer in per-request sessions of its own and
-// supergateway would start a server process for each request.
+// one of its cheapest, in sessions of protocol version mcpversion.Legacy
+// whatever the client's newest: one era for all four. server-everything
+// (TypeScript SDK 1.x) speaks no newer one, and with the client's default,
+// mcpversion.Stateless, mcp-proxy would answer in per-request sessions of
+// its own and supergateway would start a server process for each request.
 var peerCallee = mcpCallee{tool: "echo", args: map[string]any{"message": "ok"},
-	opts: &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}}
+	opts: &mcp.ClientSessionOptions{ProtocolVersion: mcpversion.Legacy}}
 
 // loopbackShim is a module node preloads (--import) into supergateway, which
 // has no option for the address it listens on and would listen on every

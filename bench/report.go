@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/mcpversion"
 )
 
 // report is everything one run measured.
@@ -360,7 +362,7 @@ func (r *report) writeCalls(p func(string, ...any)) {
 		"no-op group in its own process as the go-sdk server's tool is, against the go-sdk server on the same transport in the same "+
 		"era: a front against a front, each a process of its own. Our front with the no-op plugin, as it is deployed, is held against "+
 		"the same server beside them without a target: that ratio holds the plugin's gRPC hop as well (the raw gRPC Call row), which "+
-		"the go-sdk server does not make.\n", era2025, era2026)
+		"the go-sdk server does not make.\n", mcpversion.Legacy, mcpversion.Stateless)
 	p("- **%s** — the baseline: `protocol.Client.Call` of the tool on a plugin process started with `internal/protocol.Launch`, no host in between.", pathRaw)
 	p("- **%s** — an in-process `host.Host` with the plugin as a subprocess, called as an agent of a role holding its group: the whole pipeline (policy, validation, events, gRPC).", pathHost)
 	if r.Postgres != "" {
@@ -404,7 +406,7 @@ func (r *report) writeCalls(p func(string, ...any)) {
 	p("- **%s**, **%s** — their baselines: `bench/mcpnoop -http` as a subprocess on a loopback port, serving both eras on one endpoint as "+
 		"our front does: a request whose `Mcp-Protocol-Version` header names %s goes to the go-sdk's `StreamableHTTPHandler` with "+
 		"`Stateless: true` (the SDK serves that version over HTTP only so: a temporary session per request), any other to one with its "+
-		"defaults (2025 sessions).", pathSDKHTTP25, pathSDKHTTP26, era2026)
+		"defaults (2025 sessions).", pathSDKHTTP25, pathSDKHTTP26, mcpversion.Stateless)
 	p("- **%s**, **%s**, **%s**, **%s** — our front again, with the no-op group (the plugin's, `bench/internal/noopgroup`) "+
 		"registered in-process (`host.Host.RegisterGroup`): `bench/mcpfront`, a host with no module whose role `bench` holds the "+
 		"group, as a subprocess with a data directory of its own: over HTTP `server.New` on a loopback port, with a role token, "+
@@ -419,7 +421,7 @@ func (r *report) writeCalls(p func(string, ...any)) {
 		"(unconfined, like the baseline's), its tool `noop` called through `Host.Call` as an agent of a role holding the group: the whole pipeline "+
 		"(policy, validation, events), then `internal/mcpsource`'s go-sdk client over stdio in %s, the version it agrees on with mcpnoop "+
 		"(the bench checks it), one session shared by the callers. "+
-		"A host of its own, because in the first one the plugin's `noop` would shadow the server's.\n", pathHostMCP, era2026)
+		"A host of its own, because in the first one the plugin's `noop` would shadow the server's.\n", pathHostMCP, mcpversion.Stateless)
 	left := "the MCP paths of the 2025 era and our in-process fronts" // out of the plot (see run)
 	if r.Postgres == "" {
 		p("> The PostgreSQL paths (%s, %s) did not run: no `-pg-dsn` (scripts/bench passes one).\n", pathHostPG, pathHostPG2)
@@ -647,10 +649,10 @@ func (r *report) writePeers(p func(string, ...any)) {
 	p("npm's reference server `%s` (its stdio server) served over streamable HTTP by our MCP front and by two peer gateways on loopback "+
 		"ports, and called directly over stdio; every path calls its `echo` tool (`%s`), one of its cheapest. Same client as section 1, "+
 		"the go-sdk's, one session shared by the callers, in protocol version %s for all four: server-everything (TypeScript SDK 1.x) "+
-		"speaks no newer one, and with the client's default, 2026-07-28, mcp-proxy would answer in per-request sessions of its own and "+
+		"speaks no newer one, and with the client's default, %s, mcp-proxy would answer in per-request sessions of its own and "+
 		"supergateway would start a server process for each request. The paths run in section 1's call phase, taking turns with its paths "+
 		"in the same rounds at the concurrencies both run at (`-conc`, `-peer-conc`), and with each other at the others. In this run: %s.\n",
-		npmEverything, args, peerCallee.opts.ProtocolVersion, r.Peers)
+		npmEverything, args, peerCallee.opts.ProtocolVersion, mcpversion.Stateless, r.Peers)
 	p("- **%s** — our MCP front: `toolhost serve` as a process of its own, as each peer is, whose only module is an `mcp_server` block "+
 		"running server-everything unconfined (`sandbox = \"off\"`, as the peers run it), with a token of a role holding the group, "+
 		"as for %s.", pathPeerOurs, pathOursHTTP25)

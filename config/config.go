@@ -208,9 +208,11 @@ const MinTokenLength = 16
 // MCP is the `mcp` block: how long a session of a streamable HTTP MCP
 // endpoint (/mcp/ROLE) lives unused, and how many one credential may hold.
 type MCP struct {
-	// SessionIdleTimeout ends a session that has had no request open for
-	// this long: its agent is marked terminated, and a request with its id
-	// gets 404, so the client initializes a new one. 0 means
+	// SessionIdleTimeout ends a session that has had no POST open for
+	// this long (the go-sdk's SessionTimeout; a GET stream does not
+	// count), and an agent key no request has used for this long: its
+	// agent is marked terminated, and a request with the session's id gets
+	// 404, so the client initializes a new one. 0 means
 	// [DefaultMCPSessionIdleTimeout].
 	SessionIdleTimeout time.Duration
 	// MaxSessionsPerCredential is how many sessions and agent keys one

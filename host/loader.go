@@ -40,8 +40,8 @@ type PluginStatus struct {
 	LastError string        `json:"lastError,omitempty"`
 	ErrorCode toolhost.Code `json:"errorCode,omitempty"`
 	// Protocol is the MCP protocol version a running mcp_server module
-	// negotiated with its server: "2026-07-28" (stateless), or the 2025
-	// (or older) version of a session.
+	// negotiated with its server: the stateless version (internal/mcpversion),
+	// or the 2025 (or older) version of a session.
 	Protocol string `json:"protocol,omitempty"`
 }
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/internal/mcpsource"
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sandbox"
 )
@@ -107,7 +107,7 @@ func TestMCPServerEras(t *testing.T) {
 		t.Fatalf("no plugin %s", name)
 		return PluginStatus{}
 	}
-	for name, want := range map[string]string{"modern": mcpsource.Stateless, "remote": mcpsource.Stateless, "everything": mcpsource.Legacy} {
+	for name, want := range map[string]string{"modern": mcpversion.Stateless, "remote": mcpversion.Stateless, "everything": mcpversion.Legacy} {
 		if st := status(name); st.State != StateRunning || st.Protocol != want {
 			t.Errorf("%s: %+v, want running with protocol %s", name, st, want)
 		}
@@ -189,7 +189,7 @@ func TestMCPServerEras(t *testing.T) {
 	})
 	startModernHTTP(t, port)
 	proctest.Eventually(t, "remote back", func() bool { st := status("remote"); return st.State == StateRunning && st.Restarts > 0 })
-	for name, want := range map[string]string{"modern": mcpsource.Stateless, "remote": mcpsource.Stateless, "everything": mcpsource.Legacy} {
+	for name, want := range map[string]string{"modern": mcpversion.Stateless, "remote": mcpversion.Stateless, "everything": mcpversion.Legacy} {
 		if st := status(name); st.Protocol != want {
 			t.Errorf("%s after its restart: %+v, want protocol %s", name, st, want)
 		}

@@ -15,12 +15,12 @@ import (
 )
 
 // maxMCPSchemaDepth is how deeply an input schema may nest JSON objects and
-// arrays for MCP clients to read a tools/list holding it: the go-sdk decodes a
-// JSON-RPC message at most 1000 levels deep, and a tool's input schema sits
-// four levels down (message, result, tools, tool). The SDK's AddTool checks
-// only the schema's own 1000, so a deeper schema would break every client's
-// listing.
-const maxMCPSchemaDepth = 1000 - 4
+// arrays for MCP clients to read a tools/list holding it: a message at most
+// jsondepth.Max levels deep (the go-sdk decodes no deeper), and a tool's
+// input schema sits four levels down (message, result, tools, tool). The
+// SDK's AddTool checks only the schema's own depth, so a deeper schema would
+// break every client's listing.
+const maxMCPSchemaDepth = jsondepth.Max - 4
 
 // MCPInputSchema returns the input schema to offer MCP clients for a tool's
 // schema raw, or an error saying why the tool cannot be offered. MCP (and the

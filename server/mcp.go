@@ -18,26 +18,24 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 	"github.com/toolhost/toolhost/store"
 	"go.opentelemetry.io/otel/propagation"
 )
 
 // routesMCP serves each role's MCP server as streamable HTTP at /mcp/{role},
 // to the admin and to the role's tokens: sessions of the 2024-11-05 …
-// 2025-11-25 protocol, which end when idle and that a credential holds a
-// bounded number of, and the sessionless requests of 2026-07-28
-// (mcpsessions.go).
+// [mcpversion.Legacy] protocol, which end when idle and that a credential
+// holds a bounded number of, and the sessionless requests of
+// [mcpversion.Stateless] (mcpsessions.go).
 func (s *Server) routesMCP() {
 	f := newMCPFront(s.h)
 	s.mcp = f
 	s.roleRoute("/mcp/{role}", func(w http.ResponseWriter, r *http.Request) {
 		if role, ok := s.openRole(w, r, r.PathValue("role")); ok {
 			p := principalOf(r)
-			r.Header.Del(principalHeader)
-			if sub := p.subject(); sub != "" {
-				r.Header.Set(principalHeader, sub)
-			}
-			f.serveHTTP(w, r, f.role(role.Name), p.credential())
+			c := mcpCaller{cred: p.credential(), principal: p.subject()}
+			f.serveHTTP(w, r.WithContext(withMCPCaller(r.Context(), c)), f.role(role.Name), c.cred)
 		}
 	})
 }
@@ -65,7 +63,7 @@ func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) e
 	case *mcp.StdioTransport: // stdout stays open, as the SDK leaves it
 		t = newLineTransport(pollableStdin(), os.Stdout, nil, tt.MaxLineLength)
 	}
-	return r.srv.Run(ctx, t)
+	return r.srv.Run(withMCPCaller(ctx, mcpCaller{cred: store.CredentialCLI}), t)
 }
 
 // mcpFront routes /mcp/{role} to the role's MCP server, made on first use.
@@ -106,7 +104,7 @@ type mcpRole struct {
 	impl      *mcp.Implementation // srv's
 	srv       *mcp.Server
 	http      *mcp.StreamableHTTPHandler // sessions of the 2025 and earlier protocols
-	stateless *mcp.StreamableHTTPHandler // requests of 2026-07-28 and later
+	stateless *mcp.StreamableHTTPHandler // requests of mcpversion.Stateless and later
 	cancel    func()                     // stops following the host's changes
 	open      *sessionTable              // the front's; nil when the role serves no HTTP
 
@@ -128,18 +126,18 @@ type mcpRole struct {
 // names none), so that what a session held, the tools load_tools loaded
 // above all, holds for sessionless clients too.
 type mcpAgent struct {
-	key     agentKey
-	agentID string
-	cred    string             // the credential it belongs to ([principal.credential]; store.CredentialCLI over stdio)
-	ss      *mcp.ServerSession // the session it lives in, to notify; nil for a keyed sessionless agent
-	entry   *openSession       // its entry in the front's table, when it counts against its credential's bound
+	key       agentKey
+	agentID   string
+	cred      string             // the credential it belongs to ([mcpCaller])
+	principal string             // who its calls are from, for their events ([mcpCaller])
+	ss        *mcp.ServerSession // the session it lives in, to notify; nil for a keyed sessionless agent
+	entry     *openSession       // its entry in the front's table, when it counts against its credential's bound
 
-	mu        sync.Mutex
-	principal string                      // who its calls are from, for their events ([principal.subject])
-	visible   []string                    // the tools its list holds, as last listed or announced
-	why       string                      // why its agent is ending, when the front ends it
-	ended     bool                        // forget has marked its agent terminated
-	calls     map[*int]context.CancelFunc // its calls running, to cancel when its session ends
+	mu      sync.Mutex
+	visible []string                    // the tools its list holds, as last listed or announced
+	why     string                      // why its agent is ending, when the front ends it
+	ended   bool                        // forget has marked its agent terminated
+	calls   map[*int]context.CancelFunc // its calls running, to cancel when its session ends
 }
 
 // agentKey identifies an mcpAgent of a role.
@@ -179,15 +177,39 @@ const (
 	maxAgentKey    = 128
 )
 
-// credentialHeader carries the caller's credential from the front to the
-// SDK's handlers in the request's header; the front sets it on every
-// request, over any value the client sent.
-const credentialHeader = "Toolhost-Credential"
+// mcpCaller is who a request of the MCP front is from: over HTTP, the
+// credential and principal the server's guard found for it
+// ([principal.credential], [principal.subject]); over stdio,
+// store.CredentialCLI. The front puts it in the context of the request it
+// passes the SDK, from which the SDK derives the context of the handlers
+// it calls: over HTTP the context of the connection that a request opens,
+// its own for a sessionless request, and for a session the initialize's,
+// which is the caller of every request of the session (the front passes a
+// session the requests of the credential that opened it alone, and a
+// credential has one principal: an access token's subject is part of its
+// credential); over stdio ServeMCP's. Nothing a client sends is read for
+// it.
+type mcpCaller struct {
+	cred      string
+	principal string // "" for the admin, role tokens and stdio
+}
 
-// principalHeader carries the caller's principal ([principal.subject]),
-// when it has one, from the front to the SDK's handlers as
-// credentialHeader does; the front removes any value the client sent.
-const principalHeader = "Toolhost-Principal"
+// mcpCallerKey is the context key of an mcpCaller.
+type mcpCallerKey struct{}
+
+// withMCPCaller returns ctx carrying the caller c.
+func withMCPCaller(ctx context.Context, c mcpCaller) context.Context {
+	return context.WithValue(ctx, mcpCallerKey{}, c)
+}
+
+// mcpCallerOf returns the caller ctx carries; an error, which refuses the
+// request, when it carries none.
+func mcpCallerOf(ctx context.Context) (mcpCaller, error) {
+	if c, ok := ctx.Value(mcpCallerKey{}).(mcpCaller); ok && c.cred != "" {
+		return c, nil
+	}
+	return mcpCaller{}, toolhost.Errorf(toolhost.CodeInternal, "mcp: a request whose caller is not known is refused")
+}
 
 // newMCPRole returns the MCP server of a role; open is where its HTTP
 // sessions and sessionless agents are kept, nil when it serves no HTTP.
@@ -216,7 +238,7 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 			case *mcp.CallToolRequest:
 				if req.Params != nil && !r.offers(req.Params.Name) {
 					res, err := r.call(ctx, req)
-					if req.ProtocolVersion() >= sessionlessVersion {
+					if req.ProtocolVersion() >= mcpversion.Stateless {
 						res = completed(res)
 					}
 					return res, err
@@ -246,11 +268,16 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 		return next
 	})
 	// The server's guard checks Host and Origin on every request, allowed
-	// hosts included; the SDK's own check knows loopback names only. A
-	// sessionless request lives as long as its POST: a client that goes
-	// away cancels it.
+	// hosts included; the SDK's own check knows loopback names only. The
+	// SDK ends a session idle for the front's session_idle_timeout
+	// (mcpsessions.go). A sessionless request lives as long as its POST: a
+	// client that goes away cancels it.
+	var idle time.Duration
+	if open != nil {
+		idle = open.idle
+	}
 	r.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, SessionTimeout: idle})
 	r.stateless = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv },
 		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, Stateless: true, PropagateRequestCancellation: true})
 	r.addTaskMethods()
@@ -421,29 +448,21 @@ func mcpTool(fn host.Function, schema json.RawMessage) *mcp.Tool {
 // on first use (see mcpAgent); meta is the _meta of its params. The agent
 // is busy until its done is called.
 func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, meta mcp.Meta) (*mcpAgent, error) {
-	k, cred, err := r.agentKeyOf(ss, extra, meta)
+	k, c, err := r.agentKeyOf(ctx, ss, extra, meta)
 	if err != nil {
 		return nil, err
 	}
 	if a, ok := r.agents.Load(k); ok && a.(*mcpAgent).busy() {
-		return a.(*mcpAgent).from(extra), nil
+		return a.(*mcpAgent), nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if a, ok := r.agents.Load(k); ok && a.(*mcpAgent).busy() { // else it is ending: a new agent takes its key
-		return a.(*mcpAgent).from(extra), nil
+		return a.(*mcpAgent), nil
 	}
-	a := (&mcpAgent{key: k, cred: cred, calls: map[*int]context.CancelFunc{}}).from(extra)
+	a := &mcpAgent{key: k, cred: c.cred, principal: c.principal, calls: map[*int]context.CancelFunc{}}
 	if !k.sessionless() {
 		a.ss = ss
-	}
-	switch {
-	case r.open == nil:
-		a.cred = store.CredentialCLI
-	case a.cred == "" && ss != nil:
-		// The initialized notification carries no header: the session's
-		// entry says whose it is.
-		a.cred = r.open.credentialOf(ss.ID())
 	}
 	// Over HTTP, a sessionless agent, and an agent a session's client named
 	// beside the session's own, count against the credential's bound: the
@@ -467,40 +486,41 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 		r.open.attach(a.entry, a)
 	}
 	if a.ss != nil {
+		// Over HTTP the front says why when it ends a session (DELETE,
+		// eviction); one it did not end, the SDK ended idle.
+		why := "the MCP session ended"
+		if r.open != nil {
+			why = r.open.idleReason()
+		}
 		r.forgetting.Go(func() {
 			_ = ss.Wait()
-			r.forget(a, "the MCP session ended")
+			r.forget(a, why)
 		})
 	}
 	return a, nil
 }
 
-// agentKeyOf returns the key of the agent a request calls as and, over
-// HTTP, the caller's credential.
-func (r *mcpRole) agentKeyOf(ss *mcp.ServerSession, extra *mcp.RequestExtra, meta mcp.Meta) (agentKey, string, error) {
+// agentKeyOf returns the key of the agent a request of the caller ctx
+// carries calls as, and the caller. The key's name is the client's choice,
+// in its _meta or its header, among the agents of its scope: its session,
+// or, for a sessionless request over HTTP, its credential.
+func (r *mcpRole) agentKeyOf(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, meta mcp.Meta) (agentKey, mcpCaller, error) {
+	c, err := mcpCallerOf(ctx)
+	if err != nil {
+		return agentKey{}, mcpCaller{}, err
+	}
 	k := agentKey{scope: ss.ID()}
+	if k.scope == "" && r.open != nil {
+		k.scope = credScope + c.cred
+	}
 	k.name, _ = meta[agentKeyMeta].(string)
-	var cred string
 	if extra != nil && extra.Header != nil {
 		k.name = cmp.Or(k.name, extra.Header.Get(agentKeyHeader))
-		if r.open != nil {
-			cred = extra.Header.Get(credentialHeader)
-			if k.scope == "" {
-				k.scope = credScope + cred
-			}
-		}
 	}
 	if len(k.name) > maxAgentKey {
-		return agentKey{}, "", toolhost.Errorf(toolhost.CodeValidation, "the agent key (%s or %s) is %d bytes, more than %d", agentKeyMeta, agentKeyHeader, len(k.name), maxAgentKey)
+		return agentKey{}, mcpCaller{}, toolhost.Errorf(toolhost.CodeValidation, "the agent key (%s or %s) is %d bytes, more than %d", agentKeyMeta, agentKeyHeader, len(k.name), maxAgentKey)
 	}
-	return k, cred, nil
-}
-
-// caller is the principal of the agent's calls (see from).
-func (a *mcpAgent) caller() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.principal
+	return k, c, nil
 }
 
 // session returns the id of the agent's session, "" when it has none.
@@ -516,21 +536,6 @@ func (a *mcpAgent) session() string {
 // which is ending.
 func (a *mcpAgent) busy() bool {
 	return a.entry == nil || a.entry.table.begin(a.entry)
-}
-
-// from notes the principal of a request of the agent, when it names one:
-// the front's principalHeader. A session's first agent is made by the
-// initialized notification, which carries no header, so the calls that
-// follow say who the agent is; it stays one credential's.
-func (a *mcpAgent) from(extra *mcp.RequestExtra) *mcpAgent {
-	if extra == nil || extra.Header == nil || extra.Header.Get(credentialHeader) == "" {
-		return a
-	}
-	p := extra.Header.Get(principalHeader)
-	a.mu.Lock()
-	a.principal = p
-	a.mu.Unlock()
-	return a
 }
 
 // done counts a request of the agent out.
@@ -635,7 +640,7 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 // pipeline error is a result with IsError, so the model sees it.
 func (r *mcpRole) run(ctx context.Context, a *mcpAgent, tool string, args json.RawMessage) *mcp.CallToolResult {
 	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: args,
-		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp", Principal: a.caller(), Credential: a.cred}})
+		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp", Principal: a.principal, Credential: a.cred}})
 	if err != nil {
 		return errorResult(err)
 	}

@@ -58,7 +58,7 @@ type heldCalls struct {
 }
 
 // statedCapabilities returns the client capabilities a request's _meta
-// states (2026-07-28) as they were decoded from JSON, and whether it states
+// states (from [mcpversion.Stateless] on) as they were decoded from JSON, and whether it states
 // them so. Reading them there spares a call req.ClientCapabilities, which
 // encodes them to JSON and decodes them again into the SDK's types each
 // time: a tenth of a sessionless call's CPU.

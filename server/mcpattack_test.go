@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
@@ -542,4 +545,78 @@ func TestMCPCloseEndsHeldWork(t *testing.T) {
 		t.Error("the task's call ran on after Close")
 	}
 	proctest.Eventually(t, "the held call to leave the approval queue", func() bool { return len(h.Approvals().Pending()) == 0 })
+}
+
+// TestMCPIdentityHeadersIgnored: a client cannot name its own identity. The
+// front once passed the caller's credential and principal to its handlers
+// in the Toolhost-Credential and Toolhost-Principal request headers (and
+// stripped the client's); it now passes them in the request's context, and
+// a client that sends those headers, naming another token's credential, the
+// admin's, or a principal, gets nothing from them: not another credential's
+// task, nor an agent of another credential, nor events naming the principal
+// it claims, sessionless or in a session.
+func TestMCPIdentityHeadersIgnored(t *testing.T) {
+	g := newGate()
+	srv, h := serve(t, gateConfig, g.group(), group("console", "console_print"))
+	url := srv.URL + "/mcp/worker"
+	alice, bob := roleToken(t, h, "alice"), roleToken(t, h, "bob")
+	bobTask := startTask(t, g, url, bob)
+	bobAgents := roleAgents(t, h, "worker")
+	if len(bobAgents) != 1 || !strings.HasPrefix(bobAgents[0].Credential, "token/bob/") {
+		t.Fatalf("bob's task's agent: %+v", bobAgents)
+	}
+	for _, claimed := range []string{bobAgents[0].Credential, store.CredentialAdmin} {
+		spoof := map[string]string{"Toolhost-Credential": claimed, "Toolhost-Principal": "mallory"}
+		m := rpc(t, url, alice, taskRequest(2, "tasks/get", bobTask, ""), spoof)
+		var e rpcError
+		if m.Result != nil || json.Unmarshal(m.Error, &e) != nil || e.Code != -32602 {
+			t.Errorf("alice's tasks/get of bob's task claiming %s: result %s, error %s; want invalid params", claimed, m.Result, m.Error)
+		}
+		m = rpc(t, url, alice, request(3, "tools/call", `{"name":"console_print","arguments":{"text":"s"}}`, meta2026("")), spoof)
+		if m.Error != nil || !strings.Contains(string(m.Result), "console_print:s") {
+			t.Errorf("alice's sessionless call claiming %s: result %s, error %s", claimed, m.Result, m.Error)
+		}
+
+		// In a session: the initialize and every request after it claim.
+		cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+alice)
+			for k, v := range spoof {
+				r.Header.Set(k, v)
+			}
+			return plainTransport.RoundTrip(r)
+		})}})
+		if text, isErr := mcptest.CallText(t, cs, "console_print", map[string]any{"text": "in a session"}); isErr {
+			t.Errorf("alice's call in a session claiming %s: %s", claimed, text)
+		}
+		_ = cs.Close()
+	}
+	stillRunning(t, g, "after alice's requests")
+
+	agents := roleAgents(t, h, "worker")
+	alices := 0
+	for _, a := range agents {
+		switch {
+		case a.ID == bobAgents[0].ID:
+		case strings.HasPrefix(a.Credential, "token/alice/"):
+			alices++
+		default:
+			t.Errorf("an agent of credential %q: alice's requests made it, or the headers reached it", a.Credential)
+		}
+	}
+	if alices != 3 { // sessionless (one for both claims: her credential's), and a session each
+		t.Errorf("alice's requests made %d agents of hers, want 3: %+v", alices, agents)
+	}
+	if err := h.Events().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	events, err := h.Store().Events(context.Background(), store.EventFilter{Type: "tool_call."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if p, ok := e.Payload["principal"]; ok && p != "" {
+			t.Errorf("event %s of %s names principal %v: a role token's calls name none", e.Type, e.Tool, p)
+		}
+	}
 }

@@ -15,30 +15,34 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 )
 
-// The sessions of /mcp/{role} end. A session is idle while none of its
-// requests is open (a client's GET stream counts as open); once idle for the
-// mcp block's session_idle_timeout the front closes it, the SDK forgets it
-// (a request with its id gets 404, as the spec asks, so the client
-// initializes anew), its goroutines end and its agents are marked
-// terminated. A DELETE ends a session the same way. A session answers only
-// the credential that opened it: to any other its id is unknown (404). The
-// agents of sessionless requests (2026-07-28), and those a session's client
-// names by an agent key beside the session's own, live as long: one that no
-// request has used for session_idle_timeout is marked terminated. A
-// credential holds at most max_sessions_per_credential sessions and such
-// agents across the roles: the request that would make one more first ends
-// the least recently used of them that is idle, and only when every one has
-// a request open is it refused, with 429, Retry-After and a JSON-RPC error,
-// the same for every method (admit). A client that crashes and comes back
-// so finds room at once, and one that opens session after session holds
-// max_sessions_per_credential agents at most.
+// The sessions of /mcp/{role} end. A session that has gone the mcp block's
+// session_idle_timeout without a POST of it open is closed by the SDK
+// (StreamableHTTPOptions.SessionTimeout, which counts POSTs, not a
+// client's GET stream); a request with its id then gets 404, as the spec
+// asks, so the client initializes anew; its goroutines end and its agents
+// are marked terminated, saying it was idle. A DELETE ends a session the
+// same way. A session answers only the credential that opened it: to any
+// other its id is unknown (404). The agents of sessionless requests
+// (mcpversion.Stateless), and those a session's client names by an agent
+// key beside the session's own, which the SDK knows nothing of, live as
+// long by the front's own timers: one that no request has used for
+// session_idle_timeout is marked terminated. A credential holds at most
+// max_sessions_per_credential sessions and such agents across the roles
+// (the SDK bounds neither): the request that would make one more first
+// ends the least recently used of them that is idle, and only when every
+// one has a request open (a GET stream counts) is it refused, with 429,
+// Retry-After and a JSON-RPC error, the same for every method (admit). A
+// client that crashes and comes back so finds room at once, and one that
+// opens session after session holds max_sessions_per_credential agents at
+// most.
 
 // sessionTable holds the front's open HTTP sessions and the agents they
 // bound: whose each one is, and whether a request of it is open.
 type sessionTable struct {
-	idle time.Duration // how long an entry lasts without an open request
+	idle time.Duration // how long an entry lasts without an open request (a session: the SDK's SessionTimeout)
 	max  int           // the entries a credential may hold
 
 	mu    sync.Mutex
@@ -63,7 +67,7 @@ type openSession struct {
 	agent    *mcpAgent          // the agent, once made; nil for a session
 	busy     int                // its requests open
 	since    time.Time          // when the last of them ended
-	timer    *time.Timer        // ends it once idle; nil until it is first idle
+	timer    *time.Timer        // ends an agent once idle; nil until it is first idle, and for a session
 }
 
 // busyRetry is the Retry-After of a request refused because every entry of
@@ -231,31 +235,16 @@ func (t *sessionTable) refusal(cred string) error {
 
 // lookup counts in a request of the session with the id, which then is not
 // idle until end; nil when the table holds no such session of role r that
-// cred opened. known reports whether it holds the session for another
-// credential.
-func (t *sessionTable) lookup(id string, r *mcpRole, cred string) (e *openSession, known bool) {
+// cred opened.
+func (t *sessionTable) lookup(id string, r *mcpRole, cred string) *openSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e = t.byID[id]
-	if e == nil || e.ss == nil || e.role != r {
-		return nil, false
-	}
-	if e.cred != cred {
-		return nil, true
+	e := t.byID[id]
+	if e == nil || e.ss == nil || e.role != r || e.cred != cred {
+		return nil
 	}
 	t.beginLocked(e)
-	return e, true
-}
-
-// credentialOf returns the credential that opened the session with the id,
-// "" when the table holds no such session.
-func (t *sessionTable) credentialOf(id string) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e := t.byID[id]; e != nil && e.ss != nil {
-		return e.cred
-	}
-	return ""
+	return e
 }
 
 // sessions returns how many sessions of role r the table holds.
@@ -290,8 +279,9 @@ func (t *sessionTable) beginLocked(e *openSession) {
 	}
 }
 
-// end counts out a request of e; with none left open, e's idle time starts,
-// or, for an entry whose requests made no agent, e leaves the table.
+// end counts out a request of e; with none left open, e's idle time starts
+// (a session's timer is the SDK's), or, for an entry whose requests made no
+// agent, e leaves the table.
 func (t *sessionTable) end(e *openSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -303,6 +293,9 @@ func (t *sessionTable) end(e *openSession) {
 		return
 	}
 	e.since = time.Now()
+	if e.ss != nil {
+		return
+	}
 	if e.timer == nil {
 		e.timer = time.AfterFunc(t.idle, func() { t.expire(e) })
 	} else {
@@ -310,9 +303,9 @@ func (t *sessionTable) end(e *openSession) {
 	}
 }
 
-// expire ends e if it is still in the table and has been idle for t.idle
-// (a request may have come and gone since its timer fired: then the timer
-// runs again).
+// expire ends the agent of e if it is still in the table and has been idle
+// for t.idle (a request may have come and gone since its timer fired: then
+// the timer runs again).
 func (t *sessionTable) expire(e *openSession) {
 	t.mu.Lock()
 	if t.byID[e.id] != e || e.busy > 0 || time.Since(e.since) < t.idle {
@@ -321,8 +314,14 @@ func (t *sessionTable) expire(e *openSession) {
 	}
 	t.remove(e)
 	t.mu.Unlock()
-	e.role.h.Logger().Debug("mcp: idle session or agent ended", "role", e.role.role, "session", e.ss != nil, "idle", t.idle)
-	e.close(fmt.Sprintf("the MCP session was idle for %s (mcp { session_idle_timeout })", t.idle))
+	e.role.h.Logger().Debug("mcp: idle agent key ended", "role", e.role.role, "idle", t.idle)
+	e.close(t.idleReason())
+}
+
+// idleReason is why an entry ended idle: an agent by expire, a session by
+// the SDK's SessionTimeout.
+func (t *sessionTable) idleReason() string {
+	return fmt.Sprintf("the MCP session was idle for %s (mcp { session_idle_timeout })", t.idle)
 }
 
 // drop removes e, which has ended, if the table holds it.
@@ -351,18 +350,20 @@ func (r *mcpRole) end(ss *mcp.ServerSession, why string) {
 	_ = ss.Close()
 }
 
-// serveHTTP serves a request of role r's endpoint from cred: a sessionless
-// request (2026-07-28), one of a session the table holds for cred, a POST
-// that may open a session, or anything else, which the SDK answers (a
-// session it does not know, or no longer, with 404).
+// serveHTTP serves a request of role r's endpoint from cred, whose context
+// carries its mcpCaller: a sessionless request (mcpversion.Stateless), one
+// of a session the table holds for cred, a POST that may open a session,
+// or anything else without a session id, which the SDK answers. A request
+// naming a session the table does not hold for cred gets 404, whether the
+// session is another credential's, ending, or none: only the front's table
+// says which sessions a credential may reach, never the SDK's own.
 func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string) {
-	req.Header.Set(credentialHeader, cred)
 	id := req.Header.Get("Mcp-Session-Id")
 	if id == "" && sessionless(req.Header) {
 		f.serve(w, req, r, r.stateless, cred, credScope+cred, nil)
 		return
 	}
-	switch e, known := f.open.lookup(id, r, cred); {
+	switch e := f.open.lookup(id, r, cred); {
 	case e != nil:
 		defer f.open.end(e)
 		if req.Method == http.MethodDelete { // the SDK closes the session it knows
@@ -370,9 +371,9 @@ func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRol
 			r.ending(id, "the MCP client ended the session (DELETE)")
 		}
 		f.serve(w, req, r, r.http, cred, id, nil)
-	case known:
+	case id != "":
 		http.Error(w, "Not Found: no session with this Mcp-Session-Id for this credential", http.StatusNotFound)
-	case id == "" && req.Method == http.MethodPost:
+	case req.Method == http.MethodPost:
 		f.post(w, req, r, cred)
 	default:
 		r.http.ServeHTTP(w, req)
@@ -382,7 +383,7 @@ func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRol
 // serve passes a request of the scope (a session's id, or credScope and
 // cred) to next, the SDK's handler, once a POST is admitted (admit); its
 // body, when read already, is body.
-func (f *mcpFront) serve(w http.ResponseWriter, req *http.Request, r *mcpRole, next http.Handler, cred, scope string, body []byte) {
+func (f *mcpFront) serve(w http.ResponseWriter, req *http.Request, r *mcpRole, next http.Handler, cred, scope string, body *postBody) {
 	if req.Method == http.MethodPost {
 		entries, ok := f.admit(w, req, r, cred, scope, body)
 		if !ok {
@@ -404,8 +405,12 @@ func (f *mcpFront) serve(w http.ResponseWriter, req *http.Request, r *mcpRole, n
 // first (sessionTable.admit); when there is none, the request is answered
 // 429 with Retry-After and a JSON-RPC error to its first request, whatever
 // its method, and admit returns false. The agents' own lookup
-// (mcpRole.agent) then finds their entries.
-func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, cred, scope string, body []byte) ([]*openSession, bool) {
+// (mcpRole.agent) then finds their entries. The body is read here unless
+// it was (body nil), and decoded only when the agents it acts as are not
+// known without (a key in its _meta, an agent new to the table), at most
+// once whoever asks: the SDK has no hook between its decoding and its
+// answer where a refusal could still be a 429.
+func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, cred, scope string, body *postBody) ([]*openSession, bool) {
 	if body == nil {
 		var ok bool
 		if body, ok = readBody(w, req); !ok {
@@ -413,16 +418,16 @@ func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, c
 		}
 	}
 	header := req.Header.Get(agentKeyHeader)
-	if !bytes.Contains(body, []byte(agentKeyMeta)) { // every message acts as the agent of the header's key
+	if !bytes.Contains(body.raw, []byte(agentKeyMeta)) { // every message acts as the agent of the header's key
 		k := agentKey{scope: scope, name: header}
 		if !k.sessionless() && k.name == "" {
 			return nil, true // a request of the session's own agent, which the session's entry counts
 		}
 		if e := f.open.hold(k.entryID(r.role)); e != nil {
-			return []*openSession{e}, true // an agent the table holds: no room to make, nothing to read
+			return []*openSession{e}, true // an agent the table holds: no room to make, nothing to decode
 		}
 	}
-	msgs, err := decodeBody(body)
+	msgs, err := body.messages()
 	if err != nil {
 		return nil, true // the SDK answers what it cannot read
 	}
@@ -446,16 +451,46 @@ func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, c
 	return entries, true
 }
 
+// postBody is a POST's body as the front reads it, once, and decodes it,
+// once, for what it needs to know before the SDK reads it.
+type postBody struct {
+	raw  []byte
+	msgs []bodyMessage // once decoded
+}
+
 // readBody reads a POST's body, at most the SDK's limit, and puts it back
 // for the SDK to read; a body past the limit is answered 413.
-func readBody(w http.ResponseWriter, req *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, mcp.DefaultMaxRequestBodyBytes))
+func readBody(w http.ResponseWriter, req *http.Request) (*postBody, bool) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, req.Body, mcp.DefaultMaxRequestBodyBytes))
 	if err != nil {
 		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mcp.DefaultMaxRequestBodyBytes), http.StatusRequestEntityTooLarge)
 		return nil, false
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	return body, true
+	req.Body = io.NopCloser(bytes.NewReader(raw))
+	return &postBody{raw: raw}, true
+}
+
+// messages returns the JSON-RPC messages of the body, one or a batch,
+// decoded on first use.
+func (b *postBody) messages() ([]bodyMessage, error) {
+	if b.msgs != nil {
+		return b.msgs, nil
+	}
+	raw := bytes.TrimSpace(b.raw)
+	var msgs []bodyMessage
+	if len(raw) > 0 && raw[0] == '[' {
+		if err := json.Unmarshal(raw, &msgs); err != nil {
+			return nil, err
+		}
+	} else {
+		var m bodyMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	b.msgs = msgs
+	return msgs, nil
 }
 
 // refuse answers a request that the table refused (sessionTable.refusal)
@@ -478,13 +513,10 @@ func firstRequestID(msgs []bodyMessage) json.RawMessage {
 }
 
 // sessionless reports whether a request's protocol version header names
-// 2026-07-28 or a later version: a request of no session.
+// mcpversion.Stateless or a later version: a request of no session.
 func sessionless(h http.Header) bool {
-	return h.Get("Mcp-Protocol-Version") >= sessionlessVersion
+	return h.Get("Mcp-Protocol-Version") >= mcpversion.Stateless
 }
-
-// sessionlessVersion is the first protocol version without sessions.
-const sessionlessVersion = "2026-07-28"
 
 // post serves a POST without a session id: an initialize opens a session;
 // a server/discover, or a request that names a sessionless version in its
@@ -494,7 +526,7 @@ func (f *mcpFront) post(w http.ResponseWriter, req *http.Request, r *mcpRole, cr
 	if !ok {
 		return
 	}
-	msgs, err := decodeBody(body)
+	msgs, err := body.messages()
 	if err != nil {
 		writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
 		return
@@ -504,16 +536,17 @@ func (f *mcpFront) post(w http.ResponseWriter, req *http.Request, r *mcpRole, cr
 		case m.Method == "initialize":
 			f.startSession(w, req, r, cred, m.ID)
 			return
-		case m.Method == "server/discover" || m.Params.Meta.Version >= sessionlessVersion:
+		case m.Method == "server/discover" || m.Params.Meta.Version >= mcpversion.Stateless:
 			f.serve(w, req, r, r.stateless, cred, credScope+cred, body)
 			return
 		}
 	}
 	writeRPCError(w, http.StatusBadRequest, firstRequestID(msgs), jsonrpc.CodeInvalidRequest,
-		"Bad Request: an Mcp-Session-Id header is required; open a session with initialize, or make sessionless requests of protocol version "+sessionlessVersion)
+		"Bad Request: an Mcp-Session-Id header is required; open a session with initialize, or make sessionless requests of protocol version "+mcpversion.Stateless)
 }
 
-// bodyMessage is what the front reads of a JSON-RPC message.
+// bodyMessage is what the front reads of a JSON-RPC message: what it
+// needs to route a POST and admit it, all the SDK is not asked.
 type bodyMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
@@ -523,24 +556,6 @@ type bodyMessage struct {
 			Agent   any    `json:"toolhost/agent"` // agentKeyMeta: a string, or ignored as mcpRole.agentKeyOf does
 		} `json:"_meta"`
 	} `json:"params"`
-}
-
-// decodeBody decodes a POST's body: one JSON-RPC message or a batch.
-func decodeBody(body []byte) ([]bodyMessage, error) {
-	body = bytes.TrimSpace(body)
-	var msgs []bodyMessage
-	if len(body) > 0 && body[0] == '[' {
-		if err := json.Unmarshal(body, &msgs); err != nil {
-			return nil, err
-		}
-	} else {
-		var m bodyMessage
-		if err := json.Unmarshal(body, &m); err != nil {
-			return nil, err
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, nil
 }
 
 // startSession passes an initialize, the request with the id, to the SDK,
@@ -596,7 +611,7 @@ func (r *mcpRole) serverSession(id string) *mcp.ServerSession {
 // writeRPCError answers with the status and a JSON-RPC error response to
 // the request with the id (null when nil).
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, message string) {
-	out, _ := json.Marshal(rpcErrorResponse(id, code, message))
+	out, _ := json.Marshal(newRPCErrorReply(id, code, message))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(out)

@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
@@ -320,7 +321,7 @@ func TestMCPSessionCapAllBusy(t *testing.T) {
 	session := rawMCP{url: url}.open(t)
 	in2025 := map[string]string{"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-06-18"}
 	key := func(name string) map[string]string {
-		return map[string]string{"Mcp-Protocol-Version": sessionlessVersion, agentKeyHeader: name}
+		return map[string]string{"Mcp-Protocol-Version": mcpversion.Stateless, agentKeyHeader: name}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

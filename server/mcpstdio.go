@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -232,8 +233,8 @@ func skipLine(in *bufio.Reader) error {
 	}
 }
 
-// decode returns the message line is, or answers it and returns nil. A
-// line is decoded once; one that fails is looked at again to say why.
+// decode returns the message line is, or answers it and returns nil
+// (parseLine says why it is none).
 func (c *lineConn) decode(line []byte) jsonrpc.Message {
 	if line[0] == '[' {
 		if !json.Valid(line) {
@@ -243,85 +244,124 @@ func (c *lineConn) decode(line []byte) jsonrpc.Message {
 		}
 		return nil
 	}
-	msg, err := decodeMessage(line)
-	if r, ok := msg.(*jsonrpc.Response); ok && err == nil && r.Result == nil && r.Error == nil {
-		err = errors.New("neither a request, a notification nor a response")
+	msg, bad := parseLine(line)
+	if bad != nil {
+		c.reply(bad)
 	}
-	valid := json.Valid(line) // DecodeMessage reads the first JSON value of line; the rest must be nothing
-	if err == nil && valid {
-		return msg
+	return msg
+}
+
+// lineMembers are the members of a JSON-RPC message as a line holds them,
+// each as it was sent (nil when the line has none), for parseLine to judge.
+type lineMembers struct {
+	Version json.RawMessage `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// exactNames makes a member's name match its key exactly: JSON-RPC's names
+// are lower case, and a "Method" is no method.
+const exactNames = segjson.DontMatchCaseInsensitiveStructFields
+
+// parseLine returns the message a line holds, or the answer to a line that
+// holds none, saying why: -32700 for a line that is not one JSON value,
+// -32600 for JSON that is not a JSON-RPC 2.0 message as MCP sends them. A
+// message is an object whose "jsonrpc" is "2.0" and whose "id", if any, is
+// a string or an integer that a JSON number holds exactly (|id| <= 2^53; a
+// null id is none); with a "method" (a string, not empty) it is a request,
+// or a notification without an id; else it is a response to the request
+// with its id, holding an "error" (a JSON-RPC error object) or a "result".
+// The line is decoded once, keeping params and result raw for the SDK,
+// which decodes them and answers what it cannot read in them. The decoder
+// (segmentio's, for its speed) recurses as the JSON nests, through what it
+// keeps raw too, so nesting is bounded first: jsondepth.Max, as deep as
+// MCP peers read.
+func parseLine(line []byte) (jsonrpc.Message, *rpcErrorReply) {
+	if d := jsondepth.Of(line); d > jsondepth.Max {
+		return nil, invalid(lineID(line), fmt.Sprintf("the message nests %d levels deep, more than %d", d, jsondepth.Max))
 	}
-	if !valid {
-		c.replyError(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
-		return nil
+	var m lineMembers
+	rest, err := segjson.Parse(line, &m, exactNames)
+	switch {
+	case err != nil && !json.Valid(line), err == nil && len(bytes.TrimSpace(rest)) > 0:
+		return nil, newRPCErrorReply(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
+	case err != nil:
+		return nil, invalid(nil, "a message is a JSON object")
 	}
+	id, ok := requestID(m.ID)
+	switch {
+	case !ok:
+		return nil, invalid(nil, `its "id" is neither a string nor an integer of at most 2^53`)
+	case string(m.Version) != `"2.0"`:
+		return nil, invalid(m.ID, `its "jsonrpc" is not "2.0"`)
+	case m.Method != nil:
+		var method string
+		if m.Method[0] != '"' || segjson.Unmarshal(m.Method, &method) != nil || method == "" {
+			return nil, invalid(m.ID, `its "method" is not a name (a string, not empty)`)
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: m.Params}, nil
+	case !id.IsValid():
+		return nil, invalid(nil, "neither a request, a notification nor a response: it has no method and no id")
+	case m.Error != nil && string(m.Error) != "null":
+		var e jsonrpc.Error
+		if m.Error[0] != '{' || segjson.Unmarshal(m.Error, &e) != nil {
+			return nil, invalid(m.ID, `its "error" is not an error object (code, message, data)`)
+		}
+		return &jsonrpc.Response{ID: id, Error: &e}, nil
+	case m.Result != nil:
+		return &jsonrpc.Response{ID: id, Result: m.Result}, nil
+	}
+	return nil, invalid(m.ID, "neither a request, a notification nor a response: it has no method, no result and no error")
+}
+
+// invalid is the answer to a line whose JSON is no message, for the reason
+// why: -32600, to the request with the id when it is one.
+func invalid(id json.RawMessage, why string) *rpcErrorReply {
+	if !isRequestID(id) {
+		id = nil
+	}
+	return newRPCErrorReply(id, jsonrpc.CodeInvalidRequest, "invalid request: "+why)
+}
+
+// requestID returns the id that raw, a message's "id" as sent, is, and
+// whether it is one: a string, an integer of at most 2^53 (beyond, a
+// number is no longer held exactly), or none (absent, or null).
+func requestID(raw json.RawMessage) (jsonrpc.ID, bool) {
+	if raw == nil || string(raw) == "null" {
+		return jsonrpc.ID{}, true
+	}
+	var v any
+	if raw[0] == '"' {
+		var s string
+		if segjson.Unmarshal(raw, &s) != nil {
+			return jsonrpc.ID{}, false
+		}
+		v = s
+	} else {
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || n > 1<<53 || n < -1<<53 {
+			return jsonrpc.ID{}, false
+		}
+		v = float64(n) // as jsonrpc.MakeID takes a JSON number
+	}
+	id, err := jsonrpc.MakeID(v)
+	return id, err == nil
+}
+
+// lineID returns the id of the request a line is, when a bounded decoder
+// (encoding/json's) reads one: for the answer to a line parseLine does not
+// read.
+func lineID(line []byte) json.RawMessage {
 	var r struct {
 		ID json.RawMessage `json:"id"`
 	}
-	var id json.RawMessage
-	if json.Unmarshal(line, &r) == nil && isRequestID(r.ID) {
-		id = r.ID
+	if json.Unmarshal(line, &r) != nil {
+		return nil
 	}
-	c.replyError(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
-	return nil
-}
-
-// wireMessage is a JSON-RPC message as it is decoded: the go-sdk's own
-// shape for it.
-type wireMessage struct {
-	VersionTag string          `json:"jsonrpc"`
-	ID         any             `json:"id,omitempty"`
-	Method     json.RawMessage `json:"method"`
-	Params     json.RawMessage `json:"params,omitempty"`
-	Result     json.RawMessage `json:"result,omitempty"`
-	Error      *jsonrpc.Error  `json:"error,omitempty"`
-}
-
-// maxDepth bounds how deeply a message's JSON may nest, as the go-sdk
-// bounds it.
-const maxDepth = 1000
-
-// decodeFlags are the flags the go-sdk decodes with: a field's name
-// matches its key exactly, never in another case.
-const decodeFlags = segjson.DontMatchCaseInsensitiveStructFields
-
-// decodeMessage decodes line as jsonrpc.DecodeMessage does: the same
-// decoder with the same flags, the same nesting bound, the same checks, the
-// same message. It spares what DecodeMessage's decoding allocates for each
-// message, and again for its method: a 32 KiB buffer, zeroed, that the
-// decoder reads the bytes it already has into (a tenth of a stdio call's
-// CPU, with the collection it brings). TestDecodeMessageAsSDK holds the two
-// to the same results.
-func decodeMessage(line []byte) (jsonrpc.Message, error) {
-	if jsondepth.Of(line) > maxDepth {
-		return nil, fmt.Errorf("unmarshaling jsonrpc message: json: exceeded maximum nesting depth of %d", maxDepth)
-	}
-	var w wireMessage
-	if _, err := segjson.Parse(line, &w, decodeFlags); err != nil {
-		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-	}
-	if w.VersionTag != "2.0" {
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", w.VersionTag, "2.0")
-	}
-	id, err := jsonrpc.MakeID(w.ID)
-	if err != nil {
-		return nil, err
-	}
-	if len(w.Method) > 0 {
-		var method string
-		if _, err := segjson.Parse(w.Method, &method, decodeFlags); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-		}
-		return &jsonrpc.Request{Method: method, ID: id, Params: w.Params}, nil
-	}
-	if !id.IsValid() {
-		return nil, errors.New("invalid request")
-	}
-	resp := &jsonrpc.Response{ID: id, Result: w.Result}
-	if w.Error != nil {
-		resp.Error = w.Error
-	}
-	return resp, nil
+	return r.ID
 }
 
 // isRequestID reports whether id, as a message holds it, is a request's: a
@@ -333,25 +373,32 @@ func isRequestID(id json.RawMessage) bool {
 // replyError writes a JSON-RPC error response to the request with the id
 // (null when it has none).
 func (c *lineConn) replyError(id json.RawMessage, code int64, message string) {
-	b, _ := json.Marshal(rpcErrorResponse(id, code, message))
+	c.reply(newRPCErrorReply(id, code, message))
+}
+
+// reply writes the error response r.
+func (c *lineConn) reply(r *rpcErrorReply) {
+	b, _ := json.Marshal(r)
 	_ = c.write(b)
 }
 
-// rpcErrorResponse is a JSON-RPC error response to the request with the id,
-// null when it has none.
-func rpcErrorResponse(id json.RawMessage, code int64, message string) any {
+// rpcErrorReply is a JSON-RPC error response: the SDK's error object, to the
+// request with the id, null when it has none. It is not a jsonrpc.Response
+// for that null: jsonrpc.EncodeMessage leaves out an id that is none, where
+// JSON-RPC asks for "id": null.
+type rpcErrorReply struct {
+	JSONRPC string          `json:"jsonrpc"` // "2.0"
+	ID      json.RawMessage `json:"id"`
+	Error   *jsonrpc.Error  `json:"error"`
+}
+
+// newRPCErrorReply returns the error response of the code and message to
+// the request with the id (nil: null).
+func newRPCErrorReply(id json.RawMessage, code int64, message string) *rpcErrorReply {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	type rpcError struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	}
-	return struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{code, message}}
+	return &rpcErrorReply{JSONRPC: "2.0", ID: id, Error: &jsonrpc.Error{Code: code, Message: message}}
 }
 
 // Write writes msg as one line.

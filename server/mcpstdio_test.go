@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/internal/jsondepth"
 	"github.com/toolhost/toolhost/internal/proctest"
+	"pgregory.net/rapid"
 )
 
 // opaqueReader hides what its reader is: the connection cannot tell that
@@ -305,5 +308,134 @@ func TestLineConnWrite(t *testing.T) {
 	cancel()
 	if err := p.conn.Write(ctx, &jsonrpc.Request{Method: "m"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("a Write with its context done: %v", err)
+	}
+}
+
+// TestParseLine: parseLine's rules, one line for each: what is a request, a
+// notification, a response, and why anything else is not a message (its
+// code, the id it is answered to, the reason).
+func TestParseLine(t *testing.T) {
+	deep := func(n int) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"m","params":` + strings.Repeat("[", n-1) + strings.Repeat("]", n-1) + `}`
+	}
+	for _, tt := range []struct {
+		line string
+		want string // the message re-encoded, or "CODE ID why"
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`},
+		{` {"method":"ping","id":"a\"b","jsonrpc":"2.0"} `, `{"jsonrpc":"2.0","id":"a\"b","method":"ping"}`},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		{`{"jsonrpc":"2.0","id":null,"method":"n"}`, `{"jsonrpc":"2.0","method":"n"}`},
+		{`{"jsonrpc":"2.0","id":"","method":"m"}`, `{"jsonrpc":"2.0","id":"","method":"m"}`},
+		{`{"jsonrpc":"2.0","id":-9007199254740992,"method":"m"}`, `{"jsonrpc":"2.0","id":-9007199254740992,"method":"m"}`},
+		{`{"jsonrpc":"2.0","id":"r","result":{}}`, `{"jsonrpc":"2.0","id":"r","result":{}}`},
+		{`{"jsonrpc":"2.0","id":2,"result":null}`, `{"jsonrpc":"2.0","id":2,"result":null}`},
+		{`{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m","data":[1]}}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m","data":[1]}}`},
+		{`{"jsonrpc":"2.0","id":3,"error":null,"result":1}`, `{"jsonrpc":"2.0","id":3,"result":1}`},
+		{deep(jsondepth.Max), `{"jsonrpc":"2.0","id":1,"method":"m","params":` + strings.Repeat("[", jsondepth.Max-1) + strings.Repeat("]", jsondepth.Max-1) + `}`},
+
+		{`not json`, `-32700 null not JSON`},
+		{`{"jsonrpc":"2.0","id":4,"method":"m"} {}`, `-32700 null not JSON`},
+		{`{"jsonrpc":"2.0","id":4,"method":"m","params":{"a":tru}}`, `-32700 null not JSON`},
+		{`"a string"`, `-32600 null a JSON object`},
+		{deep(jsondepth.Max + 1), `-32600 1 nests 1001 levels deep`},
+		{`{"jsonrpc":"2.0","id":9,"method":"m","params":` + strings.Repeat("[", 1<<20), `-32600 null nests 1048577 levels deep`}, // no decoder recurses into it
+		{`{"jsonrpc":"1.0","id":5,"method":"m"}`, `-32600 5 "jsonrpc"`},
+		{`{"JSONRPC":"2.0","id":5,"method":"m"}`, `-32600 5 "jsonrpc"`},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"m"}`, `-32600 null "id"`},
+		{`{"jsonrpc":"2.0","id":1e3,"method":"m"}`, `-32600 null "id"`},
+		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"m"}`, `-32600 null "id"`},
+		{`{"jsonrpc":"2.0","id":{},"method":"m"}`, `-32600 null "id"`},
+		{`{"jsonrpc":"2.0","id":6,"method":7}`, `-32600 6 "method"`},
+		{`{"jsonrpc":"2.0","id":6,"method":null}`, `-32600 6 "method"`},
+		{`{"jsonrpc":"2.0","id":6,"method":""}`, `-32600 6 "method"`},
+		{`{"jsonrpc":"2.0","id":7,"Method":"m"}`, `-32600 7 neither`},
+		{`{"jsonrpc":"2.0","result":{}}`, `-32600 null neither`},
+		{`{"jsonrpc":"2.0","id":"e","error":{"code":"x"}}`, `-32600 "e" "error"`},
+		{`{"jsonrpc":"2.0","id":"e","error":"x"}`, `-32600 "e" "error"`},
+	} {
+		msg, bad := parseLine([]byte(tt.line))
+		var got string
+		switch {
+		case (msg == nil) == (bad == nil):
+			t.Fatalf("%.60s: message %v and error %v", tt.line, msg, bad)
+		case msg != nil:
+			b, err := jsonrpc.EncodeMessage(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = string(b)
+		default:
+			got = fmt.Sprintf("%d %s %s", bad.Error.Code, bad.ID, bad.Error.Message)
+		}
+		code, why, _ := strings.Cut(tt.want, " ")
+		if msg == nil {
+			id, why, _ := strings.Cut(why, " ")
+			if !strings.HasPrefix(got, code+" "+id+" ") || !strings.Contains(got, why) {
+				t.Errorf("%.60s: %s, want %s", tt.line, got, tt.want)
+			}
+		} else if got != tt.want {
+			t.Errorf("%.60s: %s, want %s", tt.line, got, tt.want)
+		}
+	}
+}
+
+// TestParseLineAnyBytes: whatever a line holds (tokens in any order, or an
+// object of a message's members and others, of any value), parseLine
+// returns a message or an error, never both or neither, and a message it
+// returns, encoded again, is read back the same.
+func TestParseLineAnyBytes(t *testing.T) {
+	anyValue := rapid.SampledFrom([]string{`"s"`, `""`, `null`, `true`, `-2.5`, `{}`, `[]`, `{"a":[1,{"b":null}],"c":"\"]"}`})
+	values := map[string]*rapid.Generator[string]{
+		`"jsonrpc"`: rapid.SampledFrom([]string{`"2.0"`, `"2.0"`, `"2.0"`, `"1.0"`, `2`}),
+		`"id"`:      rapid.SampledFrom([]string{`1`, `-3`, `"a"`, `"\u0041"`, `""`, `null`, `1.5`, `9007199254740993`, `{}`}),
+		`"method"`:  rapid.SampledFrom([]string{`"tools/call"`, `"ping"`, `"\u0074ools/list"`, `""`, `1`}),
+		`"error"`:   rapid.SampledFrom([]string{`{"code":1,"message":"m"}`, `{"code":-32601,"message":"x","data":{"d":[]}}`, `{"code":"x"}`, `null`, `"e"`}),
+	}
+	key := rapid.SampledFrom([]string{`"id"`, `"method"`, `"params"`, `"result"`, `"error"`, `"Method"`, `"x"`})
+	token := rapid.SampledFrom([]string{`{`, `}`, `[`, `]`, `:`, `,`, ` `, `"`, `\`, `"jsonrpc"`, `"2.0"`, `"id"`, `"method"`, `1`, `null`, `{}`})
+	accepted := 0
+	rapid.Check(t, func(t *rapid.T) {
+		var line string
+		if rapid.IntRange(0, 3).Draw(t, "shape") == 0 {
+			line = strings.Join(rapid.SliceOf(token).Draw(t, "tokens"), "")
+		} else {
+			keys := rapid.SliceOfNDistinct(key, 0, 5, rapid.ID[string]).Draw(t, "keys")
+			if rapid.IntRange(0, 4).Draw(t, "no version") > 0 {
+				keys = append([]string{`"jsonrpc"`}, keys...)
+			}
+			members := make([]string, len(keys))
+			for i, k := range keys {
+				v := values[k]
+				if v == nil {
+					v = anyValue
+				}
+				members[i] = k + ":" + v.Draw(t, k)
+			}
+			line = "{" + strings.Join(members, ",") + "}"
+		}
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '[' {
+			return // decode's: a blank line is skipped, a batch refused
+		}
+		msg, bad := parseLine([]byte(line))
+		if (msg == nil) == (bad == nil) {
+			t.Fatalf("%q: message %v and error %v", line, msg, bad)
+		}
+		if msg == nil {
+			return
+		}
+		accepted++
+		b, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		again, bad := parseLine(b)
+		if bad != nil || !reflect.DeepEqual(again, msg) {
+			t.Fatalf("%q: read as %#v, encoded %s, read back as %#v, %v", line, msg, b, again, bad)
+		}
+	})
+	if accepted == 0 {
+		t.Error("no line was a message: the generator makes none")
 	}
 }

@@ -14,13 +14,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 )
 
-// Long calls as tasks: the tasks extension of 2026-07-28
-// (io.modelcontextprotocol/tasks, SEP-2663). The server decides which calls
-// become tasks: a tools/call from a client that declares the extension runs
-// as usual, and if it has not finished within taskAfter the client gets a
-// task handle (resultType "task") in place of the result. The call runs on,
+// Long calls as tasks: the tasks extension of the stateless era
+// (mcpversion.Stateless; io.modelcontextprotocol/tasks, SEP-2663). The
+// server decides which calls become tasks: a tools/call from a client that
+// declares the extension runs as usual, and if it has not finished within
+// taskAfter the client gets a task handle (resultType "task") in place of
+// the result. The call runs on,
 // no longer bound to the request; the client polls it with tasks/get, whose
 // statusMessage follows the call (its latest progress, a wait for an
 // approval), and ends it with tasks/cancel. A task belongs to the agent that
@@ -151,7 +153,7 @@ func (r *mcpRole) taskMethod(ctx context.Context, method string, req mcp.Request
 
 // wantsTask reports whether a call's client declared the tasks extension.
 func wantsTask(req *mcp.CallToolRequest) bool {
-	if req.ProtocolVersion() < sessionlessVersion {
+	if req.ProtocolVersion() < mcpversion.Stateless {
 		return false
 	}
 	if raw, ok := statedCapabilities(req); ok {

@@ -8,7 +8,7 @@
 // ("http://127.0.0.1:PORT/mcp") as the first line on stdout, and serves
 // until stdin closes. The endpoint serves both protocol eras, as toolhost's
 // /mcp/ROLE does: a request whose Mcp-Protocol-Version header names
-// 2026-07-28 or later goes to the go-sdk's StreamableHTTPHandler with
+// mcpversion.Stateless or later goes to the go-sdk's StreamableHTTPHandler with
 // Stateless set (which the SDK requires for that era: a temporary session per
 // request), any other to one with no options (2025 sessions, by
 // Mcp-Session-Id).
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 )
 
 // NoArgs is the no-op tool's input: an empty object.
@@ -48,9 +49,6 @@ func main() {
 	}
 }
 
-// sessionlessVersion is the first protocol version without sessions.
-const sessionlessVersion = "2026-07-28"
-
 // serveHTTP serves srv as streamable HTTP at /mcp on a free loopback port
 // until stdin closes, in both eras (see the package's comment).
 func serveHTTP(srv *mcp.Server) error {
@@ -63,7 +61,7 @@ func serveHTTP(srv *mcp.Server) error {
 	sessionless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, req *http.Request) {
-		if req.Header.Get("Mcp-Protocol-Version") >= sessionlessVersion {
+		if req.Header.Get("Mcp-Protocol-Version") >= mcpversion.Stateless {
 			sessionless.ServeHTTP(w, req)
 			return
 		}

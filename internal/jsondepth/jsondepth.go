@@ -1,11 +1,19 @@
-// Package jsondepth measures how deeply JSON nests, without decoding it.
+// Package jsondepth measures how deeply JSON nests, without decoding it, and
+// holds the one bound toolhost puts on that nesting for MCP.
 package jsondepth
+
+// Max is how deeply the MCP JSON toolhost reads and offers may nest objects
+// and arrays: a line it decodes over stdio, and a tools/list it offers (a
+// tool's input schema sits a few levels down in it). MCP peers built on the
+// go-sdk decode a JSON-RPC message at most 1000 levels deep, so toolhost
+// reads nothing deeper and offers nothing deeper.
+const Max = 1000
 
 // Of returns how deeply raw nests objects and arrays: the most that are
 // open at once, brackets inside strings aside. It reads raw as it comes and
-// never fails: a closing bracket with nothing open is passed over, as the
-// go-sdk's own bound on a message's nesting passes it over, so that the
-// two agree on any bytes.
+// never fails, whatever raw holds: a closing bracket with nothing open is
+// passed over. It is meant as a check before a decoder that recurses
+// (encoding/json's scanner bounds itself; others may not).
 func Of(raw []byte) int {
 	depth, deepest, inString, escaped := 0, 0, false, false
 	for _, c := range raw {

@@ -1,8 +1,9 @@
 package mcpsource
 
 // The protocol eras. The go-sdk client asks for the newest version first:
-// server/discover with 2026-07-28, then initialize with 2025-11-25 when the
-// server answers discover with anything but a stateless version it shares.
+// server/discover with mcpversion.Stateless, then initialize with
+// mcpversion.Legacy when the server answers discover with anything but a
+// stateless version it shares.
 // What the SDK leaves to its user, this file does:
 //   - a stdio server that says nothing at all to server/discover, dying or
 //     staying silent (a 2025 server that refuses any request before
@@ -30,21 +31,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 )
 
-const (
-	// Stateless is the first protocol version of the stateless era:
-	// server/discover, per-request _meta, no sessions.
-	Stateless = "2026-07-28"
-	// Legacy is the newest version of the session era, asked for with
-	// initialize when a server does not offer the stateless one.
-	Legacy = "2025-11-25"
-	// minRefresh bounds how often a ttlMs makes the tools listed again.
-	minRefresh = time.Second
-)
+// minRefresh bounds how often a ttlMs makes the tools listed again.
+const minRefresh = time.Second
 
 // Protocol is the MCP protocol version negotiated with the server:
-// [Stateless] for a server that answered server/discover with it, the version
+// [mcpversion.Stateless] for a server that answered server/discover with it, the version
 // initialize agreed on for the others.
 func (s *Server) Protocol() string {
 	if s.session == nil {
@@ -57,7 +51,7 @@ func (s *Server) Protocol() string {
 }
 
 // stateless reports whether the session speaks the stateless era.
-func (s *Server) stateless() bool { return s.Protocol() >= Stateless }
+func (s *Server) stateless() bool { return s.Protocol() >= mcpversion.Stateless }
 
 // announces reports whether the server says it announces changes of its tool
 // list (in the stateless era, on the subscriptions/listen stream the SDK

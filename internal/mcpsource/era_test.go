@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 
@@ -219,23 +220,23 @@ func TestEras(t *testing.T) {
 		protocol string
 		era      string // what the v2 server's era tool says; "" for server-everything
 	}{
-		{"2026 over stdio", func(t *testing.T) (Options, func() error) { return modern(t, env), nil }, Stateless, `{"era":"modern","protocolVersion":"2026-07-28"}`},
+		{"2026 over stdio", func(t *testing.T) (Options, func() error) { return modern(t, env), nil }, mcpversion.Stateless, `{"era":"modern","protocolVersion":"2026-07-28"}`},
 		{"2026 over HTTP", func(t *testing.T) (Options, func() error) {
 			url, cmd := modernHTTP(t, env)
 			return Options{URL: url}, cmd.Process.Kill
-		}, Stateless, `{"era":"modern","protocolVersion":"2026-07-28"}`},
+		}, mcpversion.Stateless, `{"era":"modern","protocolVersion":"2026-07-28"}`},
 		{"2025 over stdio, asked for", func(t *testing.T) (Options, func() error) {
 			o := modern(t, env)
-			o.Protocol = Legacy
+			o.Protocol = mcpversion.Legacy
 			return o, nil
-		}, Legacy, `{"era":"legacy","protocolVersion":null}`},
+		}, mcpversion.Legacy, `{"era":"legacy","protocolVersion":null}`},
 		{"2025 over stdio", func(t *testing.T) (Options, func() error) {
 			return Options{Command: mcptest.NPMServer(t, "mcp-server-everything")}, nil
-		}, Legacy, ""},
+		}, mcpversion.Legacy, ""},
 		{"2025 over HTTP", func(t *testing.T) (Options, func() error) {
 			url, cmd := everythingHTTP(t)
 			return Options{URL: url}, cmd.Process.Kill
-		}, Legacy, ""},
+		}, mcpversion.Legacy, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, kill := tc.start(t)
@@ -308,8 +309,8 @@ func TestEras(t *testing.T) {
 // tool it adds joins the module's.
 func TestTTLRefresh(t *testing.T) {
 	s, changes := startServer(t, modern(t, map[string]string{"TOOLHOST_TEST_TTL_MS": "200"}))
-	if s.Protocol() != Stateless || s.announces() {
-		t.Fatalf("negotiated %q, announcing changes %v: want %s without", s.Protocol(), s.announces(), Stateless)
+	if s.Protocol() != mcpversion.Stateless || s.announces() {
+		t.Fatalf("negotiated %q, announcing changes %v: want %s without", s.Protocol(), s.announces(), mcpversion.Stateless)
 	}
 	call(t, context.Background(), s, "add_tool", `{}`)
 	proctest.Eventually(t, "the added tool listed", func() bool { return s.Names()["added"] == "added" })
@@ -338,8 +339,8 @@ func TestDiscoverRefused(t *testing.T) {
 	} {
 		t.Run(tc.behaviour, func(t *testing.T) {
 			s, _ := startServer(t, Options{Command: exe, Env: map[string]string{testServerEnv: tc.behaviour}, StartTimeout: tc.timeout})
-			if got := s.Protocol(); got != Legacy {
-				t.Errorf("negotiated %q, want %q", got, Legacy)
+			if got := s.Protocol(); got != mcpversion.Legacy {
+				t.Errorf("negotiated %q, want %q", got, mcpversion.Legacy)
 			}
 			if got := call(t, context.Background(), s, "echo", `{"text":"hi"}`); got != "hi" {
 				t.Errorf("echo: %q", got)

@@ -1,7 +1,8 @@
 // Package mcpsource runs an MCP server as a tool-group module: it starts the
 // server (a stdio process, sandboxed when the block says so, or a streamable
-// HTTP endpoint), speaks the stateless 2026-07-28 protocol to a server that
-// offers it and the 2025 session protocol to the others (era.go), lists its
+// HTTP endpoint), speaks the stateless protocol ([mcpversion.Stateless]) to
+// a server that offers it and the 2025 session protocol to the others
+// (era.go), lists its
 // tools page by page, maps their names onto the host's tool-name rule, and
 // calls them. The host supervises it as it supervises a plugin process.
 package mcpsource
@@ -29,6 +30,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/mcpversion"
 	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 	"golang.org/x/sys/unix"
@@ -49,8 +51,9 @@ type Options struct {
 	StartTimeout time.Duration     // for discover or initialize and the first tools/list; 0 means 10s
 	Logger       hclog.Logger      // the server's stderr lines go here
 	// Protocol is the protocol version to ask for: "" for the newest
-	// ([Stateless], through server/discover, falling back to initialize and
-	// what the server offers), [Legacy] (say) for initialize alone.
+	// ([mcpversion.Stateless], through server/discover, falling back to
+	// initialize and what the server offers), [mcpversion.Legacy] (say) for
+	// initialize alone.
 	Protocol string
 	// ToolsChanged is called, from a goroutine of the session, when the
 	// tools may have changed: the server announced
@@ -94,7 +97,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	s, err := start(ctx, opts)
 	if err != nil && retryLegacy(opts, s, err) {
 		opts.Logger.Warn("no answer to server/discover: starting the server again and asking with initialize", "error", err)
-		opts.Protocol = Legacy
+		opts.Protocol = mcpversion.Legacy
 		s, err = start(ctx, opts)
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/internal/proctest"
@@ -206,15 +207,12 @@ type Reply struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Result  json.RawMessage `json:"result"`
-	Error   *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Error   *jsonrpc.Error  `json:"error"`
 }
 
-// SetMessageHeaders sets on h the headers 2026-07-28 asks of a request
-// carrying the JSON-RPC message msg: Mcp-Method, and Mcp-Name when its
-// params name something.
+// SetMessageHeaders sets on h the headers the stateless era
+// (mcpversion.Stateless) asks of a request carrying the JSON-RPC message
+// msg: Mcp-Method, and Mcp-Name when its params name something.
 func SetMessageHeaders(h http.Header, msg string) {
 	var m struct {
 		Method string `json:"method"`
