@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/mcpversion"
 )
 
 // listedPackage is what the layout checks read of go list -json.
@@ -134,6 +136,24 @@ func TestModuleLayout(t *testing.T) {
 					}
 				}
 			}
+		}
+	})
+
+	t.Run("the MCP protocol version is written once", func(t *testing.T) {
+		var at []string
+		for _, p := range pkgs {
+			for _, name := range p.sourceFiles(root, false) {
+				b, err := os.ReadFile(filepath.Join(root, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range bytes.Count(b, []byte(mcpversion.Stateless)) {
+					at = append(at, name)
+				}
+			}
+		}
+		if len(at) != 1 {
+			t.Errorf("the MCP protocol version %s is written %d times outside tests, in %v: name internal/mcpversion's constant instead", mcpversion.Stateless, len(at), at)
 		}
 	})
 
