@@ -232,9 +232,10 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 
 // TestSubprocess runs the built plugin through the real plugin handshake; the
 // plugin lives in a process group of its own, which killing a command's
-// group must spare.
+// group must spare. The timeout leaves echo and true room on a loaded
+// machine.
 func TestSubprocess(t *testing.T) {
-	p := sdktest.Exec(t, sdktest.Build(t, "."), &sdktest.Options{Config: map[string]any{"timeout_seconds": 1}})
+	p := sdktest.Exec(t, sdktest.Build(t, "."), &sdktest.Options{Config: map[string]any{"timeout_seconds": 5}})
 	if got := sdktest.OK(t, p.Call("run_command", RunArgs{Command: "echo hi"})); got != "hi\n" {
 		t.Errorf("echo hi = %q", got)
 	}
