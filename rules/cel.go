@@ -57,10 +57,10 @@ func Env() (*cel.Env, error) {
 			cel.Variable("agent", cel.StringType),
 			cel.ParserExpressionSizeLimit(MaxConditionLen),
 			cel.Function("path.clean", cel.Overload("path_clean_string", []*cel.Type{cel.StringType}, cel.StringType,
-				cel.UnaryBinding(func(v ref.Val) ref.Val { return types.String(CleanPath(string(v.(types.String)))) }))),
+				cel.UnaryBinding(func(v ref.Val) ref.Val { return types.String(cleanPath(string(v.(types.String)))) }))),
 			cel.Function("url.host", cel.Overload("url_host_string", []*cel.Type{cel.StringType}, cel.StringType,
 				cel.UnaryBinding(func(v ref.Val) ref.Val {
-					h, err := URLHost(string(v.(types.String)))
+					h, err := urlHost(string(v.(types.String)))
 					if err != nil {
 						return types.NewErr("%v", err)
 					}
@@ -71,15 +71,15 @@ func Env() (*cel.Env, error) {
 	return env, envErr
 }
 
-// CleanPath is path.clean: the path with "." and ".." resolved lexically
+// cleanPath is path.clean: the path with "." and ".." resolved lexically
 // and repeated "/" dropped ("src/../etc/passwd" is "etc/passwd"); "" is
 // ".". It knows nothing of symbolic links, which only the sandbox and the
 // tool's own checks see.
-func CleanPath(p string) string { return path.Clean(p) }
+func cleanPath(p string) string { return path.Clean(p) }
 
-// URLHost is url.host: the host an absolute URL names, lower-cased,
+// urlHost is url.host: the host an absolute URL names, lower-cased,
 // without port, brackets or trailing dot.
-func URLHost(s string) (string, error) {
+func urlHost(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "", fmt.Errorf("url.host: %w", err)
