@@ -155,7 +155,7 @@ func leaseChild() int {
 	if err := lh.rt.Wait(ctx, a.ID); err != nil {
 		return fail(err)
 	}
-	fmt.Printf("%s %s\n", a.ID, lh.rt.Owner())
+	fmt.Printf("%s %s\n", a.ID, agents.OwnerOf(lh.rt))
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
 }
@@ -246,8 +246,8 @@ func TestAdoptionAfterAHostDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := b.h.Store()
-	if !strings.HasSuffix(ownerA, "@machine-a") || !strings.HasSuffix(b.rt.Owner(), "@machine-b") {
-		t.Fatalf("owners %q and %q do not name their machines", ownerA, b.rt.Owner())
+	if !strings.HasSuffix(ownerA, "@machine-a") || !strings.HasSuffix(agents.OwnerOf(b.rt), "@machine-b") {
+		t.Fatalf("owners %q and %q do not name their machines", ownerA, agents.OwnerOf(b.rt))
 	}
 
 	// A renews twice while B, adopting, looks on: the agent stays A's.
@@ -277,7 +277,7 @@ func TestAdoptionAfterAHostDies(t *testing.T) {
 	}
 	adopted := until(t, st, id, "B adopted the agent", func(a store.Agent) bool { return a.Owner != ownerA })
 	at := time.Now()
-	if adopted.Owner != b.rt.Owner() || adopted.Status != store.StatusWaiting {
+	if adopted.Owner != agents.OwnerOf(b.rt) || adopted.Status != store.StatusWaiting {
 		t.Fatalf("after A died: %+v", adopted)
 	}
 	if at.Before(last.LeaseUntil) {
@@ -298,7 +298,7 @@ func TestAdoptionAfterAHostDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := until(t, st, id, "B answered the mail", func(a store.Agent) bool { return a.Turns == 2 })
-	if got.Answer != "answer 2 to second" || got.Status != store.StatusWaiting || got.Owner != b.rt.Owner() {
+	if got.Answer != "answer 2 to second" || got.Status != store.StatusWaiting || got.Owner != agents.OwnerOf(b.rt) {
 		t.Fatalf("after B's turn: %+v", got)
 	}
 	msgs, err := st.Messages(ctx, id)
@@ -338,7 +338,7 @@ func TestAdoptionOnOneMachineIsImmediate(t *testing.T) {
 	adopted := until(t, st, id, "B adopted the agent", func(a store.Agent) bool { return a.Owner != ownerA })
 	at := time.Now()
 	t.Logf("adopted %v after the kill; the lease would have passed %v after it", at.Sub(killed), last.LeaseUntil.Sub(killed))
-	if adopted.Owner != b.rt.Owner() || !at.Before(last.LeaseUntil) {
+	if adopted.Owner != agents.OwnerOf(b.rt) || !at.Before(last.LeaseUntil) {
 		t.Fatalf("adopted by %q at %v; A's lease passes at %v", adopted.Owner, at, last.LeaseUntil)
 	}
 }
@@ -377,7 +377,7 @@ func TestALostAgentStopsWithoutFailing(t *testing.T) {
 	// machine may bring between the release and the claim: try again then.
 	const intruder = "1:intruder@elsewhere"
 	proctest.Eventually(t, "the intruder holds the agent", func() bool {
-		if _, err := st.ReleaseAgents(ctx, a.rt.Owner()); err != nil {
+		if _, err := st.ReleaseAgents(ctx, agents.OwnerOf(a.rt)); err != nil {
 			t.Fatal(err)
 		}
 		ok, err := st.ClaimAgent(ctx, ag.ID, intruder, "", time.Hour)
@@ -409,7 +409,7 @@ func TestALostAgentStopsWithoutFailing(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := until(t, st, ag.ID, "the runtime answered after adopting it again", func(x store.Agent) bool { return x.Turns == 2 && x.Status == store.StatusWaiting })
-	if got.Answer != "answer 2 to second" || got.Owner != a.rt.Owner() {
+	if got.Answer != "answer 2 to second" || got.Owner != agents.OwnerOf(a.rt) {
 		t.Fatalf("after adopting it again: %+v", got)
 	}
 }
@@ -457,14 +457,14 @@ func TestAgentsStopWhenLeasesCannotBeRenewed(t *testing.T) {
 	if !gaveUp.Before(last.LeaseUntil) {
 		t.Errorf("the agent stopped at %v, after its lease passed at %v", gaveUp, last.LeaseUntil)
 	}
-	if last.Status != store.StatusWaiting || last.Owner != a.rt.Owner() {
+	if last.Status != store.StatusWaiting || last.Owner != agents.OwnerOf(a.rt) {
 		t.Fatalf("the agent after its host lost the database: %+v", last)
 	}
 	if _, err := a.rt.Send(ctx, "", ag.ID, "second"); err != nil {
 		t.Fatal(err)
 	}
 	got := until(t, st, ag.ID, "the agent answered after the database came back", func(x store.Agent) bool { return x.Turns == 2 && x.Status == store.StatusWaiting })
-	if got.Answer != "answer 2 to second" || got.Owner != a.rt.Owner() {
+	if got.Answer != "answer 2 to second" || got.Owner != agents.OwnerOf(a.rt) {
 		t.Fatalf("after the database came back: %+v", got)
 	}
 }

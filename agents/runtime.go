@@ -215,10 +215,6 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-// Owner returns the claim this runtime writes as the owner of the agents
-// it runs: "pid:nonce@machine".
-func (rt *Runtime) Owner() string { return rt.owner }
-
 // defaultLease is the lease of a runtime whose config sets none.
 const defaultLease = 15 * time.Second
 

@@ -492,7 +492,7 @@ func (c *Config) override(getenv func(string) string) Diagnostics {
 func (a *Auth) check(listen, filename string) Diagnostics {
 	var detail string
 	switch {
-	case a.Disabled && !Loopback(listen):
+	case a.Disabled && !loopback(listen):
 		detail = fmt.Sprintf("listen %q is not a loopback address, and auth { disabled = true } would open every route to the network: remove disabled, or listen on 127.0.0.1.", listen)
 	case a.Disabled && a.Token != "":
 		detail = "auth { disabled = true } and a token (auth { token } or TOOLHOST_TOKEN) contradict each other: remove one."
@@ -506,8 +506,8 @@ func (a *Auth) check(listen, filename string) Diagnostics {
 	return Diagnostics{{File: filename, Summary: "Unsafe authentication", Detail: detail}}
 }
 
-// Loopback reports whether a host:port address listens on loopback only.
-func Loopback(addr string) bool {
+// loopback reports whether a host:port address listens on loopback only.
+func loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

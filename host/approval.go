@@ -384,9 +384,9 @@ func (q *ApprovalQueue) Pending() []ApprovalRequest {
 	return out
 }
 
-// Waiting counts the calls of this process waiting for a decision, without
+// numWaiting counts the calls of this process waiting for a decision, without
 // asking the store: [ApprovalQueue.Pending] lists every host's.
-func (q *ApprovalQueue) Waiting() int {
+func (q *ApprovalQueue) numWaiting() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.waiting)

@@ -109,7 +109,7 @@ func testAcrossHosts(t *testing.T, a, b *Host, pa *probe) {
 		if req.Tool != "guarded" || req.Group != "probe" || !strings.HasPrefix(req.ID, "appr_") || req.Expires.Sub(req.Requested) != time.Minute {
 			t.Fatalf("pending on B = %+v", req)
 		}
-		if len(a.Approvals().Pending()) != 1 || a.Approvals().Waiting() != 1 || b.Approvals().Waiting() != 0 {
+		if len(a.Approvals().Pending()) != 1 || a.Approvals().numWaiting() != 1 || b.Approvals().numWaiting() != 0 {
 			t.Fatalf("pending on A = %+v", a.Approvals().Pending())
 		}
 		start := time.Now()

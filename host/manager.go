@@ -46,8 +46,8 @@ type Group struct {
 	mcpOut  map[string]string    // tool name → why MCP clients cannot be offered it
 }
 
-// Tool returns the spec of one of the group's tools.
-func (g *Group) Tool(name string) (toolhost.ToolSpec, bool) {
+// tool returns the spec of one of the group's tools.
+func (g *Group) tool(name string) (toolhost.ToolSpec, bool) {
 	i, ok := g.tools[name]
 	if !ok {
 		return toolhost.ToolSpec{}, false
@@ -349,7 +349,7 @@ func (m *manager) lookup(tool string) (*Group, toolhost.ToolSpec, bool) {
 	if !ok {
 		return nil, toolhost.ToolSpec{}, false
 	}
-	spec, _ := g.Tool(tool)
+	spec, _ := g.tool(tool)
 	return g, spec, true
 }
 

@@ -261,7 +261,7 @@ func TestReplaceOnlyTheCurrentGroup(t *testing.T) {
 }
 
 func hasTool(g *Group, name string) bool {
-	_, ok := g.Tool(name)
+	_, ok := g.tool(name)
 	return ok
 }
 

@@ -387,7 +387,7 @@ func TestToolSettingsHints(t *testing.T) {
 	if !ok {
 		t.Fatalf("no group: %+v", h.Modules().List())
 	}
-	echo, _ := g.Tool("echo")
+	echo, _ := g.tool("echo")
 	var hints map[string]bool
 	if err := json.Unmarshal(echo.Annotations, &hints); err != nil || echo.Title != "Echo it" || !hints["readOnlyHint"] || hints["openWorldHint"] || !hints["destructiveHint"] {
 		t.Errorf("echo: title %q, hints %s", echo.Title, echo.Annotations)

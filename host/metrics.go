@@ -236,7 +236,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(pluginRestartsDesc, prometheus.CounterValue, float64(p.Restarts), p.Name)
 	}
 	if h.queue != nil {
-		ch <- prometheus.MustNewConstMetric(approvalsPendingDesc, prometheus.GaugeValue, float64(h.queue.Waiting()))
+		ch <- prometheus.MustNewConstMetric(approvalsPendingDesc, prometheus.GaugeValue, float64(h.queue.numWaiting()))
 	}
 	ch <- prometheus.MustNewConstMetric(eventQueueDesc, prometheus.GaugeValue, float64(h.events.Queued()))
 	ch <- prometheus.MustNewConstMetric(eventsWrittenDesc, prometheus.CounterValue, float64(h.events.Written()))

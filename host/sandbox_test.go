@@ -313,7 +313,7 @@ const noBwrapEnv = "TOOLHOST_TEST_NO_BWRAP"
 // TestSandboxWithoutBubblewrap: with no bubblewrap to run, a sandboxed
 // plugin is refused with policy, saying what to install and that sandbox =
 // "off" is the way out; it is not started unconfined, and the host serves
-// its other plugins. It runs in a fresh test process, as sandbox.Available
+// its other plugins. It runs in a fresh test process, as sandbox.bwrapPath
 // remembers a success.
 func TestSandboxWithoutBubblewrap(t *testing.T) {
 	if os.Getenv(noBwrapEnv) == "" {

@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// PolicyHeader is the response header of a refusal by a [Proxy]; its value is
+// policyHeader is the response header of a refusal by a [Proxy]; its value is
 // the refusal's message.
-const PolicyHeader = "X-Toolhost-Policy"
+const policyHeader = "X-Toolhost-Policy"
 
 // Defaults of ProxyOptions, and the time a client has to send a request's
 // headers.
@@ -56,7 +56,7 @@ type ProxyOptions struct {
 // through its [Dialer], so only where the policy permits. It serves plain
 // requests with an absolute http(s) URI (a WebSocket Upgrade among them) and
 // CONNECT tunnels (https, ws and wss); anything else is a 400. A refusal is
-// answered 403 with a short text body and the [PolicyHeader] (or, with
+// answered 403 with a short text body and the X-Toolhost-Policy header (or, with
 // CloseOnRefusal, by closing the connection), and is recorded for [Proxy.Since].
 // Proxies from the environment are never used upstream.
 type Proxy struct {
@@ -221,7 +221,7 @@ func (p *Proxy) fail(w http.ResponseWriter, _ *http.Request, err error) {
 				return
 			}
 		}
-		w.Header().Set(PolicyHeader, ref.Error())
+		w.Header().Set(policyHeader, ref.Error())
 		http.Error(w, "refused by the network policy: "+ref.Error(), http.StatusForbidden)
 		return
 	}

@@ -162,10 +162,10 @@ func TestProxyAttacks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mark := p.Mark()
 			resp, _, _ := send(t, p, fmt.Sprintf(tc.request, vport))
-			msg := resp.Header.Get(PolicyHeader)
+			msg := resp.Header.Get(policyHeader)
 			b := body(t, resp)
 			if resp.StatusCode != http.StatusForbidden || !strings.Contains(msg, tc.rule) || !strings.Contains(b, msg) {
-				t.Errorf("status %d, %s %q, body %q; want 403 naming %q", resp.StatusCode, PolicyHeader, msg, b, tc.rule)
+				t.Errorf("status %d, %s %q, body %q; want 403 naming %q", resp.StatusCode, policyHeader, msg, b, tc.rule)
 			}
 			got := p.Since(mark)
 			if len(got) != 1 || got[0].Host != tc.host || got[0].Rule != tc.rule || got[0].Error() != msg {
@@ -235,7 +235,7 @@ func TestProxyPlainRequests(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close() // nothing listens there now
-		if resp, _, _ := send(t, p, "GET http://"+addr+"/ HTTP/1.1\r\nHost: "+addr+"\r\n\r\n"); resp.StatusCode != http.StatusBadGateway || resp.Header.Get(PolicyHeader) != "" {
+		if resp, _, _ := send(t, p, "GET http://"+addr+"/ HTTP/1.1\r\nHost: "+addr+"\r\n\r\n"); resp.StatusCode != http.StatusBadGateway || resp.Header.Get(policyHeader) != "" {
 			t.Errorf("status %d, want 502", resp.StatusCode)
 		}
 	})
@@ -292,7 +292,7 @@ func TestProxyTunnels(t *testing.T) {
 			t.Fatalf("first CONNECT: status %d", resp.StatusCode)
 		}
 		resp, _, _ := send(t, p, req)
-		if msg := resp.Header.Get(PolicyHeader); resp.StatusCode != 403 || msg != "rebind.test resolves to 127.0.0.1, a loopback address: refused" {
+		if msg := resp.Header.Get(policyHeader); resp.StatusCode != 403 || msg != "rebind.test resolves to 127.0.0.1, a loopback address: refused" {
 			t.Errorf("second CONNECT: status %d, %q", resp.StatusCode, msg)
 		}
 	})

@@ -51,7 +51,7 @@ func (d *Dialer) dialUpstream(ctx context.Context, host, port string) (net.Conn,
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		conn.Close()
-		if why := resp.Header.Get(PolicyHeader); why != "" {
+		if why := resp.Header.Get(policyHeader); why != "" {
 			return nil, &Refusal{Host: host, Upstream: why}
 		}
 		return nil, fmt.Errorf("proxy %s: CONNECT %s: %s", d.Upstream, target, resp.Status)

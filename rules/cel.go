@@ -27,8 +27,8 @@ import (
 // themselves, and would refuse any call with more than a few thousand
 // values in them.
 const (
-	MaxConditionLen = 4096
-	CostLimit       = 1_000_000
+	maxConditionLen = 4096
+	costLimit       = 1_000_000
 )
 
 var (
@@ -37,7 +37,7 @@ var (
 	envErr  error
 )
 
-// Env returns the CEL environment of conditions: args, a map of the call's
+// celEnv returns the CEL environment of conditions: args, a map of the call's
 // arguments as JSON decodes them (numbers are doubles); tool, group, role
 // and agent, strings (agent is "" for a caller without one); CEL's standard
 // functions (contains, startsWith, matches with RE2, size, …); and
@@ -47,7 +47,7 @@ var (
 // what does not parse as an absolute URL with a host). CEL's strings
 // extension is left out: its replace can build, in one step and before any
 // cost is counted, a string the square of its input's size.
-func Env() (*cel.Env, error) {
+func celEnv() (*cel.Env, error) {
 	envOnce.Do(func() {
 		env, envErr = cel.NewEnv(
 			cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
@@ -55,12 +55,12 @@ func Env() (*cel.Env, error) {
 			cel.Variable("group", cel.StringType),
 			cel.Variable("role", cel.StringType),
 			cel.Variable("agent", cel.StringType),
-			cel.ParserExpressionSizeLimit(MaxConditionLen),
+			cel.ParserExpressionSizeLimit(maxConditionLen),
 			cel.Function("path.clean", cel.Overload("path_clean_string", []*cel.Type{cel.StringType}, cel.StringType,
-				cel.UnaryBinding(func(v ref.Val) ref.Val { return types.String(CleanPath(string(v.(types.String)))) }))),
+				cel.UnaryBinding(func(v ref.Val) ref.Val { return types.String(cleanPath(string(v.(types.String)))) }))),
 			cel.Function("url.host", cel.Overload("url_host_string", []*cel.Type{cel.StringType}, cel.StringType,
 				cel.UnaryBinding(func(v ref.Val) ref.Val {
-					h, err := URLHost(string(v.(types.String)))
+					h, err := urlHost(string(v.(types.String)))
 					if err != nil {
 						return types.NewErr("%v", err)
 					}
@@ -71,15 +71,15 @@ func Env() (*cel.Env, error) {
 	return env, envErr
 }
 
-// CleanPath is path.clean: the path with "." and ".." resolved lexically
+// cleanPath is path.clean: the path with "." and ".." resolved lexically
 // and repeated "/" dropped ("src/../etc/passwd" is "etc/passwd"); "" is
 // ".". It knows nothing of symbolic links, which only the sandbox and the
 // tool's own checks see.
-func CleanPath(p string) string { return path.Clean(p) }
+func cleanPath(p string) string { return path.Clean(p) }
 
-// URLHost is url.host: the host an absolute URL names, lower-cased,
+// urlHost is url.host: the host an absolute URL names, lower-cased,
 // without port, brackets or trailing dot.
-func URLHost(s string) (string, error) {
+func urlHost(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "", fmt.Errorf("url.host: %w", err)
@@ -149,12 +149,12 @@ func Compile(expr string) (*Condition, error) {
 }
 
 func compile(expr string) (*Condition, error) {
-	e, err := Env()
+	e, err := celEnv()
 	if err != nil {
 		return nil, fmt.Errorf("rules: the CEL environment: %w", err)
 	}
-	if len(expr) > MaxConditionLen {
-		return nil, &ConditionError{Message: fmt.Sprintf("%d bytes; at most %d", len(expr), MaxConditionLen)}
+	if len(expr) > maxConditionLen {
+		return nil, &ConditionError{Message: fmt.Sprintf("%d bytes; at most %d", len(expr), maxConditionLen)}
 	}
 	checked, iss := e.Compile(expr)
 	if iss.Err() != nil {
@@ -188,12 +188,12 @@ func compile(expr string) (*Condition, error) {
 // program plans a checked condition (or chain) for evaluation. One that is
 // linear goes without the cost tracking, which costs about as much as the
 // evaluation itself; any other is evaluated within the cost bound
-// ([CostLimit], sizeCost).
+// ([costLimit], sizeCost).
 func program(e *cel.Env, checked *cel.Ast) (cel.Program, error) {
 	if linear(checked) {
 		return e.Program(checked, cel.EvalOptions(cel.OptOptimize))
 	}
-	return e.Program(checked, cel.CostLimit(CostLimit), cel.CostTracking(sizeCost{}), cel.EvalOptions(cel.OptOptimize))
+	return e.Program(checked, cel.CostLimit(costLimit), cel.CostTracking(sizeCost{}), cel.EvalOptions(cel.OptOptimize))
 }
 
 // linear reports whether a checked expression has no loop (a macro such

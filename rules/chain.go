@@ -72,7 +72,7 @@ func NewChain(conds []*Condition) *Chain {
 // bounds on size and nesting passed: its conditions are then evaluated one
 // by one).
 func compileChain(text string) cel.Program {
-	e, err := Env()
+	e, err := celEnv()
 	if err != nil {
 		return nil
 	}

@@ -243,7 +243,7 @@ func lowerCall(c ast.CallExpr) direct {
 			if !ok {
 				return nil, false
 			}
-			return CleanPath(s), true
+			return cleanPath(s), true
 		}
 	case name == "url.host" && len(fs) == 1:
 		return func(v *Vars) (any, bool) {
@@ -251,7 +251,7 @@ func lowerCall(c ast.CallExpr) direct {
 			if !ok {
 				return nil, false
 			}
-			h, err := URLHost(s)
+			h, err := urlHost(s)
 			return h, err == nil
 		}
 	}

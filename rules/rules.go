@@ -124,8 +124,8 @@ var (
 	actionOK = []Action{Deny, Approve, Allow}
 )
 
-// GroupPrefix marks a group in a rule's tools or a limit's target.
-const GroupPrefix = "group:"
+// groupPrefix marks a group in a rule's tools or a limit's target.
+const groupPrefix = "group:"
 
 // CheckName says what is wrong with a rule's name, or nil.
 func CheckName(name string) error {
@@ -138,7 +138,7 @@ func CheckName(name string) error {
 // CheckTool says what is wrong with an entry of a rule's tools (a tool
 // name or "group:NAME"), or nil.
 func CheckTool(item string) error {
-	if g, ok := strings.CutPrefix(item, GroupPrefix); ok && groupRE.MatchString(g) || toolRE.MatchString(item) {
+	if g, ok := strings.CutPrefix(item, groupPrefix); ok && groupRE.MatchString(g) || toolRE.MatchString(item) {
 		return nil
 	}
 	return fmt.Errorf(`%q is neither a tool name nor "group:NAME"`, item)
@@ -186,7 +186,7 @@ func Applies(tools []string, tool, group string) bool {
 		return true
 	}
 	for _, t := range tools {
-		if t == tool || strings.HasPrefix(t, GroupPrefix) && t[len(GroupPrefix):] == group {
+		if t == tool || strings.HasPrefix(t, groupPrefix) && t[len(groupPrefix):] == group {
 			return true
 		}
 	}

@@ -18,10 +18,10 @@ var available struct {
 	path string
 }
 
-// Available returns the path of a bubblewrap that can make the sandbox's
+// bwrapPath returns the path of a bubblewrap that can make the sandbox's
 // namespaces here, or an error that says what to install or enable. A
 // success is remembered; a failure is tried again on the next call.
-func Available() (string, error) {
+func bwrapPath() (string, error) {
 	available.Lock()
 	defer available.Unlock()
 	if available.path != "" {
@@ -47,7 +47,7 @@ func Available() (string, error) {
 // bubblewrap's version and the Landlock ABI the kernel enforces (0: none,
 // bubblewrap alone then), or why there is no sandbox.
 func Status() string {
-	path, err := Available()
+	path, err := bwrapPath()
 	if err != nil {
 		return err.Error()
 	}

@@ -21,8 +21,8 @@ import (
 
 // Paths inside every sandbox.
 const (
-	// Home is HOME inside: a fresh tmpfs, as is /tmp.
-	Home = "/home/sandbox"
+	// homeDir is HOME inside: a fresh tmpfs, as is /tmp.
+	homeDir = "/home/sandbox"
 	// defaultPath is PATH inside when the command's environment has none.
 	defaultPath = "/usr/local/bin:/usr/bin:/bin"
 )
@@ -75,7 +75,7 @@ func Command(ctx context.Context, p *Policy, argv []string) (*Cmd, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	bwrap, err := Available()
+	bwrap, err := bwrapPath()
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (c *Cmd) prepare() error {
 	b.add("--ro-bind", etc, "/etc")
 	size := strconv.Itoa(max(c.policy.Limits.FileSizeMB, 0) << 20)
 	b.add("--dev", "/dev", "--proc", "/proc")
-	for _, d := range []string{"/tmp", Home} {
+	for _, d := range []string{"/tmp", homeDir} {
 		if size != "0" {
 			b.add("--size", size)
 		}
@@ -179,11 +179,11 @@ func (c *Cmd) prepare() error {
 		}
 	}
 	st.ReadOnly = slices.Concat(b.system, []string{"/etc", "/dev", "/proc", stage.RunDir}, c.policy.ReadOnly)
-	st.ReadWrite = append([]string{"/tmp", Home, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}, c.policy.ReadWrite...)
+	st.ReadWrite = append([]string{"/tmp", homeDir, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}, c.policy.ReadWrite...)
 
 	dir := c.Dir
 	if dir == "" {
-		dir = Home
+		dir = homeDir
 	} else if !c.policy.Visible(dir) {
 		return fmt.Errorf("sandbox: the working directory %s is not inside the sandbox's read_write or read_only paths", dir)
 	}
@@ -198,7 +198,7 @@ func (c *Cmd) prepare() error {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "HOME="+Home, "TMPDIR=/tmp")
+	env = append(env, "HOME="+homeDir, "TMPDIR=/tmp")
 	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
 		env = append(env, "PATH="+defaultPath)
 	}

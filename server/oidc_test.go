@@ -412,9 +412,9 @@ func TestOIDCWellKnown(t *testing.T) {
 	p := startProvider(t, 0)
 	o := serveOIDC(t, p.issuer)
 	plain, _ := serve(t, &config.Config{})
-	meta := func(at string) ResourceMetadata {
+	meta := func(at string) protectedResource {
 		code, _, body := o.do(t, "GET", at, "", "")
-		var m ResourceMetadata
+		var m protectedResource
 		if err := json.Unmarshal([]byte(body), &m); code != 200 || err != nil {
 			t.Fatalf("GET %s = %d %s", at, code, body)
 		}

@@ -44,10 +44,10 @@ func isResourcePath(path string) bool {
 	return rest == "" || ok && role != "" && !strings.Contains(role, "/")
 }
 
-// ResourceMetadata is the protected resource metadata (RFC 9728) served at
+// protectedResource is the protected resource metadata (RFC 9728) served at
 // /.well-known/oauth-protected-resource with auth { oidc }: the server is
 // one resource, the configured audience, whichever path asked.
-type ResourceMetadata struct {
+type protectedResource struct {
 	// Resource is the resource identifier: a token's aud must contain it.
 	Resource string `json:"resource"`
 	// AuthorizationServers are the issuers whose tokens are accepted.
@@ -62,9 +62,9 @@ type ResourceMetadata struct {
 	ResourceName string `json:"resource_name"`
 }
 
-func (s *Server) resourceMetadata() ResourceMetadata {
+func (s *Server) resourceMetadata() protectedResource {
 	c := s.auth.oidc.cfg
-	return ResourceMetadata{Resource: c.Audience, AuthorizationServers: []string{c.Issuer},
+	return protectedResource{Resource: c.Audience, AuthorizationServers: []string{c.Issuer},
 		BearerMethodsSupported: []string{"header"}, ScopesSupported: c.RequiredScopes, ResourceName: "toolhost"}
 }
 
