@@ -18,7 +18,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/mcpversion"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 )
 
 // listedPackage is what the layout checks read of go list -json.
@@ -153,7 +153,7 @@ func TestModuleLayout(t *testing.T) {
 			}
 		}
 		if len(at) != 1 {
-			t.Errorf("the MCP protocol version %s is written %d times outside tests, in %v: name internal/mcpversion's constant instead", mcpversion.Stateless, len(at), at)
+			t.Errorf("the MCP protocol version %s is written %d times outside tests, in %v: name internal/mcp/mcpversion's constant instead", mcpversion.Stateless, len(at), at)
 		}
 	})
 

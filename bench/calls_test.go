@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/internal/mcpversion"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 )
 
 // TestCheckEra: a session runs in its era or the path is refused, the

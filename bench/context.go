@@ -9,7 +9,7 @@ import (
 
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/tokencount"
 	"github.com/toolhost/toolhost/store"
 )

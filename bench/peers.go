@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/internal/mcptest"
-	"github.com/toolhost/toolhost/internal/mcpversion"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 )
 
 // peerPaths are the paths against peer MCP gateways, in the report's order:

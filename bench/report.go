@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolhost/toolhost/internal/mcpversion"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 )
 
 // report is everything one run measured.
@@ -419,7 +419,7 @@ func (r *report) writeCalls(p func(string, ...any)) {
 		"over stdio, one for each era.", pathSDKStdio25, pathSDKStdio26)
 	p("- **%s** — a second in-process `host.Host` whose only module is an `mcp_server` block running another `bench/mcpnoop` process "+
 		"(unconfined, like the baseline's), its tool `noop` called through `Host.Call` as an agent of a role holding the group: the whole pipeline "+
-		"(policy, validation, events), then `internal/mcpsource`'s go-sdk client over stdio in %s, the version it agrees on with mcpnoop "+
+		"(policy, validation, events), then `internal/mcp/mcpsource`'s go-sdk client over stdio in %s, the version it agrees on with mcpnoop "+
 		"(the bench checks it), one session shared by the callers. "+
 		"A host of its own, because in the first one the plugin's `noop` would shadow the server's.\n", pathHostMCP, mcpversion.Stateless)
 	left := "the MCP paths of the 2025 era and our in-process fronts" // out of the plot (see run)

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/procstat"
 	"github.com/toolhost/toolhost/internal/proctest"
 )

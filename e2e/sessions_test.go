@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 

@@ -40,7 +40,7 @@ type PluginStatus struct {
 	LastError string        `json:"lastError,omitempty"`
 	ErrorCode toolhost.Code `json:"errorCode,omitempty"`
 	// Protocol is the MCP protocol version a running mcp_server module
-	// negotiated with its server: the stateless version (internal/mcpversion),
+	// negotiated with its server: the stateless version (internal/mcp/mcpversion),
 	// or the 2025 (or older) version of a session.
 	Protocol string `json:"protocol,omitempty"`
 }

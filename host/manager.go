@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/mcp/mcpoffer"
 	"github.com/toolhost/toolhost/internal/protocol"
 )
 
@@ -129,7 +130,7 @@ func (m *manager) put(g *Group, only *Group) (replaced *Group, err error) {
 		return nil, err
 	}
 	g.checks = checks
-	g.mcpOut = mcpRefusals(&g.Spec)
+	g.mcpOut = mcpoffer.Refusals(&g.Spec)
 	g.tools = make(map[string]int, len(g.Spec.Tools))
 	for i, t := range g.Spec.Tools {
 		g.tools[t.Name] = i

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/internal/mcpsource"
+	"github.com/toolhost/toolhost/internal/mcp/mcpsource"
 )
 
 // startMCP starts an mcp_server block's server: its stdio process

@@ -15,14 +15,14 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/internal/mcptest"
-	"github.com/toolhost/toolhost/internal/mcpversion"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
 // modernServer is the 2026-07-28 test server on the TypeScript SDK v2
-// (internal/mcpsource/testdata/modern.mjs): node's path and the script's.
+// (internal/mcp/mcpsource/testdata/modern.mjs): node's path and the script's.
 func modernServer(t *testing.T) (node, script string) {
 	t.Helper()
 	mcptest.NPMPackage(t, "@modelcontextprotocol/server")
@@ -30,7 +30,7 @@ func modernServer(t *testing.T) (node, script string) {
 	if err != nil {
 		t.Fatalf("node is not installed (scripts/test installs nodejs): %v", err)
 	}
-	script, err = filepath.Abs("../internal/mcpsource/testdata/modern.mjs")
+	script, err = filepath.Abs("../internal/mcp/mcpsource/testdata/modern.mjs")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
@@ -112,7 +112,7 @@ func TestMCPStreamableHTTP(t *testing.T) {
 
 			// Another session, or agent key, is another agent.
 			other, _ := connectAs(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer",
-				HTTPClient: &http.Client{Transport: withHeader{agentKeyHeader, "other"}}}, era)
+				HTTPClient: &http.Client{Transport: withHeader{"Toolhost-Agent", "other"}}}, era)
 			mcptest.CallText(t, other, "console_print", map[string]string{"text": "again"})
 			if err := h.Events().Flush(context.Background()); err != nil {
 				t.Fatal(err)
@@ -250,23 +250,6 @@ func TestMCPTransport(t *testing.T) {
 	<-done
 	if err := ServeMCP(context.Background(), h, "ghost", serverSide); err == nil {
 		t.Error("ServeMCP of an unknown role: no error")
-	}
-}
-
-func TestToolResult(t *testing.T) {
-	png := []byte("\x89PNG")
-	res := toolResult(&toolhost.Result{Stdout: "out", Stderr: "err", Error: &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: "boom"},
-		Attachments: []toolhost.Attachment{{MimeType: "image/png", Data: png}, {MimeType: "application/pdf", Data: []byte("%PDF")}}})
-	if !res.IsError || len(res.Content) != 4 {
-		t.Fatalf("result = %+v", res)
-	}
-	for i, want := range []string{"tool_exec: boom", "out", "stderr:\nerr"} {
-		if tc, ok := res.Content[i].(*mcp.TextContent); !ok || tc.Text != want {
-			t.Errorf("content[%d] = %+v, want %q", i, res.Content[i], want)
-		}
-	}
-	if img, ok := res.Content[3].(*mcp.ImageContent); !ok || img.MIMEType != "image/png" || string(img.Data) != string(png) {
-		t.Errorf("image = %+v", res.Content[3])
 	}
 }
 

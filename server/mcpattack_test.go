@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
@@ -96,7 +96,7 @@ func taskOf(t *testing.T, m rpcResponse) taskView {
 func startTask(t *testing.T, g *gate, url, token string) string {
 	t.Helper()
 	v := taskOf(t, rpc(t, url, token, request(1, "tools/call", `{"name":"hold","arguments":{}}`, metaCaps(tasksCaps, "")), nil))
-	if v.ResultType != "task" || v.Status != taskWorking || !strings.HasPrefix(v.TaskID, "task_") {
+	if v.ResultType != "task" || v.Status != "working" || !strings.HasPrefix(v.TaskID, "task_") {
 		t.Fatalf("the hold call: %+v, want a working task handle (resultType task)", v)
 	}
 	select {
@@ -112,7 +112,7 @@ func startTask(t *testing.T, g *gate, url, token string) string {
 func taskRequest(id int, method, taskID, key string) string {
 	extra := ""
 	if key != "" {
-		extra = fmt.Sprintf("%q:%q", agentKeyMeta, key)
+		extra = fmt.Sprintf(`"toolhost/agent":%q`, key)
 	}
 	return request(id, method, fmt.Sprintf(`{"taskId":%q}`, taskID), metaCaps(tasksCaps, extra))
 }
@@ -148,7 +148,7 @@ func TestMCPTaskBelongsToItsAgent(t *testing.T) {
 		{name: "another role token, its own key", token: mallory, key: "alice"},
 		{name: "the admin", token: ""},
 		{name: "the same token, another key in _meta", token: alice, key: "other"},
-		{name: "the same token, another key in the header", token: alice, header: map[string]string{agentKeyHeader: "other"}},
+		{name: "the same token, another key in the header", token: alice, header: map[string]string{"Toolhost-Agent": "other"}},
 	}
 	for i, o := range others {
 		for _, method := range []string{"tasks/get", "tasks/cancel"} {
@@ -160,7 +160,7 @@ func TestMCPTaskBelongsToItsAgent(t *testing.T) {
 		}
 	}
 	stillRunning(t, g, "after the others' requests")
-	if v := taskOf(t, rpc(t, url, alice, taskRequest(20, "tasks/get", id, ""), nil)); v.Status != taskWorking || v.TaskID != id || v.ResultType != "complete" {
+	if v := taskOf(t, rpc(t, url, alice, taskRequest(20, "tasks/get", id, ""), nil)); v.Status != "working" || v.TaskID != id || v.ResultType != "complete" {
 		t.Fatalf("alice's tasks/get after the others': %+v, want her task working", v)
 	}
 
@@ -171,7 +171,7 @@ func TestMCPTaskBelongsToItsAgent(t *testing.T) {
 	if err := g.awaitEnd(t); err == nil {
 		t.Error("the cancelled task's call ran to its end: its context was not cancelled")
 	}
-	if v := taskOf(t, rpc(t, url, alice, taskRequest(22, "tasks/get", id, ""), nil)); v.Status != taskCancelled || v.Result != nil {
+	if v := taskOf(t, rpc(t, url, alice, taskRequest(22, "tasks/get", id, ""), nil)); v.Status != "cancelled" || v.Result != nil {
 		t.Errorf("alice's tasks/get after her tasks/cancel: %+v, want cancelled without a result", v)
 	}
 }
@@ -185,7 +185,7 @@ func TestMCPTaskOutlivesItsRequest(t *testing.T) {
 	url := srv.URL + "/mcp/worker"
 	alice := roleToken(t, h, "alice")
 	id := startTask(t, g, url, alice) // its POST has returned
-	if v := taskOf(t, rpc(t, url, alice, taskRequest(2, "tasks/get", id, ""), nil)); v.Status != taskWorking {
+	if v := taskOf(t, rpc(t, url, alice, taskRequest(2, "tasks/get", id, ""), nil)); v.Status != "working" {
 		t.Fatalf("tasks/get once the POST returned: %+v, want working", v)
 	}
 	stillRunning(t, g, "once the POST returned")
@@ -196,7 +196,7 @@ func TestMCPTaskOutlivesItsRequest(t *testing.T) {
 	var v taskView
 	proctest.Eventually(t, "the task is completed", func() bool {
 		v = taskOf(t, rpc(t, url, alice, taskRequest(3, "tasks/get", id, ""), nil))
-		return v.Status != taskWorking
+		return v.Status != "working"
 	})
 	var res struct {
 		ResultType string `json:"resultType"`
@@ -205,7 +205,7 @@ func TestMCPTaskOutlivesItsRequest(t *testing.T) {
 			Text string `json:"text"`
 		} `json:"content"`
 	}
-	if v.Status != taskCompleted || json.Unmarshal(v.Result, &res) != nil || res.ResultType != "complete" || res.IsError ||
+	if v.Status != "completed" || json.Unmarshal(v.Result, &res) != nil || res.ResultType != "complete" || res.IsError ||
 		len(res.Content) != 1 || res.Content[0].Text != "held" {
 		t.Errorf("the ended task: %+v, result %s; want completed with the call's result (held, resultType complete)", v, v.Result)
 	}
@@ -315,7 +315,7 @@ func pendingApproval(t *testing.T, h *host.Host, text string) host.ApprovalReque
 func askApproval(t *testing.T, url string, h *host.Host, token, text string) (callResult, host.ApprovalRequest) {
 	t.Helper()
 	r := resultOf(t, rpc(t, url, token, request(1, "tools/call", fmt.Sprintf(`{"name":"guarded","arguments":{"text":%q}}`, text), metaCaps(elicitCaps, "")), nil))
-	ask, ok := r.InputRequests[approvalInput]
+	ask, ok := r.InputRequests["approval"]
 	if r.ResultType != "input_required" || r.RequestState == "" || !ok || ask.Method != "elicitation/create" || ask.Params.Mode != "form" {
 		t.Fatalf("a call of guarded from a client that can elicit: %+v, want input_required with an approval elicitation and a requestState", r)
 	}
@@ -366,7 +366,7 @@ func TestMCPApprovalBoundToAgent(t *testing.T) {
 	}{
 		{name: "another role token", token: mallory},
 		{name: "the admin", token: ""},
-		{name: "the same token, another key", token: alice, extra: fmt.Sprintf("%q:%q", agentKeyMeta, "other")},
+		{name: "the same token, another key", token: alice, extra: `"toolhost/agent":"other"`},
 	} {
 		r := resultOf(t, rpc(t, url, o.token, retry(10+i, "first", asked.RequestState, acceptAnswer, o.extra), nil))
 		if !r.IsError || !strings.Contains(r.text(), "requestState") || strings.Contains(r.text(), "guarded:") {
@@ -410,7 +410,7 @@ func TestMCPHeldCallEndsWithItsAgent(t *testing.T) {
 	url, h := approvalFront(t, config.MCP{ClientApprovals: []string{"worker"}, MaxSessionsPerCredential: 1})
 	alice := roleToken(t, h, "alice")
 	_, ar := askApproval(t, url, h, alice, "orphan")
-	if r := resultOf(t, rpc(t, url, alice, request(2, "tools/list", `{}`, metaCaps(elicitCaps, fmt.Sprintf("%q:%q", agentKeyMeta, "next"))), nil)); r.IsError {
+	if r := resultOf(t, rpc(t, url, alice, request(2, "tools/list", `{}`, metaCaps(elicitCaps, `"toolhost/agent":"next"`)), nil)); r.IsError {
 		t.Fatalf("another key of alice: %+v", r)
 	}
 	proctest.Eventually(t, "the orphaned call's approval is cancelled", func() bool {

@@ -15,7 +15,7 @@ import (
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 )
@@ -72,7 +72,7 @@ func TestMCPSessionLoadsDeferredTools(t *testing.T) {
 	// same key lists the loaded tool on its next request, another does not.
 	keyed := func(key string) *mcp.ClientSession {
 		cs, _ := connectAs(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/lazy",
-			HTTPClient: &http.Client{Transport: withHeader{agentKeyHeader, key}}}, sessionlessEra)
+			HTTPClient: &http.Client{Transport: withHeader{"Toolhost-Agent", key}}}, sessionlessEra)
 		return cs
 	}
 	if text, isErr := mcptest.CallText(t, keyed("k1"), "load_tools", map[string]any{"names": []string{"poke"}}); isErr {

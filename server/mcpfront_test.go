@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
@@ -371,7 +371,7 @@ func TestMCPSessionless(t *testing.T) {
 		t.Helper()
 		meta := meta2026("")
 		if key != "" {
-			meta = meta2026(fmt.Sprintf("%q:%q", agentKeyMeta, key))
+			meta = meta2026(fmt.Sprintf(`"toolhost/agent":%q`, key))
 		}
 		if _, msgs, err := post2026(t, context.Background(), url, "", request(4, "tools/call", `{"name":"console_print","arguments":{"text":"k"}}`, meta), header); err != nil || len(msgs) != 1 {
 			t.Fatalf("tools/call: %+v %v", msgs, err)
@@ -383,12 +383,12 @@ func TestMCPSessionless(t *testing.T) {
 		return events[len(events)-1].AgentID
 	}
 	a, b := agentOf("a", nil), agentOf("b", nil)
-	if a == b || agentOf("a", nil) != a || agentOf("", map[string]string{agentKeyHeader: "b"}) != b || agentOf("", nil) == a {
+	if a == b || agentOf("a", nil) != a || agentOf("", map[string]string{"Toolhost-Agent": "b"}) != b || agentOf("", nil) == a {
 		t.Errorf("agent keys a, b: agents %s, %s; the same key must be the same agent, another key another", a, b)
 	}
 	// A key longer than the limit is refused, not an agent.
 	_, msgs, _ = post2026(t, context.Background(), url, "", request(5, "tools/call", `{"name":"console_print","arguments":{"text":"k"}}`,
-		meta2026(fmt.Sprintf("%q:%q", agentKeyMeta, strings.Repeat("k", maxAgentKey+1)))), nil)
+		meta2026(`"toolhost/agent":"`+strings.Repeat("k", 129)+`"` /* one byte past the bound */)), nil)
 	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Result), "validation") {
 		t.Errorf("a long agent key: %+v", msgs)
 	}
@@ -699,7 +699,7 @@ func TestMCPAgentKeysBounded(t *testing.T) {
 	s.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	inSession := func(key string) string {
 		t.Helper()
-		_, msgs := s.post(t, call(1, "console_print", `{"text":"x"}`, fmt.Sprintf("%q:%q", agentKeyMeta, key)))
+		_, msgs := s.post(t, call(1, "console_print", `{"text":"x"}`, fmt.Sprintf(`"toolhost/agent":%q`, key)))
 		if len(msgs) != 1 {
 			t.Fatalf("a call with key %s: %+v", key, msgs)
 		}

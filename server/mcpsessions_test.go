@@ -17,8 +17,8 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/mcptest"
-	"github.com/toolhost/toolhost/internal/mcpversion"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/store"
 )
@@ -292,7 +292,7 @@ func rawPost(t *testing.T, ctx context.Context, url string, header map[string]st
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	if sessionless(req.Header) { // the headers 2026-07-28 asks for
+	if req.Header.Get("Mcp-Protocol-Version") >= mcpversion.Stateless { // the headers a sessionless request needs
 		mcptest.SetMessageHeaders(req.Header, msg)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -321,7 +321,7 @@ func TestMCPSessionCapAllBusy(t *testing.T) {
 	session := rawMCP{url: url}.open(t)
 	in2025 := map[string]string{"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-06-18"}
 	key := func(name string) map[string]string {
-		return map[string]string{"Mcp-Protocol-Version": mcpversion.Stateless, agentKeyHeader: name}
+		return map[string]string{"Mcp-Protocol-Version": mcpversion.Stateless, "Toolhost-Agent": name}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -359,7 +359,7 @@ func TestMCPSessionCapAllBusy(t *testing.T) {
 		{"sessionless tools/list, new key", key("k2"), request(7, "tools/list", `{}`, meta2026(""))},
 		{"sessionless tools/call, new key", key("k2"), request(7, "tools/call", `{"name":"console_print","arguments":{"text":"x"}}`, meta2026(""))},
 		{"sessionless tools/list, no key", key(""), request(7, "tools/list", `{}`, meta2026(""))},
-		{"tools/call in the session, new key in _meta", in2025, call(7, "console_print", `{"text":"x"}`, fmt.Sprintf("%q:%q", agentKeyMeta, "k3"))},
+		{"tools/call in the session, new key in _meta", in2025, call(7, "console_print", `{"text":"x"}`, `"toolhost/agent":"k3"`)},
 	} {
 		resp, body := rawPost(t, context.Background(), url, row.header, row.msg)
 		var refusal mcptest.Reply

@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -23,9 +22,8 @@ func (s *Server) routesMetrics() {
 	reg := m.Registry()
 	if s.mcp != nil {
 		// A later server of the same host replaces an earlier one's sessions.
-		c := mcpSessions{s.mcp}
-		reg.Unregister(c)
-		_ = reg.Register(c)
+		reg.Unregister(s.mcp)
+		_ = reg.Register(s.mcp)
 	}
 	s.mux.Handle(metricsPattern, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 }
@@ -34,21 +32,4 @@ func (s *Server) routesMetrics() {
 // them public.
 func (s *Server) isPublicMetrics(r *http.Request) bool {
 	return s.h.Config().Metrics.Public && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path == "/metrics"
-}
-
-var mcpSessionsDesc = prometheus.NewDesc("toolhost_mcp_sessions",
-	"Open MCP sessions over streamable HTTP, by role.", []string{"role"}, nil)
-
-// mcpSessions counts the sessions of each role's MCP server when scraped.
-type mcpSessions struct{ f *mcpFront }
-
-// Describe implements prometheus.Collector.
-func (mcpSessions) Describe(ch chan<- *prometheus.Desc) { ch <- mcpSessionsDesc }
-
-// Collect implements prometheus.Collector.
-func (c mcpSessions) Collect(ch chan<- prometheus.Metric) {
-	c.f.roles.Range(func(name, r any) bool {
-		ch <- prometheus.MustNewConstMetric(mcpSessionsDesc, prometheus.GaugeValue, float64(c.f.open.sessions(r.(*mcpRole))), name.(string))
-		return true
-	})
 }

@@ -18,11 +18,11 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcp/mcpfront"
 	"go.opentelemetry.io/otel/propagation"
 )
 
-// traceContext reads a caller's W3C trace context, from headers or MCP's
-// _meta.
+// traceContext reads a caller's W3C trace context from its headers.
 var traceContext = propagation.TraceContext{}
 
 // Server serves a host over HTTP.
@@ -38,8 +38,8 @@ type Server struct {
 	roleRoutes map[string]bool
 	// inflight bounds the request bodies being handled.
 	inflight inflight
-	mcp      *mcpFront // the roles' MCP servers at /mcp/{role}
-	stop     func()    // stops fetching the OpenID provider's keys
+	mcp      *mcpfront.Front // the roles' MCP servers at /mcp/{role}
+	stop     func()          // stops fetching the OpenID provider's keys
 }
 
 // Options tune a [Server]; nil means the defaults.
@@ -89,11 +89,7 @@ func New(h *host.Host, opts *Options) (*Server, error) {
 // server shuts down ([http.Server.RegisterOnShutdown]).
 func (s *Server) Close() {
 	s.stop()
-	s.mcp.roles.Range(func(_, r any) bool {
-		r.(*mcpRole).tasks.cancelAll()
-		r.(*mcpRole).held.cancelAll()
-		return true
-	})
+	s.mcp.Close()
 }
 
 // ServeHTTP implements [http.Handler]. Unknown paths and methods get JSON

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcp/mcpsource"
 	"github.com/toolhost/toolhost/server"
 )
 
@@ -65,7 +66,7 @@ func mcpInspectCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "toolhost", Output: stderr, Level: hclog.LevelFromString(*level)})
-	ins, err := host.InspectMCP(context.Background(), fs.Args(), *url, *prefix, logger)
+	ins, err := mcpsource.Inspect(context.Background(), fs.Args(), *url, *prefix, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: %s: %v\n", toolhost.CodeOf(err), err)
 		return 1

@@ -17,7 +17,7 @@ import (
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/mcpsource"
+	"github.com/toolhost/toolhost/internal/mcp/mcpsource"
 	"go.opentelemetry.io/otel/trace/noop"
 )
 

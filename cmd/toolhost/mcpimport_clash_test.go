@@ -20,7 +20,8 @@ import (
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcpsource"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/server"
 )
@@ -241,7 +242,7 @@ func TestMCPImportClaudeDesktop(t *testing.T) {
 		visible             string // a path its sandbox shows
 	}{{"files", "filesystem", "filesystem_", []string{root}, root}, {"memories", "memory", "", nil, modules}} {
 		// Every tool the server has, as listed by a client of its own.
-		ins, err := host.InspectMCP(ctx, append([]string{servers[tc.group]}, tc.args...), "", tc.prefix, nil)
+		ins, err := mcpsource.Inspect(ctx, append([]string{servers[tc.group]}, tc.args...), "", tc.prefix, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 

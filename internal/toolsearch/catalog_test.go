@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolhost/toolhost/internal/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 )
 
 var update = flag.Bool("update", false, "regenerate testdata/catalog.json from the real modules and npm MCP servers")

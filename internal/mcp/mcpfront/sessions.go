@@ -1,4 +1,4 @@
-package server
+package mcpfront
 
 import (
 	"bytes"
@@ -14,8 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/internal/mcpversion"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 )
 
 // The sessions of /mcp/{role} end. A session that has gone the mcp block's
@@ -351,13 +352,13 @@ func (r *mcpRole) end(ss *mcp.ServerSession, why string) {
 }
 
 // serveHTTP serves a request of role r's endpoint from cred, whose context
-// carries its mcpCaller: a sessionless request (mcpversion.Stateless), one
+// carries its Caller: a sessionless request (mcpversion.Stateless), one
 // of a session the table holds for cred, a POST that may open a session,
 // or anything else without a session id, which the SDK answers. A request
 // naming a session the table does not hold for cred gets 404, whether the
 // session is another credential's, ending, or none: only the front's table
 // says which sessions a credential may reach, never the SDK's own.
-func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string) {
+func (f *Front) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string) {
 	id := req.Header.Get("Mcp-Session-Id")
 	if id == "" && sessionless(req.Header) {
 		f.serve(w, req, r, r.stateless, cred, credScope+cred, nil)
@@ -383,7 +384,7 @@ func (f *mcpFront) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRol
 // serve passes a request of the scope (a session's id, or credScope and
 // cred) to next, the SDK's handler, once a POST is admitted (admit); its
 // body, when read already, is body.
-func (f *mcpFront) serve(w http.ResponseWriter, req *http.Request, r *mcpRole, next http.Handler, cred, scope string, body *postBody) {
+func (f *Front) serve(w http.ResponseWriter, req *http.Request, r *mcpRole, next http.Handler, cred, scope string, body *postBody) {
 	if req.Method == http.MethodPost {
 		entries, ok := f.admit(w, req, r, cred, scope, body)
 		if !ok {
@@ -410,7 +411,7 @@ func (f *mcpFront) serve(w http.ResponseWriter, req *http.Request, r *mcpRole, n
 // known without (a key in its _meta, an agent new to the table), at most
 // once whoever asks: the SDK has no hook between its decoding and its
 // answer where a refusal could still be a 429.
-func (f *mcpFront) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, cred, scope string, body *postBody) ([]*openSession, bool) {
+func (f *Front) admit(w http.ResponseWriter, req *http.Request, r *mcpRole, cred, scope string, body *postBody) ([]*openSession, bool) {
 	if body == nil {
 		var ok bool
 		if body, ok = readBody(w, req); !ok {
@@ -521,7 +522,7 @@ func sessionless(h http.Header) bool {
 // post serves a POST without a session id: an initialize opens a session;
 // a server/discover, or a request that names a sessionless version in its
 // _meta, is sessionless; anything else needs a session, and gets 400.
-func (f *mcpFront) post(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string) {
+func (f *Front) post(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string) {
 	body, ok := readBody(w, req)
 	if !ok {
 		return
@@ -564,7 +565,7 @@ type bodyMessage struct {
 // response that names it leaves, and out of it again when the session
 // ends, or at once if the initialize failed (the SDK closes such a
 // session).
-func (f *mcpFront) startSession(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string, id json.RawMessage) {
+func (f *Front) startSession(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string, id json.RawMessage) {
 	if !f.open.reserve(cred) {
 		if !isRequestID(id) {
 			id = nil
@@ -647,3 +648,18 @@ func (w *headerHook) Flush() {
 
 // Unwrap returns the response writer it wraps, for http.ResponseController.
 func (w *headerHook) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+var sessionsDesc = prometheus.NewDesc("toolhost_mcp_sessions",
+	"Open MCP sessions over streamable HTTP, by role.", []string{"role"}, nil)
+
+// Describe implements [prometheus.Collector]: a [Front] is the collector of
+// its open sessions, counted by role when scraped.
+func (f *Front) Describe(ch chan<- *prometheus.Desc) { ch <- sessionsDesc }
+
+// Collect implements [prometheus.Collector].
+func (f *Front) Collect(ch chan<- prometheus.Metric) {
+	f.roles.Range(func(name, r any) bool {
+		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(f.open.sessions(r.(*mcpRole))), name.(string))
+		return true
+	})
+}

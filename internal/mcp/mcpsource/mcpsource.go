@@ -30,7 +30,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/internal/mcpversion"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 	"golang.org/x/sys/unix"

@@ -1,4 +1,4 @@
-package server
+package mcpfront
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/internal/jsondepth"
+	"github.com/toolhost/toolhost/internal/mcp/jsondepth"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"pgregory.net/rapid"
 )

@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/internal/mcptest"
-	"github.com/toolhost/toolhost/internal/mcpversion"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 

@@ -1,4 +1,4 @@
-package server
+package mcpfront
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
-	"github.com/toolhost/toolhost/internal/jsondepth"
+	"github.com/toolhost/toolhost/internal/mcp/jsondepth"
 )
 
 // Over stdio the SDK's transport ends the connection at the first line it
