@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcp/mcpimport"
 	"github.com/toolhost/toolhost/internal/mcp/mcpsource"
 	"github.com/toolhost/toolhost/server"
 )
@@ -48,6 +50,64 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 const mcpUsage = "usage: toolhost mcp -role R [-config F]\n       toolhost mcp import FILE\n       toolhost mcp inspect [-tool-prefix P] (-url URL | -- COMMAND ARGS...)"
+
+const mcpImportUsage = "usage: toolhost mcp import [-config F] [-probe=false] FILE   (FILE: a Claude Desktop, Cursor or VS Code MCP config; - for stdin)"
+
+// mcpImportCmd prints the mcp_server blocks equivalent to the MCP servers
+// of a client's config file, as [mcpimport.Import] writes them for the
+// config file named by -config, probing the servers unless -probe=false.
+// A file it cannot import is exit status 1, with every problem on stderr
+// and nothing on stdout.
+func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("toolhost mcp import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "config.hcl", "the config file the blocks are for: no sandbox may write what it trusts")
+	probe := fs.Bool("probe", true, "start the servers beside the config's modules, for their descriptions and tool names that clash (false: start nothing, write no tool_prefix)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, mcpImportUsage)
+		fs.PrintDefaults()
+	}
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, mcpImportUsage)
+		return 2
+	}
+	file := fs.Arg(0)
+	var src []byte
+	var err error
+	if file == "-" {
+		file = "stdin"
+		src, err = io.ReadAll(os.Stdin)
+	} else {
+		src, err = os.ReadFile(file)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 1
+	}
+	out, warnings, err := mcpimport.Import(context.Background(), src, file, mcpimport.Options{ConfigFile: *configFile, Probe: *probe})
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "toolhost: warning: %s\n", w)
+	}
+	if err != nil {
+		var list interface{ Unwrap() []error }
+		errs := []error{err}
+		if errors.As(err, &list) {
+			errs = list.Unwrap()
+		}
+		for _, e := range errs {
+			fmt.Fprintf(stderr, "toolhost: %v\n", e)
+		}
+		return 1
+	}
+	if len(out) == 0 {
+		fmt.Fprintf(stderr, "toolhost: %s: no MCP servers to import\n", file)
+	}
+	_, _ = stdout.Write(out)
+	return 0
+}
 
 // mcpInspectCmd starts an MCP server as an mcp_server block would, prints
 // the group it would give (tool names as agents would see them, the

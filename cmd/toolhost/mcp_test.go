@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -106,5 +107,41 @@ func TestMCPInspect(t *testing.T) {
 	}
 	if code := mcpCmd([]string{"inspect"}, &stdout, &stderr); code != 2 {
 		t.Errorf("no server: exit %d, want 2 (usage)", code)
+	}
+}
+
+// TestMCPImportExitStatus checks the command's exit statuses: 2 for usage,
+// 1 for a file that cannot be imported, with nothing on stdout; and that
+// the import's warnings go to stderr.
+func TestMCPImportExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "claude.json"), filepath.Join(dir, "bad.json")
+	for file, src := range map[string]string{
+		good: `{"mcpServers": {"x": {"command": "x", "env": {"A": "${TOOLHOST_TOKEN}"}}}}`,
+		bad:  `{"mcpServers": {"x": {}}}`,
+	} {
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args   []string
+		status int
+		stderr string
+	}{
+		{[]string{"mcp", "import", "-probe=false", good}, 0, "toolhost: warning: " + good + `: "x" env A refers to TOOLHOST_TOKEN`},
+		{[]string{"mcp", "import"}, 2, "usage: toolhost mcp import [-config F] [-probe=false] FILE"},
+		{[]string{"mcp", "import", "a.json", "b.json"}, 2, "usage: toolhost mcp import [-config F] [-probe=false] FILE"},
+		{[]string{"mcp", "import", "-x", good}, 2, "flag provided but not defined: -x"},
+		{[]string{"mcp", "import", filepath.Join(dir, "missing.json")}, 1, "missing.json: no such file"},
+		{[]string{"mcp", "import", bad}, 1, `bad.json: mcpServers."x": has neither command`},
+	} {
+		var stdout, stderr bytes.Buffer
+		if got := run(tc.args, &stdout, &stderr); got != tc.status || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("%v: status %d, stderr %q; want %d, %q", tc.args, got, stderr.String(), tc.status, tc.stderr)
+		}
+		if (tc.status == 0) != (stdout.Len() > 0) {
+			t.Errorf("%v: stdout %q", tc.args, stdout.String())
+		}
 	}
 }

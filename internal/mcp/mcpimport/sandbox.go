@@ -1,6 +1,7 @@
-package main
+package mcpimport
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,7 @@ type machine struct {
 	exe    string         // the toolhost binary, which the trust check protects too
 	// probe starts the config with the blocks and says what registered
 	// (probeConfig); nil starts nothing, and no tool_prefix is written.
-	probe func(blocks []byte) (*learned, error)
+	probe func(ctx context.Context, blocks []byte) (*learned, error)
 }
 
 // localMachine is this machine, with the blocks going in configFile. An
@@ -82,7 +83,7 @@ func localMachine(configFile string, probe bool) (m *machine, warning string, er
 	exe, _ := os.Executable()
 	m = &machine{fsys: os.DirFS("/"), path: os.Getenv("PATH"), home: home, config: cfg, exe: exe}
 	if probe {
-		m.probe = func(blocks []byte) (*learned, error) { return probeConfig(file, src, blocks) }
+		m.probe = func(ctx context.Context, blocks []byte) (*learned, error) { return probeConfig(ctx, file, src, blocks) }
 	}
 	return m, warning, nil
 }

@@ -1,4 +1,4 @@
-package main
+package mcpimport
 
 import (
 	"cmp"
@@ -46,7 +46,7 @@ const probePatience = time.Minute
 // and its workspace in a temporary directory, not the config's data_dir,
 // store or workspace; it is closed, with every process it started, before
 // probeConfig returns.
-func probeConfig(file string, src, blocks []byte) (*learned, error) {
+func probeConfig(ctx context.Context, file string, src, blocks []byte) (*learned, error) {
 	tmp, err := os.MkdirTemp("", "toolhost-import-")
 	if err != nil {
 		return nil, err
@@ -71,7 +71,6 @@ func probeConfig(file string, src, blocks []byte) (*learned, error) {
 		return nil, err
 	}
 	defer h.Close()
-	ctx := context.Background()
 	rt := agents.New(h, &agents.Options{Console: io.Discard})
 	defer rt.Close()
 	if err := rt.Register(ctx); err != nil {

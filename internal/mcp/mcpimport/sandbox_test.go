@@ -1,7 +1,6 @@
-package main
+package mcpimport
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -140,7 +139,7 @@ func TestMCPImportSandbox(t *testing.T) {
 `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, _, err := importMCP([]byte(`{"mcpServers": {"s": `+tc.server+`}}`), "f.json", testMachine())
+			out, _, err := importMCP(context.Background(), []byte(`{"mcpServers": {"s": `+tc.server+`}}`), "f.json", testMachine())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +158,7 @@ func TestMCPImportSandbox(t *testing.T) {
 // TestMCPImportHTTPHasNoSandbox: an HTTP server has no process, and no
 // sandbox block.
 func TestMCPImportHTTPHasNoSandbox(t *testing.T) {
-	out, _, err := importMCP([]byte(`{"mcpServers": {"s": {"url": "https://mcp.example.com/mcp"}}}`), "f.json", testMachine())
+	out, _, err := importMCP(context.Background(), []byte(`{"mcpServers": {"s": {"url": "https://mcp.example.com/mcp"}}}`), "f.json", testMachine())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,8 +169,8 @@ func TestMCPImportHTTPHasNoSandbox(t *testing.T) {
 
 // TestMCPImportKeepsTrustedPathsOut imports a filesystem server given the
 // directory of the config file, and one holding its data_dir, with
-// -config: each is written commented out, and the config with the blocks
-// added still loads. A config that does not load is said on stderr, and
+// ConfigFile: each is written commented out, and the config with the
+// blocks added still loads. A config that does not load is a warning, and
 // its default paths are kept out instead.
 func TestMCPImportKeepsTrustedPathsOut(t *testing.T) {
 	dir, shared := t.TempDir(), t.TempDir()
@@ -180,17 +179,16 @@ func TestMCPImportKeepsTrustedPathsOut(t *testing.T) {
 	}
 	file := filepath.Join(dir, "config.hcl")
 	base := fmt.Sprintf("data_dir = %q\n", filepath.Join(shared, "toolhost"))
-	client := filepath.Join(t.TempDir(), "claude.json")
-	writeJSON(t, client, map[string]any{"mcpServers": map[string]any{"files": map[string]any{
+	client := clientJSON(t, map[string]any{"mcpServers": map[string]any{"files": map[string]any{
 		"command": "npx", "args": []string{"-y", "@modelcontextprotocol/server-filesystem", dir, shared, filepath.Join(shared, "work")}}}})
 	for _, tc := range []struct {
 		name, config string
 		refused      []string // commented out
-		stderr       string
+		warning      string
 	}{
 		{"no config yet", "", []string{dir}, ""},
 		{"its data_dir", base, []string{dir, shared}, ""},
-		{"a config that does not load", "data_dir = \n", []string{dir}, "toolhost: warning: " + file + " does not load"},
+		{"a config that does not load", "data_dir = \n", []string{dir}, file + " does not load"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(file)
@@ -199,18 +197,18 @@ func TestMCPImportKeepsTrustedPathsOut(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var stdout, stderr bytes.Buffer
-			if code := run([]string{"mcp", "import", "-probe=false", "-config", file, client}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), tc.stderr) || (tc.stderr == "") != (stderr.Len() == 0) {
-				t.Fatalf("status %d, stderr %q", code, stderr.String())
+			blocks, warnings, err := Import(context.Background(), client, "claude.json", Options{ConfigFile: file})
+			if err != nil || !strings.Contains(strings.Join(warnings, "\n"), tc.warning) || (tc.warning == "") != (len(warnings) == 0) {
+				t.Fatalf("%v, warnings %q", err, warnings)
 			}
-			out := stdout.String()
+			out := string(blocks)
 			for _, p := range []string{dir, shared, filepath.Join(shared, "work")} {
 				refused := slices.Contains(tc.refused, p)
 				if strings.Contains(out, "\n      # "+strconv.Quote(p)+",\n") != refused || strings.Contains(out, "\n      "+strconv.Quote(p)+",\n") == refused {
 					t.Errorf("%s: refused %v, but\n%s", p, refused, out)
 				}
 			}
-			if tc.stderr != "" {
+			if tc.warning != "" {
 				return
 			}
 			cfg, err := config.Parse([]byte(tc.config+out), file, nil)
@@ -224,16 +222,14 @@ func TestMCPImportKeepsTrustedPathsOut(t *testing.T) {
 	}
 }
 
-// writeJSON writes v to file as JSON.
-func writeJSON(t *testing.T, file string, v any) {
+// clientJSON is v as a client's config file holds it: JSON.
+func clientJSON(t *testing.T, v any) []byte {
 	t.Helper()
 	src, err := json.Marshal(v)
-	if err == nil {
-		err = os.WriteFile(file, src, 0o644)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	return src
 }
 
 // TestMCPImportRunsConfined imports npm's filesystem server as a client
@@ -246,22 +242,21 @@ func TestMCPImportRunsConfined(t *testing.T) {
 	server := mcptest.NPMServer(t, "mcp-server-filesystem")
 	root, dir := t.TempDir(), t.TempDir()
 	file := filepath.Join(dir, "config.hcl")
-	client := filepath.Join(dir, "claude_desktop_config.json")
-	writeJSON(t, client, map[string]any{"mcpServers": map[string]any{"files": map[string]any{"command": server, "args": []string{root}}}})
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"mcp", "import", "-config", file, client}, &stdout, &stderr); code != 0 {
-		t.Fatalf("status %d: %s", code, stderr.String())
+	client := clientJSON(t, map[string]any{"mcpServers": map[string]any{"files": map[string]any{"command": server, "args": []string{root}}}})
+	blocks, _, err := Import(context.Background(), client, "claude_desktop_config.json", Options{ConfigFile: file, Probe: true})
+	if err != nil {
+		t.Fatal(err)
 	}
 	modules, err := filepath.EvalSymlinks(filepath.Join(mcptest.NPMDir(), "node_modules"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range []string{"read_write = [" + strconv.Quote(root) + "]", "read_only  = [" + strconv.Quote(modules) + "]"} {
-		if !strings.Contains(stdout.String(), "\n    "+line+"\n") {
-			t.Errorf("no line %q in\n%s", line, stdout.String())
+		if !strings.Contains(string(blocks), "\n    "+line+"\n") {
+			t.Errorf("no line %q in\n%s", line, blocks)
 		}
 	}
-	if err := os.WriteFile(file, stdout.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(file, blocks, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(file)
@@ -279,7 +274,7 @@ func TestMCPImportRunsConfined(t *testing.T) {
 	}
 	st := h.Modules().List()[0]
 	if st.State != host.StateRunning {
-		t.Fatalf("files: %s %s\n%s", st.State, st.LastError, stdout.String())
+		t.Fatalf("files: %s %s\n%s", st.State, st.LastError, blocks)
 	}
 	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", st.Pid)); err != nil || filepath.Base(exe) != "bwrap" {
 		t.Errorf("the server's process runs %q (%v), not bubblewrap", exe, err)

@@ -1,15 +1,19 @@
-package main
+// Package mcpimport turns the MCP servers of a client's config (Claude
+// Desktop's, Cursor's or VS Code's) into toolhost's mcp_server blocks, as
+// `toolhost mcp import` prints them: secrets become env() references, each
+// stdio server gets a sandbox block for this machine (sandbox.go), and a
+// probe that starts the servers beside the config's modules writes their
+// descriptions and the tool_prefix a clash of tool names needs (clash.go).
+package mcpimport
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"maps"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,72 +23,36 @@ import (
 	"github.com/toolhost/toolhost/internal/protocol"
 )
 
-const mcpImportUsage = "usage: toolhost mcp import [-config F] [-probe=false] FILE   (FILE: a Claude Desktop, Cursor or VS Code MCP config; - for stdin)"
+// Options says what [Import] writes the blocks for.
+type Options struct {
+	// ConfigFile is the config file the blocks go in, which need not
+	// exist: no sandbox may write what it trusts, and no label is the name
+	// of one of its blocks.
+	ConfigFile string
+	// Probe starts the servers beside ConfigFile's modules, for each one's
+	// description and, where its tool names clash with another group's, a
+	// tool_prefix (clash.go); false starts nothing and writes no
+	// tool_prefix.
+	Probe bool
+}
 
-// mcpImportCmd prints the mcp_server blocks equivalent to the MCP servers
-// of a client's config file, each stdio server's with a sandbox block for
-// this machine and the config file named by -config. Unless -probe=false,
-// it starts the servers beside that config's modules to write each one's
-// description and, where its tool names clash with another group's, a
-// tool_prefix (mcpimport_clash.go). A file it cannot import is exit
-// status 1, with every problem on stderr and nothing on stdout.
-func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("toolhost mcp import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "config.hcl", "the config file the blocks are for: no sandbox may write what it trusts")
-	probe := fs.Bool("probe", true, "start the servers beside the config's modules, for their descriptions and tool names that clash (false: start nothing, write no tool_prefix)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, mcpImportUsage)
-		fs.PrintDefaults()
-	}
-	if fs.Parse(args) != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, mcpImportUsage)
-		return 2
-	}
-	file := fs.Arg(0)
-	var src []byte
-	var err error
-	if file == "-" {
-		file = "stdin"
-		src, err = io.ReadAll(os.Stdin)
-	} else {
-		src, err = os.ReadFile(file)
-	}
+// Import returns the mcp_server blocks equivalent to the MCP servers of a
+// client's config (src, called file in messages), each stdio server's with
+// a sandbox block for this machine and opts.ConfigFile, or every problem
+// found, joined, each naming file and the entry. The warnings say what it
+// could not check or left out: a ConfigFile that does not load, and every
+// reference to toolhost's own variables. No servers to import is no
+// blocks and no error. The probe, if any, starts under ctx.
+func Import(ctx context.Context, src []byte, file string, opts Options) (blocks []byte, warnings []string, err error) {
+	m, warning, err := localMachine(opts.ConfigFile, opts.Probe)
 	if err != nil {
-		fmt.Fprintf(stderr, "toolhost: %v\n", err)
-		return 1
-	}
-	m, warning, err := localMachine(*configFile, *probe)
-	if err != nil {
-		fmt.Fprintf(stderr, "toolhost: %v\n", err)
-		return 1
+		return nil, nil, err
 	}
 	if warning != "" {
-		fmt.Fprintf(stderr, "toolhost: warning: %s\n", warning)
+		warnings = append(warnings, warning)
 	}
-	out, warnings, err := importMCP(src, file, m)
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "toolhost: warning: %s\n", w)
-	}
-	if err != nil {
-		var list interface{ Unwrap() []error }
-		errs := []error{err}
-		if errors.As(err, &list) {
-			errs = list.Unwrap()
-		}
-		for _, e := range errs {
-			fmt.Fprintf(stderr, "toolhost: %v\n", e)
-		}
-		return 1
-	}
-	if len(out) == 0 {
-		fmt.Fprintf(stderr, "toolhost: %s: no MCP servers to import\n", file)
-	}
-	_, _ = stdout.Write(out)
-	return 0
+	blocks, more, err := importMCP(ctx, src, file, m)
+	return blocks, append(warnings, more...), err
 }
 
 // importMCP returns the mcp_server blocks for the servers of a client's
@@ -92,7 +60,7 @@ func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
 // sandbox it needs on machine m, and with what m's probe learns, or every
 // problem found, each naming file and the entry. The warnings say what it
 // left out: every reference to toolhost's own variables (leaveOutOwnVars).
-func importMCP(src []byte, file string, m *machine) (out []byte, warnings []string, err error) {
+func importMCP(ctx context.Context, src []byte, file string, m *machine) (out []byte, warnings []string, err error) {
 	field, entries, err := parseClientConfig(src)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", file, err)
@@ -124,7 +92,7 @@ func importMCP(src []byte, file string, m *machine) (out []byte, warnings []stri
 	im.convert(servers)
 	im.confine(servers)
 	if m.probe != nil {
-		l, err := m.probe(im.write(servers))
+		l, err := m.probe(ctx, im.write(servers))
 		if err == nil {
 			err = im.learn(servers, l)
 		}

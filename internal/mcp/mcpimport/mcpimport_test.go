@@ -1,7 +1,8 @@
-package main
+package mcpimport
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"maps"
 	"os"
@@ -21,12 +22,12 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/mcpimport/*.hcl")
+var update = flag.Bool("update", false, "rewrite testdata/*.hcl")
 
 // sample is a Claude Desktop config with every kind of server the
 // importer handles; sampleSecrets are the secrets it holds, none of which
 // may appear in the output.
-const sample = "testdata/mcpimport/claude_desktop_config.json"
+const sample = "testdata/claude_desktop_config.json"
 
 var sampleSecrets = []string{
 	"k-9Qx2Lr7Tz4Wv8Np3",                              // fs env API_KEY: a secret by its name only
@@ -45,20 +46,20 @@ func importFile(t *testing.T, path string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := importMCP(src, filepath.Base(path), testMachine())
+	out, _, err := importMCP(context.Background(), src, filepath.Base(path), testMachine())
 	if err != nil {
 		t.Fatalf("import %s: %v", path, err)
 	}
 	return out
 }
 
-// TestMCPImportGolden compares the blocks for testdata/mcpimport/*.json
+// TestMCPImportGolden compares the blocks for testdata/*.json
 // with the .hcl beside each (go test -run MCPImportGolden -update
 // rewrites them).
 func TestMCPImportGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/mcpimport/*.json")
+	files, _ := filepath.Glob("testdata/*.json")
 	if len(files) < 2 {
-		t.Fatalf("testdata/mcpimport holds %d samples", len(files))
+		t.Fatalf("testdata holds %d samples", len(files))
 	}
 	for _, in := range files {
 		t.Run(filepath.Base(in), func(t *testing.T) {
@@ -111,7 +112,7 @@ func TestMCPImportKeepsSecretsOut(t *testing.T) {
 // that every value evaluates back to the one in the client's file, with
 // env("NAME") in place of secrets and ${env:NAME} references.
 func TestMCPImportParses(t *testing.T) {
-	files, _ := filepath.Glob("testdata/mcpimport/*.json")
+	files, _ := filepath.Glob("testdata/*.json")
 	for _, in := range files {
 		t.Run(filepath.Base(in), func(t *testing.T) {
 			out := importFile(t, in)
@@ -359,7 +360,7 @@ func TestMCPImportValues(t *testing.T) {
 		{"numbers and booleans", `{"command": "x", "args": [1, true], "env": {"N": 2.5}}`, `args    = ["1", "true"]`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, _, err := importMCP([]byte(`{"mcpServers": {"s": `+tc.server+`}}`), "f.json", testMachine())
+			out, _, err := importMCP(context.Background(), []byte(`{"mcpServers": {"s": `+tc.server+`}}`), "f.json", testMachine())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -403,7 +404,7 @@ func TestMCPImportErrors(t *testing.T) {
 		{"headers not an object", `{"mcpServers": {"fs": {"url": "https://x.example.com", "headers": ["a"]}}}`, `mcpServers."fs": headers: want an object of strings, not a list`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, _, err := importMCP([]byte(tc.src), "f.json", testMachine())
+			out, _, err := importMCP(context.Background(), []byte(tc.src), "f.json", testMachine())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want %q", err, tc.want)
 			}
@@ -413,39 +414,9 @@ func TestMCPImportErrors(t *testing.T) {
 		})
 	}
 	// Every bad entry is reported, not only the first.
-	_, _, err := importMCP([]byte(`{"mcpServers": {"a": {}, "b": {"command": "x"}, "c": {"url": null}}}`), "f.json", testMachine())
+	_, _, err := importMCP(context.Background(), []byte(`{"mcpServers": {"a": {}, "b": {"command": "x"}, "c": {"url": null}}}`), "f.json", testMachine())
 	if got := strings.Split(err.Error(), "\n"); len(got) != 2 || !strings.Contains(got[0], `"a"`) || !strings.Contains(got[1], `"c": url: want a string, not null`) {
 		t.Errorf("errors = %q", got)
-	}
-}
-
-// TestMCPImportExitStatus checks the command's exit statuses: 2 for usage,
-// 1 for a file that cannot be imported, with nothing on stdout.
-func TestMCPImportExitStatus(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.json")
-	if err := os.WriteFile(bad, []byte(`{"mcpServers": {"x": {}}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		args   []string
-		status int
-		stderr string
-	}{
-		{[]string{"mcp", "import", "-probe=false", sample}, 0, ""},
-		{[]string{"mcp", "import"}, 2, "usage: toolhost mcp import [-config F] [-probe=false] FILE"},
-		{[]string{"mcp", "import", "a.json", "b.json"}, 2, "usage: toolhost mcp import [-config F] [-probe=false] FILE"},
-		{[]string{"mcp", "import", "-x", sample}, 2, "flag provided but not defined: -x"},
-		{[]string{"mcp", "import", filepath.Join(dir, "missing.json")}, 1, "missing.json: no such file"},
-		{[]string{"mcp", "import", bad}, 1, `bad.json: mcpServers."x": has neither command`},
-	} {
-		var stdout, stderr bytes.Buffer
-		if got := run(tc.args, &stdout, &stderr); got != tc.status || !strings.Contains(stderr.String(), tc.stderr) {
-			t.Errorf("%v: status %d, stderr %q; want %d, %q", tc.args, got, stderr.String(), tc.status, tc.stderr)
-		}
-		if (tc.status == 0) != (stdout.Len() > 0) {
-			t.Errorf("%v: stdout %q", tc.args, stdout.String())
-		}
 	}
 }
 
@@ -453,21 +424,18 @@ func TestMCPImportExitStatus(t *testing.T) {
 // variables, or an env entry named as one, is never passed to a server:
 // it is left out, with a warning naming it.
 func TestMCPImportLeavesOutOwnVars(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "claude.json")
+	const file = "claude.json"
 	src := `{"mcpServers": {
   "env": {"command": "x", "env": {"API_TOKEN": "${TOOLHOST_TOKEN}", "TOOLHOST_LOG_LEVEL": "debug", "HOME_DIR": "$TOOLHOST_DATA_DIR/h", "KEEP": "1"}},
   "args": {"command": "x", "args": ["--token", "$TOOLHOST_TOKEN", "--dir=${env:TOOLHOST_WORKSPACE}/w", "plain"]},
   "headers": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:TOOLHOST_TOKEN}", "Accept-Language": "en"}},
   "itself": {"url": "${TOOLHOST_URL}/mcp/root"}
 }}`
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+	out, warnings, err := Import(context.Background(), []byte(src), file, Options{ConfigFile: filepath.Join(t.TempDir(), "config.hcl")})
+	if err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr bytes.Buffer
-	if status := run([]string{"mcp", "import", "-probe=false", file}, &stdout, &stderr); status != 0 {
-		t.Fatalf("status %d: %s", status, stderr.String())
-	}
-	blocks := evalBlocks(t, stdout.Bytes(), func(name string) string { return "<" + name + ">" })
+	blocks := evalBlocks(t, out, func(name string) string { return "<" + name + ">" })
 	for label, attrs := range blocks {
 		for name, v := range attrs {
 			for _, s := range stringsIn(v) {
@@ -478,7 +446,7 @@ func TestMCPImportLeavesOutOwnVars(t *testing.T) {
 		}
 	}
 	if _, ok := blocks["itself"]; ok {
-		t.Errorf("the server whose url is toolhost's own is imported:\n%s", &stdout)
+		t.Errorf("the server whose url is toolhost's own is imported:\n%s", out)
 	}
 	if env := blocks["env"]["env"]; env.LengthInt() != 1 || env.GetAttr("KEEP").AsString() != "1" {
 		t.Errorf("env = %#v", env)
@@ -498,8 +466,8 @@ func TestMCPImportLeavesOutOwnVars(t *testing.T) {
 		`"headers" header Authorization refers to TOOLHOST_TOKEN`,
 		`"itself" url refers to TOOLHOST_URL, toolhost's own: the server is left out`,
 	} {
-		if !strings.Contains(stderr.String(), "toolhost: warning: "+file+": "+want) {
-			t.Errorf("no warning %q in\n%s", want, &stderr)
+		if !slices.ContainsFunc(warnings, func(w string) bool { return strings.HasPrefix(w, file+": "+want) }) {
+			t.Errorf("no warning %q in\n%s", want, strings.Join(warnings, "\n"))
 		}
 	}
 }

@@ -1,7 +1,6 @@
-package main
+package mcpimport
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -109,11 +108,11 @@ func TestMCPImportPrefixes(t *testing.T) {
 			}
 			m := testMachine()
 			var probed string
-			m.probe = func(blocks []byte) (*learned, error) {
+			m.probe = func(_ context.Context, blocks []byte) (*learned, error) {
 				probed = string(blocks)
 				return &tc.learned, nil
 			}
-			out, _, err := importMCP([]byte(`{"mcpServers": {`+strings.Join(entries, ", ")+`}}`), "claude.json", m)
+			out, _, err := importMCP(context.Background(), []byte(`{"mcpServers": {`+strings.Join(entries, ", ")+`}}`), "claude.json", m)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q\n%s", err, tc.err, out)
@@ -162,11 +161,11 @@ func TestMCPImportClaudeDesktop(t *testing.T) {
 	dir, root := t.TempDir(), t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "plugins")+string(filepath.Separator),
 		"./plugins/workspace", "./plugins/command", "./plugins/network", "./plugins/chrome")
-	build.Dir = filepath.Join("..", "..")
+	build.Dir = filepath.Join("..", "..", "..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the modules: %v\n%s", err, out)
 	}
-	base, err := os.ReadFile(filepath.Join("..", "..", "config.hcl"))
+	base, err := os.ReadFile(filepath.Join("..", "..", "..", "config.hcl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,17 +173,16 @@ func TestMCPImportClaudeDesktop(t *testing.T) {
 	if err := os.WriteFile(file, base, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	client := filepath.Join(dir, "claude_desktop_config.json")
-	writeJSON(t, client, map[string]any{"mcpServers": map[string]any{
+	client := clientJSON(t, map[string]any{"mcpServers": map[string]any{
 		"filesystem": map[string]any{"command": servers["filesystem"], "args": []string{root}},
 		"memory":     map[string]any{"command": servers["memory"]},
 	}})
 
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"mcp", "import", "-config", file, client}, &stdout, &stderr); code != 0 || stderr.Len() > 0 {
-		t.Fatalf("status %d: %s", code, stderr.String())
+	blocks, warnings, err := Import(context.Background(), client, "claude_desktop_config.json", Options{ConfigFile: file, Probe: true})
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("%v, warnings %q", err, warnings)
 	}
-	out := stdout.String()
+	out := string(blocks)
 	for _, want := range []string{"#   group workspace has edit_file, read_file, search_files, write_file too\nmcp_server \"filesystem\" {\n",
 		"  tool_prefix = \"filesystem_\"\n", "mcp_server \"memory\" {\n"} {
 		if !strings.Contains(out, want) {
@@ -195,7 +193,7 @@ func TestMCPImportClaudeDesktop(t *testing.T) {
 		t.Errorf("want one tool_prefix (and its comment), and a sandbox block and a description for each server:\n%s", out)
 	}
 	roles := "role \"files\" {\n  tool_groups = [\"filesystem\"]\n}\nrole \"memories\" {\n  tool_groups = [\"memory\"]\n}\n"
-	if err := os.WriteFile(file, slices.Concat(base, []byte("\n"), stdout.Bytes(), []byte(roles)), 0o644); err != nil {
+	if err := os.WriteFile(file, slices.Concat(base, []byte("\n"), blocks, []byte(roles)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
