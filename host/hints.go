@@ -6,14 +6,12 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/mcp/mcpoffer"
 )
-
-// mcpDefaults are MCP's hints for a tool that states none.
-var mcpDefaults = map[string]bool{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
 
 // withSettings applies a block's tool blocks to the spec its module
 // reported: a title and hints the operator set replace the module's (a
-// hint not set keeps the module's, or MCP's default).
+// hint not set keeps the module's, or MCP's default: [mcpoffer.DefaultHints]).
 func withSettings(spec *toolhost.GroupSpec, conf *config.Plugin) {
 	for i := range spec.Tools {
 		t := &spec.Tools[i]
@@ -25,7 +23,7 @@ func withSettings(spec *toolhost.GroupSpec, conf *config.Plugin) {
 			t.Title = set.Title
 		}
 		if len(set.Hints) > 0 {
-			h := maps.Clone(mcpDefaults)
+			h := mcpoffer.DefaultHints()
 			var own map[string]bool // the module's, if any: "null" leaves it nil
 			_ = json.Unmarshal(t.Annotations, &own)
 			maps.Copy(h, own)

@@ -227,7 +227,8 @@ func newSnapshot(groups map[string]*Group) *snapshot {
 			}
 			s.owner[t.Name] = g
 			if why, ok := g.mcpOut[t.Name]; ok {
-				s.diags = append(s.diags, mcpDiagnostic(g, t.Name, why))
+				s.diags = append(s.diags, Diagnostic{Level: "error", Plugin: g.SourceName, Group: g.Spec.ID,
+					Message: fmt.Sprintf("tool %s of group %s cannot be offered to MCP clients: %s", t.Name, g.Spec.ID, why)})
 			}
 		}
 	}

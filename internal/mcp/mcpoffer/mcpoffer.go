@@ -108,3 +108,9 @@ func AddTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
 	srv.AddTool(t, h)
 	return nil
 }
+
+// DefaultHints returns MCP's tool annotation hints for a tool that states
+// none, a fresh map each time.
+func DefaultHints() map[string]bool {
+	return map[string]bool{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
+}
