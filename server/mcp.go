@@ -24,14 +24,10 @@ func (s *Server) routesMCP() {
 }
 
 // ServeMCP serves the MCP server of a role on one transport (such as
-// &mcp.StdioTransport{}) until the client disconnects or ctx ends, in either
-// protocol era, as the command line's credential. Its tool set follows the
-// role's while it runs; calls go through [host.Host.Call] as an agent of the
-// role created for the connection (and one for each agent key the client
-// names). Over newline-delimited JSON ([*mcp.IOTransport],
-// [*mcp.StdioTransport]) a line that is not JSON-RPC is answered with an
-// error and the connection goes on; over [*mcp.StdioTransport] stdin is read
-// non-blocking, through the runtime's poller.
+// &mcp.StdioTransport{}) until the client disconnects or ctx ends, as
+// `toolhost mcp` does: in either protocol era, as the command line's
+// credential, each connection an agent of the role. A line that is not
+// JSON-RPC is answered with an error and the connection goes on.
 func ServeMCP(ctx context.Context, h *host.Host, role string, t mcp.Transport) error {
 	return mcpfront.Serve(ctx, h, role, t)
 }

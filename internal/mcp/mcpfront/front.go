@@ -26,13 +26,13 @@ import (
 
 // Serve serves the MCP server of a role on one transport (such as
 // &mcp.StdioTransport{}) until the client disconnects or ctx ends, in either
-// protocol era. Its tool set follows the role's while it runs; calls go
-// through h.Call as an agent of the role created for the connection (and
-// one for each agent key the client names). Over newline-delimited JSON
-// ([*mcp.IOTransport], [*mcp.StdioTransport]) a line that is not JSON-RPC is
-// answered with an error and the connection goes on (stdio.go); over
-// [*mcp.StdioTransport] stdin is read non-blocking, through the runtime's
-// poller.
+// protocol era, as [store.CredentialCLI]. Its tool set follows the role's
+// while it runs; calls go through [host.Host.Call] as an agent of the role
+// created for the connection (and one for each agent key the client names).
+// Over newline-delimited JSON ([*mcp.IOTransport], [*mcp.StdioTransport]) a
+// line that is not JSON-RPC is answered with an error and the connection
+// goes on (stdio.go); over [*mcp.StdioTransport] stdin is read non-blocking,
+// through the runtime's poller.
 func Serve(ctx context.Context, h *host.Host, role string, t mcp.Transport) error {
 	if _, err := h.Roles().Get(role); err != nil {
 		return err
