@@ -620,3 +620,48 @@ func TestMCPIdentityHeadersIgnored(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPReinitializeRefused: an initialize inside a session that has one
+// already, or one without params, is answered with an error and the host
+// keeps serving: the SDK answers such a request with a typed nil result,
+// which the front's middleware once dereferenced, on a goroutine of the
+// SDK's where the panic ended the whole process (any role token could stop
+// the host with two requests).
+func TestMCPReinitializeRefused(t *testing.T) {
+	init := func(id int, version string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, id, version)
+	}
+	srv, h := serve(t, frontConfig, group("console", "console_print"))
+	for _, version := range []string{"2024-11-05", "2025-06-18", "2025-11-25"} {
+		t.Run("http "+version, func(t *testing.T) {
+			s := &httpSession{url: srv.URL + "/mcp/worker", version: version}
+			s.post(t, init(0, version))
+			s.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			for i, msg := range []string{init(1, version), `{"jsonrpc":"2.0","id":2,"method":"initialize"}`} {
+				resp, err := http.DefaultClient.Do(s.request(context.Background(), "POST", msg))
+				if err != nil {
+					t.Fatalf("initialize %d in the session: %v (the host is gone?)", i+1, err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode/100 != 4 && !strings.Contains(string(body), `"error"`) {
+					t.Errorf("initialize %d in the session: %s %s, want a refusal", i+1, resp.Status, body)
+				}
+			}
+			if _, msgs := s.post(t, call(3, "console_print", `{"text":"still"}`, "")); len(msgs) != 1 || !strings.Contains(string(msgs[0].Result), "console_print:still") {
+				t.Errorf("the session after: %+v", msgs)
+			}
+		})
+	}
+	t.Run("stdio", func(t *testing.T) {
+		c := newLineClient(t, func(tr mcp.Transport) error { return ServeMCP(context.Background(), h, "worker", tr) })
+		c.roundTrip(t, init(0, "2025-11-25"), 0)
+		c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		if msgs := c.roundTrip(t, init(1, "2025-11-25"), 1); msgs[len(msgs)-1].Error == nil {
+			t.Errorf("a second initialize: %+v, want an error", msgs)
+		}
+		if msgs := c.roundTrip(t, call(2, "console_print", `{"text":"still"}`, ""), 2); !strings.Contains(string(msgs[len(msgs)-1].Result), "console_print:still") {
+			t.Errorf("the connection after: %+v", msgs)
+		}
+	})
+}

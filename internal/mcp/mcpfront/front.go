@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -263,6 +264,9 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 				return r.list(ctx, req)
 			}
 			res, err := next(ctx, method, req)
+			if err != nil { // a typed nil result, such as a second initialize's
+				return res, err
+			}
 			switch res := res.(type) {
 			case *mcp.InitializeResult:
 				res.Instructions = r.instructions()
@@ -270,6 +274,20 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 				res.Instructions = r.instructions()
 			}
 			return res, err
+		}
+	})
+	// Added last, so outermost: the SDK handles a request on a goroutine of
+	// its own, where a panic would end the process, every role's clients
+	// with it. A panic answers the one request with an internal error.
+	r.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					r.h.Logger().Error("mcp: a request's handler panicked", "role", r.role, "method", method, "panic", p, "stack", string(debug.Stack()))
+					res, err = nil, toolhost.Errorf(toolhost.CodeInternal, "mcp: %s failed inside the server", method)
+				}
+			}()
+			return next(ctx, method, req)
 		}
 	})
 	// The SDK's sending handler, kept to tell one session that its list
