@@ -26,7 +26,7 @@ func TestTokens(t *testing.T) {
 			t.Fatalf("CreateToken = %q %+v %v", secret, tok, err)
 		}
 		// Only the hash is on disk: the secret is nowhere in the database files.
-		for _, name := range []string{FileName, FileName + "-wal"} {
+		for _, name := range []string{fileName, fileName + "-wal"} {
 			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && strings.Contains(string(b), secret) {
 				t.Fatalf("%s holds the secret", name)
 			}
@@ -94,7 +94,7 @@ func TestPrivateDataDir(t *testing.T) {
 	if _, err := s.CreateRole(context.Background(), Role{Name: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{dir, s.Path(), s.Path() + "-wal", s.Path() + "-shm"} {
+	for _, p := range []string{dir, s.path, s.path + "-wal", s.path + "-shm"} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
