@@ -22,7 +22,7 @@ func TestTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		secret, tok, err := s.CreateToken(ctx, "cursor", "developer", time.Time{})
-		if err != nil || !strings.HasPrefix(secret, TokenPrefix) || len(secret) != len(TokenPrefix)+43 || tok.RoleID != dev.ID || tok.Role != "developer" {
+		if err != nil || !strings.HasPrefix(secret, tokenPrefix) || len(secret) != len(tokenPrefix)+43 || tok.RoleID != dev.ID || tok.Role != "developer" {
 			t.Fatalf("CreateToken = %q %+v %v", secret, tok, err)
 		}
 		// Only the hash is on disk: the secret is nowhere in the database files.
