@@ -577,7 +577,7 @@ type EventFilter struct {
 	Since time.Time
 	// AfterID keeps events with a greater id, for following new events.
 	AfterID int64
-	// Limit is the most events returned (0: [DefaultEventLimit]): when more
+	// Limit is the most events returned (0: 1000): when more
 	// match, the last (most recent) Limit are returned, or with First the
 	// first (oldest) Limit.
 	Limit int
@@ -587,11 +587,11 @@ type EventFilter struct {
 	First bool
 }
 
-// DefaultEventLimit is the Limit of an [EventFilter] that sets none.
-const DefaultEventLimit = 1000
+// defaultEventLimit is the Limit of an [EventFilter] that sets none.
+const defaultEventLimit = 1000
 
 // Follow calls emit with the events matching f written after f.AfterID,
-// oldest first, a page (f.Limit, 0: [DefaultEventLimit]) at a time, as they
+// oldest first, a page (f.Limit, 0: 1000) at a time, as they
 // come: it reads again at once after a full page, so a burst is never
 // skipped, and every interval otherwise. It returns nil when ctx ends, or
 // the first error of a read or of emit.
@@ -613,7 +613,7 @@ func (s *Store) Follow(ctx context.Context, f EventFilter, every time.Duration, 
 			}
 			f.AfterID = events[len(events)-1].ID
 		}
-		if len(events) >= cmp.Or(f.Limit, DefaultEventLimit) {
+		if len(events) >= cmp.Or(f.Limit, defaultEventLimit) {
 			continue // a full page: more are waiting
 		}
 		select {
@@ -656,7 +656,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = DefaultEventLimit
+		limit = defaultEventLimit
 	}
 	query := `SELECT ` + eventColumns + ` FROM events`
 	if len(where) > 0 {

@@ -20,7 +20,7 @@ type Retention struct {
 	// older, so events stay up to a day past it.
 	Before time.Time
 	// ExportDir is the directory the events are exported into, as gzipped
-	// JSON lines ([ExportPattern]), each file written and synced before the
+	// JSON lines (events-*.jsonl.gz), each file written and synced before the
 	// events in it are deleted. It is created private ([DirMode]) when
 	// missing. Required.
 	ExportDir string
@@ -33,11 +33,11 @@ type Retention struct {
 	held       func()      // tests: called while the pass holds the retention lock (PostgreSQL)
 }
 
-// ExportPattern is the glob of the files a retention pass exports into
+// exportPattern is the glob of the files a retention pass exports into
 // [Retention.ExportDir]: events-<first id>-<last id>.jsonl.gz on SQLite
 // (one per pass, or per maxExportRows events), events-<day>.jsonl.gz on
 // PostgreSQL (one per dropped partition). Each line is one [Event] as JSON.
-const ExportPattern = "events-*.jsonl.gz"
+const exportPattern = "events-*.jsonl.gz"
 
 // RetentionResult is what a retention pass did.
 type RetentionResult struct {

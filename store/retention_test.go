@@ -36,8 +36,8 @@ func readExport(t *testing.T, files []string) []Event {
 	t.Helper()
 	var out []Event
 	for _, f := range files {
-		if ok, _ := filepath.Match(ExportPattern, filepath.Base(f)); !ok {
-			t.Fatalf("export file %s does not match %s", f, ExportPattern)
+		if ok, _ := filepath.Match(exportPattern, filepath.Base(f)); !ok {
+			t.Fatalf("export file %s does not match %s", f, exportPattern)
 		}
 		r, err := os.Open(f)
 		if err != nil {
