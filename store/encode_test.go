@@ -113,8 +113,8 @@ func TestHostileTextDoesNotLoseOtherEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 3 || w.Failed() != 0 {
-			t.Fatalf("%d events written, %d lost; want 3, 0: %+v", len(got), w.Failed(), got)
+		if len(got) != 3 || w.failed() != 0 {
+			t.Fatalf("%d events written, %d lost; want 3, 0: %+v", len(got), w.failed(), got)
 		}
 		h := got[1]
 		if h.CallID != "x\uFFFDy" || h.Tool != "t\uFFFDool" || h.AgentID != "a\uFFFD" || h.Payload["arguments"] != "nul \x00 here" {

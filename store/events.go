@@ -302,20 +302,18 @@ func (w *EventWriter) Queued() int64 {
 	return w.emitted - w.finished
 }
 
-// Failed returns how many events were lost: dropped because writing them
-// failed after every attempt (each batch reported to OnError), or because
-// the queue was full while the database was unavailable or its disk full
-// (reported to OnError once it is back).
-func (w *EventWriter) Failed() int64 {
+// failed returns how many events were lost, the sum of what
+// [EventWriter.Lost] returns.
+func (w *EventWriter) failed() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.lost
 }
 
-// Lost returns the events [EventWriter.Failed] counts, by why: failed,
-// those of batches that every attempt failed to write, and overflowed,
-// those dropped because the queue was full while the database was
-// unavailable or its disk full.
+// Lost returns how many events were lost, by why: failed, those of batches
+// that every attempt failed to write (each batch reported to OnError), and
+// overflowed, those dropped because the queue was full while the database
+// was unavailable or its disk full (reported to OnError once it is back).
 func (w *EventWriter) Lost() (failed, overflowed int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -312,15 +312,15 @@ func TestWriteFailureIsReported(t *testing.T) {
 		if err := w.Flush(cancelled); err != context.Canceled {
 			t.Fatalf("Flush with a cancelled context while the batch is pending = %v", err)
 		}
-		if w.Queued() != 1 || w.Failed() != 0 {
-			t.Fatalf("while the batch is pending: queued %d, failed %d; want 1, 0", w.Queued(), w.Failed())
+		if w.Queued() != 1 || w.failed() != 0 {
+			t.Fatalf("while the batch is pending: queued %d, failed %d; want 1, 0", w.Queued(), w.failed())
 		}
 		close(release)
 		if err := w.Flush(context.Background()); err == nil || !strings.Contains(err.Error(), "1 events not written") {
 			t.Fatalf("Flush = %v", err)
 		}
-		if w.Queued() != 0 || w.Failed() != 1 {
-			t.Fatalf("after: queued %d, failed %d; want 0, 1", w.Queued(), w.Failed())
+		if w.Queued() != 0 || w.failed() != 1 {
+			t.Fatalf("after: queued %d, failed %d; want 0, 1", w.Queued(), w.failed())
 		}
 		if err := w.Close(); err == nil {
 			t.Fatal("Close reported no lost events")
@@ -422,7 +422,7 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 	if err := w.Flush(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Flush while down: %v", err)
 	}
-	lost := w.Failed()
+	lost := w.failed()
 	if lost < 1000-64 || lost == 1000 {
 		t.Fatalf("%d of 1000 events lost with a queue of 64", lost)
 	}
@@ -485,7 +485,7 @@ func TestCloseThroughAnOutage(t *testing.T) {
 	if took > 3*closeGrace {
 		t.Fatalf("Close took %s with the database down: more than one grace of %s for the %d batches left", took, closeGrace, events/batch)
 	}
-	t.Logf("closed in %s, %d events lost", took.Round(time.Millisecond), w.Failed())
+	t.Logf("closed in %s, %d events lost", took.Round(time.Millisecond), w.failed())
 }
 
 // TestFollowAcrossWriters: two hosts writing events into one PostgreSQL
