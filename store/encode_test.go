@@ -102,7 +102,7 @@ func TestCleanText(t *testing.T) {
 func TestHostileTextDoesNotLoseOtherEvents(t *testing.T) {
 	engines(t, func(t *testing.T, open opener) {
 		s := open(t, t.TempDir())
-		w := s.NewEventWriter(&WriterOptions{Linger: time.Second}) // one batch
+		w := s.NewEventWriter(&WriterOptions{linger: time.Second}) // one batch
 		w.Emit(Event{Type: EventCallStarted, CallID: "call_before", Tool: "run_command"})
 		w.Emit(Event{Type: EventCallStarted, CallID: "x\x00y", Tool: "t\xffool", AgentID: "a\x00", Payload: map[string]any{"arguments": "nul \x00 here"}})
 		w.Emit(Event{Type: EventCallCompleted, CallID: "call_before", Tool: "run_command"})

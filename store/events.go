@@ -64,15 +64,6 @@ type WriterOptions struct {
 	// QueueSize is how many events may wait to be written (0: 65536).
 	// [EventWriter.Emit] blocks while that many are waiting.
 	QueueSize int
-	// MaxBatch is the most events written in one transaction (0: 1024).
-	MaxBatch int
-	// Linger is how long the writer waits for more events when fewer than
-	// MaxBatch/4 are queued, so that a steady trickle is written in a few
-	// large transactions rather than many small ones (0: 2ms; negative: no
-	// wait). [EventWriter.Emit] never waits for it; [EventWriter.Flush] may,
-	// once. (Longer lingers cost less CPU per event but make each commit
-	// longer, which the p99 of the calls pays for: see docs/BENCHMARKS.md.)
-	Linger time.Duration
 	// OnError is called, from the writer's goroutine, with the error of a
 	// batch that could not be written after a few attempts and was dropped.
 	// The writer waits for it, so it must not call [EventWriter.Emit] or
@@ -84,6 +75,18 @@ type WriterOptions struct {
 	// priority instead of starting at nice 19, where a busy machine would
 	// stall those calls until the writer was found starved.
 	Urgent bool
+
+	// The batching, tuned by the store's own tests only.
+	//
+	// maxBatch is the most events written in one transaction (0: 1024).
+	maxBatch int
+	// linger is how long the writer waits for more events when fewer than
+	// maxBatch/4 are queued, so that a steady trickle is written in a few
+	// large transactions rather than many small ones (0: 2ms; negative: no
+	// wait). [EventWriter.Emit] never waits for it; [EventWriter.Flush] may,
+	// once. (Longer lingers cost less CPU per event but make each commit
+	// longer, which the p99 of the calls pays for: see docs/BENCHMARKS.md.)
+	linger time.Duration
 }
 
 // writeAttempts is how many times a batch is tried before it is dropped;
@@ -105,7 +108,7 @@ const (
 // (it never waits for a disk write or fsync unless the queue is full, which
 // applies backpressure instead of losing events); a goroutine writes batches,
 // each batch in one transaction, as soon as events are waiting (no fixed
-// delay: take what is queued, up to MaxBatch, write, repeat).
+// delay: take what is queued, up to maxBatch, write, repeat).
 type EventWriter struct {
 	store *Store
 	opts  WriterOptions
@@ -114,7 +117,7 @@ type EventWriter struct {
 	ready sync.Cond // the queue is no longer empty, or the writer closed
 	space sync.Cond // events were written, so the queue may have room
 	// queue holds the events emitted and not yet taken by the goroutine, in
-	// chunks of at most MaxBatch, each written as a batch; Emit appends to
+	// chunks of at most maxBatch, each written as a batch; Emit appends to
 	// the last. free keeps a few written chunks for reuse.
 	queue, free [][]Event
 	closed      bool
@@ -152,11 +155,11 @@ func (s *Store) NewEventWriter(opts *WriterOptions) *EventWriter {
 	if w.opts.QueueSize <= 0 {
 		w.opts.QueueSize = 65536
 	}
-	if w.opts.MaxBatch <= 0 {
-		w.opts.MaxBatch = 1024
+	if w.opts.maxBatch <= 0 {
+		w.opts.maxBatch = 1024
 	}
-	if w.opts.Linger == 0 {
-		w.opts.Linger = 2 * time.Millisecond
+	if w.opts.linger == 0 {
+		w.opts.linger = 2 * time.Millisecond
 	}
 	w.ready.L, w.space.L = &w.mu, &w.mu
 	w.prio.origin = time.Now()
@@ -191,7 +194,7 @@ func (w *EventWriter) Emit(e Event) {
 	if len(w.queue) == 0 {
 		w.ready.Signal() // the goroutine wakes once w.mu is released
 	}
-	if n := len(w.queue); n == 0 || len(w.queue[n-1]) == w.opts.MaxBatch {
+	if n := len(w.queue); n == 0 || len(w.queue[n-1]) == w.opts.maxBatch {
 		w.queue = append(w.queue, w.newChunk())
 	}
 	last := &w.queue[len(w.queue)-1]
@@ -207,7 +210,7 @@ func (w *EventWriter) newChunk() []Event {
 		w.free = w.free[:n-1]
 		return c
 	}
-	return make([]Event, 0, w.opts.MaxBatch)
+	return make([]Event, 0, w.opts.maxBatch)
 }
 
 // Flush returns once every event emitted before the call has been written,
@@ -403,9 +406,9 @@ func (w *EventWriter) write(th *writerThread) (leave bool) {
 		if len(w.queue) == 0 {
 			return false
 		}
-		if w.opts.Linger > 0 && !w.closed && len(w.queue) == 1 && len(w.queue[0]) < w.opts.MaxBatch/4 {
+		if w.opts.linger > 0 && !w.closed && len(w.queue) == 1 && len(w.queue[0]) < w.opts.maxBatch/4 {
 			w.mu.Unlock()
-			time.Sleep(w.opts.Linger)
+			time.Sleep(w.opts.linger)
 			w.mu.Lock()
 		}
 		batch := w.queue[0]

@@ -58,7 +58,7 @@ func TestEmitConcurrently(t *testing.T) {
 			opts            *WriterOptions
 		}{
 			{"defaults", 64, 2000, nil},
-			{"tiny queue", 8, 200, &WriterOptions{QueueSize: 4, MaxBatch: 3}},
+			{"tiny queue", 8, 200, &WriterOptions{QueueSize: 4, maxBatch: 3}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				s := open(t, t.TempDir())
@@ -399,7 +399,7 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 	s := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: cluster.CreateDB(t)})
 	ctx := context.Background()
 	reported := make(chan error, 16)
-	w := s.NewEventWriter(&WriterOptions{QueueSize: 64, MaxBatch: 16, OnError: func(err error) { reported <- err }})
+	w := s.NewEventWriter(&WriterOptions{QueueSize: 64, maxBatch: 16, OnError: func(err error) { reported <- err }})
 	defer w.Close()
 	w.Emit(Event{Type: "before"})
 	if err := w.Flush(ctx); err != nil {
@@ -467,7 +467,7 @@ func TestCloseThroughAnOutage(t *testing.T) {
 	cluster := pgtest.New(t)
 	s := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: cluster.CreateDB(t)})
 	const events, batch = 128, 16
-	w := s.NewEventWriter(&WriterOptions{QueueSize: events, MaxBatch: batch, Linger: -1})
+	w := s.NewEventWriter(&WriterOptions{QueueSize: events, maxBatch: batch, linger: -1})
 	w.Emit(Event{Type: "before"})
 	if err := w.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -515,7 +515,7 @@ func TestFollowAcrossWriters(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, s := range []*Store{a, b} {
 		wg.Go(func() {
-			w := s.NewEventWriter(&WriterOptions{MaxBatch: 7, Linger: -1})
+			w := s.NewEventWriter(&WriterOptions{maxBatch: 7, linger: -1})
 			for i := range per {
 				w.Emit(Event{Type: EventCallStarted, Payload: map[string]any{"n": i}})
 			}

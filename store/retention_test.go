@@ -83,7 +83,7 @@ func TestPruneEventsExportsWhatItDeletes(t *testing.T) {
 			t.Fatalf("%d events older than the cutoff, want 10", len(old))
 		}
 		exports := filepath.Join(t.TempDir(), "exports")
-		res, err := s.PruneEvents(ctx, Retention{Before: before, ExportDir: exports, Batch: 3})
+		res, err := s.PruneEvents(ctx, Retention{Before: before, ExportDir: exports, batch: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestPruneEventsInterleavesWithWrites(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, t.TempDir())
 	old := time.Now().Add(-48 * time.Hour)
-	w := s.NewEventWriter(&WriterOptions{Linger: -1})
+	w := s.NewEventWriter(&WriterOptions{linger: -1})
 	const n = 20_000
 	for i := range n {
 		w.Emit(Event{Time: old.Add(time.Duration(i) * time.Millisecond), Type: EventCallCompleted})
@@ -155,7 +155,7 @@ func TestPruneEventsInterleavesWithWrites(t *testing.T) {
 	}
 	written := w.Written()
 	batches, committedAt := 0, 0
-	res, err := s.PruneEvents(ctx, Retention{Before: time.Now().Add(-time.Hour), ExportDir: t.TempDir(), Batch: 20,
+	res, err := s.PruneEvents(ctx, Retention{Before: time.Now().Add(-time.Hour), ExportDir: t.TempDir(), batch: 20,
 		afterBatch: func(int) {
 			batches++
 			if batches == 1 {
@@ -306,7 +306,7 @@ func TestEventsCopiedIntoTheirDay(t *testing.T) {
 	if _, err := other.db.exec(ctx, `DROP TABLE `+day); err != nil {
 		t.Fatal(err)
 	}
-	w := s.NewEventWriter(&WriterOptions{Linger: -1})
+	w := s.NewEventWriter(&WriterOptions{linger: -1})
 	w.Emit(Event{Type: "after the drop", Time: at})
 	if err := w.Flush(ctx); err != nil {
 		t.Fatal(err)
