@@ -109,7 +109,7 @@ func TestHostileTextDoesNotLoseOtherEvents(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		got, err := s.Events(context.Background(), EventFilter{First: true})
+		got, err := s.Events(context.Background(), EventFilter{first: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func TestCopyAfterAFailedCopy(t *testing.T) {
 			t.Fatalf("batch %d after the failed one: %v", i+1, err)
 		}
 	}
-	got, err := s.Events(ctx, EventFilter{First: true})
+	got, err := s.Events(ctx, EventFilter{first: true})
 	if err != nil || len(got) != 2 || got[0].CallID != "call_2" || got[1].CallID != "call_3" {
 		t.Fatalf("Events = %+v, %v; want call_2 and call_3 only", got, err)
 	}

@@ -578,26 +578,26 @@ type EventFilter struct {
 	Since time.Time
 	// AfterID keeps events with a greater id, for following new events.
 	AfterID int64
-	// Limit is the most events returned (0: 1000): when more
-	// match, the last (most recent) Limit are returned, or with First the
-	// first (oldest) Limit.
+	// Limit is the most events returned (0: 1000): when more match, the
+	// last (most recent) Limit are returned ([Store.Follow]'s pages: the
+	// first (oldest) Limit).
 	Limit int
-	// First returns the oldest matching events when more than Limit match:
-	// what a follower wants, paging forward from AfterID through a burst
+	// first returns the oldest matching events when more than Limit match:
+	// what Follow wants, paging forward from AfterID through a burst
 	// without skipping any.
-	First bool
+	first bool
 }
 
 // defaultEventLimit is the Limit of an [EventFilter] that sets none.
 const defaultEventLimit = 1000
 
 // Follow calls emit with the events matching f written after f.AfterID,
-// oldest first, a page (f.Limit, 0: 1000) at a time, as they
-// come: it reads again at once after a full page, so a burst is never
-// skipped, and every interval otherwise. It returns nil when ctx ends, or
-// the first error of a read or of emit.
+// oldest first, a page (f.Limit, 0: 1000) at a time, as they come: it reads
+// again at once after a full page, so a burst is never skipped, and every
+// interval otherwise. It returns nil when ctx ends, or the first error of a
+// read or of emit.
 func (s *Store) Follow(ctx context.Context, f EventFilter, every time.Duration, emit func([]Event) error) error {
-	f.First = true
+	f.first = true
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -628,8 +628,7 @@ func (s *Store) Follow(ctx context.Context, f EventFilter, every time.Duration, 
 const eventColumns = `id, ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload`
 
 // Events returns the events matching f in ascending id order (oldest first),
-// at most f.Limit of them: the most recent when more match, or with First
-// the oldest.
+// at most f.Limit of them: the most recent when more match.
 func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	var where []string
 	var args []any
@@ -663,7 +662,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	if f.First {
+	if f.first {
 		query += ` ORDER BY id LIMIT ?`
 	} else {
 		query = `SELECT * FROM (` + query + ` ORDER BY id DESC LIMIT ?) AS recent ORDER BY id`

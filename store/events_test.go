@@ -226,7 +226,7 @@ func TestPropertyEventsFilter(t *testing.T) {
 				Type:    rapid.SampledFrom(append(types, "", "tool_call.", "group.", "plugin.", "nope.")).Draw(t, "type"),
 				AfterID: rapid.Int64Range(0, int64(len(stored))+1).Draw(t, "after"),
 				Limit:   rapid.IntRange(0, len(stored)+2).Draw(t, "limit"),
-				First:   rapid.Bool().Draw(t, "first"),
+				first:   rapid.Bool().Draw(t, "first"),
 			}
 			if rapid.Bool().Draw(t, "since") {
 				f.Since = base.Add(time.Duration(rapid.IntRange(-1, 130).Draw(t, "since_ms")) * 500 * time.Millisecond)
@@ -239,7 +239,7 @@ func TestPropertyEventsFilter(t *testing.T) {
 			}
 			switch {
 			case f.Limit <= 0 || len(want) <= f.Limit:
-			case f.First: // a follower pages forward from its cursor
+			case f.first: // a follower pages forward from its cursor
 				want = want[:f.Limit]
 			default:
 				want = want[len(want)-f.Limit:]

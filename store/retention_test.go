@@ -205,7 +205,7 @@ func TestEventsMigrationToPartitions(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, before) {
 			t.Fatalf("%s: events %v, %v: want %v", when, ids(got), err, ids(before))
 		}
-		page, err := s.Events(ctx, EventFilter{AfterID: before[4].ID, Limit: 3, First: true})
+		page, err := s.Events(ctx, EventFilter{AfterID: before[4].ID, Limit: 3, first: true})
 		if err != nil || !reflect.DeepEqual(page, before[5:8]) {
 			t.Fatalf("%s: page after id %d: %v, %v", when, before[4].ID, ids(page), err)
 		}
