@@ -535,8 +535,3 @@ func (rt *Runtime) refresh(ctx context.Context) error {
 // not a failure, nor a termination (but cancelled, as a termination is, so
 // that the loop leaves the agent's status alone).
 var errLost = toolhost.Errorf(toolhost.CodeCancelled, "the host running the agent lost its lease; another host resumes the agent")
-
-// Agents returns every agent, oldest first.
-func (rt *Runtime) Agents(ctx context.Context) ([]store.Agent, error) {
-	return rt.st.Agents(ctx)
-}

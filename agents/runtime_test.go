@@ -239,7 +239,7 @@ func TestRootDelegatesToARoleLimitedToWorkspace(t *testing.T) {
 	if root.Status != store.StatusWaiting || !strings.Contains(root.Answer, "wrote hello.txt") {
 		t.Fatalf("root: status %s, answer %q", root.Status, root.Answer)
 	}
-	all, _ := e.rt.Agents(context.Background())
+	all, _ := e.h.Store().Agents(context.Background())
 	var writer store.Agent
 	for _, a := range all {
 		if a.ParentID == root.ID {

@@ -135,7 +135,7 @@ func TestTreeRightAfterWaitIsComplete(t *testing.T) {
 // onlyChild returns the one agent parent spawned.
 func onlyChild(t *testing.T, e *env, parent string) store.Agent {
 	t.Helper()
-	all, err := e.rt.Agents(context.Background())
+	all, err := e.h.Store().Agents(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

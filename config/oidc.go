@@ -42,7 +42,7 @@ type OIDC struct {
 	// default): none does.
 	AdminScope string
 	// ClockSkew is how far exp and nbf may be off this machine's clock.
-	// Default [DefaultOIDCClockSkew], at most [MaxOIDCClockSkew].
+	// Default [DefaultOIDCClockSkew], at most 5 minutes.
 	ClockSkew time.Duration
 	// Algorithms are the signature algorithms accepted; default all of
 	// [OIDCAlgorithms], which are asymmetric: a token signed with a shared
@@ -53,7 +53,7 @@ type OIDC struct {
 // The oidc block's defaults and bounds.
 const (
 	DefaultOIDCClockSkew = time.Minute
-	MaxOIDCClockSkew     = 5 * time.Minute
+	maxOIDCClockSkew     = 5 * time.Minute
 )
 
 // OIDCAlgorithms returns the signature algorithms an oidc block may accept:
@@ -152,11 +152,11 @@ func scopes(ss []string) ([]string, error) {
 	return ss, nil
 }
 
-// clockSkew accepts a duration from 0 to MaxOIDCClockSkew.
+// clockSkew accepts a duration from 0 to maxOIDCClockSkew.
 func clockSkew(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 || d > MaxOIDCClockSkew {
-		return 0, fmt.Errorf("%q is not a duration from \"0s\" to %q", s, MaxOIDCClockSkew.String())
+	if err != nil || d < 0 || d > maxOIDCClockSkew {
+		return 0, fmt.Errorf("%q is not a duration from \"0s\" to %q", s, maxOIDCClockSkew.String())
 	}
 	return d, nil
 }

@@ -63,8 +63,8 @@ type ToolPolicy struct {
 	Deny []string
 }
 
-// RootRole is the name of the role that always exists and no block may declare.
-const RootRole = "root"
+// rootRole is the name of the role that always exists and no block may declare.
+const rootRole = "root"
 
 var (
 	roleNameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -92,7 +92,7 @@ var toolsSchema = &hcl.BodySchema{
 func (d *decoder) role(blk *hcl.Block, declared map[string]hcl.Range) Role {
 	r := Role{Name: blk.Labels[0], Pos: position(blk.DefRange)}
 	switch first, dup := declared[r.Name]; {
-	case r.Name == RootRole:
+	case r.Name == rootRole:
 		d.fail(blk.LabelRanges[0], "Reserved role name", `The root role always exists and cannot be declared; choose another name.`)
 	case !ValidRoleName(r.Name):
 		d.fail(blk.LabelRanges[0], "Invalid role name",

@@ -10,7 +10,6 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/proctest"
-	"github.com/toolhost/toolhost/store"
 )
 
 // TestDataDirMadePrivate: a data directory left readable by other users
@@ -39,7 +38,7 @@ func TestDataDirMadePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "outputs"): 0o700, out: 0o600, filepath.Join(dir, store.FileName): 0o600} {
+	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "outputs"): 0o700, out: 0o600, filepath.Join(dir, "toolhost.db"): 0o600} {
 		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
 			t.Errorf("%s: %v %v, want %v", path, fi.Mode().Perm(), err, want)
 		}

@@ -37,7 +37,7 @@ func TestDiskFullSQLite(t *testing.T) {
 		var dbs []string
 		cfg := func(name string) *config.Config {
 			dir := filepath.Join(mnt, name)
-			dbs = append(dbs, filepath.Join(dir, store.FileName))
+			dbs = append(dbs, filepath.Join(dir, "toolhost.db"))
 			return &config.Config{DataDir: dir}
 		}
 		return cfg, func() error {

@@ -104,7 +104,7 @@ func TestLimitsBeforeDispatch(t *testing.T) {
 	if err := h.Events().Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := h.Events().List(ctx, store.EventFilter{Agent: a1.ID, Type: "tool_call.", First: true})
+	evs, err := h.Events().List(ctx, store.EventFilter{Agent: a1.ID, Type: "tool_call."})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func hostID(dir string) (string, error) {
 		if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
 			return string(bytes.TrimSpace(b)), nil
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, store.FileMode)
 		if errors.Is(err, fs.ErrExist) {
 			continue // another process made it: read theirs
 		}

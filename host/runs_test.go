@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/toolhost/toolhost/store"
@@ -19,7 +18,7 @@ import (
 func TestDeadRunsCallsAreClosed(t *testing.T) {
 	ctx := context.Background()
 	st := propertyStore(t)
-	dir := filepath.Dir(st.Path())
+	dir := st.Dir()
 	id, err := hostID(dir)
 	if err != nil {
 		t.Fatal(err)

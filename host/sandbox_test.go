@@ -26,7 +26,6 @@ import (
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
-	"github.com/toolhost/toolhost/store"
 )
 
 // sandboxedPlugin is testPlugin confined by pol, with a marker argument of
@@ -121,7 +120,7 @@ func TestSandboxConfinesPlugin(t *testing.T) {
 			{"ssh key by its path", "read_file", map[string]any{"path": key}},
 			{"host loopback", "dial", map[string]any{"addr": srv.Listener.Addr().String()}},
 			{"host loopback over HTTP", "http_get", map[string]any{"url": srv.URL}},
-			{"host database", "read_file", map[string]any{"path": filepath.Join(data, store.FileName)}},
+			{"host database", "read_file", map[string]any{"path": filepath.Join(data, "toolhost.db")}},
 			{"file in the root", "read_file", map[string]any{"path": filepath.Join(root, "notes.txt")}},
 		}
 	}

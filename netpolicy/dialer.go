@@ -37,7 +37,7 @@ type Dialer struct {
 }
 
 // Check resolves host (an IP literal stands for itself) and checks it as a
-// dial would: CheckName, then Permit on every address. It returns the
+// dial would: CheckName, then each address it resolves to. It returns the
 // addresses, or a [*Refusal], or the resolver's error.
 func (d *Dialer) Check(ctx context.Context, host string) ([]netip.Addr, error) {
 	p := d.policy()
@@ -63,7 +63,7 @@ func (d *Dialer) Check(ctx context.Context, host string) ([]netip.Addr, error) {
 		return nil, fmt.Errorf("%s: no addresses", host)
 	}
 	for _, ip := range ips {
-		if err := p.Permit(host, ip); err != nil {
+		if err := p.permit(host, ip); err != nil {
 			return nil, err
 		}
 	}

@@ -4,11 +4,11 @@
 //
 // A [Policy] comes from a [Config] (the keys allow_hosts, deny_hosts and
 // allow_private of a module's config block) through [Compile]. It is asked
-// twice: CheckName on a host name before anything is resolved (a URL, a
-// redirect, a CONNECT target), and Permit on each address the host resolves
-// to, at dial time, so that what is checked is what is connected to. [Dialer]
-// does both and dials only checked addresses; [Proxy] is a forward HTTP proxy
-// whose every upstream connection goes through a Dialer.
+// twice: [Policy.CheckName] on a host name before anything is resolved (a
+// URL, a redirect, a CONNECT target), and again on each address the host
+// resolves to, at dial time, so that what is checked is what is connected
+// to. [Dialer] does both and dials only checked addresses; [Proxy] is a
+// forward HTTP proxy whose every upstream connection goes through a Dialer.
 //
 // By default loopback, private, link-local (the cloud metadata address
 // 169.254.169.254 included), CGNAT, unspecified, multicast and broadcast
@@ -104,7 +104,7 @@ func Compile(c Config) (*Policy, error) {
 // each redirect's and on a CONNECT target: host is refused when a deny entry
 // names it, or when allow_hosts is set and does not name it (a host name
 // must match a name or wildcard entry, an IP literal an IP or CIDR entry).
-// An IP literal's address is judged by [Policy.Permit], when it is dialled.
+// An IP literal's address is judged when it is dialled (see permit).
 func (p *Policy) CheckName(host string) error {
 	h := normHost(host)
 	ip, isIP := parseIP(h)
@@ -118,12 +118,12 @@ func (p *Policy) CheckName(host string) error {
 	return &Refusal{Host: host, Rule: RuleAllowHosts}
 }
 
-// Permit is the check made at dial time on each address host resolved to:
+// permit is the check made at dial time on each address host resolved to:
 // deny entries (by name or address) always win; then allow_hosts, when set,
 // must match the name or the address; then the address must not be special
 // (loopback, private ...) unless allow_private is set or an allow_hosts IP
 // or CIDR entry covers it.
-func (p *Policy) Permit(host string, ip netip.Addr) error {
+func (p *Policy) permit(host string, ip netip.Addr) error {
 	h := normHost(host)
 	ip = ip.WithZone("").Unmap()
 	if p.deny.matchName(h) || p.deny.matchAddr(ip) {

@@ -69,7 +69,7 @@ func TestClassify(t *testing.T) {
 		if got := classify(ip); got != tc.rule {
 			t.Errorf("classify(%s) = %q, want %q", tc.ip, got, tc.rule)
 		}
-		err := def.Permit("h.example", ip)
+		err := def.permit("h.example", ip)
 		var ref *Refusal
 		if !errors.As(err, &ref) || ref.Rule != tc.rule || ref.Host != "h.example" || ref.Addr != ip.WithZone("").Unmap() {
 			t.Errorf("Permit(%s) = %#v, want a refusal by %q", tc.ip, err, tc.rule)
@@ -84,7 +84,7 @@ func TestClassify(t *testing.T) {
 		if got := classify(ip); got != "" {
 			t.Errorf("classify(%s) = %q, want public", s, got)
 		}
-		if err := def.Permit("h.example", ip); err != nil {
+		if err := def.permit("h.example", ip); err != nil {
 			t.Errorf("Permit(%s) = %v", s, err)
 		}
 	}
@@ -127,7 +127,7 @@ func TestRules(t *testing.T) {
 		{"other.example.com", "8.8.8.8", RuleAllowHosts},
 		{"x.corp.example", "172.16.0.1", "a private address"},
 	} {
-		err := p.Permit(tc.host, netip.MustParseAddr(tc.ip))
+		err := p.permit(tc.host, netip.MustParseAddr(tc.ip))
 		var ref *Refusal
 		switch {
 		case tc.rule == "" && err != nil:
@@ -156,10 +156,10 @@ func TestRules(t *testing.T) {
 	if err := p.CheckName("evil.example"); err.Error() != "host evil.example is not in allow_hosts: refused" {
 		t.Errorf("message %q", err)
 	}
-	if err := p.Permit("x.corp.example", netip.MustParseAddr("10.1.2.3")); err.Error() != "x.corp.example resolves to 10.1.2.3, which is in deny_hosts: refused" {
+	if err := p.permit("x.corp.example", netip.MustParseAddr("10.1.2.3")); err.Error() != "x.corp.example resolves to 10.1.2.3, which is in deny_hosts: refused" {
 		t.Errorf("message %q", err)
 	}
-	if err := p.Permit("corp.example", netip.MustParseAddr("8.8.8.8")); err.Error() != "corp.example resolves to 8.8.8.8, which is not in allow_hosts: refused" {
+	if err := p.permit("corp.example", netip.MustParseAddr("8.8.8.8")); err.Error() != "corp.example resolves to 8.8.8.8, which is not in allow_hosts: refused" {
 		t.Errorf("message %q", err)
 	}
 
@@ -169,7 +169,7 @@ func TestRules(t *testing.T) {
 	// the IPv4 address it carries.
 	for ip, ok := range map[string]bool{"127.0.0.1": true, "10.0.0.1": true, "169.254.169.254": false, "::ffff:169.254.169.254": false, "fd00:ec2::254": false,
 		"64:ff9b::a9fe:a9fe": false, "::a9fe:a9fe": false, "64:ff9b::a00:1": true} {
-		if err := open.Permit("h", netip.MustParseAddr(ip)); (err == nil) != ok {
+		if err := open.permit("h", netip.MustParseAddr(ip)); (err == nil) != ok {
 			t.Errorf("allow_private: Permit(%s) = %v, want ok %v", ip, err, ok)
 		}
 	}
@@ -287,7 +287,7 @@ func TestPermitProperty(t *testing.T) {
 		case classify(ip) != "" && !private && !covers(allowNets, u):
 			want = classify(ip)
 		}
-		err = p.Permit(host, ip)
+		err = p.permit(host, ip)
 		var ref *Refusal
 		switch {
 		case want == "" && err != nil:
@@ -321,7 +321,7 @@ func FuzzHostRules(f *testing.F) {
 		}
 		_ = classify(ip)
 		denied := p.deny.matchName(normHost(host)) || p.deny.matchAddr(ip.WithZone("").Unmap())
-		if err := p.Permit(host, ip); denied && err == nil {
+		if err := p.permit(host, ip); denied && err == nil {
 			t.Fatalf("deny %q matches %s/%s, but Permit allowed it (allow %q)", deny, host, ip, allow)
 		}
 		hip, isIP := parseIP(host)

@@ -20,7 +20,7 @@ func (d *Dialer) dialUpstream(ctx context.Context, host, port string) (net.Conn,
 		return nil, err
 	}
 	if ip, ok := parseIP(host); ok {
-		if err := p.Permit(host, ip); err != nil {
+		if err := p.permit(host, ip); err != nil {
 			return nil, err
 		}
 	}

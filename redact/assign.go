@@ -274,11 +274,11 @@ func skipScheme(s string, v int) int {
 }
 
 // isPlaceholder reports whether a value holds no secret: it is empty, the
-// Mask, a reference to a secret: ${VAR}, ${{ secrets.X }}, $(command), $VAR
+// mask, a reference to a secret: ${VAR}, ${{ secrets.X }}, $(command), $VAR
 // (see isEnvName), or a slot a program fills in: %s, %-8v, {password}.
 func isPlaceholder(v string) bool {
 	switch {
-	case v == "" || v == Mask:
+	case v == "" || v == mask:
 		return true
 	case len(v) < 2:
 		return false

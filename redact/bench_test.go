@@ -74,8 +74,8 @@ func BenchmarkString(b *testing.B) {
 		"call_id=c-1679091c", "call_id=c-1679091c Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0b29saG9zdCJ9.c2lnbmF0dXJlc2lnbmF0dXJl",
 		"PASS\n", "PASS\nGITHUB_TOKEN=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789\nOPENAI_API_KEY=sk-proj-Zq3fT9uVb2WcXe7YhRj5KmNp\n",
 	).Replace(commandOutput) + clean[:len(clean)-len(commandOutput)]
-	if out, _ := String(secrets); strings.Count(out, Mask) != 4 {
-		b.Fatalf("the text with secrets has %d, not 4", strings.Count(out, Mask))
+	if out, _ := String(secrets); strings.Count(out, mask) != 4 {
+		b.Fatalf("the text with secrets has %d, not 4", strings.Count(out, mask))
 	}
 	for _, bc := range []struct{ name, in string }{{"clean", clean}, {"secrets", secrets}, {"prose", fiftyKiB(prose)}} {
 		b.Run(bc.name, func(b *testing.B) {

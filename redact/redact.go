@@ -1,7 +1,7 @@
 // Package redact scrubs secrets from text and from JSON values before they
 // leave toolhost: tool results returned to callers and audit event payloads.
 //
-// A secret is replaced by [Mask] and only the secret: the context around it
+// A secret is replaced by ***REDACTED*** and only the secret: the context around it
 // stays readable ("OPENAI_API_KEY=***REDACTED***",
 // "Authorization: Bearer ***REDACTED***"). [String] recognises
 //
@@ -22,7 +22,7 @@
 // call (getToken()); a name that ends a path (open /etc/passwd: ...) is not
 // assigned to.
 //
-// Redaction is idempotent: the Mask is never redacted again, and redacting
+// Redaction is idempotent: the mask is never redacted again, and redacting
 // redacted text reports no change. Text without any of the bytes the rules
 // are anchored on is returned at once, without allocating.
 package redact
@@ -33,10 +33,10 @@ import (
 	"strings"
 )
 
-// Mask replaces every secret.
-const Mask = "***REDACTED***"
+// mask replaces every secret.
+const mask = "***REDACTED***"
 
-// String returns s with every secret replaced by [Mask], and whether anything was replaced.
+// String returns s with every secret replaced by ***REDACTED***, and whether anything was replaced.
 func String(s string) (string, bool) {
 	spans := find(s, nil, span{0, len(s)})
 	if spans == nil {
@@ -58,13 +58,13 @@ func String(s string) (string, bool) {
 
 // maxPasses bounds how often String looks again at what it replaced. A
 // replacement can expose a match that the original text hid (a value that
-// ran into a private key block now ends at the Mask), so String repeats
+// ran into a private key block now ends at the mask), so String repeats
 // until nothing changes; in practice the second look finds nothing. No match
 // but a private key block spans lines, and a replaced block cannot become a
-// new one, so only the lines holding a new Mask need another look.
+// new one, so only the lines holding a new mask need another look.
 const maxPasses = 8
 
-// A span is a byte range [start, end) of a string to replace with Mask.
+// A span is a byte range [start, end) of a string to replace with mask.
 type span struct{ start, end int }
 
 // A matcher looks at s around i, where s[i] is the byte its rule is
@@ -127,12 +127,12 @@ func find(s string, spans []span, in span) []span {
 	return spans
 }
 
-// replace replaces each range of spans in s by Mask, overlapping and
-// touching ranges by a single Mask, and returns the ranges of the Masks.
+// replace replaces each range of spans in s by mask, overlapping and
+// touching ranges by a single mask, and returns the ranges of the masks.
 func replace(s string, spans []span) (string, []span) {
 	slices.SortFunc(spans, func(x, y span) int { return cmp.Compare(x.start, y.start) })
 	var b strings.Builder
-	b.Grow(len(s) + len(spans)*len(Mask))
+	b.Grow(len(s) + len(spans)*len(mask))
 	var masks []span
 	done := 0 // s[:done] is written
 	for k := 0; k < len(spans); {
@@ -141,8 +141,8 @@ func replace(s string, spans []span) (string, []span) {
 			end = max(end, spans[k].end)
 		}
 		b.WriteString(s[done:start])
-		masks = append(masks, span{b.Len(), b.Len() + len(Mask)})
-		b.WriteString(Mask)
+		masks = append(masks, span{b.Len(), b.Len() + len(mask)})
+		b.WriteString(mask)
 		done = end
 	}
 	b.WriteString(s[done:])

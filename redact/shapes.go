@@ -42,7 +42,7 @@ var shapes = []shape{
 	{"AIza", 1, b64urlBytes, 35, false},    // Google API key
 	{"sk_live_", 2, alnumBytes, 16, false}, // Stripe secret key
 	{"rk_live_", 2, alnumBytes, 16, false}, // Stripe restricted key
-	{"thk_", 2, b64urlBytes, 43, false},    // toolhost's own tokens (store.TokenPrefix)
+	{"thk_", 2, b64urlBytes, 43, false},    // toolhost's own tokens (store.NewSecret)
 }
 
 // shapeRules returns a rule for each byte the shapes are anchored on.

@@ -11,7 +11,7 @@ import (
 // with every string redacted by [String], and whether anything was replaced. Additionally, a string value whose
 // map KEY looks secret (case-insensitive: ends with _token, _secret, _password, _key, _apikey, or equals
 // token, secret, password, passwd, api_key, apikey, authorization, access_token, refresh_token, private_key, client_secret)
-// is replaced by [Mask] whole. Other values are returned as they are (no copying needed for non-containers).
+// is replaced by ***REDACTED*** whole. Other values are returned as they are (no copying needed for non-containers).
 //
 // The names are those String treats as secret in assignments, so "-" and "."
 // separate words as "_" does (x-api-key, db.password), and auth, _pass,
@@ -63,8 +63,8 @@ func redactMap(m map[string]any) (map[string]any, bool) {
 			delete(origin, rk)
 		}
 		var c bool
-		if s, ok := e.(string); ok && s != "" && s != Mask && isSecretName(k, true) {
-			out[rk], c = Mask, true
+		if s, ok := e.(string); ok && s != "" && s != mask && isSecretName(k, true) {
+			out[rk], c = mask, true
 		} else {
 			out[rk], c = Value(e)
 		}

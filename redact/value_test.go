@@ -15,7 +15,7 @@ func TestValue(t *testing.T) {
 		},
 		"api_key":  "plain-looking",
 		"password": "",
-		"Token":    Mask,
+		"Token":    mask,
 		"headers":  map[string]any{"Authorization": "Basic Y2k6aHVudGVy", "X-Api-Key": "k-123", "Accept": "*/*"},
 		"results":  []any{map[string]any{"client_secret": "s3cr3t", "id": "c-1"}, 3.5, true, nil, json.Number("12345678901234567890")},
 		"token":    42.0, // not a string: kept
@@ -27,11 +27,11 @@ func TestValue(t *testing.T) {
 			"cmd": "curl -H 'Authorization: Bearer ***REDACTED***' https://api.example.com",
 			"env": []any{"A=1", "GITHUB_TOKEN=***REDACTED***"},
 		},
-		"api_key":  Mask,
+		"api_key":  mask,
 		"password": "",
-		"Token":    Mask,
-		"headers":  map[string]any{"Authorization": Mask, "X-Api-Key": Mask, "Accept": "*/*"},
-		"results":  []any{map[string]any{"client_secret": Mask, "id": "c-1"}, 3.5, true, nil, json.Number("12345678901234567890")},
+		"Token":    mask,
+		"headers":  map[string]any{"Authorization": mask, "X-Api-Key": mask, "Accept": "*/*"},
+		"results":  []any{map[string]any{"client_secret": mask, "id": "c-1"}, 3.5, true, nil, json.Number("12345678901234567890")},
 		"token":    42.0,
 		"keys":     []any{"sort", "key"},
 	}
@@ -65,15 +65,15 @@ func TestValueKeepsOtherValues(t *testing.T) {
 }
 
 func TestValueRedactsKeys(t *testing.T) {
-	// Both keys become the Mask; the entry of the key that sorts first
+	// Both keys become the mask; the entry of the key that sorts first
 	// (ghp_ before ghs_) stays, whatever the order of iteration.
 	in := map[string]any{githubApp: "b", githubPAT: "a", "name": "n"}
-	mixed := map[string]any{githubPAT: "dropped", Mask: "kept"}
+	mixed := map[string]any{githubPAT: "dropped", mask: "kept"}
 	for range 20 {
-		if got, changed := Value(in); !changed || !reflect.DeepEqual(got, map[string]any{Mask: "a", "name": "n"}) {
+		if got, changed := Value(in); !changed || !reflect.DeepEqual(got, map[string]any{mask: "a", "name": "n"}) {
 			t.Fatalf("Value(%v) = %v, %v", in, got, changed)
 		}
-		if got, changed := Value(mixed); !changed || !reflect.DeepEqual(got, map[string]any{Mask: "kept"}) {
+		if got, changed := Value(mixed); !changed || !reflect.DeepEqual(got, map[string]any{mask: "kept"}) {
 			t.Fatalf("Value(%v) = %v, %v", mixed, got, changed)
 		}
 	}

@@ -325,7 +325,7 @@ func TestTokensAPI(t *testing.T) {
 	srv, h, _, _ := guarded(t, config.Auth{})
 	var made NewToken
 	if code := do(t, "POST", srv.URL+"/api/auth/tokens", map[string]string{"role": "developer", "name": "ci", "expires": "1h"}, &made); code != 201 ||
-		!strings.HasPrefix(made.Secret, store.TokenPrefix) || made.Role != "developer" || made.ExpiresAt.IsZero() {
+		!strings.HasPrefix(made.Secret, "thk_") || made.Role != "developer" || made.ExpiresAt.IsZero() {
 		t.Fatalf("create = %d %+v", code, made)
 	}
 	attack{name: "the new token", method: "GET", path: "/api/roles/developer/tools", token: made.Secret, status: 200}.send(t, srv)
@@ -410,7 +410,7 @@ func TestAuthDisabled(t *testing.T) {
 func TestAdminTokenFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	first, err := AdminToken(&config.Config{}, dir)
-	if err != nil || !strings.HasPrefix(first, store.TokenPrefix) {
+	if err != nil || !strings.HasPrefix(first, "thk_") {
 		t.Fatalf("AdminToken = %q, %v", first, err)
 	}
 	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, AdminTokenFile): 0o600} {

@@ -250,7 +250,7 @@ func TestMetricsTokensAPI(t *testing.T) {
 	srv, _, _ := metricsServer(t, &config.Config{})
 	var made NewToken
 	if code := do(t, "POST", srv.URL+"/api/auth/tokens", map[string]string{"scope": "metrics", "name": "prom"}, &made); code != 201 ||
-		made.Scope != store.ScopeMetrics || made.Role != "" || !strings.HasPrefix(made.Secret, store.TokenPrefix) {
+		made.Scope != store.ScopeMetrics || made.Role != "" || !strings.HasPrefix(made.Secret, "thk_") {
 		t.Fatalf("create = %d %+v", code, made)
 	}
 	attack{name: "the new metrics token", method: "GET", path: "/metrics", token: made.Secret, status: 200}.send(t, srv)

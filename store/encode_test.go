@@ -102,19 +102,19 @@ func TestCleanText(t *testing.T) {
 func TestHostileTextDoesNotLoseOtherEvents(t *testing.T) {
 	engines(t, func(t *testing.T, open opener) {
 		s := open(t, t.TempDir())
-		w := s.NewEventWriter(&WriterOptions{Linger: time.Second}) // one batch
+		w := s.NewEventWriter(&WriterOptions{linger: time.Second}) // one batch
 		w.Emit(Event{Type: EventCallStarted, CallID: "call_before", Tool: "run_command"})
 		w.Emit(Event{Type: EventCallStarted, CallID: "x\x00y", Tool: "t\xffool", AgentID: "a\x00", Payload: map[string]any{"arguments": "nul \x00 here"}})
 		w.Emit(Event{Type: EventCallCompleted, CallID: "call_before", Tool: "run_command"})
 		if err := w.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		got, err := s.Events(context.Background(), EventFilter{First: true})
+		got, err := s.Events(context.Background(), EventFilter{first: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 3 || w.Failed() != 0 {
-			t.Fatalf("%d events written, %d lost; want 3, 0: %+v", len(got), w.Failed(), got)
+		if len(got) != 3 || w.failed() != 0 {
+			t.Fatalf("%d events written, %d lost; want 3, 0: %+v", len(got), w.failed(), got)
 		}
 		h := got[1]
 		if h.CallID != "x\uFFFDy" || h.Tool != "t\uFFFDool" || h.AgentID != "a\uFFFD" || h.Payload["arguments"] != "nul \x00 here" {
@@ -149,7 +149,7 @@ func TestCopyAfterAFailedCopy(t *testing.T) {
 			t.Fatalf("batch %d after the failed one: %v", i+1, err)
 		}
 	}
-	got, err := s.Events(ctx, EventFilter{First: true})
+	got, err := s.Events(ctx, EventFilter{first: true})
 	if err != nil || len(got) != 2 || got[0].CallID != "call_2" || got[1].CallID != "call_3" {
 		t.Fatalf("Events = %+v, %v; want call_2 and call_3 only", got, err)
 	}

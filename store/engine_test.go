@@ -56,7 +56,7 @@ func TestPostgresEnvironment(t *testing.T) {
 		t.Logf("%s unset: pgtest looks for the binaries on PATH and in /usr/lib/postgresql", pgtest.BinEnv)
 	}
 	s := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: pgtest.Start(t)})
-	if s.Engine() != DriverPostgres || s.Path() != "" {
-		t.Fatalf("engine %s, path %q", s.Engine(), s.Path())
+	if s.Engine() != DriverPostgres || s.path != "" {
+		t.Fatalf("engine %s, path %q", s.Engine(), s.path)
 	}
 }

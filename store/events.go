@@ -64,15 +64,6 @@ type WriterOptions struct {
 	// QueueSize is how many events may wait to be written (0: 65536).
 	// [EventWriter.Emit] blocks while that many are waiting.
 	QueueSize int
-	// MaxBatch is the most events written in one transaction (0: 1024).
-	MaxBatch int
-	// Linger is how long the writer waits for more events when fewer than
-	// MaxBatch/4 are queued, so that a steady trickle is written in a few
-	// large transactions rather than many small ones (0: 2ms; negative: no
-	// wait). [EventWriter.Emit] never waits for it; [EventWriter.Flush] may,
-	// once. (Longer lingers cost less CPU per event but make each commit
-	// longer, which the p99 of the calls pays for: see docs/BENCHMARKS.md.)
-	Linger time.Duration
 	// OnError is called, from the writer's goroutine, with the error of a
 	// batch that could not be written after a few attempts and was dropped.
 	// The writer waits for it, so it must not call [EventWriter.Emit] or
@@ -84,6 +75,18 @@ type WriterOptions struct {
 	// priority instead of starting at nice 19, where a busy machine would
 	// stall those calls until the writer was found starved.
 	Urgent bool
+
+	// The batching, tuned by the store's own tests only.
+	//
+	// maxBatch is the most events written in one transaction (0: 1024).
+	maxBatch int
+	// linger is how long the writer waits for more events when fewer than
+	// maxBatch/4 are queued, so that a steady trickle is written in a few
+	// large transactions rather than many small ones (0: 2ms; negative: no
+	// wait). [EventWriter.Emit] never waits for it; [EventWriter.Flush] may,
+	// once. (Longer lingers cost less CPU per event but make each commit
+	// longer, which the p99 of the calls pays for: see docs/BENCHMARKS.md.)
+	linger time.Duration
 }
 
 // writeAttempts is how many times a batch is tried before it is dropped;
@@ -105,7 +108,7 @@ const (
 // (it never waits for a disk write or fsync unless the queue is full, which
 // applies backpressure instead of losing events); a goroutine writes batches,
 // each batch in one transaction, as soon as events are waiting (no fixed
-// delay: take what is queued, up to MaxBatch, write, repeat).
+// delay: take what is queued, up to maxBatch, write, repeat).
 type EventWriter struct {
 	store *Store
 	opts  WriterOptions
@@ -114,7 +117,7 @@ type EventWriter struct {
 	ready sync.Cond // the queue is no longer empty, or the writer closed
 	space sync.Cond // events were written, so the queue may have room
 	// queue holds the events emitted and not yet taken by the goroutine, in
-	// chunks of at most MaxBatch, each written as a batch; Emit appends to
+	// chunks of at most maxBatch, each written as a batch; Emit appends to
 	// the last. free keeps a few written chunks for reuse.
 	queue, free [][]Event
 	closed      bool
@@ -152,11 +155,11 @@ func (s *Store) NewEventWriter(opts *WriterOptions) *EventWriter {
 	if w.opts.QueueSize <= 0 {
 		w.opts.QueueSize = 65536
 	}
-	if w.opts.MaxBatch <= 0 {
-		w.opts.MaxBatch = 1024
+	if w.opts.maxBatch <= 0 {
+		w.opts.maxBatch = 1024
 	}
-	if w.opts.Linger == 0 {
-		w.opts.Linger = 2 * time.Millisecond
+	if w.opts.linger == 0 {
+		w.opts.linger = 2 * time.Millisecond
 	}
 	w.ready.L, w.space.L = &w.mu, &w.mu
 	w.prio.origin = time.Now()
@@ -191,7 +194,7 @@ func (w *EventWriter) Emit(e Event) {
 	if len(w.queue) == 0 {
 		w.ready.Signal() // the goroutine wakes once w.mu is released
 	}
-	if n := len(w.queue); n == 0 || len(w.queue[n-1]) == w.opts.MaxBatch {
+	if n := len(w.queue); n == 0 || len(w.queue[n-1]) == w.opts.maxBatch {
 		w.queue = append(w.queue, w.newChunk())
 	}
 	last := &w.queue[len(w.queue)-1]
@@ -207,7 +210,7 @@ func (w *EventWriter) newChunk() []Event {
 		w.free = w.free[:n-1]
 		return c
 	}
-	return make([]Event, 0, w.opts.MaxBatch)
+	return make([]Event, 0, w.opts.maxBatch)
 }
 
 // Flush returns once every event emitted before the call has been written,
@@ -302,20 +305,18 @@ func (w *EventWriter) Queued() int64 {
 	return w.emitted - w.finished
 }
 
-// Failed returns how many events were lost: dropped because writing them
-// failed after every attempt (each batch reported to OnError), or because
-// the queue was full while the database was unavailable or its disk full
-// (reported to OnError once it is back).
-func (w *EventWriter) Failed() int64 {
+// failed returns how many events were lost, the sum of what
+// [EventWriter.Lost] returns.
+func (w *EventWriter) failed() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.lost
 }
 
-// Lost returns the events [EventWriter.Failed] counts, by why: failed,
-// those of batches that every attempt failed to write, and overflowed,
-// those dropped because the queue was full while the database was
-// unavailable or its disk full.
+// Lost returns how many events were lost, by why: failed, those of batches
+// that every attempt failed to write (each batch reported to OnError), and
+// overflowed, those dropped because the queue was full while the database
+// was unavailable or its disk full (reported to OnError once it is back).
 func (w *EventWriter) Lost() (failed, overflowed int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -405,9 +406,9 @@ func (w *EventWriter) write(th *writerThread) (leave bool) {
 		if len(w.queue) == 0 {
 			return false
 		}
-		if w.opts.Linger > 0 && !w.closed && len(w.queue) == 1 && len(w.queue[0]) < w.opts.MaxBatch/4 {
+		if w.opts.linger > 0 && !w.closed && len(w.queue) == 1 && len(w.queue[0]) < w.opts.maxBatch/4 {
 			w.mu.Unlock()
-			time.Sleep(w.opts.Linger)
+			time.Sleep(w.opts.linger)
 			w.mu.Lock()
 		}
 		batch := w.queue[0]
@@ -577,26 +578,26 @@ type EventFilter struct {
 	Since time.Time
 	// AfterID keeps events with a greater id, for following new events.
 	AfterID int64
-	// Limit is the most events returned (0: [DefaultEventLimit]): when more
-	// match, the last (most recent) Limit are returned, or with First the
-	// first (oldest) Limit.
+	// Limit is the most events returned (0: 1000): when more match, the
+	// last (most recent) Limit are returned ([Store.Follow]'s pages: the
+	// first (oldest) Limit).
 	Limit int
-	// First returns the oldest matching events when more than Limit match:
-	// what a follower wants, paging forward from AfterID through a burst
+	// first returns the oldest matching events when more than Limit match:
+	// what Follow wants, paging forward from AfterID through a burst
 	// without skipping any.
-	First bool
+	first bool
 }
 
-// DefaultEventLimit is the Limit of an [EventFilter] that sets none.
-const DefaultEventLimit = 1000
+// defaultEventLimit is the Limit of an [EventFilter] that sets none.
+const defaultEventLimit = 1000
 
 // Follow calls emit with the events matching f written after f.AfterID,
-// oldest first, a page (f.Limit, 0: [DefaultEventLimit]) at a time, as they
-// come: it reads again at once after a full page, so a burst is never
-// skipped, and every interval otherwise. It returns nil when ctx ends, or
-// the first error of a read or of emit.
+// oldest first, a page (f.Limit, 0: 1000) at a time, as they come: it reads
+// again at once after a full page, so a burst is never skipped, and every
+// interval otherwise. It returns nil when ctx ends, or the first error of a
+// read or of emit.
 func (s *Store) Follow(ctx context.Context, f EventFilter, every time.Duration, emit func([]Event) error) error {
-	f.First = true
+	f.first = true
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -613,7 +614,7 @@ func (s *Store) Follow(ctx context.Context, f EventFilter, every time.Duration, 
 			}
 			f.AfterID = events[len(events)-1].ID
 		}
-		if len(events) >= cmp.Or(f.Limit, DefaultEventLimit) {
+		if len(events) >= cmp.Or(f.Limit, defaultEventLimit) {
 			continue // a full page: more are waiting
 		}
 		select {
@@ -627,8 +628,7 @@ func (s *Store) Follow(ctx context.Context, f EventFilter, every time.Duration, 
 const eventColumns = `id, ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload`
 
 // Events returns the events matching f in ascending id order (oldest first),
-// at most f.Limit of them: the most recent when more match, or with First
-// the oldest.
+// at most f.Limit of them: the most recent when more match.
 func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	var where []string
 	var args []any
@@ -656,13 +656,13 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = DefaultEventLimit
+		limit = defaultEventLimit
 	}
 	query := `SELECT ` + eventColumns + ` FROM events`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	if f.First {
+	if f.first {
 		query += ` ORDER BY id LIMIT ?`
 	} else {
 		query = `SELECT * FROM (` + query + ` ORDER BY id DESC LIMIT ?) AS recent ORDER BY id`

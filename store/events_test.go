@@ -58,7 +58,7 @@ func TestEmitConcurrently(t *testing.T) {
 			opts            *WriterOptions
 		}{
 			{"defaults", 64, 2000, nil},
-			{"tiny queue", 8, 200, &WriterOptions{QueueSize: 4, MaxBatch: 3}},
+			{"tiny queue", 8, 200, &WriterOptions{QueueSize: 4, maxBatch: 3}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				s := open(t, t.TempDir())
@@ -226,7 +226,7 @@ func TestPropertyEventsFilter(t *testing.T) {
 				Type:    rapid.SampledFrom(append(types, "", "tool_call.", "group.", "plugin.", "nope.")).Draw(t, "type"),
 				AfterID: rapid.Int64Range(0, int64(len(stored))+1).Draw(t, "after"),
 				Limit:   rapid.IntRange(0, len(stored)+2).Draw(t, "limit"),
-				First:   rapid.Bool().Draw(t, "first"),
+				first:   rapid.Bool().Draw(t, "first"),
 			}
 			if rapid.Bool().Draw(t, "since") {
 				f.Since = base.Add(time.Duration(rapid.IntRange(-1, 130).Draw(t, "since_ms")) * 500 * time.Millisecond)
@@ -239,7 +239,7 @@ func TestPropertyEventsFilter(t *testing.T) {
 			}
 			switch {
 			case f.Limit <= 0 || len(want) <= f.Limit:
-			case f.First: // a follower pages forward from its cursor
+			case f.first: // a follower pages forward from its cursor
 				want = want[:f.Limit]
 			default:
 				want = want[len(want)-f.Limit:]
@@ -312,15 +312,15 @@ func TestWriteFailureIsReported(t *testing.T) {
 		if err := w.Flush(cancelled); err != context.Canceled {
 			t.Fatalf("Flush with a cancelled context while the batch is pending = %v", err)
 		}
-		if w.Queued() != 1 || w.Failed() != 0 {
-			t.Fatalf("while the batch is pending: queued %d, failed %d; want 1, 0", w.Queued(), w.Failed())
+		if w.Queued() != 1 || w.failed() != 0 {
+			t.Fatalf("while the batch is pending: queued %d, failed %d; want 1, 0", w.Queued(), w.failed())
 		}
 		close(release)
 		if err := w.Flush(context.Background()); err == nil || !strings.Contains(err.Error(), "1 events not written") {
 			t.Fatalf("Flush = %v", err)
 		}
-		if w.Queued() != 0 || w.Failed() != 1 {
-			t.Fatalf("after: queued %d, failed %d; want 0, 1", w.Queued(), w.Failed())
+		if w.Queued() != 0 || w.failed() != 1 {
+			t.Fatalf("after: queued %d, failed %d; want 0, 1", w.Queued(), w.failed())
 		}
 		if err := w.Close(); err == nil {
 			t.Fatal("Close reported no lost events")
@@ -399,7 +399,7 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 	s := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: cluster.CreateDB(t)})
 	ctx := context.Background()
 	reported := make(chan error, 16)
-	w := s.NewEventWriter(&WriterOptions{QueueSize: 64, MaxBatch: 16, OnError: func(err error) { reported <- err }})
+	w := s.NewEventWriter(&WriterOptions{QueueSize: 64, maxBatch: 16, OnError: func(err error) { reported <- err }})
 	defer w.Close()
 	w.Emit(Event{Type: "before"})
 	if err := w.Flush(ctx); err != nil {
@@ -422,7 +422,7 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 	if err := w.Flush(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Flush while down: %v", err)
 	}
-	lost := w.Failed()
+	lost := w.failed()
 	if lost < 1000-64 || lost == 1000 {
 		t.Fatalf("%d of 1000 events lost with a queue of 64", lost)
 	}
@@ -467,7 +467,7 @@ func TestCloseThroughAnOutage(t *testing.T) {
 	cluster := pgtest.New(t)
 	s := openWith(t, t.TempDir(), Options{Driver: DriverPostgres, DSN: cluster.CreateDB(t)})
 	const events, batch = 128, 16
-	w := s.NewEventWriter(&WriterOptions{QueueSize: events, MaxBatch: batch, Linger: -1})
+	w := s.NewEventWriter(&WriterOptions{QueueSize: events, maxBatch: batch, linger: -1})
 	w.Emit(Event{Type: "before"})
 	if err := w.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -485,7 +485,7 @@ func TestCloseThroughAnOutage(t *testing.T) {
 	if took > 3*closeGrace {
 		t.Fatalf("Close took %s with the database down: more than one grace of %s for the %d batches left", took, closeGrace, events/batch)
 	}
-	t.Logf("closed in %s, %d events lost", took.Round(time.Millisecond), w.Failed())
+	t.Logf("closed in %s, %d events lost", took.Round(time.Millisecond), w.failed())
 }
 
 // TestFollowAcrossWriters: two hosts writing events into one PostgreSQL
@@ -515,7 +515,7 @@ func TestFollowAcrossWriters(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, s := range []*Store{a, b} {
 		wg.Go(func() {
-			w := s.NewEventWriter(&WriterOptions{MaxBatch: 7, Linger: -1})
+			w := s.NewEventWriter(&WriterOptions{maxBatch: 7, linger: -1})
 			for i := range per {
 				w.Emit(Event{Type: EventCallStarted, Payload: map[string]any{"n": i}})
 			}

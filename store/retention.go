@@ -20,24 +20,24 @@ type Retention struct {
 	// older, so events stay up to a day past it.
 	Before time.Time
 	// ExportDir is the directory the events are exported into, as gzipped
-	// JSON lines ([ExportPattern]), each file written and synced before the
+	// JSON lines (events-*.jsonl.gz), each file written and synced before the
 	// events in it are deleted. It is created private ([DirMode]) when
 	// missing. Required.
 	ExportDir string
-	// Batch is how many events one deletion transaction removes on SQLite
+	// batch is how many events one deletion transaction removes on SQLite
 	// (0: 500): the event writer's batches take turns with them.
-	Batch int
+	batch int
 
 	afterBatch func(n int) // tests: called after each committed deletion batch (SQLite)
 	pace       *pacer      // rests between the pass's stretches of work
 	held       func()      // tests: called while the pass holds the retention lock (PostgreSQL)
 }
 
-// ExportPattern is the glob of the files a retention pass exports into
+// exportPattern is the glob of the files a retention pass exports into
 // [Retention.ExportDir]: events-<first id>-<last id>.jsonl.gz on SQLite
 // (one per pass, or per maxExportRows events), events-<day>.jsonl.gz on
 // PostgreSQL (one per dropped partition). Each line is one [Event] as JSON.
-const ExportPattern = "events-*.jsonl.gz"
+const exportPattern = "events-*.jsonl.gz"
 
 // RetentionResult is what a retention pass did.
 type RetentionResult struct {
@@ -76,7 +76,7 @@ func (s *Store) MaintainEvents(ctx context.Context, now time.Time) error {
 }
 
 // PruneEvents exports the events older than r.Before into r.ExportDir, then
-// deletes them: on SQLite in transactions of r.Batch events that the event
+// deletes them: on SQLite in transactions of r.batch events that the event
 // writer's batches interleave with; on PostgreSQL by dropping the whole
 // day partitions older than r.Before, one host at a time (an advisory
 // lock: a host that finds it taken skips the pass). A failed export
@@ -87,8 +87,8 @@ func (s *Store) PruneEvents(ctx context.Context, r Retention) (RetentionResult, 
 	if r.ExportDir == "" {
 		return res, fmt.Errorf("store: prune events: %w: no export directory", ErrInvalid)
 	}
-	if r.Batch <= 0 {
-		r.Batch = 500
+	if r.batch <= 0 {
+		r.batch = 500
 	}
 	r.pace = &pacer{mark: time.Now()}
 	if err := s.eng.(eventRetention).pruneEvents(ctx, s, r, &res); err != nil {

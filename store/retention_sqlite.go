@@ -11,7 +11,7 @@ func (sqlite) maintainEvents(context.Context, *Store, time.Time) error { return 
 
 // pruneEvents exports the events older than r.Before, oldest first, up to
 // maxExportRows to a file, then deletes exactly those in batches of
-// r.Batch, each its own transaction taken in turn with the event writer's
+// r.batch, each its own transaction taken in turn with the event writer's
 // (Store.turn); it repeats until none is left. The newest event is kept:
 // SQLite numbers a new row after the greatest id left, and ids must not go
 // back.
@@ -52,7 +52,7 @@ func (sqlite) pruneEvents(ctx context.Context, s *Store, r Retention, res *Reten
 }
 
 // deleteExported deletes the events older than cutoff with ids from first
-// to last, r.Batch at a time, resting on r.pace after each batch.
+// to last, r.batch at a time, resting on r.pace after each batch.
 func deleteExported(ctx context.Context, s *Store, r Retention, cutoff string, first, last int64, res *RetentionResult) error {
 	for lo := first; lo <= last; {
 		var n int64
@@ -60,7 +60,7 @@ func deleteExported(ctx context.Context, s *Store, r Retention, cutoff string, f
 		err := s.tx(ctx, func(tx db) error {
 			var hi int64
 			err := tx.queryRow(ctx, `SELECT coalesce(max(id), 0) FROM (SELECT id FROM events WHERE id >= ? AND id <= ? AND ts < ? ORDER BY id LIMIT ?)`,
-				lo, last, cutoff, r.Batch).Scan(&hi)
+				lo, last, cutoff, r.batch).Scan(&hi)
 			if err != nil || hi == 0 {
 				lo = last + 1
 				return err

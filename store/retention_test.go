@@ -36,8 +36,8 @@ func readExport(t *testing.T, files []string) []Event {
 	t.Helper()
 	var out []Event
 	for _, f := range files {
-		if ok, _ := filepath.Match(ExportPattern, filepath.Base(f)); !ok {
-			t.Fatalf("export file %s does not match %s", f, ExportPattern)
+		if ok, _ := filepath.Match(exportPattern, filepath.Base(f)); !ok {
+			t.Fatalf("export file %s does not match %s", f, exportPattern)
 		}
 		r, err := os.Open(f)
 		if err != nil {
@@ -83,7 +83,7 @@ func TestPruneEventsExportsWhatItDeletes(t *testing.T) {
 			t.Fatalf("%d events older than the cutoff, want 10", len(old))
 		}
 		exports := filepath.Join(t.TempDir(), "exports")
-		res, err := s.PruneEvents(ctx, Retention{Before: before, ExportDir: exports, Batch: 3})
+		res, err := s.PruneEvents(ctx, Retention{Before: before, ExportDir: exports, batch: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestPruneEventsInterleavesWithWrites(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, t.TempDir())
 	old := time.Now().Add(-48 * time.Hour)
-	w := s.NewEventWriter(&WriterOptions{Linger: -1})
+	w := s.NewEventWriter(&WriterOptions{linger: -1})
 	const n = 20_000
 	for i := range n {
 		w.Emit(Event{Time: old.Add(time.Duration(i) * time.Millisecond), Type: EventCallCompleted})
@@ -155,7 +155,7 @@ func TestPruneEventsInterleavesWithWrites(t *testing.T) {
 	}
 	written := w.Written()
 	batches, committedAt := 0, 0
-	res, err := s.PruneEvents(ctx, Retention{Before: time.Now().Add(-time.Hour), ExportDir: t.TempDir(), Batch: 20,
+	res, err := s.PruneEvents(ctx, Retention{Before: time.Now().Add(-time.Hour), ExportDir: t.TempDir(), batch: 20,
 		afterBatch: func(int) {
 			batches++
 			if batches == 1 {
@@ -205,7 +205,7 @@ func TestEventsMigrationToPartitions(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, before) {
 			t.Fatalf("%s: events %v, %v: want %v", when, ids(got), err, ids(before))
 		}
-		page, err := s.Events(ctx, EventFilter{AfterID: before[4].ID, Limit: 3, First: true})
+		page, err := s.Events(ctx, EventFilter{AfterID: before[4].ID, Limit: 3, first: true})
 		if err != nil || !reflect.DeepEqual(page, before[5:8]) {
 			t.Fatalf("%s: page after id %d: %v, %v", when, before[4].ID, ids(page), err)
 		}
@@ -306,7 +306,7 @@ func TestEventsCopiedIntoTheirDay(t *testing.T) {
 	if _, err := other.db.exec(ctx, `DROP TABLE `+day); err != nil {
 		t.Fatal(err)
 	}
-	w := s.NewEventWriter(&WriterOptions{Linger: -1})
+	w := s.NewEventWriter(&WriterOptions{linger: -1})
 	w.Emit(Event{Type: "after the drop", Time: at})
 	if err := w.Flush(ctx); err != nil {
 		t.Fatal(err)

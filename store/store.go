@@ -24,8 +24,8 @@ import (
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 )
 
-// FileName is the database's file name inside the data directory.
-const FileName = "toolhost.db"
+// fileName is the SQLite database's file name inside the data directory.
+const fileName = "toolhost.db"
 
 // ErrNotFound is wrapped by the errors of lookups that find nothing.
 var ErrNotFound = errors.New("not found")
@@ -82,7 +82,7 @@ const (
 
 // Options say which database a store opens.
 type Options struct {
-	// Driver is [DriverSQLite] (the default: [FileName] in the data directory)
+	// Driver is [DriverSQLite] (the default: toolhost.db in the data directory)
 	// or [DriverPostgres] (DSN).
 	Driver string
 	// DSN is the PostgreSQL connection string, a postgres:// URL or
@@ -119,7 +119,7 @@ func openUpTo(ctx context.Context, dir string, o Options, upTo int) (*Store, err
 	var err error
 	switch o.Driver {
 	case "", DriverSQLite:
-		s.eng, s.path = sqlite{}, filepath.Join(dir, FileName)
+		s.eng, s.path = sqlite{}, filepath.Join(dir, fileName)
 		if err := createPrivate(s.path); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
@@ -150,9 +150,6 @@ func openUpTo(ctx context.Context, dir string, o Options, upTo int) (*Store, err
 	}
 	return s, nil
 }
-
-// Path returns the SQLite database file's path; "" on PostgreSQL.
-func (s *Store) Path() string { return s.path }
 
 // Unavailable reports whether err, from one of the store's methods, says
 // that the database could not be reached (PostgreSQL stopped or

@@ -16,9 +16,9 @@ import (
 	"time"
 )
 
-// TokenPrefix starts every token toolhost makes, so that scanners and the
+// tokenPrefix starts every token toolhost makes, so that scanners and the
 // redactor recognise one.
-const TokenPrefix = "thk_"
+const tokenPrefix = "thk_"
 
 // ErrExpired is wrapped by the error of looking up a token past its expiry.
 var ErrExpired = errors.New("expired")
@@ -78,12 +78,12 @@ func OIDCCredential(subject string) string { return "oidc/" + subject }
 // Expired reports whether the token has expired at t.
 func (t *Token) Expired(at time.Time) bool { return !t.ExpiresAt.IsZero() && !at.Before(t.ExpiresAt) }
 
-// NewSecret returns a fresh random token: [TokenPrefix] and 43 characters of
-// base64url (256 bits).
+// NewSecret returns a fresh random token: "thk_" (tokenPrefix) and 43
+// characters of base64url (256 bits).
 func NewSecret() string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
-	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // hashSecret is what the store keeps of a secret.

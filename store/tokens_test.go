@@ -22,11 +22,11 @@ func TestTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		secret, tok, err := s.CreateToken(ctx, "cursor", "developer", time.Time{})
-		if err != nil || !strings.HasPrefix(secret, TokenPrefix) || len(secret) != len(TokenPrefix)+43 || tok.RoleID != dev.ID || tok.Role != "developer" {
+		if err != nil || !strings.HasPrefix(secret, tokenPrefix) || len(secret) != len(tokenPrefix)+43 || tok.RoleID != dev.ID || tok.Role != "developer" {
 			t.Fatalf("CreateToken = %q %+v %v", secret, tok, err)
 		}
 		// Only the hash is on disk: the secret is nowhere in the database files.
-		for _, name := range []string{FileName, FileName + "-wal"} {
+		for _, name := range []string{fileName, fileName + "-wal"} {
 			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && strings.Contains(string(b), secret) {
 				t.Fatalf("%s holds the secret", name)
 			}
@@ -94,7 +94,7 @@ func TestPrivateDataDir(t *testing.T) {
 	if _, err := s.CreateRole(context.Background(), Role{Name: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{dir, s.Path(), s.Path() + "-wal", s.Path() + "-shm"} {
+	for _, p := range []string{dir, s.path, s.path + "-wal", s.path + "-shm"} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)

@@ -45,7 +45,7 @@ func FuzzParseScript(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		_, err := ParseScript([]byte(src), "s.json")
+		_, err := parseScript([]byte(src), "s.json")
 		if err != nil && !positionRE.MatchString(err.Error()) {
 			t.Fatalf("error without a position: %v", err)
 		}

@@ -114,12 +114,12 @@ func NewScripted(path string) (*Scripted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: scripted: %w", err)
 	}
-	return ParseScript(data, path)
+	return parseScript(data, path)
 }
 
-// ParseScript loads a script from data; filename names it in errors, which
+// parseScript loads a script from data; filename names it in errors, which
 // all read "model: scripted: FILE:LINE,COL: message".
-func ParseScript(data []byte, filename string) (*Scripted, error) {
+func parseScript(data []byte, filename string) (*Scripted, error) {
 	l := &loader{file: filename, data: data}
 	root, err := l.tree()
 	if err != nil {

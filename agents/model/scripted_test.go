@@ -159,7 +159,7 @@ func TestParseScriptErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseScript([]byte(tt.script), "s.json")
+			_, err := parseScript([]byte(tt.script), "s.json")
 			if want := "model: scripted: " + tt.wantErr; err == nil || err.Error() != want {
 				t.Errorf("err = %v\nwant  %s", err, want)
 			}
@@ -201,7 +201,7 @@ func answer(text string) Message { return Message{Role: RoleAssistant, Content: 
 
 func mustParse(t *testing.T, script string) *Scripted {
 	t.Helper()
-	s, err := ParseScript([]byte(script), "s.json")
+	s, err := parseScript([]byte(script), "s.json")
 	if err != nil {
 		t.Fatal(err)
 	}
