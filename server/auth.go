@@ -182,8 +182,8 @@ func (a *authenticator) authenticate(r *http.Request) (principal, error) {
 	if len(header) > maxAuthorization {
 		return principal{}, toolhost.Errorf(toolhost.CodePolicy, "the Authorization header is %d bytes, more than %d: refused unread", len(header), maxAuthorization)
 	}
-	secret, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || secret == "" {
+	scheme, secret, _ := strings.Cut(header, " ")
+	if !strings.EqualFold(scheme, "Bearer") || secret == "" { // a scheme is case-insensitive (RFC 9110)
 		return principal{}, toolhost.Errorf(toolhost.CodePolicy, "a bearer token is required: send Authorization: Bearer TOKEN (toolhost token prints the admin token; toolhost tokens create -role R makes one for a role)")
 	}
 	if subtle.ConstantTimeCompare([]byte(secret), []byte(a.admin)) == 1 {

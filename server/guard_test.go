@@ -183,6 +183,8 @@ func TestCredentials(t *testing.T) {
 		{name: "events without a token", method: "GET", path: "/api/events/stream", status: 401, code: toolhost.CodePolicy},
 		{name: "a wrong token", method: "GET", path: "/api/groups", token: "thk_nope", status: 401, code: toolhost.CodePolicy, message: "not valid"},
 		{name: "a token in another scheme", method: "GET", path: "/api/groups", headers: map[string]string{"Authorization": "Basic " + testToken}, status: 401, code: toolhost.CodePolicy},
+		{name: "the scheme without its space", method: "GET", path: "/api/groups", headers: map[string]string{"Authorization": "Bearer" + testToken}, status: 401, code: toolhost.CodePolicy},
+		{name: "the scheme in lower case", method: "GET", path: "/api/groups", headers: map[string]string{"Authorization": "bearer " + testToken}, status: 200},
 		{name: "the health check", method: "GET", path: "/healthz", status: 200},
 		{name: "the page", method: "GET", path: "/", status: 200},
 		{name: "the page's script", method: "GET", path: "/ui/app.js", status: 200},
