@@ -353,10 +353,14 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 	// plugin's ctx ends all the same, without a deadline's cost on every call.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var (
+		due      time.Time // when the timeout ends the call
+		timedOut error
+	)
 	if timeout := c.timeout(); timeout > 0 {
-		t := time.AfterFunc(timeout, func() {
-			cancel(toolhost.Errorf(toolhost.CodeTimeout, "tool %s timed out after %s", c.req.Tool, timeout))
-		})
+		timedOut = toolhost.Errorf(toolhost.CodeTimeout, "tool %s timed out after %s", c.req.Tool, timeout)
+		due = time.Now().Add(timeout)
+		t := time.AfterFunc(timeout, func() { cancel(timedOut) })
 		defer t.Stop()
 	}
 	defer context.AfterFunc(c.h.closing, func() { cancel(errHostClosing) })()
@@ -371,6 +375,12 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 		ctx = toolhost.WithOutput(ctx, c.spool.write)
 	}
 	res, err = c.tool.group.Provider.Call(ctx, &c.req)
+	// An answer that came after the caller's deadline or the timeout is
+	// late, though the timer that ends ctx has yet to fire: the plugin, whose
+	// ctx has the caller's deadline, may answer first (issue 43).
+	if late := lateCause(ctx, time.Now(), due, timedOut); late != nil {
+		cancel(late)
+	}
 	// A call whose context ended is a timeout or a cancellation, even when
 	// the plugin's answer (to its own cancelled context) won the race.
 	if ctx.Err() != nil && !errors.Is(err, toolhost.ErrPluginExited) {
@@ -388,6 +398,23 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 		res = &r
 	}
 	return res, err
+}
+
+// lateCause is why a call answered at now is late: the caller's deadline
+// (ctx's) or the timeout (timedOut, due then), whichever passed first; nil
+// when neither has.
+func lateCause(ctx context.Context, now, due time.Time, timedOut error) error {
+	deadline, ok := ctx.Deadline()
+	if ok && now.Before(deadline) {
+		ok = false
+	}
+	if !due.IsZero() && !now.Before(due) && (!ok || due.Before(deadline)) {
+		return timedOut
+	}
+	if ok {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 var errHostClosing = toolhost.Errorf(toolhost.CodeCancelled, "the host is closing")

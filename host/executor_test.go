@@ -718,6 +718,66 @@ func TestToolConfigTimeout(t *testing.T) {
 	}
 }
 
+// lateTimer is a context whose deadline has passed while its timer has yet
+// to fire: a loaded host's state, when the answer comes first.
+type lateTimer struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// TestAnswerAfterDeadlineIsTimeout: a call whose deadline passed before its
+// group answered is a timeout, also while its ctx's timer has yet to fire
+// (issue 43: the call returned the answer, with no error). A plugin's ctx
+// ends by its own timer, on the caller's deadline, so under load its
+// answer, a result with ok false, came first.
+func TestAnswerAfterDeadlineIsTimeout(t *testing.T) {
+	h, _ := probeHost(t, nil, nil)
+	for _, tc := range []struct {
+		tool, when string
+		left       time.Duration // until the deadline; slow takes 20ms
+	}{{"echo", "before", -time.Millisecond}, {"slow", "during", time.Millisecond}} {
+		ctx := lateTimer{context.Background(), time.Now().Add(tc.left)}
+		res, err := h.Call(ctx, &toolhost.CallRequest{Tool: tc.tool, Arguments: []byte(`{}`)})
+		if !errors.Is(err, toolhost.ErrTimeout) || res != nil {
+			t.Errorf("deadline passed %s dispatch: res = %+v, err = %v, want timeout", tc.when, res, err)
+		}
+	}
+	res, err := h.Call(lateTimer{context.Background(), time.Now().Add(time.Hour)}, &toolhost.CallRequest{Tool: "echo", Arguments: []byte(`{}`)})
+	if err != nil || !res.OK {
+		t.Fatalf("answered in time: res = %+v, err = %v", res, err)
+	}
+}
+
+// TestLateCause: the deadline or the timeout that passed first decides.
+func TestLateCause(t *testing.T) {
+	now := time.Now()
+	timedOut := toolhost.Errorf(toolhost.CodeTimeout, "tool timed out")
+	at := func(d time.Duration) time.Time { return now.Add(d) }
+	for _, tc := range []struct {
+		deadline, due time.Time
+		want          error
+	}{
+		{time.Time{}, time.Time{}, nil},
+		{at(time.Second), at(time.Second), nil},
+		{at(-time.Second), time.Time{}, context.DeadlineExceeded},
+		{at(-time.Second), at(time.Second), context.DeadlineExceeded},
+		{at(-time.Second), at(-2 * time.Second), timedOut},
+		{at(-2 * time.Second), at(-time.Second), context.DeadlineExceeded},
+		{time.Time{}, now, timedOut},
+		{at(time.Second), at(-time.Second), timedOut},
+	} {
+		ctx := context.Background()
+		if !tc.deadline.IsZero() {
+			ctx = lateTimer{ctx, tc.deadline}
+		}
+		if got := lateCause(ctx, now, tc.due, timedOut); got != tc.want {
+			t.Errorf("deadline %v, due %v: %v, want %v", tc.deadline.Sub(now), tc.due.Sub(now), got, tc.want)
+		}
+	}
+}
+
 // TestCallIDsSortByTime: the ids the host chooses are unique and sort in
 // the order they were made, a millisecond apart or more (so the events'
 // index of call ids grows at its end), with 80 random bits each.
