@@ -377,7 +377,7 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 	res, err = c.tool.group.Provider.Call(ctx, &c.req)
 	// An answer that came after the caller's deadline or the timeout is
 	// late, though the timer that ends ctx has yet to fire: the plugin, whose
-	// ctx has the caller's deadline, may answer first (issue 43).
+	// ctx has the caller's deadline, may answer first.
 	if late := lateCause(ctx, time.Now(), due, timedOut); late != nil {
 		cancel(late)
 	}

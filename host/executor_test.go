@@ -729,7 +729,7 @@ func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // TestAnswerAfterDeadlineIsTimeout: a call whose deadline passed before its
 // group answered is a timeout, also while its ctx's timer has yet to fire
-// (issue 43: the call returned the answer, with no error). A plugin's ctx
+// (the call returned the answer, with no error, before). A plugin's ctx
 // ends by its own timer, on the caller's deadline, so under load its
 // answer, a result with ok false, came first.
 func TestAnswerAfterDeadlineIsTimeout(t *testing.T) {
