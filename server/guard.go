@@ -81,20 +81,7 @@ func (hs hosts) allows(hostport string) bool {
 //
 // It caps the body and puts the principal in the request's context; the
 // function it returns counts the request's body out once it is answered.
-//
-// A refusal of a request with a body answers at once and closes the
-// connection: otherwise net/http would read up to 256 KiB of the body
-// before it sends the answer, and a client that sends its body only once
-// answered would wait for the refusal forever.
-func (s *Server) guard(w http.ResponseWriter, r *http.Request) (_ *http.Request, _ func(), ok bool) {
-	if r.ContentLength != 0 {
-		w.Header().Set("Connection", "close")
-		defer func() {
-			if ok {
-				w.Header().Del("Connection")
-			}
-		}()
-	}
+func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, func(), bool) {
 	if !s.hosts.allows(r.Host) {
 		writeError(w, http.StatusForbidden, toolhost.Errorf(toolhost.CodePolicy,
 			"Host %q is not a loopback name or address, nor in auth { allowed_hosts }: refused (DNS rebinding)", r.Host))

@@ -1,12 +1,9 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -483,52 +480,4 @@ func BenchmarkGuard(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) { serve(b, pb.Next) })
 		})
 	}
-}
-
-// TestGuardAnswersBeforeTheBody: a request the guard refuses is answered
-// as soon as its headers are read, its body unsent, and its connection
-// closed. Before, net/http read up to 256 KiB of the unread body first, so
-// a client that declared a large body and sent none (or sent it slowly)
-// never heard the 401 or the 429 it had earned, and held its connection.
-func TestGuardAnswersBeforeTheBody(t *testing.T) {
-	srv, _ := serve(t, &config.Config{})
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	open := func(token string, length int) net.Conn {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		auth := ""
-		if token != "" {
-			auth = "Authorization: Bearer " + token + "\r\n"
-		}
-		fmt.Fprintf(c, "POST /api/call HTTP/1.1\r\nHost: %s\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, auth, length)
-		return c
-	}
-	// status returns the status line the connection is answered with, ""
-	// when none comes within a generous deadline.
-	status := func(c net.Conn) string {
-		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		line, _ := bufio.NewReader(c).ReadString('\n')
-		return strings.TrimSpace(line)
-	}
-	t.Run("401", func(t *testing.T) {
-		if got := status(open("", 1<<20)); got != "HTTP/1.1 401 Unauthorized" {
-			t.Errorf("no credential, a 1 MiB body unsent: %q, want 401 at once", got)
-		}
-	})
-	t.Run("429", func(t *testing.T) {
-		// Three bodies of 32 MiB (the most one counts for) pass the
-		// credential's 64 MiB: whichever comes last is refused, while the
-		// other two wait for their bodies.
-		answers := make(chan string, 3)
-		for range 3 {
-			c := open(testToken, 32<<20)
-			go func() { answers <- status(c) }()
-		}
-		if got := <-answers; got != "HTTP/1.1 429 Too Many Requests" {
-			t.Errorf("the third body of 32 MiB unsent: %q, want 429 at once", got)
-		}
-	})
 }
