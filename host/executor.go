@@ -353,14 +353,11 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 	// plugin's ctx ends all the same, without a deadline's cost on every call.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var (
-		due      time.Time // when the timeout ends the call
-		timedOut error
-	)
-	if timeout := c.timeout(); timeout > 0 {
-		timedOut = toolhost.Errorf(toolhost.CodeTimeout, "tool %s timed out after %s", c.req.Tool, timeout)
+	timeout := c.timeout()
+	var due time.Time // when the timeout ends the call
+	if timeout > 0 {
 		due = time.Now().Add(timeout)
-		t := time.AfterFunc(timeout, func() { cancel(timedOut) })
+		t := time.AfterFunc(timeout, func() { cancel(c.timedOut(timeout)) })
 		defer t.Stop()
 	}
 	defer context.AfterFunc(c.h.closing, func() { cancel(errHostClosing) })()
@@ -378,8 +375,11 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 	// An answer that came after the caller's deadline or the timeout is
 	// late, though the timer that ends ctx has yet to fire: the plugin, whose
 	// ctx has the caller's deadline, may answer first.
-	if late := lateCause(ctx, time.Now(), due, timedOut); late != nil {
-		cancel(late)
+	switch lateBy(ctx, time.Now(), due) {
+	case pastDeadline:
+		cancel(context.DeadlineExceeded)
+	case pastTimeout:
+		cancel(c.timedOut(timeout))
 	}
 	// A call whose context ended is a timeout or a cancellation, even when
 	// the plugin's answer (to its own cancelled context) won the race.
@@ -400,21 +400,34 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 	return res, err
 }
 
-// lateCause is why a call answered at now is late: the caller's deadline
-// (ctx's) or the timeout (timedOut, due then), whichever passed first; nil
-// when neither has.
-func lateCause(ctx context.Context, now, due time.Time, timedOut error) error {
+// timedOut is the error of the call ended by its timeout.
+func (c *call) timedOut(timeout time.Duration) error {
+	return toolhost.Errorf(toolhost.CodeTimeout, "tool %s timed out after %s", c.req.Tool, timeout)
+}
+
+// late says what a call answered too late passed first.
+type late int
+
+const (
+	inTime       late = iota
+	pastDeadline      // the caller's deadline (ctx's)
+	pastTimeout       // the tool's timeout
+)
+
+// lateBy is what a call answered at now passed first: the caller's deadline
+// (ctx's) or the timeout (due then; zero: none), or neither.
+func lateBy(ctx context.Context, now, due time.Time) late {
 	deadline, ok := ctx.Deadline()
 	if ok && now.Before(deadline) {
 		ok = false
 	}
-	if !due.IsZero() && !now.Before(due) && (!ok || due.Before(deadline)) {
-		return timedOut
+	switch {
+	case !due.IsZero() && !now.Before(due) && (!ok || due.Before(deadline)):
+		return pastTimeout
+	case ok:
+		return pastDeadline
 	}
-	if ok {
-		return context.DeadlineExceeded
-	}
-	return nil
+	return inTime
 }
 
 var errHostClosing = toolhost.Errorf(toolhost.CodeCancelled, "the host is closing")

@@ -750,29 +750,28 @@ func TestAnswerAfterDeadlineIsTimeout(t *testing.T) {
 	}
 }
 
-// TestLateCause: the deadline or the timeout that passed first decides.
-func TestLateCause(t *testing.T) {
+// TestLateBy: the deadline or the timeout that passed first decides.
+func TestLateBy(t *testing.T) {
 	now := time.Now()
-	timedOut := toolhost.Errorf(toolhost.CodeTimeout, "tool timed out")
 	at := func(d time.Duration) time.Time { return now.Add(d) }
 	for _, tc := range []struct {
 		deadline, due time.Time
-		want          error
+		want          late
 	}{
-		{time.Time{}, time.Time{}, nil},
-		{at(time.Second), at(time.Second), nil},
-		{at(-time.Second), time.Time{}, context.DeadlineExceeded},
-		{at(-time.Second), at(time.Second), context.DeadlineExceeded},
-		{at(-time.Second), at(-2 * time.Second), timedOut},
-		{at(-2 * time.Second), at(-time.Second), context.DeadlineExceeded},
-		{time.Time{}, now, timedOut},
-		{at(time.Second), at(-time.Second), timedOut},
+		{time.Time{}, time.Time{}, inTime},
+		{at(time.Second), at(time.Second), inTime},
+		{at(-time.Second), time.Time{}, pastDeadline},
+		{at(-time.Second), at(time.Second), pastDeadline},
+		{at(-time.Second), at(-2 * time.Second), pastTimeout},
+		{at(-2 * time.Second), at(-time.Second), pastDeadline},
+		{time.Time{}, now, pastTimeout},
+		{at(time.Second), at(-time.Second), pastTimeout},
 	} {
 		ctx := context.Background()
 		if !tc.deadline.IsZero() {
 			ctx = lateTimer{ctx, tc.deadline}
 		}
-		if got := lateCause(ctx, now, tc.due, timedOut); got != tc.want {
+		if got := lateBy(ctx, now, tc.due); got != tc.want {
 			t.Errorf("deadline %v, due %v: %v, want %v", tc.deadline.Sub(now), tc.due.Sub(now), got, tc.want)
 		}
 	}
