@@ -1,6 +1,9 @@
 package toolhost
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Result is the envelope every tool returns, whatever it does: its output,
 // whether the output was cut to the limits, and an error when it failed.
@@ -25,6 +28,63 @@ type Result struct {
 	Error *ErrorInfo `json:"error,omitempty"`
 	// Attachments carry binary output such as screenshots.
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// Content, when set, is the output as the ordered blocks an MCP server
+	// gave it, each with its annotations and _meta, which MCP clients
+	// receive as they were sent; Stdout then holds the text of its text
+	// blocks, for readers of text.
+	Content []Content `json:"content,omitempty"`
+}
+
+// The types of a [Content] block, as MCP names them.
+const (
+	ContentText         = "text"
+	ContentImage        = "image"
+	ContentAudio        = "audio"
+	ContentResourceLink = "resource_link"
+	ContentResource     = "resource" // an embedded resource
+)
+
+// Content is one block of a result's output, as MCP has it: which fields
+// are set depends on its Type.
+type Content struct {
+	// Type is one of ContentText, ContentImage, ContentAudio,
+	// ContentResourceLink and ContentResource.
+	Type string `json:"type"`
+	// Text is a text block's.
+	Text string `json:"text,omitempty"`
+	// MimeType is an image's, an audio clip's or a linked resource's.
+	MimeType string `json:"mime_type,omitempty"`
+	// Data is an image's or an audio clip's; JSON encodes it as base64.
+	Data []byte `json:"data,omitempty"`
+	// URI, Name, Title, Description, Size and Icons describe a linked
+	// resource.
+	URI         string          `json:"uri,omitempty"`
+	Name        string          `json:"name,omitempty"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Size        *int64          `json:"size,omitempty"`
+	Icons       json.RawMessage `json:"icons,omitempty"`
+	// Resource is an embedded resource's contents.
+	Resource *ResourceContents `json:"resource,omitempty"`
+	// Annotations are the block's, a JSON object (audience, priority,
+	// lastModified), passed on as they came.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// Meta is the block's _meta, a JSON object, passed on as it came.
+	Meta json.RawMessage `json:"meta,omitempty"`
+}
+
+// ResourceContents are the contents of a resource: its text or its bytes.
+type ResourceContents struct {
+	// URI names the resource.
+	URI string `json:"uri"`
+	// MimeType is its media type, when known.
+	MimeType string `json:"mime_type,omitempty"`
+	// Text is a text resource's contents.
+	Text string `json:"text,omitempty"`
+	// Blob is a binary resource's contents; JSON encodes it as base64.
+	Blob []byte `json:"blob,omitempty"`
+	// Meta is its _meta, a JSON object, passed on as it came.
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
 // MetaStructuredContent is the Meta key of a result's structured content:
