@@ -57,7 +57,9 @@ type Rule struct {
 // Limit is a role's `limit "TARGET" {}`: at most Calls calls per period
 // Per, per agent of the role, of its target.
 type Limit struct {
-	// Target is a tool name, "group:NAME" or "*" (every tool of the role).
+	// Target is a tool name, "group:NAME", an item method such as
+	// "resources/read" ([CheckTool]) or "*" (every tool and method of the
+	// role).
 	Target string
 	// Calls is the bucket's capacity, at least 1.
 	Calls int
