@@ -244,6 +244,47 @@ func TestItemsThroughFront(t *testing.T) {
 		return err == nil && len(evs) >= 3 && evs[0].Payload["rule"] == "no_secret"
 	})
 
+	// A prompt the server adds reaches the role's clients, announced; and
+	// when the group goes, so do its items: the role then has no prompts
+	// methods at all.
+	changed := make(chan struct{}, 16)
+	c := mcp.NewClient(&mcp.Implementation{Name: "items-test", Version: "1"}, &mcp.ClientOptions{
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		f.ServeRole(w, req, "ra", Caller{Credential: store.CredentialAdmin})
+	}))
+	t.Cleanup(ts.Close)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: mcpversion.Legacy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "grow_a"}); err != nil || res.IsError {
+		t.Fatalf("grow_a: %+v, %v", res, err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(proctest.Patience):
+		t.Fatal("no notifications/prompts/list_changed after the server added a prompt")
+	}
+	proctest.Eventually(t, "a_more listed", func() bool {
+		list, err := cs.ListPrompts(ctx, nil)
+		return err == nil && slices.ContainsFunc(list.Prompts, func(p *mcp.Prompt) bool { return p.Name == "a_more" })
+	})
+	if err := h.Modules().Unload("a"); err != nil {
+		t.Fatal(err)
+	}
+	proctest.Eventually(t, "ra's prompts methods gone with group a", func() bool {
+		_, err := cs.ListPrompts(ctx, nil)
+		return rpcCode(err) == jsonrpc.CodeMethodNotFound
+	})
+
 	// A role whose group offers no prompts or resources states none, and
 	// its clients get "method not found" for them.
 	for _, mode := range []string{"http-2025", "http-2026", "stdio"} {

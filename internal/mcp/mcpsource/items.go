@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -321,49 +322,118 @@ func Content(c mcp.Content) toolhost.Content {
 	return out
 }
 
+// upstreamSub is the server's subscription to one resource, which the
+// watchers of the resource share.
+type upstreamSub struct {
+	mu       sync.Mutex                          // held while the server is asked
+	watchers map[string]toolhost.ResourceWatcher // by calling agent; guarded by Server.subMu
+	on       bool                                // the server is subscribed; guarded by mu
+}
+
 // subscription subscribes the caller's watcher to the resource, or
 // unsubscribes it: the server is asked when the first watcher comes and
-// when the last goes. The watchers are keyed by the calling agent.
+// when the last goes. The watchers are keyed by the calling agent. No lock
+// that updated takes is held while the server is asked, so that the
+// server's notifications flow meanwhile.
 func (s *Server) subscription(ctx context.Context, req *toolhost.CallRequest, uri string) error {
 	key := cmp.Or(req.Context.AgentID, req.Context.Session)
-	s.subMu.Lock()
-	defer s.subMu.Unlock()
-	watchers := s.subs[uri]
-	if req.Tool == toolhost.MethodUnsubscribe {
-		if _, ok := watchers[key]; !ok {
-			return nil
-		}
-		delete(watchers, key)
-		if len(watchers) > 0 {
-			return nil
-		}
-		delete(s.subs, uri)
-		return s.session.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
-	}
 	w := toolhost.ResourceWatcherFrom(ctx)
-	if w == nil {
+	if req.Tool == toolhost.MethodSubscribe && w == nil {
 		return toolhost.Errorf(toolhost.CodeValidation, "%s: only a caller that can be told of updates (an MCP session) subscribes", req.Tool)
 	}
-	if len(watchers) == 0 {
-		if err := s.session.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+	for {
+		s.subMu.Lock()
+		sub := s.subs[uri]
+		if sub == nil {
+			if req.Tool == toolhost.MethodUnsubscribe {
+				s.subMu.Unlock()
+				return nil
+			}
+			sub = &upstreamSub{watchers: map[string]toolhost.ResourceWatcher{}}
+			if s.subs == nil {
+				s.subs = map[string]*upstreamSub{}
+			}
+			s.subs[uri] = sub
+		}
+		s.subMu.Unlock()
+		sub.mu.Lock()
+		s.subMu.Lock()
+		current := s.subs[uri] == sub // else the last watcher left meanwhile: start again
+		s.subMu.Unlock()
+		if current {
+			err := s.subscribed(ctx, sub, uri, key, w)
+			sub.mu.Unlock()
 			return err
 		}
-		watchers = map[string]toolhost.ResourceWatcher{}
-		if s.subs == nil {
-			s.subs = map[string]map[string]toolhost.ResourceWatcher{}
-		}
-		s.subs[uri] = watchers
+		sub.mu.Unlock()
 	}
-	watchers[key] = w
-	return nil
+}
+
+// subscribed adds or removes the watcher of key, asking the server as
+// needed; sub.mu is held.
+func (s *Server) subscribed(ctx context.Context, sub *upstreamSub, uri, key string, w toolhost.ResourceWatcher) error {
+	if w != nil {
+		if !sub.on {
+			if err := s.session.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				s.dropIfIdle(sub, uri)
+				return err
+			}
+			sub.on = true
+		}
+		s.subMu.Lock()
+		sub.watchers[key] = w
+		s.subMu.Unlock()
+		return nil
+	}
+	s.subMu.Lock()
+	delete(sub.watchers, key)
+	last := len(sub.watchers) == 0
+	keep := last && s.stateless() && (s.kept[uri] || len(s.kept) < maxKept)
+	if keep {
+		if s.kept == nil {
+			s.kept = map[string]bool{}
+		}
+		s.kept[uri] = true
+	}
+	s.subMu.Unlock()
+	if !last || !sub.on {
+		return nil
+	}
+	if keep { // its stream stays open, and a later subscription reuses it
+		s.dropIfIdle(sub, uri)
+		return nil
+	}
+	sub.on = false
+	err := s.session.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	s.dropIfIdle(sub, uri)
+	return err
+}
+
+// maxKept bounds the resources whose subscriptions/listen stream a module
+// keeps open, in the stateless era, after their last watcher left: a go-sdk
+// server (v1.8.0) keys its list_changed subscriptions by session, so that
+// the end of any of a stdio client's listen streams ends them all, and the
+// module would no longer hear of its server's new tools, prompts or
+// resources. Past the bound, a stream is ended as the protocol means it.
+const maxKept = 64
+
+// dropIfIdle forgets sub when it has no watchers; sub.mu is held.
+func (s *Server) dropIfIdle(sub *upstreamSub, uri string) {
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	if len(sub.watchers) == 0 && s.subs[uri] == sub {
+		delete(s.subs, uri)
+	}
 }
 
 // updated tells the watchers of the resource that it changed, each once.
 func (s *Server) updated(uri string) {
 	s.subMu.Lock()
 	told := map[toolhost.ResourceWatcher]bool{}
-	for _, w := range s.subs[uri] {
-		told[w] = true
+	if sub := s.subs[uri]; sub != nil {
+		for _, w := range sub.watchers {
+			told[w] = true
+		}
 	}
 	s.subMu.Unlock()
 	for w := range told {

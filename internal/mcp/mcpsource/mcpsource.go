@@ -85,7 +85,8 @@ type Server struct {
 	refresh *time.Timer       // lists the tools again when their ttlMs has passed
 
 	subMu sync.Mutex
-	subs  map[string]map[string]toolhost.ResourceWatcher // subscribed URI → calling agent → its watcher (items.go)
+	subs  map[string]*upstreamSub // by URI, the resources subscribed to (items.go)
+	kept  map[string]bool         // resources whose stream stays open with no watcher (maxKept)
 }
 
 // Start connects to the server (starting its process), negotiates the

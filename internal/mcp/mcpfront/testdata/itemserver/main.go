@@ -6,7 +6,8 @@
 // offers the prompt shared and the resource shared://x, which clash, and
 // the template shared://{NAME}, which match one another's. The tool
 // touch_NAME announces an update of test://NAME/watched to its
-// subscribers. The instance named plain offers its tool alone.
+// subscribers. The tool grow_NAME adds the prompt NAME_more. The
+// instance named plain offers its tools alone.
 package main
 
 import (
@@ -40,6 +41,13 @@ func main() {
 				return nil, nil, err
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "grow_" + name, Description: "Add the prompt NAME_more, which announces prompts/list_changed."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			srv.AddPrompt(&mcp.Prompt{Name: name + "_more"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "more"}}}}, nil
+			})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "grown"}}}, nil, nil
 		})
 	if name != "plain" {
 		addItems(srv, name)
