@@ -14,6 +14,7 @@ package host
 // approvals, redaction and events.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -225,7 +226,7 @@ func (c *call) item(v *view) (viewTool, error) {
 		case a.Ref.Type == "ref/prompt":
 			g, what = it.promptOf[a.Ref.Name], fmt.Sprintf("prompt %q", a.Ref.Name)
 		default:
-			g, what = cmpGroup(it.templateOf[a.Ref.URI], it.resourceOf[a.Ref.URI]), fmt.Sprintf("resource %q", a.Ref.URI)
+			g, what = cmp.Or(it.templateOf[a.Ref.URI], it.resourceOf[a.Ref.URI]), fmt.Sprintf("resource %q", a.Ref.URI)
 		}
 	default:
 		g, what = it.resourceOf[a.URI], fmt.Sprintf("resource %q", a.URI)
@@ -234,7 +235,7 @@ func (c *call) item(v *view) (viewTool, error) {
 		}
 	}
 	if g == nil {
-		return viewTool{}, c.itemUnavailable(v, what)
+		return viewTool{}, c.itemUnavailable(v, &a, what)
 	}
 	if i, ok := v.rules.hiddenBy(ruleKey(method, g.Spec.ID)); ok {
 		return viewTool{}, c.hiddenByRule(v.rules, i)
@@ -245,16 +246,6 @@ func (c *call) item(v *view) (viewTool, error) {
 		return viewTool{}, toolhost.Errorf(toolhost.CodeToolNotAvailable, "group %s does not offer %s", g.Spec.ID, method)
 	}
 	return viewTool{group: g, spec: itemTools()[method]}, nil
-}
-
-// cmpGroup is the first of groups that is not nil.
-func cmpGroup(groups ...*Group) *Group {
-	for _, g := range groups {
-		if g != nil {
-			return g
-		}
-	}
-	return nil
 }
 
 // match is the group of the first of the view's templates that uri
@@ -271,9 +262,7 @@ func (it *viewItems) match(uri string) *Group {
 // itemUnavailable is the error of an item call whose item the caller's
 // role does not have: tool_not_available when another group offers it,
 // unknown_tool when none does.
-func (c *call) itemUnavailable(v *view, what string) error {
-	var a itemArgs
-	_ = json.Unmarshal(c.req.Arguments, &a)
+func (c *call) itemUnavailable(v *view, a *itemArgs, what string) error {
 	s := v.snap
 	if s.prompts[a.Name] != nil && c.req.Tool == toolhost.MethodPromptsGet || s.resources[a.URI] != nil && a.URI != "" {
 		if v.role == "" {

@@ -82,25 +82,23 @@ func syncSet[T any](have map[string]T, want []T, key func(T) string, add func(T)
 // refuses returns the protocol's "method not found" for a request of an
 // item method the role offers nothing for; nil otherwise.
 func (r *mcpRole) refuses(method string) error {
-	r.mu.Lock()
-	it := &r.items
-	prompts, resources := len(it.prompts) > 0, len(it.resources)+len(it.templates) > 0
-	completions, subscribe := it.completions, it.subscribe
-	r.mu.Unlock()
-	var offered bool
+	var offered func(it *roleItems) bool
 	switch method {
 	case "prompts/list", toolhost.MethodPromptsGet:
-		offered = prompts
+		offered = func(it *roleItems) bool { return len(it.prompts) > 0 }
 	case "resources/list", "resources/templates/list", toolhost.MethodResourcesRead:
-		offered = resources
+		offered = func(it *roleItems) bool { return len(it.resources)+len(it.templates) > 0 }
 	case toolhost.MethodComplete:
-		offered = completions
+		offered = func(it *roleItems) bool { return it.completions }
 	case toolhost.MethodSubscribe, toolhost.MethodUnsubscribe:
-		offered = subscribe
+		offered = func(it *roleItems) bool { return it.subscribe }
 	default:
-		return nil
+		return nil // tools/call and the others: no lock on their way
 	}
-	if offered {
+	r.mu.Lock()
+	ok := offered(&r.items)
+	r.mu.Unlock()
+	if ok {
 		return nil
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: role %s offers no %s", r.role, strings.Split(method, "/")[0])}
