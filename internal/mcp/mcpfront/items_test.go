@@ -29,7 +29,8 @@ import (
 // itemsHost runs testdata/itemserver three times as mcp_server groups (a
 // and b, whose prompt "shared" and resource shared://x clash, and plain,
 // which offers a tool alone) and the roles ra, rb and rc with one group
-// each; ra's rule no_secret denies reading test://a/items/secret.
+// each; ra's rule no_secret denies reading test://a/items/secret; rl, with
+// b, may read one resource an hour.
 func itemsHost(t *testing.T) *host.Host {
 	t.Helper()
 	exe := filepath.Join(t.TempDir(), "itemserver")
@@ -55,6 +56,13 @@ role "rb" {
 }
 role "rc" {
   tool_groups = ["plain"]
+}
+role "rl" {
+  tool_groups = ["b"]
+  limit "resources/read" {
+    calls = 1
+    per   = "1h"
+  }
 }
 `)
 	return hosttest.Run(t, b.String())
@@ -450,5 +458,18 @@ func TestItemsRoleBoundary(t *testing.T) {
 		if toolhost.CodeOf(err) != tc.want {
 			t.Errorf("%s %s %s: %v, want %s", role, tc.tool, tc.args, err, tc.want)
 		}
+	}
+
+	// A limit on resources/read counts reads: rl's second is refused.
+	read := func() error {
+		_, err := h.Call(ctx, &toolhost.CallRequest{Tool: toolhost.MethodResourcesRead, Arguments: json.RawMessage(`{"uri":"test://b/text"}`),
+			Context: toolhost.CallContext{Role: "rl", Credential: "token/t/1"}})
+		return err
+	}
+	if err := read(); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(); toolhost.CodeOf(err) != toolhost.CodeRateLimited {
+		t.Errorf("rl's second read: %v, want rate_limited", err)
 	}
 }
