@@ -257,7 +257,7 @@ func promptResult(r *mcp.GetPromptResult) *toolhost.Result {
 		if m == nil || m.Content == nil {
 			continue
 		}
-		c := Content(m.Content)
+		c := contentOf(m.Content)
 		c.Role = string(m.Role)
 		out.Content = append(out.Content, c)
 		if c.Text != "" {
@@ -307,9 +307,9 @@ type wireContent struct {
 	Meta        json.RawMessage       `json:"_meta,omitempty"`
 }
 
-// Content is an MCP content block as a result's [toolhost.Content], every
+// contentOf is an MCP content block as a result's [toolhost.Content], every
 // field kept.
-func Content(c mcp.Content) toolhost.Content {
+func contentOf(c mcp.Content) toolhost.Content {
 	var w wireContent
 	if b, err := json.Marshal(c); err == nil {
 		_ = json.Unmarshal(b, &w)
