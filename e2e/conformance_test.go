@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,22 +130,32 @@ role "conformance" {
 	token := srv.roleToken("conformance", "conformance", "")
 	direct := startConformServer(t, bin)
 
-	start := time.Now()
-	for _, target := range []struct{ name, endpoint, token string }{
+	targets := []struct{ name, endpoint, token string }{
 		{"direct", direct, ""},
 		{"toolhost", srv.base + "/mcp/conformance", token},
-	} {
-		t.Run(target.name, func(t *testing.T) {
-			for _, s := range list {
-				t.Run(s.String(), func(t *testing.T) {
-					t.Parallel()
-					runConformance(t, node, suite, newWireProxy(t, target.endpoint, target.token), s)
-				})
-			}
-		})
-		t.Logf("%s: %d scenario runs in %s", target.name, len(list), time.Since(start).Round(time.Second))
-		start = time.Now()
 	}
+	start := time.Now()
+	t.Run("scenarios", func(t *testing.T) {
+		for _, s := range list {
+			t.Run(s.String(), func(t *testing.T) {
+				t.Parallel()
+				// Both targets at once: a run mostly waits on the
+				// scenario's own pauses, so this halves the time at go
+				// test's default parallelism (GOMAXPROCS).
+				runs := make([]conformanceRun, len(targets))
+				var wg sync.WaitGroup
+				for i, target := range targets {
+					proxy, dir := newWireProxy(t, target.endpoint, target.token), t.TempDir()
+					wg.Go(func() { runs[i] = runConformance(node, suite, proxy, dir, s) })
+				}
+				wg.Wait()
+				for i, target := range targets {
+					t.Run(target.name, runs[i].report)
+				}
+			})
+		}
+	})
+	t.Logf("%d scenario runs a target in %s", len(list), time.Since(start).Round(time.Second))
 }
 
 // startConformServer runs the fixture over streamable HTTP on a free port
@@ -175,36 +186,55 @@ func startConformServer(t *testing.T, bin string) string {
 	return strings.TrimSpace(line)
 }
 
-// runConformance runs one scenario at its era through proxy and reports
-// the checks the suite made.
-func runConformance(t *testing.T, node, suite string, proxy *wireProxy, s conformanceScenario) {
-	out := t.TempDir()
-	args := []string{suite, "server", "--url", proxy.URL, "--scenario", s.name, "-o", out}
+// conformanceRun is what one run of a scenario gave: the suite's checks,
+// its output and exit, the exchanges through the proxy, or why there are
+// no checks.
+type conformanceRun struct {
+	checks []struct {
+		ID, Name, Description, Status, ErrorMessage string
+		Details                                     json.RawMessage
+	}
+	output    string
+	runErr    error
+	err       error // no checks.json, or one that does not decode
+	exchanges []exchange
+}
+
+// runConformance runs one scenario at its era through proxy, with dir for
+// the suite's results (it may run on any goroutine).
+func runConformance(node, suite string, proxy *wireProxy, dir string, s conformanceScenario) (r conformanceRun) {
+	args := []string{suite, "server", "--url", proxy.URL, "--scenario", s.name, "-o", dir}
 	if !s.extension { // the suite skips an extension's scenario at any --spec-version
 		args = append(args, "--spec-version", s.era)
 	}
 	cmd := exec.Command(node, args...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
-	runErr := runWithin(cmd, 2*proctest.Patience)
-	files, _ := filepath.Glob(filepath.Join(out, "*", "checks.json"))
+	r.runErr = runWithin(cmd, 2*proctest.Patience)
+	r.output, r.exchanges = output.String(), proxy.recorded(0)
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
 	if len(files) != 1 {
-		t.Fatalf("checks.json: %q (%v)\n%s", files, runErr, clip(output.String(), 8000))
+		r.err = fmt.Errorf("checks.json: %q", files)
+		return r
 	}
 	b, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		err = json.Unmarshal(b, &r.checks)
 	}
-	var checks []struct {
-		ID, Name, Description, Status, ErrorMessage string
-		Details                                     json.RawMessage
-	}
-	if err := json.Unmarshal(b, &checks); err != nil {
-		t.Fatalf("%s: %v", files[0], err)
+	r.err = err
+	return r
+}
+
+// report fails t on each check the suite reports as a FAILURE (with what
+// went over the wire), and on a run that made no check or exited with an
+// error without a failed check; it logs the others.
+func (r conformanceRun) report(t *testing.T) {
+	if r.err != nil {
+		t.Fatalf("%v (the suite: %v)\n%s", r.err, r.runErr, clip(r.output, 8000))
 	}
 	failed := false
-	for _, c := range checks {
+	for _, c := range r.checks {
 		switch c.Status {
 		case "FAILURE":
 			failed = true
@@ -215,14 +245,14 @@ func runConformance(t *testing.T, node, suite string, proxy *wireProxy, s confor
 			t.Logf("%s: %s", strings.ToLower(c.Status), c.ID)
 		}
 	}
-	if runErr != nil && !failed {
-		t.Errorf("the suite exited with %v but reported no failed check\n%s", runErr, clip(output.String(), 8000))
+	if r.runErr != nil && !failed {
+		t.Errorf("the suite exited with %v but reported no failed check\n%s", r.runErr, clip(r.output, 8000))
 	}
 	if failed {
-		t.Logf("%s", exchangesString(proxy.recorded(0)))
+		t.Logf("%s", exchangesString(r.exchanges))
 	}
-	if len(checks) == 0 {
-		t.Errorf("no checks\n%s", clip(output.String(), 8000))
+	if len(r.checks) == 0 {
+		t.Errorf("no checks\n%s", clip(r.output, 8000))
 	}
 }
 

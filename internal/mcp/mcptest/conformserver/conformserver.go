@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -43,19 +42,15 @@ const schema2020 = `{"$schema":"https://json-schema.org/draft/2020-12/schema","t
 "if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},
 "then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false}`
 
-// Server is the fixture: an MCP server and the resource subscriptions its
-// clients made.
+// Server is the fixture's MCP server.
 type Server struct {
 	*mcp.Server
 	secret []byte // signs the request state of test_input_required_result_tampered_state
-
-	mu         sync.Mutex
-	subscribed map[string]bool
 }
 
 // New returns the fixture's server with every tool, prompt and resource.
 func New() *Server {
-	s := &Server{subscribed: map[string]bool{}, secret: []byte(rand.Text())}
+	s := &Server{secret: []byte(rand.Text())}
 	s.Server = mcp.NewServer(&mcp.Implementation{Name: "conformserver", Version: "1.0.0"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
@@ -65,8 +60,8 @@ func New() *Server {
 			Completions: &mcp.CompletionCapabilities{},
 		},
 		CompletionHandler:  complete,
-		SubscribeHandler:   func(_ context.Context, r *mcp.SubscribeRequest) error { return s.subscribe(r.Params.URI, true) },
-		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error { return s.subscribe(r.Params.URI, false) },
+		SubscribeHandler:   func(_ context.Context, r *mcp.SubscribeRequest) error { return subscribable(r.Params.URI) },
+		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error { return subscribable(r.Params.URI) },
 	})
 	s.addTools()
 	s.addAskingTools()
@@ -75,23 +70,11 @@ func New() *Server {
 	return s
 }
 
-// Subscribed reports whether a client is subscribed to the resource uri.
-func (s *Server) Subscribed(uri string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.subscribed[uri]
-}
-
-func (s *Server) subscribe(uri string, on bool) error {
+// subscribable says whether a client may subscribe to the resource uri
+// (the go-sdk keeps the subscriptions).
+func subscribable(uri string) error {
 	if uri != "test://watched-resource" && uri != "test://static-text" {
 		return mcp.ResourceNotFoundError(uri)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if on {
-		s.subscribed[uri] = true
-	} else {
-		delete(s.subscribed, uri)
 	}
 	return nil
 }
@@ -121,6 +104,11 @@ func text(format string, args ...any) *mcp.CallToolResult {
 
 // noArgs is the input schema of a tool without arguments.
 var noArgs = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// oneString is the input schema of a tool with one string argument.
+func oneString(name string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{%q:{"type":"string"}},"required":[%q]}`, name, name))
+}
 
 func (s *Server) addTools() {
 	png, wav := decode(pngBase64), decode(wavBase64)
@@ -378,13 +366,13 @@ func (s *Server) verify(signed string) (string, bool) {
 type asking func(p *mcp.CallToolParamsRaw, caps *mcp.ClientCapabilities) (*mcp.CallToolResult, error)
 
 func (s *Server) addAskingTools() {
-	add := func(name, desc string, h asking) {
-		s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: noArgs},
+	add := func(name, desc string, input json.RawMessage, h asking) {
+		s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: input},
 			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return h(req.Params, req.ClientCapabilities())
 			})
 	}
-	add("test_sampling", "Asks the client's model the prompt given.", func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+	add("test_sampling", "Asks the client's model the prompt given.", oneString("prompt"), func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 		if r, ok := p.InputResponses["sample"]; ok {
 			return text("LLM response: %s", sampled(r)), nil
 		}
@@ -393,7 +381,11 @@ func (s *Server) addAskingTools() {
 		return ask("sample", sample(args.Prompt, 100)), nil
 	})
 	form := func(name, desc, message, schema string) {
-		add(name, desc, func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+		input := noArgs
+		if message == "" {
+			input = oneString("message")
+		}
+		add(name, desc, input, func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 			if r, ok := p.InputResponses["form"].(*mcp.ElicitResult); ok {
 				b, _ := json.Marshal(r.Content)
 				if r.Content == nil {
@@ -401,12 +393,13 @@ func (s *Server) addAskingTools() {
 				}
 				return text("Elicitation completed: action=%s, content=%s", r.Action, b), nil
 			}
-			if message == "" {
+			msg := message
+			if msg == "" {
 				var args struct{ Message string }
 				_ = json.Unmarshal(p.Arguments, &args)
-				message = args.Message
+				msg = args.Message
 			}
-			return ask("form", &mcp.ElicitParams{Message: message, RequestedSchema: json.RawMessage(schema)}), nil
+			return ask("form", &mcp.ElicitParams{Message: msg, RequestedSchema: json.RawMessage(schema)}), nil
 		})
 	}
 	form("test_elicitation", "Asks the user the message given.", "",
@@ -424,25 +417,25 @@ func (s *Server) addAskingTools() {
 			`"untitledMulti":{"type":"array","description":"Select multiple options","minItems":1,"maxItems":3,"items":{"type":"string","enum":["option1","option2","option3"]}},`+
 			`"titledMulti":{"type":"array","description":"Select multiple options with titles","minItems":1,"maxItems":3,"items":{"anyOf":[{"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}},"required":[]}`)
 
-	add("test_input_required_result_elicitation", "Asks the user's name.", func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+	add("test_input_required_result_elicitation", "Asks the user's name.", noArgs, func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 		if r, ok := p.InputResponses["user_name"].(*mcp.ElicitResult); ok {
 			return text("Hello, %s!", field(r, "name")), nil
 		}
 		return ask("user_name", elicit("What is your name?", "name", "string")), nil
 	})
-	add("test_input_required_result_sampling", "Asks the client's model a question.", func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+	add("test_input_required_result_sampling", "Asks the client's model a question.", noArgs, func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 		if r, ok := p.InputResponses["sample_request"]; ok {
 			return text("Sampling result: %s", sampled(r)), nil
 		}
 		return ask("sample_request", sample("What is the capital of France?", 100)), nil
 	})
-	add("test_input_required_result_list_roots", "Asks the client's roots.", func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+	add("test_input_required_result_list_roots", "Asks the client's roots.", noArgs, func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 		if r, ok := p.InputResponses["roots_request"].(*mcp.ListRootsResult); ok {
 			return text("Found %d root(s)", len(r.Roots)), nil
 		}
 		return ask("roots_request", &mcp.ListRootsParams{}), nil
 	})
-	add("test_input_required_result_request_state", "Asks for a confirmation, with a request state to echo.", func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+	add("test_input_required_result_request_state", "Asks for a confirmation, with a request state to echo.", noArgs, func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 		if r, ok := p.InputResponses["confirm"].(*mcp.ElicitResult); ok && strings.HasPrefix(p.RequestState, "request-state:") && r.Content["ok"] == true {
 			return text("state-ok: requestState validated"), nil
 		}
@@ -450,7 +443,7 @@ func (s *Server) addAskingTools() {
 		res.RequestState = "request-state:" + rand.Text()
 		return res, nil
 	})
-	add("test_input_required_result_multiple_inputs", "Asks for a name, a greeting and the roots at once.", func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+	add("test_input_required_result_multiple_inputs", "Asks for a name, a greeting and the roots at once.", noArgs, func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 		name, ok1 := p.InputResponses["user_name"].(*mcp.ElicitResult)
 		greeting, ok2 := p.InputResponses["greeting"]
 		roots, ok3 := p.InputResponses["client_roots"].(*mcp.ListRootsResult)
@@ -467,7 +460,7 @@ func (s *Server) addAskingTools() {
 			"client_roots": &mcp.ListRootsParams{}},
 			RequestState: "multiple-inputs:" + rand.Text()}, nil
 	})
-	add("test_input_required_result_multi_round", "Asks a name, then a colour, in two rounds.", func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+	add("test_input_required_result_multi_round", "Asks a name, then a colour, in two rounds.", noArgs, func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 		round, name, _ := strings.Cut(p.RequestState, ":")
 		if r, ok := p.InputResponses["step1"].(*mcp.ElicitResult); ok && round == "1" {
 			res := ask("step2", elicit("Step 2: What is your favorite color?", "color", "string"))
@@ -481,7 +474,7 @@ func (s *Server) addAskingTools() {
 		res.RequestState = "1:"
 		return res, nil
 	})
-	add("test_input_required_result_tampered_state", "Asks for a confirmation, with a signed request state.", func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+	add("test_input_required_result_tampered_state", "Asks for a confirmation, with a signed request state.", noArgs, func(p *mcp.CallToolParamsRaw, _ *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 		if p.RequestState != "" {
 			state, ok := s.verify(p.RequestState)
 			if !ok {
@@ -495,7 +488,7 @@ func (s *Server) addAskingTools() {
 		res.RequestState = s.sign("tamper-test:" + rand.Text())
 		return res, nil
 	})
-	add("test_input_required_result_capabilities", "Asks only for what the client declared it can answer.", func(p *mcp.CallToolParamsRaw, caps *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+	add("test_input_required_result_capabilities", "Asks only for what the client declared it can answer.", noArgs, func(p *mcp.CallToolParamsRaw, caps *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 		if len(p.InputResponses) > 0 {
 			keys := slices.Sorted(func(yield func(string) bool) {
 				for k := range p.InputResponses {
@@ -518,7 +511,7 @@ func (s *Server) addAskingTools() {
 		}
 		return &mcp.CallToolResult{InputRequests: asks, RequestState: s.sign("capabilities-test:" + rand.Text())}, nil
 	})
-	add("test_missing_capability", "Needs the client's sampling capability.", func(_ *mcp.CallToolParamsRaw, caps *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
+	add("test_missing_capability", "Needs the client's sampling capability.", noArgs, func(_ *mcp.CallToolParamsRaw, caps *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 		if caps == nil || caps.Sampling == nil {
 			return nil, &jsonrpc.Error{Code: -32021, Message: "Missing required client capability: sampling",
 				Data: json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`)}
