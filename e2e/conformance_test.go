@@ -29,17 +29,23 @@ const conformanceVersion = "0.2.0-alpha.12"
 // (initialize and a session) and 2026-07-28 (sessionless requests).
 var conformanceEras = []string{mcpversion.Legacy, mcpversion.Stateless}
 
+// noTasks is why the scenarios of the tasks extension are not run.
+const noTasks = "the go-sdk has no tasks extension (io.modelcontextprotocol/tasks), so the fixture can neither declare it nor create tasks"
+
 // conformanceExcluded are the server scenarios of the suite that are not
 // run, each with why: the fixture (internal/mcp/mcptest/conformserver)
 // fails them itself. docs/mcp-conformance.md has the same table.
-var conformanceExcluded = map[string]string{}
-
-func init() {
-	for _, name := range []string{"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
-		"tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope",
-		"tasks-status-notifications", "tasks-required-task-error", "tasks-mrtr-composition"} {
-		conformanceExcluded[name] = "the go-sdk has no tasks extension (io.modelcontextprotocol/tasks), so the fixture cannot declare it nor create tasks"
-	}
+var conformanceExcluded = map[string]string{
+	"tasks-lifecycle":              noTasks,
+	"tasks-capability-negotiation": noTasks,
+	"tasks-wire-fields":            noTasks,
+	"tasks-request-state-removal":  noTasks,
+	"tasks-mrtr-input":             noTasks,
+	"tasks-request-headers":        noTasks,
+	"tasks-dispatch-and-envelope":  noTasks,
+	"tasks-status-notifications":   noTasks,
+	"tasks-required-task-error":    noTasks,
+	"tasks-mrtr-composition":       noTasks,
 }
 
 // conformanceScenario is one server scenario of the suite at one era.
@@ -90,13 +96,15 @@ func conformanceList(t *testing.T, node, suite string) []conformanceScenario {
 // `toolhost serve` that loads the same fixture over stdio as an mcp_server
 // group of the role conformance. Each run fails on any check the suite
 // reports as a FAILURE (a WARNING is logged). What passes directly must
-// pass through toolhost; a scenario the fixture fails is in
-// conformanceExcluded with its reason, and a scenario the suite lists that
-// is neither run nor excluded fails the test. The suite's client sends no
-// credential and wants a localhost URL, so each run talks to a recording
-// proxy on 127.0.0.1 that adds the role's bearer token (none for the
-// fixture) and keeps the Host header the suite sends; a failure prints
-// what went over the wire.
+// pass through toolhost, check by check: a check that succeeds directly
+// must succeed through toolhost, not be skipped or only warned of. A
+// scenario the fixture fails is in conformanceExcluded with its reason;
+// every other scenario the suite lists is run, so a new version's
+// scenarios are held to the rule at once (one that applies to neither era
+// fails the test). The suite's client sends no credential and wants a
+// localhost URL, so each run talks to a recording proxy on 127.0.0.1 that
+// adds the role's bearer token (none for the fixture) and keeps the Host
+// header the suite sends; a failure prints what went over the wire.
 func TestConformance(t *testing.T) {
 	node := npmNode(t)
 	suite := filepath.Join(mcptest.NPMPackage(t, "@modelcontextprotocol/conformance"), "dist", "index.js")
@@ -150,7 +158,12 @@ role "conformance" {
 				}
 				wg.Wait()
 				for i, target := range targets {
-					t.Run(target.name, runs[i].report)
+					t.Run(target.name, func(t *testing.T) {
+						runs[i].report(t)
+						if i > 0 {
+							runs[i].succeedsAs(t, runs[0], targets[0].name)
+						}
+					})
 				}
 			})
 		}
@@ -253,6 +266,40 @@ func (r conformanceRun) report(t *testing.T) {
 	}
 	if len(r.checks) == 0 {
 		t.Errorf("no checks\n%s", clip(r.output, 8000))
+	}
+}
+
+// succeedsAs fails t on each check that succeeded in the run ref (of
+// target name) but not in r: a check the suite skipped, or made a warning
+// or a note of, is not a pass where the fixture itself passes it. (A
+// failure is report's.)
+func (r conformanceRun) succeedsAs(t *testing.T, ref conformanceRun, name string) {
+	succeeded := map[string]int{}
+	for _, c := range r.checks {
+		if c.Status == "SUCCESS" {
+			succeeded[c.ID]++
+		}
+	}
+	for _, c := range ref.checks {
+		if c.Status != "SUCCESS" {
+			continue
+		}
+		if succeeded[c.ID] > 0 {
+			succeeded[c.ID]--
+			continue
+		}
+		var here []string
+		for _, h := range r.checks {
+			if h.ID == c.ID {
+				here = append(here, fmt.Sprintf("%s: %s\n  details: %s", h.Status, h.ErrorMessage, clip(string(h.Details), 2000)))
+			}
+		}
+		if len(here) == 0 {
+			here = []string{"no such check"}
+		}
+		if !slices.ContainsFunc(here, func(h string) bool { return strings.HasPrefix(h, "FAILURE") }) {
+			t.Errorf("%s (%s) succeeds %s but not here: %s", c.ID, c.Description, name, strings.Join(here, "\n  "))
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -70,10 +71,10 @@ func New() *Server {
 	return s
 }
 
-// subscribable says whether a client may subscribe to the resource uri
-// (the go-sdk keeps the subscriptions).
+// subscribable says whether a client may subscribe to the resource uri,
+// one of the fixed resources (the go-sdk keeps the subscriptions).
 func subscribable(uri string) error {
-	if uri != "test://watched-resource" && uri != "test://static-text" {
+	if !slices.Contains([]string{"test://static-text", "test://static-binary", "test://watched-resource"}, uri) {
 		return mcp.ResourceNotFoundError(uri)
 	}
 	return nil
@@ -168,7 +169,7 @@ func (s *Server) addTools() {
 			return text("%v", token), nil
 		})
 	s.AddTool(&mcp.Tool{Name: "test_reconnection", Description: "Closes its SSE stream mid-call; the result arrives once the client resumes it.", InputSchema: noArgs},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if req.Extra != nil && req.Extra.CloseSSEStream != nil {
 				req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 500 * time.Millisecond})
 			}
@@ -218,8 +219,8 @@ func pause(ctx context.Context) error {
 
 // decode returns the bytes of a base64 constant.
 func decode(s string) []byte {
-	var b []byte
-	if err := json.Unmarshal([]byte(`"`+s+`"`), &b); err != nil {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
 		panic(err)
 	}
 	return b
