@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -198,6 +199,37 @@ func (s *Server) addTools() {
 				return nil, err
 			}
 			return text("Logging evaluated"), nil
+		})
+	// The sessionless scenario's hooks that change the lists, for a client
+	// listening to list changes: each adds a tool (or prompt) of its own,
+	// or removes it if it is there.
+	dynamicTool := &mcp.Tool{Name: "test_dynamic_tool", Description: "Comes and goes with test_trigger_tool_change.", InputSchema: noArgs}
+	dynamicPrompt := &mcp.Prompt{Name: "test_dynamic_prompt", Description: "Comes and goes with test_trigger_prompt_change."}
+	var dynamic sync.Mutex
+	toolThere, promptThere := false, false
+	s.AddTool(&mcp.Tool{Name: "test_trigger_tool_change", Description: "Adds the tool test_dynamic_tool, or removes it.", InputSchema: noArgs},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			dynamic.Lock()
+			defer dynamic.Unlock()
+			if toolThere = !toolThere; toolThere {
+				s.AddTool(dynamicTool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("here"), nil })
+			} else {
+				s.RemoveTools(dynamicTool.Name)
+			}
+			return text("Mutation triggered"), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "test_trigger_prompt_change", Description: "Adds the prompt test_dynamic_prompt, or removes it.", InputSchema: noArgs},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			dynamic.Lock()
+			defer dynamic.Unlock()
+			if promptThere = !promptThere; promptThere {
+				s.AddPrompt(dynamicPrompt, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+					return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "here"}}}}, nil
+				})
+			} else {
+				s.RemovePrompts(dynamicPrompt.Name)
+			}
+			return text("Mutation triggered"), nil
 		})
 	s.AddTool(&mcp.Tool{Name: "json_schema_2020_12_tool", Description: "Takes arguments described with JSON Schema 2020-12 keywords.",
 		InputSchema: json.RawMessage(schema2020)},
