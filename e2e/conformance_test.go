@@ -30,7 +30,7 @@ const conformanceVersion = "0.2.0-alpha.12"
 var conformanceEras = []string{mcpversion.Legacy, mcpversion.Stateless}
 
 // noTasks is why the scenarios of the tasks extension are not run.
-const noTasks = "the go-sdk has no tasks extension (io.modelcontextprotocol/tasks), so the fixture can neither declare it nor create tasks"
+const noTasks = "the go-sdk has no tasks extension (io.modelcontextprotocol/tasks), and the fixture has no implementation of its own (a task store, tasks/get, tasks/update, tasks/cancel, status notifications)"
 
 // conformanceExcluded are the server scenarios of the suite that are not
 // run, each with why: the fixture (internal/mcp/mcptest/conformserver)
