@@ -72,7 +72,7 @@ type Server struct {
 	done    context.Context
 	end     context.CancelCauseFunc
 
-	progress  sync.Map // progress token → toolhost.Progress of a call in flight
+	progress  progressSinks // of the calls in flight (progress.go)
 	tokens    atomic.Uint64
 	heard     atomic.Bool // the stdio server has said something
 	listening atomic.Bool // the server acknowledged subscriptions/listen
@@ -136,17 +136,12 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 				s.updated(req.Params.URI)
 			}
 		},
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			if p, ok := s.progress.Load(fmt.Sprint(req.Params.ProgressToken)); ok {
-				p.(toolhost.Progress)(req.Params.Progress, req.Params.Total, req.Params.Message)
-			}
-		},
 	})
 	client.AddReceivingMiddleware(s.acknowledged)
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	defer context.AfterFunc(s.done, cancel)() // a server that dies while starting ends the wait
-	s.session, err = client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: opts.Protocol})
+	s.session, err = client.Connect(ctx, progressing{Transport: transport, s: s}, &mcp.ClientSessionOptions{ProtocolVersion: opts.Protocol})
 	if err == nil {
 		go s.watch()
 		err = s.Relist(ctx)
@@ -404,8 +399,8 @@ func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 	}
 	if p := toolhost.ProgressFrom(ctx); p != nil {
 		token := fmt.Sprintf("toolhost-%d", s.tokens.Add(1))
-		s.progress.Store(token, p)
-		defer s.progress.Delete(token)
+		s.progress.open(token, p)
+		defer s.progress.close(token)
 		params.SetProgressToken(token)
 	}
 	res, err := s.session.CallTool(ctx, params)
