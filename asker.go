@@ -44,6 +44,10 @@ type Asker interface {
 	// LogLevel is the least level of the messages the client takes ("" for
 	// none).
 	LogLevel() string
+	// Given are the answers the client sent with its call before it was
+	// asked (MCP lets a client answer up front), keyed as the module's
+	// requests would be; nil when it sent none.
+	Given() map[string]json.RawMessage
 }
 
 type askerKey struct{}
