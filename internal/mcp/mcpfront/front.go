@@ -250,7 +250,7 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 			case *mcp.CallToolRequest:
 				if req.Params != nil && !r.offers(req.Params.Name) {
 					res, err := r.call(ctx, req)
-					if req.ProtocolVersion() >= mcpversion.Stateless {
+					if err == nil && req.ProtocolVersion() >= mcpversion.Stateless {
 						res = completed(res)
 					}
 					return res, err
@@ -648,9 +648,9 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		})
 	}
 	if req.Params.RequestState != "" {
-		return r.resume(ctx, a, req), nil
+		return r.resume(ctx, a, req)
 	}
-	return r.callAsking(ctx, a, req), nil
+	return r.callAsking(ctx, a, req)
 }
 
 // run calls a tool through the host's pipeline as the session's agent. A
