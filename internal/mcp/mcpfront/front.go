@@ -229,7 +229,7 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 	r := &mcpRole{h: h, role: role, open: open, tools: map[string]host.Function{}, offered: map[string]*mcp.Tool{},
 		impl: &mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role, Version: toolhost.Version(), WebsiteURL: h.Config().WebsiteURL}}
 	r.srv = mcp.NewServer(r.impl, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}, // asks.go
 			Extensions: map[string]any{tasksExtension: map[string]any{}}},
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
 			if a, err := r.agent(ctx, req.Session, req.Extra, nil); err == nil {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,6 +80,7 @@ func (s *Server) askHandlers(o *mcp.ClientOptions) {
 	}
 	if s.allows(toolhost.MethodLog) {
 		o.LoggingMessageHandler = func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			defer s.logs.handled()
 			if f := s.only(); f != nil && f.asker != nil {
 				if raw, err := json.Marshal(req.Params); err == nil {
 					f.asker.Log(raw)
@@ -85,6 +88,92 @@ func (s *Server) askHandlers(o *mcp.ClientOptions) {
 			}
 		}
 	}
+}
+
+// maxLogWait bounds how long a call's answer waits for the log messages
+// read before it to be handled.
+const maxLogWait = time.Second
+
+// logOrder keeps a call's log messages ahead of its answer. The SDK's
+// connection hands notifications to a queue of their own, while it gives
+// a response to its caller at once: a log message the server sent before
+// its answer may be handled after the call returned, when it belongs to
+// no call. The connection counts the log messages it reads (counted), the
+// handler those it has handled, and a call waits, once answered, for those
+// read before.
+type logOrder struct {
+	mu      sync.Mutex
+	read    uint64
+	done    uint64
+	changed chan struct{} // closed, and replaced, when done grows
+}
+
+// handled counts a log message handled.
+func (l *logOrder) handled() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done++
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
+
+// wait waits until the log messages read so far have been handled, for
+// maxLogWait at most.
+func (l *logOrder) wait(ctx context.Context) {
+	var timeout <-chan time.Time
+	l.mu.Lock()
+	for target := l.read; l.done < target; l.mu.Lock() {
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(maxLogWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+	l.mu.Unlock()
+}
+
+// counted is a transport whose connection counts the log messages it
+// reads (logOrder).
+type counted struct {
+	mcp.Transport
+	l *logOrder
+}
+
+func (t counted) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return countedConn{Connection: conn, l: t.l}, nil
+}
+
+type countedConn struct {
+	mcp.Connection
+	l *logOrder
+}
+
+func (c countedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.Method == "notifications/message" {
+		c.l.mu.Lock()
+		c.l.read++
+		c.l.mu.Unlock()
+	}
+	return msg, err
 }
 
 // listenLogs asks a 2025 server that logs for every level: which messages
@@ -202,6 +291,9 @@ func (s *Server) stated(meta mcp.Meta, a toolhost.Asker) {
 func (s *Server) callRounds(ctx context.Context, f *flight, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
 	for round := 1; ; round++ {
 		res, err := s.session.CallTool(ctx, params)
+		if s.allows(toolhost.MethodLog) {
+			s.logs.wait(ctx)
+		}
 		if err != nil || !res.NeedsInput() {
 			return res, err
 		}

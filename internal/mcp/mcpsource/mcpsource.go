@@ -83,6 +83,7 @@ type Server struct {
 
 	fmu     sync.Mutex
 	flights map[*flight]struct{} // the calls in flight (asks.go)
+	logs    logOrder             // keeps a call's log messages ahead of its answer
 
 	mu      sync.Mutex
 	spec    *toolhost.GroupSpec
@@ -123,6 +124,9 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	transport, err := s.transport()
 	if err != nil {
 		return nil, err
+	}
+	if s.allows(toolhost.MethodLog) {
+		transport = counted{Transport: transport, l: &s.logs}
 	}
 	copts := &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
