@@ -16,7 +16,7 @@ const (
 
 // ClientRequest is one request a module (an MCP server) makes of the client
 // that made a call, while the call runs: its method ([MethodSampling],
-// [MethodElicitation]) and its params as the server sent them.
+// [MethodElicitation], [MethodRoots]) and its params as the server sent them.
 type ClientRequest struct {
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`

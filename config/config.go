@@ -377,7 +377,8 @@ type Plugin struct {
 	ToolPrefix string
 	// ClientRequests are what an mcp_server may ask of the client that made
 	// a call while the call runs (client_requests): [ClientRequestLogging],
-	// [ClientRequestElicitation], [ClientRequestSampling]; nil when the block
+	// [ClientRequestElicitation], [ClientRequestSampling],
+	// [ClientRequestRoots]; nil when the block
 	// does not say, which is [Plugin.MCPClientRequests]'s default.
 	ClientRequests []string
 	// Pos is where the block is declared, "file:line,col".

@@ -57,6 +57,11 @@ const (
 	// a use of the client's model, at the client's cost, with a prompt the
 	// server wrote. Never on unless the block says so.
 	ClientRequestSampling = "sampling"
+	// ClientRequestRoots forwards its roots/list requests: the client's
+	// roots are paths on the client's machine, which a server beside the
+	// host cannot reach, so toolhost answers with no roots unless the block
+	// says so.
+	ClientRequestRoots = "roots"
 )
 
 // MCPClientRequests returns what an mcp_server may ask of the client that
@@ -75,9 +80,9 @@ func clientRequests(list []string) ([]string, error) {
 	out := []string{}
 	for _, r := range list {
 		switch r {
-		case ClientRequestLogging, ClientRequestElicitation, ClientRequestSampling:
+		case ClientRequestLogging, ClientRequestElicitation, ClientRequestSampling, ClientRequestRoots:
 		default:
-			return nil, fmt.Errorf("%q is not one of %q, %q and %q", r, ClientRequestLogging, ClientRequestElicitation, ClientRequestSampling)
+			return nil, fmt.Errorf("%q is not one of %q, %q, %q and %q", r, ClientRequestLogging, ClientRequestElicitation, ClientRequestSampling, ClientRequestRoots)
 		}
 		if slices.Contains(out, r) {
 			return nil, fmt.Errorf("%q is named twice", r)

@@ -44,7 +44,8 @@ func (s *supervisor) startMCP() (module, error) {
 // the client that made a call (its client_requests).
 func mcpAsks(p *config.Plugin) []string {
 	methods := map[string]string{config.ClientRequestLogging: toolhost.MethodLog,
-		config.ClientRequestElicitation: toolhost.MethodElicitation, config.ClientRequestSampling: toolhost.MethodSampling}
+		config.ClientRequestElicitation: toolhost.MethodElicitation, config.ClientRequestSampling: toolhost.MethodSampling,
+		config.ClientRequestRoots: toolhost.MethodRoots}
 	var out []string
 	for _, r := range p.MCPClientRequests() {
 		out = append(out, methods[r])

@@ -22,11 +22,11 @@ import (
 // mcp_server groups: asker (which toolhost speaks to in the stateless era)
 // and asker25 (which refuses server/discover, so in the 2025 era), both
 // allowed every client request, for role asking; nosample and nosample25,
-// with the default client_requests (no sampling), for role plain.
+// with the default client_requests (no sampling, no roots), for role plain.
 func asksFront(t *testing.T) (url string, h *host.Host) {
 	t.Helper()
 	exe := mcptest.AskServer(t)
-	all := []string{config.ClientRequestLogging, config.ClientRequestElicitation, config.ClientRequestSampling}
+	all := []string{config.ClientRequestLogging, config.ClientRequestElicitation, config.ClientRequestSampling, config.ClientRequestRoots}
 	block := func(name, prefix string, legacy bool, requests []string) config.Plugin {
 		p := config.Plugin{Name: name, Kind: config.KindMCP, Path: exe, ToolPrefix: prefix, ClientRequests: requests,
 			Restart: config.RestartOnFailure, MaxRestarts: 1, StartTimeout: proctest.Patience}
@@ -88,7 +88,9 @@ func newAskClient(t *testing.T, tr mcp.Transport, version string, declare bool) 
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"sure": true}}, nil
 		}
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "asked"}, opts).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	c := mcp.NewClient(&mcp.Implementation{Name: "asked"}, opts)
+	c.AddRoots(&mcp.Root{URI: "file:///home/ada", Name: "home"})
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +161,9 @@ var askTransports = []struct {
 // the client that made it, as the server sent it, in each era of the
 // client (2025 session: requests within the call; 2026: input_required
 // rounds) and of the server (stateless: rounds; 2025: requests on its
-// session), over HTTP and stdio: log messages, a sampling request, and
-// two elicitations in a row; the answers reach the server. A client that
+// session), over HTTP and stdio: log messages, a sampling request, two
+// elicitations in a row, and the client's roots; the answers reach the
+// server. A client that
 // did not declare sampling and elicitation is not asked, and the server
 // is refused. Each forwarded request is a tool_call.input event, which
 // does not hold the answer.
@@ -216,6 +219,10 @@ func TestMCPServerAsksClient(t *testing.T) {
 					}
 					ac.mu.Unlock()
 
+					if text, isErr := ac.call(t, p+"roots", nil); isErr || text != "roots: file:///home/ada" {
+						t.Errorf("roots: %q (error %v), want the client's", text, isErr)
+					}
+
 					// A client that declared nothing is asked nothing; the
 					// server's call is refused.
 					quiet := newAskClient(t, tr.dial(t, h, url, "asking"), version, false)
@@ -248,9 +255,9 @@ func TestMCPServerAsksClient(t *testing.T) {
 		}
 		outcomes[fmt.Sprint(e.Payload["method"], " ", e.Payload["outcome"])]++
 	}
-	// 8 clients: a sampling and two elicitations each.
-	if outcomes["sampling/createMessage answered: endTurn"] != 8 || outcomes["elicitation/create accept"] != 16 {
-		t.Errorf("input events by outcome: %v, want 8 samplings answered and 16 elicitations accepted", outcomes)
+	// 8 clients: a sampling, two elicitations and roots each.
+	if outcomes["sampling/createMessage answered: endTurn"] != 8 || outcomes["elicitation/create accept"] != 16 || outcomes["roots/list answered"] != 8 {
+		t.Errorf("input events by outcome: %v, want 8 samplings answered, 16 elicitations accepted, 8 roots answered", outcomes)
 	}
 }
 
@@ -258,7 +265,8 @@ func TestMCPServerAsksClient(t *testing.T) {
 // block does not name sampling in client_requests asking for the client's
 // model — told the client cannot (stateless), refused when it asks anyway
 // (force), refused on its session (2025) — never reaches a client that
-// would answer; elicitation, on by default, does.
+// would answer; elicitation, on by default, does; roots, off by default,
+// are toolhost's: none.
 func TestMCPSamplingNeedsItsSwitch(t *testing.T) {
 	url, h := asksFront(t)
 	for _, version := range []string{sessionEra, sessionlessEra} {
@@ -283,6 +291,11 @@ func TestMCPSamplingNeedsItsSwitch(t *testing.T) {
 			}
 			if text, isErr := ac.call(t, "n_elicit", nil); isErr || text != "hello Ada, sure: true (accept)" {
 				t.Errorf("elicitation, on by default: %q (error %v)", text, isErr)
+			}
+			for _, tool := range []string{"n_roots", "m_roots"} {
+				if text, isErr := ac.call(t, tool, nil); isErr || text != "roots: none" {
+					t.Errorf("%s, not forwarded by default: %q (error %v), want toolhost's answer, no roots", tool, text, isErr)
+				}
 			}
 		})
 	}

@@ -112,7 +112,7 @@ func (a *clientAsker) Given() map[string]json.RawMessage {
 // call.
 func (a *clientAsker) Ask(ctx context.Context, round map[string]toolhost.ClientRequest) (map[string]json.RawMessage, error) {
 	for _, r := range round {
-		name := map[string]string{toolhost.MethodSampling: "sampling", toolhost.MethodElicitation: "elicitation"}[r.Method]
+		name := map[string]string{toolhost.MethodSampling: "sampling", toolhost.MethodElicitation: "elicitation", toolhost.MethodRoots: "roots"}[r.Method]
 		if name == "" || a.capabilities()[name] == nil {
 			return nil, toolhost.Errorf(toolhost.CodeValidation, "%s: the client that made the call did not declare the capability", r.Method)
 		}
@@ -140,6 +140,11 @@ func (a *clientAsker) Ask(ctx context.Context, round map[string]toolhost.ClientR
 			var p mcp.ElicitParams
 			if err = json.Unmarshal(r.Params, &p); err == nil {
 				res, err = ss.Elicit(rctx, &p)
+			}
+		case toolhost.MethodRoots:
+			var p mcp.ListRootsParams
+			if err = json.Unmarshal(r.Params, &p); err == nil {
+				res, err = ss.ListRoots(rctx, &p)
 			}
 		default:
 			var p mcp.CreateMessageWithToolsParams

@@ -33,9 +33,10 @@ import (
 //     is dropped). The session declares sampling and elicitation once, as
 //     the block allows, and asks for every log level.
 //
-// roots/list is answered here, in both eras, with no roots: the client's
-// roots are paths on the client's machine, which a server running beside
-// toolhost cannot reach and should not learn.
+// roots/list is forwarded likewise when the block allows it (the client's
+// roots are paths on the client's machine, which a server beside toolhost
+// cannot reach, so by default it does not) and the client declared roots;
+// otherwise, or outside a call, toolhost answers it with no roots.
 
 const (
 	// maxRounds bounds the input_required rounds of one call.
@@ -56,12 +57,12 @@ type flight struct {
 
 // allows reports whether the server may ask the calling client for method
 // ([toolhost.MethodSampling], [toolhost.MethodElicitation],
-// [toolhost.MethodLog]).
+// [toolhost.MethodRoots], [toolhost.MethodLog]).
 func (s *Server) allows(method string) bool { return slices.Contains(s.opts.Asks, method) }
 
 // askHandlers sets the client's handlers of what the server may ask, and
-// its capabilities: roots (answered here) and, as the block allows,
-// sampling and elicitation (form and url).
+// its capabilities: roots and, as the block allows, sampling and
+// elicitation (form and url).
 func (s *Server) askHandlers(o *mcp.ClientOptions) {
 	o.Capabilities = &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}}
 	o.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true} // Call's rounds keep the server's keys
@@ -176,6 +177,23 @@ func (c countedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, err
 }
 
+// forwardRoots is a receiving middleware forwarding a 2025 server's
+// roots/list to the client of the one call in flight, when the block
+// allows it and the client declared roots; otherwise the SDK answers with
+// the client's roots, none.
+func (s *Server) forwardRoots(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != toolhost.MethodRoots || !s.allows(toolhost.MethodRoots) {
+			return next(ctx, method, req)
+		}
+		if f := s.only(); f != nil && f.declares("roots") {
+			out := &mcp.ListRootsResult{}
+			return out, s.askOne(ctx, toolhost.MethodRoots, req.GetParams(), out)
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // listenLogs asks a 2025 server that logs for every level: which messages
 // a client takes, the front decides by the client's own level.
 func (s *Server) listenLogs(ctx context.Context) {
@@ -257,12 +275,23 @@ func (f *flight) can(method string) error {
 		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(
 			"%s: the call has no client to ask (it came from the HTTP API or an agent runtime, or runs as an MCP task)", method)}
 	}
-	var caps mcp.ClientCapabilities
-	_ = json.Unmarshal(f.asker.Capabilities(), &caps)
-	if method == toolhost.MethodSampling && caps.Sampling == nil || method == toolhost.MethodElicitation && caps.Elicitation == nil {
+	if !f.declares(capabilityOf[method]) {
 		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%s: the client that made the call did not declare the capability", method)}
 	}
 	return nil
+}
+
+// capabilityOf names the client capability each request needs.
+var capabilityOf = map[string]string{toolhost.MethodSampling: "sampling", toolhost.MethodElicitation: "elicitation", toolhost.MethodRoots: "roots"}
+
+// declares reports whether the call's client declared the capability.
+func (f *flight) declares(capability string) bool {
+	if f.asker == nil {
+		return false
+	}
+	var caps map[string]any
+	_ = json.Unmarshal(f.asker.Capabilities(), &caps)
+	return caps[capability] != nil
 }
 
 // stated is what a stateless server is told of the calling client in the
@@ -273,7 +302,7 @@ func (s *Server) stated(meta mcp.Meta, a toolhost.Asker) {
 	if a != nil {
 		var declared map[string]any
 		_ = json.Unmarshal(a.Capabilities(), &declared)
-		for name, method := range map[string]string{"sampling": toolhost.MethodSampling, "elicitation": toolhost.MethodElicitation} {
+		for method, name := range capabilityOf {
 			if v, ok := declared[name]; ok && v != nil && s.allows(method) {
 				caps[name] = v
 			}
@@ -313,8 +342,8 @@ func (s *Server) callRounds(ctx context.Context, f *flight, params *mcp.CallTool
 	}
 }
 
-// answer answers one round of a stateless server: roots here, the rest by
-// the call's client.
+// answer answers one round of a stateless server by the call's client;
+// roots here when they are not forwarded.
 func (s *Server) answer(ctx context.Context, f *flight, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	if len(reqs) > maxRoundRequests {
 		return nil, fmt.Errorf("the server asked for %d inputs at once, more than %d", len(reqs), maxRoundRequests)
@@ -325,8 +354,11 @@ func (s *Server) answer(ctx context.Context, f *flight, reqs mcp.InputRequestMap
 		method := toolhost.MethodSampling
 		switch ir.(type) {
 		case *mcp.ListRootsParams:
-			out[key] = &mcp.ListRootsResult{Roots: []*mcp.Root{}}
-			continue
+			if !s.allows(toolhost.MethodRoots) || !f.declares("roots") {
+				out[key] = &mcp.ListRootsResult{Roots: []*mcp.Root{}}
+				continue
+			}
+			method = toolhost.MethodRoots
 		case *mcp.ElicitParams:
 			method = toolhost.MethodElicitation
 		}

@@ -142,7 +142,7 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.askHandlers(copts)
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolhost", Version: "1"}, copts)
-	client.AddReceivingMiddleware(s.acknowledged)
+	client.AddReceivingMiddleware(s.acknowledged, s.forwardRoots)
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	defer context.AfterFunc(s.done, cancel)() // a server that dies while starting ends the wait

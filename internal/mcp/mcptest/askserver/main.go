@@ -1,6 +1,7 @@
 // Command askserver is an MCP server over stdio, on the go-sdk, whose tools
 // ask the client while they run: log sends log messages, sample asks for
-// sampling, elicit asks twice for elicitation. A client of the stateless
+// sampling, elicit asks twice for elicitation, roots lists the client's
+// roots. A client of the stateless
 // era is asked with input_required rounds, a 2025 client with requests on
 // its session. With the argument "legacy" it refuses server/discover, so
 // that its clients speak the 2025 protocols.
@@ -38,6 +39,7 @@ func main() {
 	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Logs three messages."}, logTool)
 	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "Asks the client's model."}, sampleTool)
 	mcp.AddTool(s, &mcp.Tool{Name: "elicit", Description: "Asks the client's user twice."}, elicitTool)
+	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "Lists the client's roots."}, rootsTool)
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
@@ -139,4 +141,30 @@ func elicitTool(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp
 		}
 	}
 	return text(fmt.Sprintf("hello %v, sure: %v (%s)", name.Content["name"], sure.Content["sure"], sure.Action)), nil, nil
+}
+
+func rootsTool(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	var res *mcp.ListRootsResult
+	if stateless(req) {
+		got, ok := req.Params.InputResponses["client_roots"]
+		if !ok {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"client_roots": &mcp.ListRootsParams{}}, RequestState: "roots"}, nil, nil
+		}
+		if res, ok = got.(*mcp.ListRootsResult); !ok {
+			return failed(fmt.Sprintf("the client answered %T", got)), nil, nil
+		}
+	} else {
+		var err error
+		if res, err = req.Session.ListRoots(ctx, nil); err != nil {
+			return failed("roots: " + err.Error()), nil, nil
+		}
+	}
+	var uris []string
+	for _, r := range res.Roots {
+		uris = append(uris, r.URI)
+	}
+	if len(uris) == 0 {
+		return text("roots: none"), nil, nil
+	}
+	return text("roots: " + strings.Join(uris, " ")), nil, nil
 }
