@@ -77,8 +77,8 @@ type Server struct {
 
 	progress  sync.Map // progress token → toolhost.Progress of a call in flight
 	tokens    atomic.Uint64
-	heard     atomic.Bool // the stdio server has said something
-	listening atomic.Bool // the server acknowledged subscriptions/listen
+	heard     atomic.Bool   // the stdio server has said something
+	listening atomic.Bool   // the server acknowledged subscriptions/listen
 	asked     atomic.Uint64 // numbers a 2025 server's requests, for their keys
 
 	fmu     sync.Mutex
