@@ -346,3 +346,76 @@ func TestMCPServerAskWithTwoCallsRefused(t *testing.T) {
 		t.Errorf("the first call: %q", got)
 	}
 }
+
+// elicitTasksCaps declares elicitation and the tasks extension.
+const elicitTasksCaps = `{"elicitation":{"form":{}},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+
+// TestMCPTaskClientAsked: a stateless client that declares the tasks
+// extension and elicitation is asked, not handed a task, when its call
+// asks within the first second: for an approval its role's clients may
+// decide (mcp { client_approvals }), and for its module's elicitation;
+// its answers reach the queue and the server.
+func TestMCPTaskClientAsked(t *testing.T) {
+	t.Run("approval", func(t *testing.T) {
+		url, h := approvalFront(t, config.MCP{ClientApprovals: []string{"worker"}})
+		alice := roleToken(t, h, "alice")
+		r := resultOf(t, rpc(t, url, alice, request(1, "tools/call", `{"name":"guarded","arguments":{"text":"tasked"}}`, metaCaps(elicitTasksCaps, "")), nil))
+		if _, ok := r.InputRequests["approval"]; r.ResultType != "input_required" || !ok {
+			t.Fatalf("a call of guarded from a client of tasks and elicitation: %+v, want its approval asked", r)
+		}
+		pendingApproval(t, h, "tasked")
+		r = resultOf(t, rpc(t, url, alice, request(2, "tools/call", fmt.Sprintf(`{"name":"guarded","arguments":{"text":"tasked"},"requestState":%q,"inputResponses":{"approval":%s}}`,
+			r.RequestState, acceptAnswer), metaCaps(elicitTasksCaps, "")), nil))
+		if r.IsError || r.text() != "guarded:tasked" || r.ResultType != "complete" {
+			t.Errorf("the approved call: %+v, want its result", r)
+		}
+	})
+	t.Run("module", func(t *testing.T) {
+		url, _ := asksFront(t)
+		url += "/mcp/asking"
+		r := resultOf(t, rpc(t, url, "", request(1, "tools/call", `{"name":"s_elicit","arguments":{}}`, metaCaps(elicitTasksCaps, "")), nil))
+		ask, ok := r.InputRequests["name"]
+		if r.ResultType != "input_required" || !ok || ask.Params.Message != "Your name?" {
+			t.Fatalf("s_elicit from a client of tasks and elicitation: %+v, want the server's elicitation", r)
+		}
+		r = resultOf(t, rpc(t, url, "", request(2, "tools/call", fmt.Sprintf(`{"name":"s_elicit","arguments":{},"requestState":%q,"inputResponses":{"name":{"action":"accept","content":{"name":"Bo"}}}}`,
+			r.RequestState), metaCaps(elicitTasksCaps, "")), nil))
+		if _, ok := r.InputRequests["confirm"]; r.ResultType != "input_required" || !ok {
+			t.Fatalf("the second round: %+v, want the server's confirmation", r)
+		}
+		r = resultOf(t, rpc(t, url, "", request(3, "tools/call", fmt.Sprintf(`{"name":"s_elicit","arguments":{},"requestState":%q,"inputResponses":{"confirm":{"action":"accept","content":{"sure":false}}}}`,
+			r.RequestState), metaCaps(elicitTasksCaps, "")), nil))
+		if r.IsError || r.text() != "hello Bo, sure: false (accept)" || r.ResultType != "complete" {
+			t.Errorf("the last round: %+v, want the server's result", r)
+		}
+	})
+}
+
+// TestMCPHeldAsksBounded: a credential's agents hold at most maxHeldCalls
+// calls waiting for their clients' answers (the attack: calls whose
+// server asks, never answered, to pile up): past it, the server's request
+// is refused with rate_limited, and an old round's request state, once
+// answered, names nothing.
+func TestMCPHeldAsksBounded(t *testing.T) {
+	url, _ := asksFront(t)
+	url += "/mcp/asking"
+	call := func(id int) callResult {
+		return resultOf(t, rpc(t, url, "", request(id, "tools/call", `{"name":"s_elicit","arguments":{}}`, metaCaps(elicitCaps, "")), nil))
+	}
+	var first callResult
+	for i := range 16 {
+		if r := call(i + 1); r.ResultType != "input_required" {
+			t.Fatalf("held call %d: %+v, want input_required", i+1, r)
+		} else if i == 0 {
+			first = r
+		}
+	}
+	if r := call(17); !r.IsError || !strings.Contains(r.text(), "rate_limited") {
+		t.Errorf("the 17th held call: %+v, want rate_limited", r)
+	}
+	answer := fmt.Sprintf(`{"name":"s_elicit","arguments":{},"requestState":%q,"inputResponses":{"name":{"action":"decline"}}}`, first.RequestState)
+	if r := resultOf(t, rpc(t, url, "", request(18, "tools/call", answer, metaCaps(elicitCaps, "")), nil)); r.text() != "no name: decline" {
+		t.Errorf("the first call, answered: %+v", r)
+	}
+	refusedState(t, "the first call's old state again", rpc(t, url, "", request(19, "tools/call", answer, metaCaps(elicitCaps, "")), nil))
+}
