@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 )
 
 type sampleArgs struct {
@@ -47,7 +48,7 @@ func main() {
 
 // stateless reports whether the call's client speaks the stateless era.
 func stateless(req *mcp.CallToolRequest) bool {
-	return req.ProtocolVersion() >= "2026-07-28"
+	return req.ProtocolVersion() >= mcpversion.Stateless
 }
 
 func text(s string) *mcp.CallToolResult {
