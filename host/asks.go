@@ -18,8 +18,8 @@ const maxLogMessage = 16 << 10
 
 // callAsker is the caller's [toolhost.Asker] as one call passes it to its
 // module: each request the module makes of the client is a
-// tool_call.input event (its method, its key, the answer's outcome — never
-// what the client answered), and each log message is redacted, bounded and
+// tool_call.input event under the call (its method, its key, the answer's
+// outcome — never what the client answered), and each log message is redacted, bounded and
 // dropped once the call has ended.
 type callAsker struct {
 	toolhost.Asker
@@ -42,7 +42,9 @@ func (a callAsker) Ask(ctx context.Context, round map[string]toolhost.ClientRequ
 		default:
 			payload["outcome"] = outcome(req.Method, answers[key])
 		}
-		a.c.h.events.Emit(a.c.event(store.EventCallInput, payload))
+		e := a.c.event(store.EventCallInput, payload)
+		e.ParentID = a.c.req.Context.CallID // it belongs under the call
+		a.c.h.events.Emit(e)
 	}
 	return answers, err
 }

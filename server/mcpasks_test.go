@@ -250,7 +250,7 @@ func TestMCPServerAsksClient(t *testing.T) {
 		if strings.Contains(string(raw), "Ada") || strings.Contains(string(raw), modelAnswer) {
 			t.Errorf("an input event holds the client's answer: %s", raw)
 		}
-		if e.CallID == "" || (e.Group != "asker" && e.Group != "asker25") {
+		if e.CallID == "" || e.ParentID != e.CallID || (e.Group != "asker" && e.Group != "asker25") {
 			t.Errorf("an input event without its call or module: %s", raw)
 		}
 		outcomes[fmt.Sprint(e.Payload["method"], " ", e.Payload["outcome"])]++
