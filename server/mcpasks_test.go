@@ -234,6 +234,17 @@ func TestMCPServerAsksClient(t *testing.T) {
 					if s, e := quiet.asked(); s+e != 0 {
 						t.Errorf("a client without the capabilities was asked %d samplings and %d elicitations", s, e)
 					}
+					// Its roots (the go-sdk client declares them) reach the
+					// server within a 2025 call; a stateless client that
+					// takes no other request has no round to be asked them
+					// in: toolhost answers, with none.
+					want := "roots: file:///home/ada"
+					if version == sessionlessEra {
+						want = "roots: none"
+					}
+					if text, isErr := quiet.call(t, p+"roots", nil); isErr || text != want {
+						t.Errorf("roots of a client that takes no other request: %q (error %v), want %q", text, isErr, want)
+					}
 				})
 			}
 		}
@@ -255,9 +266,10 @@ func TestMCPServerAsksClient(t *testing.T) {
 		}
 		outcomes[fmt.Sprint(e.Payload["method"], " ", e.Payload["outcome"])]++
 	}
-	// 8 clients: a sampling, two elicitations and roots each.
-	if outcomes["sampling/createMessage answered: endTurn"] != 8 || outcomes["elicitation/create accept"] != 16 || outcomes["roots/list answered"] != 8 {
-		t.Errorf("input events by outcome: %v, want 8 samplings answered, 16 elicitations accepted, 8 roots answered", outcomes)
+	// 8 clients: a sampling, two elicitations and roots each; 4 quiet
+	// clients of 2025: roots.
+	if outcomes["sampling/createMessage answered: endTurn"] != 8 || outcomes["elicitation/create accept"] != 16 || outcomes["roots/list answered"] != 12 {
+		t.Errorf("input events by outcome: %v, want 8 samplings answered, 16 elicitations accepted, 12 roots answered", outcomes)
 	}
 }
 

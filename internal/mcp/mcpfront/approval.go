@@ -68,9 +68,10 @@ type heldCall struct {
 	tasked chan struct{}            // closed once it runs as a task: it asks no more
 
 	// Under heldCalls.mu:
-	state string      // the request state naming it while it waits for its client
-	open  *inputRound // the round its client was sent, until answered
-	timer *time.Timer // forgets it once its client has not come back in time
+	counted bool        // it has been held: the bound let it in
+	state   string      // the request state naming it while it waits for its client
+	open    *inputRound // the round its client was sent, until answered
+	timer   *time.Timer // forgets it once its client has not come back in time
 }
 
 // inputRound is one round of requests of a held call's client.
@@ -305,15 +306,15 @@ func approvalElicitation(role string, ar host.ApprovalRequest) *mcp.ElicitParams
 }
 
 // hold keeps c, which asks its client (what is unanswered of) round rd,
-// under a new request state, which it returns, for rd's window. A call not held
-// yet is refused when its credential's agents hold maxHeldCalls.
+// under a new request state, which it returns, for rd's window. A call not
+// held before is refused when its credential's agents hold maxHeldCalls.
 func (h *heldCalls) hold(c *heldCall, rd *inputRound) (string, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	state := hex.EncodeToString(b[:])
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if c.state == "" && h.countLocked(c.agent) >= maxHeldCalls {
+	if !c.counted && h.countLocked(c.agent) >= maxHeldCalls {
 		return "", toolhost.Errorf(toolhost.CodeRateLimited, "the agents of this credential have %d calls waiting for their clients' answers, the most the front holds", maxHeldCalls)
 	}
 	if h.calls == nil {
@@ -321,7 +322,7 @@ func (h *heldCalls) hold(c *heldCall, rd *inputRound) (string, error) {
 	}
 	delete(h.calls, c.state)
 	h.calls[state] = c
-	c.state, c.open = state, rd
+	c.state, c.open, c.counted = state, rd, true
 	if c.timer != nil {
 		c.timer.Stop()
 	}

@@ -83,9 +83,18 @@ func (a *clientAsker) asked() bool {
 	return caps["sampling"] != nil || caps["elicitation"] != nil
 }
 
-// Capabilities are the client's, as it declared them.
+// Capabilities are the client's, as it declared them; but roots for a
+// stateless client whose call is not held (it declared neither sampling nor
+// elicitation), which has no round to be asked them in: holding every such
+// call for a roots/list few servers make would cost every call of such a
+// client a goroutine, so toolhost answers with no roots instead.
 func (a *clientAsker) Capabilities() json.RawMessage {
-	b, _ := json.Marshal(a.capabilities())
+	caps := a.capabilities()
+	if a.held == nil && caps["roots"] != nil && a.req.ProtocolVersion() >= mcpversion.Stateless {
+		caps = maps.Clone(caps)
+		delete(caps, "roots")
+	}
+	b, _ := json.Marshal(caps)
 	return b
 }
 
@@ -113,7 +122,9 @@ func (a *clientAsker) Given() map[string]json.RawMessage {
 func (a *clientAsker) Ask(ctx context.Context, round map[string]toolhost.ClientRequest) (map[string]json.RawMessage, error) {
 	for _, r := range round {
 		name := map[string]string{toolhost.MethodSampling: "sampling", toolhost.MethodElicitation: "elicitation", toolhost.MethodRoots: "roots"}[r.Method]
-		if name == "" || a.capabilities()[name] == nil {
+		var caps map[string]any
+		_ = json.Unmarshal(a.Capabilities(), &caps)
+		if name == "" || caps[name] == nil {
 			return nil, toolhost.Errorf(toolhost.CodeValidation, "%s: the client that made the call did not declare the capability", r.Method)
 		}
 	}
