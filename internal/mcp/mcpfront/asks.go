@@ -16,7 +16,7 @@ import (
 )
 
 // What a call's module asks of the client that made the call: an MCP
-// server's sampling and elicitation requests and its log messages
+// server's sampling, elicitation and roots requests and its log messages
 // (mcpsource's asks.go), which reach the client as the server sent them,
 // and only what the client declared. A client of the 2025 protocols gets
 // them as requests and notifications within the call, on its session; a
