@@ -407,7 +407,8 @@ func TestMCPTaskClientAsked(t *testing.T) {
 // calls waiting for their clients' answers (the attack: calls whose
 // server asks, never answered, to pile up): past it, the server's request
 // is refused with rate_limited, and an old round's request state, once
-// answered, names nothing.
+// answered, names nothing. The held calls do not keep the server's log
+// messages from another call's client.
 func TestMCPHeldAsksBounded(t *testing.T) {
 	url, _ := asksFront(t)
 	url += "/mcp/asking"
@@ -425,6 +426,17 @@ func TestMCPHeldAsksBounded(t *testing.T) {
 	if r := call(17); !r.IsError || !strings.Contains(r.text(), "rate_limited") {
 		t.Errorf("the 17th held call: %+v, want rate_limited", r)
 	}
+	// The held calls, waiting for their clients, run nothing on the
+	// stateless server: its log messages are the one running call's.
+	ac := newAskClient(t, askTransports[0].dial(t, nil, strings.TrimSuffix(url, "/mcp/asking"), "asking"), sessionlessEra, false)
+	if text, isErr := ac.call(t, "s_log", nil); isErr || text != "logged 3" {
+		t.Fatalf("log beside the held calls: %q (error %v)", text, isErr)
+	}
+	proctest.Eventually(t, "the log messages reach the client beside the held calls", func() bool {
+		ac.mu.Lock()
+		defer ac.mu.Unlock()
+		return len(ac.logs) == 3
+	})
 	answer := fmt.Sprintf(`{"name":"s_elicit","arguments":{},"requestState":%q,"inputResponses":{"name":{"action":"decline"}}}`, first.RequestState)
 	if r := resultOf(t, rpc(t, url, "", request(18, "tools/call", answer, metaCaps(elicitCaps, "")), nil)); r.text() != "no name: decline" {
 		t.Errorf("the first call, answered: %+v", r)

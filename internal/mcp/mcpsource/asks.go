@@ -30,7 +30,9 @@ import (
 //     which say nothing of the call they belong to: one is forwarded only
 //     while exactly one call of the server is in flight, which is then the
 //     one it asks for; otherwise it is refused, as is a log message (which
-//     is dropped). The session declares sampling and elicitation once, as
+//     is dropped). Log messages of a stateless server say nothing of their
+//     call either (the SDK merges the streams they come on): they go to the
+//     one call in flight whose round does not wait for its client. The session declares sampling and elicitation once, as
 //     the block allows, and asks for every log level.
 //
 // roots/list is forwarded likewise when the block allows it (the client's
@@ -50,9 +52,10 @@ const (
 
 // flight is a call in flight on the server.
 type flight struct {
-	ctx   context.Context
-	asker toolhost.Asker // nil when the caller has no client to ask
-	asks  atomic.Int32   // its 2025 server's requests waiting on it
+	ctx     context.Context
+	asker   toolhost.Asker // nil when the caller has no client to ask
+	asks    atomic.Int32   // its 2025 server's requests waiting on it
+	waiting atomic.Bool    // its stateless server's round waits for the client: no request of it runs upstream
 }
 
 // allows reports whether the server may ask the calling client for method
@@ -222,17 +225,24 @@ func (s *Server) fly(ctx context.Context) (*flight, func()) {
 	}
 }
 
-// only returns the call in flight when there is exactly one, else nil.
+// only returns the call in flight when there is exactly one, else nil. A
+// call of a stateless server whose round waits for its client does not
+// count: none of its requests runs on the server, which cannot speak of it.
 func (s *Server) only() *flight {
+	stateless := s.stateless()
 	s.fmu.Lock()
 	defer s.fmu.Unlock()
-	if len(s.flights) != 1 {
-		return nil
-	}
+	var one *flight
 	for f := range s.flights {
-		return f
+		if stateless && f.waiting.Load() {
+			continue
+		}
+		if one != nil {
+			return nil
+		}
+		one = f
 	}
-	return nil
+	return one
 }
 
 // askOne forwards a 2025 server's request (method, params) to the client of
@@ -377,7 +387,9 @@ func (s *Server) answer(ctx context.Context, f *flight, reqs mcp.InputRequestMap
 	if len(round) == 0 {
 		return out, nil
 	}
+	f.waiting.Store(true)
 	answers, err := f.asker.Ask(ctx, round)
+	f.waiting.Store(false)
 	if err != nil {
 		return nil, err
 	}
