@@ -443,3 +443,23 @@ func TestMCPHeldAsksBounded(t *testing.T) {
 	}
 	refusedState(t, "the first call's old state again", rpc(t, url, "", request(19, "tools/call", answer, metaCaps(elicitCaps, "")), nil))
 }
+
+// TestMCPTaskAsksRefused: a call that has become a task (it asked nothing
+// within the first second) can no longer ask its client: its module's
+// elicitation is refused, and the task ends with that error.
+func TestMCPTaskAsksRefused(t *testing.T) {
+	url, _ := asksFront(t)
+	url += "/mcp/asking"
+	v := taskOf(t, rpc(t, url, "", request(1, "tools/call", `{"name":"s_elicit","arguments":{"after_ms":1500}}`, metaCaps(elicitTasksCaps, "")), nil))
+	if v.ResultType != "task" {
+		t.Fatalf("s_elicit asking after 1.5 s: %+v, want a task", v)
+	}
+	proctest.Eventually(t, "the task ends", func() bool {
+		v = taskOf(t, rpc(t, url, "", request(2, "tasks/get", fmt.Sprintf(`{"taskId":%q}`, v.TaskID), metaCaps(elicitTasksCaps, "")), nil))
+		return v.Status != "working"
+	})
+	var r callResult
+	if err := json.Unmarshal(v.Result, &r); err != nil || v.Status != "completed" || !r.IsError || !strings.Contains(r.text(), "runs as an MCP task") {
+		t.Errorf("the task: %s %s, want completed with an error saying it runs as a task", v.Status, v.Result)
+	}
+}

@@ -1,7 +1,7 @@
 // Command askserver is an MCP server over stdio, on the go-sdk, whose tools
 // ask the client while they run: log sends log messages, sample asks for
-// sampling, elicit asks twice for elicitation, roots lists the client's
-// roots. A client of the stateless
+// sampling, elicit asks twice for elicitation (after_ms later, when given),
+// roots lists the client's roots. A client of the stateless
 // era is asked with input_required rounds, a 2025 client with requests on
 // its session. With the argument "legacy" it refuses server/discover, so
 // that its clients speak the 2025 protocols.
@@ -13,6 +13,7 @@ import (
 	"log"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -107,7 +108,20 @@ var (
 	askConfirm = &mcp.ElicitParams{Mode: "form", Message: "Sure?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"sure": map[string]any{"type": "boolean"}}}}
 )
 
-func elicitTool(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+type elicitArgs struct {
+	// AfterMs delays the first question, for a call that has become a
+	// task meanwhile.
+	AfterMs int `json:"after_ms,omitempty"`
+}
+
+func elicitTool(ctx context.Context, req *mcp.CallToolRequest, args elicitArgs) (*mcp.CallToolResult, any, error) {
+	if req.Params.RequestState == "" && len(req.Params.InputResponses) == 0 {
+		select {
+		case <-time.After(time.Duration(args.AfterMs) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
 	var name, sure *mcp.ElicitResult
 	if stateless(req) {
 		state, in := req.Params.RequestState, req.Params.InputResponses
