@@ -30,10 +30,11 @@ import (
 //     which say nothing of the call they belong to: one is forwarded only
 //     while exactly one call of the server is in flight, which is then the
 //     one it asks for; otherwise it is refused, as is a log message (which
-//     is dropped). Log messages of a stateless server say nothing of their
-//     call either (the SDK merges the streams they come on): they go to the
-//     one call in flight whose round does not wait for its client. The session declares sampling and elicitation once, as
+//     is dropped). The session declares sampling and elicitation once, as
 //     the block allows, and asks for every log level.
+//   - Log messages of a stateless server say nothing of their call either
+//     (the SDK merges the streams they come on): they go to the one call in
+//     flight whose round does not wait for its client.
 //
 // roots/list is forwarded likewise when the block allows it (the client's
 // roots are paths on the client's machine, which a server beside toolhost
