@@ -231,7 +231,7 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 	r := &mcpRole{h: h, role: role, open: open, tools: map[string]host.Function{}, offered: map[string]*mcp.Tool{},
 		impl: &mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role, Version: toolhost.Version(), WebsiteURL: h.Config().WebsiteURL}}
 	r.srv = mcp.NewServer(r.impl, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}, // asks.go
 			Extensions: map[string]any{tasksExtension: map[string]any{}}},
 		CompletionHandler:  r.complete,
 		SubscribeHandler:   r.subscribe,
@@ -258,7 +258,7 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 			case *mcp.CallToolRequest:
 				if req.Params != nil && !r.offers(req.Params.Name) {
 					res, err := r.call(ctx, req)
-					if req.ProtocolVersion() >= mcpversion.Stateless {
+					if err == nil && req.ProtocolVersion() >= mcpversion.Stateless {
 						res = completed(res)
 					}
 					return res, err
@@ -660,9 +660,9 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		})
 	}
 	if req.Params.RequestState != "" {
-		return r.resume(ctx, a, req), nil
+		return r.resume(ctx, a, req)
 	}
-	return r.callAsking(ctx, a, req), nil
+	return r.callAsking(ctx, a, req)
 }
 
 // run calls a tool through the host's pipeline as the session's agent. A

@@ -226,3 +226,15 @@ func SetMessageHeaders(h http.Header, msg string) {
 		h.Set("Mcp-Name", m.Params.Name)
 	}
 }
+
+// AskServer builds the test MCP server whose tools ask their client while
+// they run (askserver: log, sample, elicit) and returns its executable.
+func AskServer(t testing.TB) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "askserver")
+	cmd := exec.Command("go", "build", "-o", exe, "github.com/toolhost/toolhost/internal/mcp/mcptest/askserver")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build askserver: %v\n%s", err, out)
+	}
+	return exe
+}
