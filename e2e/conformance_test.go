@@ -135,7 +135,8 @@ func TestConformance(t *testing.T) {
 	srv := newServe(t, fmt.Sprintf(`
 data_dir = "data"
 mcp_server "conform" {
-  command = %q
+  command         = %q
+  client_requests = ["logging", "elicitation", "sampling", "roots"]
 }
 role "conformance" {
   tool_groups = ["conform"]
