@@ -27,13 +27,15 @@ type contentCut struct {
 // blocks, as stdout joins them); the block that crosses a limit has its
 // text cut, and the text blocks after it are dropped. Binary data shares
 // maxContentBinary. A block other than text whose fields or data do not
-// fit is dropped, a text block saying so in its place. It returns the blocks, the
+// fit is dropped, one text block in place of the first saying how many
+// were (stdout holds it too, past the limit). It returns the blocks, the
 // text of their text blocks joined by newlines (the result's stdout), and
 // whether anything was redacted or cut.
 func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhost.Content, stdout string, redacted bool, cut contentCut) {
 	out = make([]toolhost.Content, 0, len(in))
 	var texts []string
 	usedLines, usedBytes, usedBinary := 0, 0, 0
+	note, noteText, drops := -1, 0, 0 // where the note of the blocks dropped is (in out, in texts), and how many
 	for _, b := range in {
 		b, changed := redactBlock(b)
 		redacted = redacted || changed
@@ -53,9 +55,12 @@ func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhos
 		if maxBytes > 0 && bytesLeft < 0 || usedBinary+binary > maxContentBinary {
 			cut.bytes = true
 			if b.Type != toolhost.ContentText {
-				b = dropped(b, binary)
-				texts = append(texts, b.Text)
-				out = append(out, b)
+				if note < 0 {
+					note, noteText = len(out), len(texts)
+					out = append(out, toolhost.Content{Type: toolhost.ContentText})
+					texts = append(texts, "")
+				}
+				drops++
 			}
 			continue
 		}
@@ -81,6 +86,10 @@ func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhos
 			texts = append(texts, b.Text)
 		}
 		out = append(out, b)
+	}
+	if note >= 0 {
+		out[note].Text = fmt.Sprintf("[%d content block(s) other than text dropped here and after: past the output limits]", drops)
+		texts[noteText] = out[note].Text
 	}
 	return out, strings.Join(texts, "\n"), redacted, cut
 }
@@ -115,14 +124,4 @@ func redactBlock(b toolhost.Content) (toolhost.Content, bool) {
 		b.Resource = &r
 	}
 	return b, redacted
-}
-
-// dropped is the text block that stands for a block the limits dropped.
-func dropped(b toolhost.Content, binary int) toolhost.Content {
-	what := b.Type
-	if b.MimeType != "" {
-		what += " " + b.MimeType
-	}
-	return toolhost.Content{Type: toolhost.ContentText, Text: fmt.Sprintf(
-		"[a %s block (%d bytes of data) was dropped: past the output limits]", what, binary)}
 }

@@ -504,7 +504,10 @@ func (c *call) finish(ctx context.Context, in *toolhost.Result) *toolhost.Result
 		}
 	}
 	tail := c.tool.spec.OutputTail
-	out, errs := output.Limit(res.Stdout, lines, bytes, tail), output.Limit(res.Stderr, lines, bytes, tail)
+	out, errs := output.Cut{Text: res.Stdout}, output.Limit(res.Stderr, lines, bytes, tail)
+	if len(res.Content) == 0 { // else finishContent cut it
+		out = output.Limit(res.Stdout, lines, bytes, tail)
+	}
 	cut := out.Text != res.Stdout || errs.Text != res.Stderr || spoolCut
 	var saved, notKept string
 	switch {

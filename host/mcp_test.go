@@ -74,7 +74,7 @@ func TestMCPServerModule(t *testing.T) {
 		return h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: []byte(args)})
 	}
 	res, err := call("echo", `{"text":"hi"}`)
-	if err != nil || !res.OK || res.Stdout != "hi" || len(res.Attachments) != 1 || res.Attachments[0].MimeType != "image/png" {
+	if err != nil || !res.OK || res.Stdout != "hi" || len(res.Content) != 2 || res.Content[1].Type != toolhost.ContentImage || res.Content[1].MimeType != "image/png" {
 		t.Errorf("echo: %+v, %v", res, err)
 	}
 	if res, err := call("get_thing_v2", `{}`); err != nil || res.Stdout != "thing" {
