@@ -190,11 +190,15 @@ func streamBody(t *testing.T, req *http.Request) string {
 
 // TestMCPStreamResumed: a session's client whose stream broke during a
 // call comes back with a GET and the priming event's id (Last-Event-ID),
-// and gets the call's result, which came while it was away.
+// and gets the call's result, which came while it was away. Another
+// credential cannot resume it (404, as for any session not its own), nor
+// can the same credential from another session (400: not that session's
+// stream).
 func TestMCPStreamResumed(t *testing.T) {
 	g := newGate()
-	srv, _ := serve(t, gateConfig, g.group(), group("console", "console_print"))
-	s := &httpSession{url: srv.URL + "/mcp/worker", version: sessionEra}
+	srv, h := serve(t, gateConfig, g.group(), group("console", "console_print"))
+	alice, mallory := roleToken(t, h, "alice"), roleToken(t, h, "mallory")
+	s := &httpSession{url: srv.URL + "/mcp/worker", version: sessionEra, token: alice}
 	s.post(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	s.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -222,9 +226,33 @@ func TestMCPStreamResumed(t *testing.T) {
 	if err := g.awaitEnd(t); err != nil {
 		t.Fatalf("the call ended with %v", err)
 	}
-	req := s.request(context.Background(), "GET", "")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", id)
+	resume := func(s *httpSession) *http.Request {
+		req := s.request(context.Background(), "GET", "")
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Last-Event-ID", id)
+		return req
+	}
+	other := &httpSession{url: s.url, version: sessionEra, token: alice}
+	other.post(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	for _, attack := range []struct {
+		name string
+		s    *httpSession
+		want int
+	}{
+		{"another credential, alice's session", &httpSession{url: s.url, version: sessionEra, token: mallory, id: s.id}, http.StatusNotFound},
+		{"alice, from her other session", other, http.StatusBadRequest},
+	} {
+		resp, err := http.DefaultClient.Do(resume(attack.s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != attack.want || strings.Contains(string(b), "held") {
+			t.Errorf("%s: %s %s, want %d without the result", attack.name, resp.Status, b, attack.want)
+		}
+	}
+	req := resume(s)
 	// The result is stored once the call's handler has returned, which
 	// may be a moment after the tool ended.
 	proctest.Eventually(t, "the result replayed", func() bool {
