@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
@@ -77,6 +78,15 @@ func TestMCPContentAsSent(t *testing.T) {
 		}
 		b, _ := json.Marshal(res.Content)
 		return string(b), res.IsError
+	}
+	// The API's result has the blocks, and their text in stdout.
+	var res struct {
+		Stdout  string             `json:"stdout"`
+		Content []toolhost.Content `json:"content"`
+	}
+	if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"role": "reader", "tool": "blocks", "arguments": mcptest.ContentArgs{Text: "api"}}, &res); code != 200 ||
+		res.Stdout != "api\nthe end" || len(res.Content) != 7 || res.Content[1].Type != toolhost.ContentImage || string(res.Content[1].Data) != "\x89PNG image" {
+		t.Errorf("POST /api/call: %d %+v", code, res)
 	}
 	for name, cs := range frontClients(t, srv.URL, func(tr mcp.Transport) error { return ServeMCP(context.Background(), h, "reader", tr) }) {
 		through := func(args mcptest.ContentArgs) (string, bool) {
