@@ -466,7 +466,9 @@ func (c *call) progress(p toolhost.Progress, ended *atomic.Bool) toolhost.Progre
 }
 
 // finish redacts secrets from a result and cuts its output to the group's
-// limits, working on a copy. Redaction comes first, so that no cut can leave
+// limits, working on a copy; a result with content blocks has them
+// redacted and cut in order, its stdout made from them (finishContent).
+// Redaction comes first, so that no cut can leave
 // part of a secret visible; a command's output cut short is saved whole
 // (redacted) under data_dir, its path in meta.full_output, within the
 // storage quotas: when it cannot be kept, meta.full_output_not_kept says

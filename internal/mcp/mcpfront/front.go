@@ -631,7 +631,8 @@ func (a *mcpAgent) track(ctx context.Context) (context.Context, func()) {
 }
 
 // call runs a tools/call: progress notifications go to the client when it
-// asked for them.
+// asked for them; a tool the agent's list does not hold is refused as the
+// protocol's unknown tool (callUnoffered).
 func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	a, err := r.agent(ctx, req.Session, req.Extra, req.Params.Meta)
 	if err != nil {
