@@ -70,7 +70,9 @@ func TestContentLikeDirect(t *testing.T) {
 	clientIn, serverOut := io.Pipe()
 	serverIn, clientOut := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- server.ServeMCP(ctx, h, "tester", &mcp.IOTransport{Reader: serverIn, Writer: serverOut}) }()
+	go func() {
+		done <- server.ServeMCP(ctx, h, "tester", &mcp.IOTransport{Reader: serverIn, Writer: serverOut})
+	}()
 	clients["stdio"] = connect(&mcp.IOTransport{Reader: clientIn, Writer: clientOut}, "")
 	t.Cleanup(func() { _ = clientOut.Close(); <-done })
 
