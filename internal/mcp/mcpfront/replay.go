@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"errors"
@@ -19,7 +20,8 @@ import (
 // protocol 2025-11-25 on (the stateless era has no resumable streams), and
 // begins each POST's stream with a priming event (an id, no data); the
 // front puts a retry field (sseRetry) before the first event of every
-// stream (retryWriter). A client whose stream breaks comes back with a GET
+// stream, and sends the priming event with the stream's next one when that
+// comes soon (sseWriter). A client whose stream breaks comes back with a GET
 // and Last-Event-ID, and gets what it missed. The store is bounded for the
 // whole front: replayBytes of messages and replayStreams streams, the
 // oldest stream dropped first whole; a stream dropped can no longer be
@@ -174,24 +176,87 @@ func (s *replayStore) SessionClosed(_ context.Context, session string) error {
 // sets the client's reconnection time and is no event.
 var retryField = fmt.Sprintf("retry: %d\n\n", sseRetry.Milliseconds())
 
-// retryWriter passes a response on, an event stream's first bytes after
-// retryField.
-type retryWriter struct {
+// primeAfter is how long an event stream's priming event waits for the
+// stream's next event, to leave in one write with it: a call answered at
+// once costs no packet more than without it.
+const primeAfter = 10 * time.Millisecond
+
+// sseWriter passes a response on; an event stream's first bytes come after
+// retryField, and a priming event that opens it is held until the stream's
+// next event, primeAfter, or the response's end, whichever comes first.
+type sseWriter struct {
 	http.ResponseWriter
+
+	mu    sync.Mutex // the SDK writes from the goroutine that answers, its timer from another
 	begun bool
+	held  []byte // retryField and the priming event, not written yet
+	timer *time.Timer
+	ended bool
 }
 
-func (w *retryWriter) Write(p []byte) (int, error) {
-	if w.begun {
+func (w *sseWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prefix := w.held
+	if !w.begun {
+		w.begun = true
+		if !strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+			return w.ResponseWriter.Write(p)
+		}
+		prefix = []byte(retryField)
+		if priming(p) {
+			w.held = append(prefix, p...)
+			w.timer = time.AfterFunc(primeAfter, w.release)
+			return len(p), nil
+		}
+	}
+	if len(prefix) == 0 {
 		return w.ResponseWriter.Write(p)
 	}
-	w.begun = true
-	if !strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
-		return w.ResponseWriter.Write(p)
+	if w.timer != nil {
+		w.timer.Stop()
 	}
-	n, err := w.ResponseWriter.Write(append([]byte(retryField), p...))
-	return max(n-len(retryField), 0), err
+	w.held = nil
+	n, err := w.ResponseWriter.Write(append(prefix, p...))
+	return max(n-len(prefix), 0), err
+}
+
+// priming reports whether an event is a priming event: an id, no data.
+func priming(event []byte) bool {
+	return bytes.Contains(event, []byte("id: ")) && bytes.HasSuffix(event, []byte("\ndata: \n\n"))
+}
+
+// Flush flushes the response, unless a priming event is held.
+func (w *sseWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.held == nil {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+// release writes a held priming event, when primeAfter has passed.
+func (w *sseWriter) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.held != nil && !w.ended {
+		_, _ = w.ResponseWriter.Write(w.held)
+		w.held = nil
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+// end writes a held priming event before the handler returns; nothing is
+// written after.
+func (w *sseWriter) end() {
+	w.release()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ended = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 }
 
 // Unwrap returns the response writer it wraps, for http.ResponseController.
-func (w *retryWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *sseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

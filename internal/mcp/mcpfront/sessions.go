@@ -366,7 +366,9 @@ func (f *Front) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRole, 
 		f.serve(w, req, r, r.stateless, cred, credScope+cred, nil)
 		return
 	}
-	w = &retryWriter{ResponseWriter: w}
+	sw := &sseWriter{ResponseWriter: w}
+	defer sw.end()
+	w = sw
 	switch e := f.open.lookup(id, r, cred); {
 	case e != nil:
 		defer f.open.end(e)
