@@ -9,10 +9,15 @@ import (
 	"github.com/toolhost/toolhost/redact"
 )
 
-// maxContentBinary bounds the binary data of a result's content blocks
-// together (images, audio, embedded blobs), as the gRPC message size bounds
-// a plugin's attachments.
-const maxContentBinary = 4 << 20
+const (
+	// maxContentBinary bounds the binary data of a result's content blocks
+	// together (images, audio, embedded blobs), as the gRPC message size
+	// bounds a plugin's attachments.
+	maxContentBinary = 4 << 20
+	// maxContentBlocks bounds the blocks a result keeps, whatever their
+	// size.
+	maxContentBlocks = 1000
+)
 
 // contentCut says what the output limits took from a result's content.
 type contentCut struct {
@@ -26,9 +31,10 @@ type contentCut struct {
 // shares the byte and line limits (a newline counted between two text
 // blocks, as stdout joins them); the block that crosses a limit has its
 // text cut, and the text blocks after it are dropped. Binary data shares
-// maxContentBinary. A block other than text whose fields or data do not
-// fit is dropped, one text block in place of the first saying how many
-// were (stdout holds it too, past the limit). It returns the blocks, the
+// maxContentBinary, and the blocks kept maxContentBlocks. A block other
+// than text whose fields or data do not fit is dropped, as is every block
+// past maxContentBlocks, one text block in place of the first saying how
+// many were (stdout holds it too, past the limit). It returns the blocks, the
 // text of their text blocks joined by newlines (the result's stdout), and
 // whether anything was redacted or cut.
 func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhost.Content, stdout string, redacted bool, cut contentCut) {
@@ -36,7 +42,20 @@ func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhos
 	var texts []string
 	usedLines, usedBytes, usedBinary := 0, 0, 0
 	note, noteText, drops := -1, 0, 0 // where the note of the blocks dropped is (in out, in texts), and how many
+	drop := func() {
+		if note < 0 {
+			note, noteText = len(out), len(texts)
+			out = append(out, toolhost.Content{Type: toolhost.ContentText})
+			texts = append(texts, "")
+		}
+		drops++
+	}
 	for _, b := range in {
+		if len(out) >= maxContentBlocks {
+			cut.bytes = true
+			drop()
+			continue
+		}
 		b, changed := redactBlock(b)
 		redacted = redacted || changed
 		sep := 0
@@ -55,12 +74,7 @@ func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhos
 		if maxBytes > 0 && bytesLeft < 0 || usedBinary+binary > maxContentBinary {
 			cut.bytes = true
 			if b.Type != toolhost.ContentText {
-				if note < 0 {
-					note, noteText = len(out), len(texts)
-					out = append(out, toolhost.Content{Type: toolhost.ContentText})
-					texts = append(texts, "")
-				}
-				drops++
+				drop()
 			}
 			continue
 		}
@@ -88,14 +102,14 @@ func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhos
 		out = append(out, b)
 	}
 	if note >= 0 {
-		out[note].Text = fmt.Sprintf("[%d content block(s) other than text dropped here and after: past the output limits]", drops)
+		out[note].Text = fmt.Sprintf("[%d content block(s) dropped here and after: past the output limits]", drops)
 		texts[noteText] = out[note].Text
 	}
 	return out, strings.Join(texts, "\n"), redacted, cut
 }
 
 // redactBlock redacts a block's text, an embedded resource's text, and the
-// strings and _meta of either, on a copy.
+// strings, icons and _meta of either, on a copy.
 func redactBlock(b toolhost.Content) (toolhost.Content, bool) {
 	var redacted bool
 	str := func(s *string) {
@@ -116,6 +130,7 @@ func redactBlock(b toolhost.Content) (toolhost.Content, bool) {
 		}
 	}
 	raw((*[]byte)(&b.Meta))
+	raw((*[]byte)(&b.Icons))
 	if b.Resource != nil {
 		r := *b.Resource
 		str(&r.Text)

@@ -65,7 +65,7 @@ func TestMCPContentThroughPipeline(t *testing.T) {
 
 // TestMCPContentCut: past the group's byte limit a result's blocks are
 // cut in order: the text that crosses the limit cut, the blocks after it
-// dropped, one text standing for those other than text; stdout is the text
+// dropped, one text standing for those other than text blocks; stdout is the text
 // kept and the note, and the result says it was cut.
 func TestMCPContentCut(t *testing.T) {
 	const limit = 200
@@ -76,7 +76,7 @@ func TestMCPContentCut(t *testing.T) {
 		t.Fatalf("blocks: %+v, %v", res, err)
 	}
 	if len(res.Content) != 2 || !strings.HasPrefix(res.Content[0].Text, "xxx") || len(res.Content[0].Text) >= 150 ||
-		res.Content[1].Text != "[5 content block(s) other than text dropped here and after: past the output limits]" {
+		res.Content[1].Text != "[5 content block(s) dropped here and after: past the output limits]" {
 		t.Fatalf("cut content: %+v", res.Content)
 	}
 	if res.Stdout != res.Content[0].Text+"\n"+res.Content[1].Text || !res.TruncatedBytes {
@@ -99,7 +99,7 @@ func TestFinishContent(t *testing.T) {
 		return toolhost.Content{Type: toolhost.ContentResource, Resource: &toolhost.ResourceContents{URI: "u", Text: s}}
 	}
 	note := func(n int) string {
-		return fmt.Sprintf("[%d content block(s) other than text dropped here and after: past the output limits]", n)
+		return fmt.Sprintf("[%d content block(s) dropped here and after: past the output limits]", n)
 	}
 	for _, tc := range []struct {
 		name             string
@@ -119,6 +119,8 @@ func TestFinishContent(t *testing.T) {
 			[]string{"resource 0123456", "text " + note(1)}, note(1), false, true},
 		{"binary past its bound dropped, text after kept", []toolhost.Content{image(maxContentBinary - 1), image(2), text("after"), image(1)}, 0, 0,
 			[]string{"image ", "text " + note(1), "text after", "image "}, note(1) + "\nafter", false, true},
+		{"past the blocks kept, every block dropped", append(slices.Repeat([]toolhost.Content{image(0)}, maxContentBlocks), text("late"), image(0)), 0, 0,
+			append(slices.Repeat([]string{"image "}, maxContentBlocks), "text "+note(2)), note(2), false, true},
 		{"one note for every drop", []toolhost.Content{text("0123456789"), image(0), image(0), resource("x")}, 0, 10,
 			[]string{"text 0123456789", "text " + note(3)}, "0123456789\n" + note(3), false, true},
 	} {
