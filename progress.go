@@ -31,7 +31,7 @@ func ProgressFrom(ctx context.Context) Progress {
 // Throttle returns a Progress passing reports on to p at most once per
 // interval. A report coming sooner is held, replacing any held before, and
 // passed on when the interval ends, so the newest of a burst is never lost;
-// a final report (progress ≥ total > 0) goes at once. It is safe for
+// a final report (progress ≥ total > 0) goes at once, after the one held. It is safe for
 // concurrent use and calls p under a lock, so reports arrive in order. A nil
 // p gives nil.
 func (p Progress) Throttle(every time.Duration) Progress {
@@ -67,6 +67,9 @@ func (p Progress) Throttle(every time.Duration) Progress {
 				flushes = time.AfterFunc(wait, flush)
 			}
 			return
+		}
+		if held != nil { // a final report: the one held goes first, in order
+			p(held.progress, held.total, held.message)
 		}
 		held, last = nil, now
 		p(progress, total, message)

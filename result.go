@@ -71,6 +71,9 @@ type Content struct {
 	Annotations json.RawMessage `json:"annotations,omitempty"`
 	// Meta is the block's _meta, a JSON object, passed on as it came.
 	Meta json.RawMessage `json:"meta,omitempty"`
+	// Role is, in the result of a [MethodPromptsGet] call, who says the
+	// message the block is: "user" or "assistant".
+	Role string `json:"role,omitempty"`
 }
 
 // ResourceContents are the contents of a resource: its text or its bytes.
@@ -91,6 +94,19 @@ type ResourceContents struct {
 // a JSON object matching its tool's OutputSchema, which MCP clients get as
 // structuredContent.
 const MetaStructuredContent = "structured_content"
+
+// MetaDescription is the Meta key of a [MethodPromptsGet] result's
+// description.
+const MetaDescription = "description"
+
+// MetaCompletion is the Meta key of a [MethodComplete] result: a JSON
+// object {"values": [...], "total": N, "hasMore": B} as MCP has it.
+const MetaCompletion = "completion"
+
+// MetaProtocolError is the Meta key of a failed result whose MCP server
+// answered with a JSON-RPC error: {"code": N, "message": S, "data": V},
+// which MCP clients receive as that error.
+const MetaProtocolError = "protocol_error"
 
 // MetaStructuredContentCut is the Meta key the host sets (to true) when it
 // dropped a result's structured content for being past the byte limit.

@@ -24,6 +24,128 @@ type GroupSpec struct {
 	Version string `json:"version,omitempty"`
 	// Tools are the group's tools, in the order the provider declares them.
 	Tools []ToolSpec `json:"tools"`
+	// Prompts, Resources and ResourceTemplates are what an MCP server
+	// offers beside its tools. A role whose groups hold them lists them
+	// ([github.com/toolhost/toolhost/host.ToolList]) and uses them through
+	// calls named after the MCP methods ([IsItemMethod]), which reach
+	// [Provider.Call]. Plugins report none (yet).
+	Prompts           []PromptSpec           `json:"prompts,omitempty"`
+	Resources         []ResourceSpec         `json:"resources,omitempty"`
+	ResourceTemplates []ResourceTemplateSpec `json:"resource_templates,omitempty"`
+	// Completions says the provider answers [MethodComplete] for its
+	// prompts' arguments and its templates' variables.
+	Completions bool `json:"completions,omitempty"`
+	// Subscribe says the provider takes [MethodSubscribe] for its
+	// resources.
+	Subscribe bool `json:"subscribe,omitempty"`
+}
+
+// PromptSpec is a prompt an MCP server offers: a template of messages
+// that a client gets, filled in with its arguments, through
+// [MethodPromptsGet].
+type PromptSpec struct {
+	// Name is unique across all groups; an MCP server's prompt names are
+	// mapped as its tool names are, with its tool prefix.
+	Name string `json:"name"`
+	// Title is a human-readable name.
+	Title string `json:"title,omitempty"`
+	// Description says what the prompt is for.
+	Description string `json:"description,omitempty"`
+	// Arguments are the arguments it takes.
+	Arguments []PromptArgument `json:"arguments,omitempty"`
+	// Icons and Meta are the server's icons and _meta, JSON as it gave them.
+	Icons json.RawMessage `json:"icons,omitempty"`
+	Meta  json.RawMessage `json:"meta,omitempty"`
+}
+
+// PromptArgument is one argument of a [PromptSpec].
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// ResourceSpec is a resource an MCP server lists, which a client reads
+// through [MethodResourcesRead].
+type ResourceSpec struct {
+	// URI is the resource's identity, unique across all groups, as the
+	// server gives it: links and embedded resources refer to it.
+	URI string `json:"uri"`
+	// Name, Title and Description say what it is.
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// MimeType is its media type, when known.
+	MimeType string `json:"mime_type,omitempty"`
+	// Size is its size in bytes, when known.
+	Size *int64 `json:"size,omitempty"`
+	// Annotations (audience, priority, lastModified), Icons and Meta are
+	// the server's, JSON as it gave them.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Icons       json.RawMessage `json:"icons,omitempty"`
+	Meta        json.RawMessage `json:"meta,omitempty"`
+}
+
+// ResourceTemplateSpec is a family of resources an MCP server offers: the
+// URIs that match its RFC 6570 template, which a client may read though
+// no list names them.
+type ResourceTemplateSpec struct {
+	// URITemplate is the template, unique across all groups.
+	URITemplate string `json:"uri_template"`
+	// Name, Title and Description say what its resources are.
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// MimeType is its resources' media type, when they share one.
+	MimeType string `json:"mime_type,omitempty"`
+	// Annotations, Icons and Meta are the server's, JSON as it gave them.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Icons       json.RawMessage `json:"icons,omitempty"`
+	Meta        json.RawMessage `json:"meta,omitempty"`
+}
+
+// The calls that use a group's prompts and resources, named after their
+// MCP methods (no tool name has a '/'). Their arguments are the methods'
+// params: {"name", "arguments"} for MethodPromptsGet (the name as the
+// group lists it), {"uri"} for MethodResourcesRead, MethodSubscribe and
+// MethodUnsubscribe, {"ref", "argument", "context"} for MethodComplete.
+const (
+	MethodPromptsGet    = "prompts/get"
+	MethodResourcesRead = "resources/read"
+	MethodComplete      = "completion/complete"
+	MethodSubscribe     = "resources/subscribe"
+	MethodUnsubscribe   = "resources/unsubscribe"
+)
+
+// IsItemMethod reports whether a call's tool names one of the methods on a
+// group's prompts and resources (MethodPromptsGet and the others).
+func IsItemMethod(tool string) bool {
+	switch tool {
+	case MethodPromptsGet, MethodResourcesRead, MethodComplete, MethodSubscribe, MethodUnsubscribe:
+		return true
+	}
+	return false
+}
+
+// ResourceWatcher is told when a resource it subscribed to
+// ([MethodSubscribe]) has changed, until it unsubscribes.
+type ResourceWatcher interface {
+	ResourceUpdated(uri string)
+}
+
+type watcherKey struct{}
+
+// WithResourceWatcher returns ctx carrying w, for a [MethodSubscribe]
+// call: the provider tells w of the resource's updates.
+func WithResourceWatcher(ctx context.Context, w ResourceWatcher) context.Context {
+	return context.WithValue(ctx, watcherKey{}, w)
+}
+
+// ResourceWatcherFrom returns the watcher ctx carries, or nil.
+func ResourceWatcherFrom(ctx context.Context) ResourceWatcher {
+	w, _ := ctx.Value(watcherKey{}).(ResourceWatcher)
+	return w
 }
 
 // ToolSpec describes one tool of a group.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,151 +12,342 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/mcp/mcptest"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 
-// conformanceRun are the server scenarios of @modelcontextprotocol/conformance
-// that apply to a host without the suite's own test tools: they ask only
-// what any MCP server must answer. docs/mcp-conformance.md lists them.
-var conformanceRun = []string{
-	"server-initialize",
-	"ping",
-	"tools-list",
-	"server-sse-multiple-streams",
-	"dns-rebinding-protection",
+// conformanceVersion is the version of @modelcontextprotocol/conformance the
+// tests run; scripts/test installs it and docs/mcp-conformance.md names it.
+const conformanceVersion = "0.2.0-alpha.12"
+
+// conformanceEras are the protocol eras the suite is run at: 2025-11-25
+// (initialize and a session) and 2026-07-28 (sessionless requests).
+var conformanceEras = []string{mcpversion.Legacy, mcpversion.Stateless}
+
+// noTasks is why the scenarios of the tasks extension are not run.
+const noTasks = "the go-sdk has no tasks extension (io.modelcontextprotocol/tasks), and the fixture has no implementation of its own (a task store, tasks/get, tasks/update, tasks/cancel, status notifications)"
+
+// conformanceExcluded are the server scenarios of the suite that are not
+// run, each with why: the fixture (internal/mcp/mcptest/conformserver)
+// fails them itself. docs/mcp-conformance.md has the same table.
+var conformanceExcluded = map[string]string{
+	"tasks-lifecycle":              noTasks,
+	"tasks-capability-negotiation": noTasks,
+	"tasks-wire-fields":            noTasks,
+	"tasks-request-state-removal":  noTasks,
+	"tasks-mrtr-input":             noTasks,
+	"tasks-request-headers":        noTasks,
+	"tasks-dispatch-and-envelope":  noTasks,
+	"tasks-status-notifications":   noTasks,
+	"tasks-required-task-error":    noTasks,
+	"tasks-mrtr-composition":       noTasks,
 }
 
-// conformanceSkipped are the other server scenarios, each with why it does
-// not apply (docs/mcp-conformance.md says the same): they call a tool,
-// prompt or resource of the suite's reference server, which toolhost does
-// not have, or a feature toolhost does not offer.
-var conformanceSkipped = map[string]string{
-	"logging-set-level":             "toolhost does not declare the logging capability, and logging/setLevel is deprecated in 2026-07-28",
-	"completion-complete":           "calls completion/complete on the suite's prompt test_prompt_with_arguments; toolhost offers no prompts and no completions",
-	"tools-call-simple-text":        "calls the suite's tool test_simple_text",
-	"tools-call-image":              "calls the suite's tool test_image_content",
-	"tools-call-audio":              "calls the suite's tool test_audio_content",
-	"tools-call-embedded-resource":  "calls the suite's tool test_embedded_resource",
-	"tools-call-mixed-content":      "calls the suite's tool test_multiple_content_types",
-	"tools-call-with-logging":       "calls the suite's tool test_tool_with_logging",
-	"tools-call-error":              "calls the suite's tool test_error_handling",
-	"tools-call-with-progress":      "calls the suite's tool test_tool_with_progress",
-	"tools-call-sampling":           "calls the suite's tool test_sampling",
-	"tools-call-elicitation":        "calls the suite's tool test_elicitation",
-	"json-schema-2020-12":           "lists the suite's tool json_schema_2020_12_tool",
-	"elicitation-sep1034-defaults":  "calls the suite's tool test_elicitation_sep1034_defaults",
-	"elicitation-sep1330-enums":     "calls the suite's tool test_elicitation_sep1330_enums",
-	"server-sse-polling":            "calls the suite's tool test_reconnection",
-	"resources-list":                "toolhost offers no resources",
-	"resources-read-text":           "reads the suite's resource test://static-text",
-	"resources-read-binary":         "reads the suite's resource test://static-binary",
-	"resources-templates-read":      "reads the suite's resource template test://template/{id}/data",
-	"resources-subscribe":           "subscribes to the suite's resource test://watched-resource",
-	"resources-unsubscribe":         "unsubscribes from the suite's resource test://watched-resource",
-	"prompts-list":                  "toolhost offers no prompts",
-	"prompts-get-simple":            "gets the suite's prompt test_simple_prompt",
-	"prompts-get-with-args":         "gets the suite's prompt test_prompt_with_arguments",
-	"prompts-get-embedded-resource": "gets the suite's prompt test_prompt_with_embedded_resource",
-	"prompts-get-with-image":        "gets the suite's prompt test_prompt_with_image",
+// conformanceChecksApart are the checks that may succeed directly and not
+// through toolhost (where they must still not fail), each with why.
+// docs/mcp-conformance.md has the same table.
+var conformanceChecksApart = map[string]string{
+	"server-sse-disconnect-resume": "test_reconnection closes its SSE stream mid-call (a MAY); toolhost talks to the fixture over stdio, where there is no stream to close, and keeps its own open, which the suite reports as INFO",
 }
 
-// TestConformance runs the server scenarios of the MCP conformance suite
-// (@modelcontextprotocol/conformance 0.1.16) that apply to a host against
-// a real `toolhost serve`'s /mcp/developer, each on its own, and fails on
-// any check the suite reports as a FAILURE (a WARNING is logged). The
-// suite's client sends no credential and wants a localhost URL, so it talks
-// to a proxy on 127.0.0.1 that adds the role's bearer token and keeps the
-// Host header the suite sends. Every server scenario the suite lists must
-// be run or skipped with a reason, so that a new one is decided on.
+// conformanceScenario is one server scenario of the suite at one era.
+type conformanceScenario struct {
+	name, era string
+	extension bool // an extension's scenario: not on the spec's timeline, run at the suite's default era
+}
+
+// String is the subtest's name: the scenario and its era.
+func (s conformanceScenario) String() string { return s.name + "@" + s.era }
+
+// conformanceList returns the suite's server scenarios, each at every era
+// of conformanceEras it applies to (by `list --server`; an extension's
+// scenario at 2026-07-28, where the suite runs it by default).
+func conformanceList(t *testing.T, node, suite string) []conformanceScenario {
+	t.Helper()
+	out, err := exec.Command(node, suite, "list", "--server").CombinedOutput()
+	if err != nil {
+		t.Fatalf("conformance list: %v\n%s", err, out)
+	}
+	var list []conformanceScenario
+	for _, m := range regexp.MustCompile(`(?m)^\s+- ([a-z0-9-]+) \[([^\]]*)\]$`).FindAllStringSubmatch(string(out), -1) {
+		if m[2] == "extension" {
+			list = append(list, conformanceScenario{name: m[1], era: mcpversion.Stateless, extension: true})
+			continue
+		}
+		eras := strings.Split(m[2], ",")
+		n := len(list)
+		for _, era := range conformanceEras {
+			if slices.Contains(eras, era) {
+				list = append(list, conformanceScenario{name: m[1], era: era})
+			}
+		}
+		if len(list) == n {
+			t.Errorf("server scenario %s applies to none of the eras run (%s): decide on it", m[1], m[2])
+		}
+	}
+	if len(list) == 0 {
+		t.Fatalf("conformance list named no server scenario:\n%s", out)
+	}
+	return list
+}
+
+// TestConformance runs every server scenario of the MCP conformance suite
+// (@modelcontextprotocol/conformance, conformanceVersion) at each era it
+// applies to, twice: against the fixture server (conformserver) directly
+// over streamable HTTP on loopback, and against /mcp/conformance of a real
+// `toolhost serve` that loads the same fixture over stdio as an mcp_server
+// group of the role conformance. Each run fails on any check the suite
+// reports as a FAILURE (a WARNING is logged). What passes directly must
+// pass through toolhost, check by check: a check that succeeds directly
+// must succeed through toolhost, not be skipped or only warned of. A
+// scenario the fixture fails is in conformanceExcluded with its reason;
+// every other scenario the suite lists is run, so a new version's
+// scenarios are held to the rule at once (one that applies to neither era
+// fails the test). The suite's client sends no credential and wants a
+// localhost URL, so each run talks to a recording proxy on 127.0.0.1 that
+// adds the role's bearer token (none for the fixture) and keeps the Host
+// header the suite sends; a failure prints what went over the wire.
 func TestConformance(t *testing.T) {
 	node := npmNode(t)
 	suite := filepath.Join(mcptest.NPMPackage(t, "@modelcontextprotocol/conformance"), "dist", "index.js")
-	srv := newServe(t, fmt.Sprintf(erasConfig, pluginDir))
-	srv.start()
-	proxy := newWireProxy(t, srv.base+"/mcp/developer", srv.roleToken("developer", "conformance", ""))
+	if out, err := exec.Command(node, suite, "--version").Output(); err != nil || strings.TrimSpace(string(out)) != conformanceVersion {
+		t.Fatalf("the conformance suite in the npm cache is %q (%v), want %s: run scripts/test, which installs it", out, err, conformanceVersion)
+	}
+	list := conformanceList(t, node, suite)
+	listed := map[string]bool{}
+	for _, s := range list {
+		listed[s.name] = true
+	}
+	for name := range conformanceExcluded {
+		if !listed[name] {
+			t.Errorf("excluded scenario %s is no longer listed by the suite (conformanceExcluded, docs/mcp-conformance.md)", name)
+		}
+	}
+	list = slices.DeleteFunc(list, func(s conformanceScenario) bool { return conformanceExcluded[s.name] != "" })
 
-	t.Run("listed", func(t *testing.T) {
-		out, err := exec.Command(node, suite, "list", "--server").CombinedOutput()
-		if err != nil {
-			t.Fatalf("conformance list: %v\n%s", err, out)
-		}
-		var listed []string
-		for _, m := range regexp.MustCompile(`(?m)^\s+- ([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
-			listed = append(listed, m[1])
-			if !slices.Contains(conformanceRun, m[1]) && conformanceSkipped[m[1]] == "" {
-				t.Errorf("server scenario %s is neither run nor skipped with a reason (conformanceRun, conformanceSkipped, docs/mcp-conformance.md)", m[1])
-			}
-		}
-		for _, name := range append(slices.Clone(conformanceRun), slices.Collect(maps.Keys(conformanceSkipped))...) {
-			if !slices.Contains(listed, name) {
-				t.Errorf("scenario %s is no longer listed by the suite", name)
-			}
+	bin := filepath.Join(t.TempDir(), "conformserver")
+	build(t, "../internal/mcp/mcptest/conformserver/cmd", bin)
+	srv := newServe(t, fmt.Sprintf(`
+data_dir = "data"
+mcp_server "conform" {
+  command = %q
+}
+role "conformance" {
+  tool_groups = ["conform"]
+}
+`, bin))
+	srv.start()
+	token := srv.roleToken("conformance", "conformance", "")
+	direct := startConformServer(t, bin)
+
+	targets := []struct{ name, endpoint, token string }{
+		{"direct", direct, ""},
+		{"toolhost", srv.base + "/mcp/conformance", token},
+	}
+	start := time.Now()
+	t.Run("scenarios", func(t *testing.T) {
+		for _, s := range list {
+			t.Run(s.String(), func(t *testing.T) {
+				t.Parallel()
+				// Both targets at once: a run mostly waits on the
+				// scenario's own pauses, so this halves the time at go
+				// test's default parallelism (GOMAXPROCS).
+				runs := make([]conformanceRun, len(targets))
+				var wg sync.WaitGroup
+				for i, target := range targets {
+					proxy, dir := newWireProxy(t, target.endpoint, target.token), t.TempDir()
+					wg.Go(func() { runs[i] = runConformance(node, suite, proxy, dir, s) })
+				}
+				wg.Wait()
+				for i, target := range targets {
+					t.Run(target.name, func(t *testing.T) {
+						runs[i].report(t)
+						if i > 0 {
+							runs[i].succeedsAs(t, runs[0], targets[0].name)
+						}
+					})
+				}
+			})
 		}
 	})
+	t.Logf("%d scenario runs a target in %s", len(list), time.Since(start).Round(time.Second))
+}
 
-	for _, scenario := range conformanceRun {
-		t.Run(scenario, func(t *testing.T) {
-			out := t.TempDir()
-			first := proxy.count()
-			cmd := exec.Command(node, suite, "server", "--url", proxy.URL, "--scenario", scenario, "-o", out)
-			cmd.Dir = t.TempDir()
-			var output bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &output, &output
-			runErr := runWithin(cmd, proctest.Patience)
-			files, _ := filepath.Glob(filepath.Join(out, "*", "checks.json"))
-			if len(files) != 1 {
-				t.Fatalf("checks.json: %q (%v)\n%s", files, runErr, clip(output.String(), 8000))
-			}
-			b, err := os.ReadFile(files[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			var checks []struct {
-				ID, Name, Description, Status, ErrorMessage string
-				Details                                     json.RawMessage
-			}
-			if err := json.Unmarshal(b, &checks); err != nil {
-				t.Fatalf("%s: %v", files[0], err)
-			}
-			failed := false
-			for _, c := range checks {
-				switch c.Status {
-				case "FAILURE":
-					failed = true
-					t.Errorf("%s (%s): %s\n  details: %s", c.Name, c.Description, c.ErrorMessage, clip(string(c.Details), 2000))
-				case "WARNING":
-					t.Logf("warning: %s (%s): %s", c.Name, c.Description, c.ErrorMessage)
-				case "SUCCESS":
-					t.Logf("ok: %s", c.Name)
-				}
-			}
-			if runErr != nil && !failed {
-				t.Errorf("the suite exited with %v but reported no failed check\n%s", runErr, clip(output.String(), 8000))
-			}
-			if failed {
-				t.Logf("%s", exchangesString(proxy.recorded(first)))
-			}
-			if len(checks) == 0 {
-				t.Errorf("no checks")
-			}
-		})
+// startConformServer runs the fixture over streamable HTTP on a free port
+// of 127.0.0.1 until the test ends and returns its endpoint.
+func startConformServer(t *testing.T, bin string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "-http", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("conformserver's log:\n%s", clip(stderr.String(), 20000))
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("conformserver: %v\n%s", err, stderr.String())
+	}
+	return strings.TrimSpace(line)
+}
+
+// conformanceRun is what one run of a scenario gave: the suite's checks,
+// its output and exit, the exchanges through the proxy, or why there are
+// no checks.
+type conformanceRun struct {
+	checks []struct {
+		ID, Name, Description, Status, ErrorMessage string
+		Details                                     json.RawMessage
+	}
+	output    string
+	runErr    error
+	err       error // no checks.json, or one that does not decode
+	exchanges []exchange
+}
+
+// runConformance runs one scenario at its era through proxy, with dir for
+// the suite's results (it may run on any goroutine).
+func runConformance(node, suite string, proxy *wireProxy, dir string, s conformanceScenario) (r conformanceRun) {
+	args := []string{suite, "server", "--url", proxy.URL, "--scenario", s.name, "-o", dir}
+	if !s.extension { // the suite skips an extension's scenario at any --spec-version
+		args = append(args, "--spec-version", s.era)
+	}
+	cmd := exec.Command(node, args...)
+	cmd.Dir = dir
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	r.runErr = runWithin(cmd, 2*proctest.Patience)
+	r.output, r.exchanges = output.String(), proxy.recorded(0)
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+	if len(files) != 1 {
+		r.err = fmt.Errorf("checks.json: %q", files)
+		return r
+	}
+	b, err := os.ReadFile(files[0])
+	if err == nil {
+		err = json.Unmarshal(b, &r.checks)
+	}
+	r.err = err
+	return r
+}
+
+// report fails t on each check the suite reports as a FAILURE (with what
+// went over the wire), and on a run that made no check or exited with an
+// error without a failed check; it logs the others.
+func (r conformanceRun) report(t *testing.T) {
+	if r.err != nil {
+		t.Fatalf("%v (the suite: %v)\n%s", r.err, r.runErr, clip(r.output, 8000))
+	}
+	failed := false
+	for _, c := range r.checks {
+		switch c.Status {
+		case "FAILURE":
+			failed = true
+			t.Errorf("%s (%s): %s\n  details: %s", c.ID, c.Description, c.ErrorMessage, clip(string(c.Details), 2000))
+		case "WARNING":
+			t.Logf("warning: %s (%s): %s", c.ID, c.Description, c.ErrorMessage)
+		default:
+			t.Logf("%s: %s", strings.ToLower(c.Status), c.ID)
+		}
+	}
+	if r.runErr != nil && !failed {
+		t.Errorf("the suite exited with %v but reported no failed check\n%s", r.runErr, clip(r.output, 8000))
+	}
+	if failed {
+		t.Logf("%s", exchangesString(r.exchanges))
+	}
+	if len(r.checks) == 0 {
+		t.Errorf("no checks\n%s", clip(r.output, 8000))
 	}
 }
 
-// TestConformanceDocs: docs/mcp-conformance.md names every scenario run and
-// every one skipped.
+// succeedsAs fails t on each check that succeeded in the run ref (of
+// target name) but not in r, but those of conformanceChecksApart: a check
+// the suite skipped, or made a warning or a note of, is not a pass where
+// the fixture itself passes it. (A failure is report's.)
+func (r conformanceRun) succeedsAs(t *testing.T, ref conformanceRun, name string) {
+	succeeded := map[string]int{}
+	for _, c := range r.checks {
+		if c.Status == "SUCCESS" {
+			succeeded[c.ID]++
+		}
+	}
+	for _, c := range ref.checks {
+		if c.Status != "SUCCESS" || conformanceChecksApart[c.ID] != "" {
+			continue
+		}
+		if succeeded[c.ID] > 0 {
+			succeeded[c.ID]--
+			continue
+		}
+		var here []string
+		for _, h := range r.checks {
+			if h.ID == c.ID {
+				here = append(here, fmt.Sprintf("%s: %s\n  details: %s", h.Status, h.ErrorMessage, clip(string(h.Details), 2000)))
+			}
+		}
+		if len(here) == 0 {
+			here = []string{"no such check"}
+		}
+		if !slices.ContainsFunc(here, func(h string) bool { return strings.HasPrefix(h, "FAILURE") }) {
+			t.Errorf("%s (%s) succeeds %s but not here: %s", c.ID, c.Description, name, strings.Join(here, "\n  "))
+		}
+	}
+}
+
+// TestConformanceDocs: docs/mcp-conformance.md's tables of excluded
+// scenarios and of checks apart are conformanceExcluded and
+// conformanceChecksApart, and it and scripts/test name the suite's version
+// the tests run.
 func TestConformanceDocs(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "docs", "mcp-conformance.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	for _, name := range append(slices.Clone(conformanceRun), slices.Collect(maps.Keys(conformanceSkipped))...) {
-		if !strings.Contains(doc, "`"+name+"`") {
-			t.Errorf("docs/mcp-conformance.md does not name `%s`", name)
+	for heading, table := range map[string]map[string]string{"### Excluded": conformanceExcluded, "### Checks apart": conformanceChecksApart} {
+		_, section, ok := strings.Cut(doc, "\n"+heading+"\n")
+		if !ok {
+			t.Errorf("docs/mcp-conformance.md has no section %s", heading)
+			continue
+		}
+		section, _, _ = strings.Cut(section, "\n#")
+		documented := map[string]bool{}
+		for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9-]+)` \\|").FindAllStringSubmatch(section, -1) {
+			documented[m[1]] = true
+			if table[m[1]] == "" {
+				t.Errorf("docs/mcp-conformance.md's %s names `%s`, which the test's table does not", heading, m[1])
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(table)) {
+			if !documented[name] {
+				t.Errorf("docs/mcp-conformance.md's %s does not name `%s`", heading, name)
+			}
+		}
+	}
+	pin := "@modelcontextprotocol/conformance@" + conformanceVersion
+	script, err := os.ReadFile(filepath.Join("..", "scripts", "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, text := range map[string]string{"docs/mcp-conformance.md": doc, "scripts/test": string(script)} {
+		if !strings.Contains(text, pin) {
+			t.Errorf("%s does not name %s", file, pin)
 		}
 	}
 }

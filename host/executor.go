@@ -90,8 +90,14 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 	v, err := h.callerView(&c.req.Context)
 	if err == nil {
 		c.req.Context.Role = v.role
-		if c.tool, c.found = v.tools[c.req.Tool]; !c.found {
-			err = c.unavailable(v)
+		switch {
+		case toolhost.IsItemMethod(c.req.Tool): // a prompt's or a resource's (items.go)
+			c.tool, err = c.item(v)
+			c.found = err == nil
+		default:
+			if c.tool, c.found = v.tools[c.req.Tool]; !c.found {
+				err = c.unavailable(v)
+			}
 		}
 	}
 	if err == nil {

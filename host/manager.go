@@ -11,6 +11,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/mcp/mcpoffer"
 	"github.com/toolhost/toolhost/internal/protocol"
+	"github.com/yosida95/uritemplate/v3"
 )
 
 // SourceKind says what provides a group.
@@ -45,6 +46,9 @@ type Group struct {
 	conf    *config.Plugin       // the group's config block; nil for runtime groups
 	refused []string             // tools its source could not offer, and why: diagnostics
 	mcpOut  map[string]string    // tool name → why MCP clients cannot be offered it
+	// templates are its resource templates compiled, as Spec lists them
+	// (items.go).
+	templates []*uritemplate.Template
 }
 
 // tool returns the spec of one of the group's tools.
@@ -72,6 +76,9 @@ type snapshot struct {
 	owner   map[string]*Group // tool name → the group that serves it
 	blocked map[string]bool   // plugin groups whose id is a core tool's name
 	diags   []Diagnostic      // the conflicts found
+	// prompts, resources and templates map a prompt name, a resource URI
+	// and a URI template to the group that offers it (items.go).
+	prompts, resources, templates map[string]*Group
 }
 
 // Diagnostic is a problem with a group that did not stop the host: a tool
@@ -88,7 +95,7 @@ type Diagnostic struct {
 // newManager returns an empty manager.
 func newManager() *manager {
 	m := &manager{}
-	m.snap.Store(&snapshot{groups: map[string]*Group{}, owner: map[string]*Group{}})
+	m.snap.Store(newSnapshot(map[string]*Group{}))
 	return m
 }
 
@@ -130,6 +137,9 @@ func (m *manager) put(g *Group, only *Group) (replaced *Group, err error) {
 		return nil, err
 	}
 	g.checks = checks
+	if err := g.prepareItems(); err != nil {
+		return nil, err
+	}
 	g.mcpOut = mcpoffer.Refusals(&g.Spec)
 	g.tools = make(map[string]int, len(g.Spec.Tools))
 	for i, t := range g.Spec.Tools {
@@ -186,7 +196,8 @@ func (m *manager) remove(id string, only *Group) bool {
 }
 
 func newSnapshot(groups map[string]*Group) *snapshot {
-	s := &snapshot{groups: groups, owner: map[string]*Group{}, blocked: map[string]bool{}}
+	s := &snapshot{groups: groups, owner: map[string]*Group{}, blocked: map[string]bool{},
+		prompts: map[string]*Group{}, resources: map[string]*Group{}, templates: map[string]*Group{}}
 	ordered := make([]*Group, 0, len(groups))
 	coreTools := map[string]bool{}
 	for id, g := range groups {
@@ -219,6 +230,7 @@ func newSnapshot(groups map[string]*Group) *snapshot {
 				Message: fmt.Sprintf("plugin %s blocked: its id %q is the name of a core tool", g.SourceName, g.Spec.ID)})
 			continue
 		}
+		s.claimItems(g)
 		for _, t := range g.Spec.Tools {
 			if winner, taken := s.owner[t.Name]; taken {
 				s.diags = append(s.diags, Diagnostic{Level: "error", Plugin: g.SourceName, Group: g.Spec.ID, winner: winner.Spec.ID,

@@ -77,6 +77,9 @@ type view struct {
 	lazy  map[string]bool
 	// rules are the role's rules; nil when it has none.
 	rules *roleRules
+	// items are the prompts and resources of its groups (items.go); nil
+	// when they offer none.
+	items *viewItems
 	// limits are the role's call limits.
 	limits []rules.Limit
 
@@ -157,6 +160,7 @@ func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy
 				f.Description = describeRules(f.Description, notes)
 			}
 		}
+		v.addItems(g, deny)
 	}
 	v.eager = v.defs
 	if len(deferred) > 0 {
@@ -306,6 +310,17 @@ type ToolList struct {
 	// agent loads on demand; Loaded, for an agent, those it has loaded.
 	Deferred []string        `json:"deferred,omitempty"`
 	Loaded   map[string]bool `json:"loaded,omitempty"`
+	// Prompts, Resources and ResourceTemplates are the role's groups' (MCP
+	// servers'), but for those its rules deny whatever the arguments: an
+	// agent of the role gets and reads them through [Host.Call], calling
+	// the MCP method ([toolhost.MethodPromptsGet] and the others).
+	// Completions and Subscribe say whether one of those groups answers
+	// [toolhost.MethodComplete] and takes [toolhost.MethodSubscribe].
+	Prompts           []toolhost.PromptSpec           `json:"prompts,omitempty"`
+	Resources         []toolhost.ResourceSpec         `json:"resources,omitempty"`
+	ResourceTemplates []toolhost.ResourceTemplateSpec `json:"resourceTemplates,omitempty"`
+	Completions       bool                            `json:"completions,omitempty"`
+	Subscribe         bool                            `json:"subscribe,omitempty"`
 	// With [ToolQuery.Tokens]: Tokens counts the tokens of the role's tools
 	// encoded as JSON, EagerTokens those an agent's requests carry before it
 	// loads any deferred tool (Tokens when the role defers nothing), and
@@ -333,6 +348,7 @@ func (h *Host) Tools(q ToolQuery) (ToolList, error) {
 	}
 	v.detailOnce.Do(v.details)
 	out := ToolList{Role: v.role, Groups: v.groups, Tools: v.defs, Meta: v.meta, Deferred: v.deferred}
+	v.fillItems(&out)
 	if q.Agent != "" && v.lazy != nil {
 		loaded, err := h.loadedOf(q.Agent)
 		if err != nil {

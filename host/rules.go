@@ -38,22 +38,24 @@ func compileRules(rs []rules.Rule) *roleRules {
 	return out
 }
 
-// listing decides whether a tool of group is listed under the rules, and
-// the lines its description gains: what is refused, and what needs an
-// approval. A tool is hidden when a rule denies it whatever the arguments
-// (no condition, or a literal true) before any rule that could let a call
-// through (a conditional allow or approve) comes.
+// listing decides whether a tool of group (or an item method on group's
+// items) is listed under the rules, and the lines its description gains:
+// what is refused, and what needs an approval. A tool is hidden when a
+// rule denies it whatever the arguments (no condition, or a literal true)
+// before any rule that could let a call through (a conditional allow or
+// approve) comes. The rules are kept under ruleKey(tool, group).
 func (rr *roleRules) listing(tool, group string) (listed bool, notes []string) {
 	if rr == nil {
 		return true, nil
 	}
+	key := ruleKey(tool, group)
 	defer func() {
-		if idx := rr.byTool[tool]; len(idx) > 0 {
+		if idx := rr.byTool[key]; len(idx) > 0 {
 			conds := make([]*rules.Condition, len(idx))
 			for j, i := range idx {
 				conds[j] = rr.list[i].Cond
 			}
-			rr.chains[tool] = rules.NewChain(conds)
+			rr.chains[key] = rules.NewChain(conds)
 		}
 	}()
 	passable := false
@@ -62,7 +64,7 @@ func (rr *roleRules) listing(tool, group string) (listed bool, notes []string) {
 		if !rules.Applies(r.Tools, tool, group) || r.Cond.Never() {
 			continue
 		}
-		rr.byTool[tool] = append(rr.byTool[tool], i)
+		rr.byTool[key] = append(rr.byTool[key], i)
 		what := r.Reason
 		if what == "" {
 			what = "rule " + r.Name
@@ -70,8 +72,8 @@ func (rr *roleRules) listing(tool, group string) (listed bool, notes []string) {
 		always := r.Cond.Always()
 		switch {
 		case always && r.Action == rules.Deny && !passable:
-			delete(rr.byTool, tool)
-			rr.hidden[tool] = i
+			delete(rr.byTool, key)
+			rr.hidden[key] = i
 			return false, nil
 		case always && r.Action == rules.Deny:
 			return true, append(notes, "Refused otherwise: "+what)
@@ -134,7 +136,8 @@ func (c *call) checkRules(ctx context.Context, rr *roleRules) error {
 	if rr == nil {
 		return nil
 	}
-	idx := rr.byTool[c.req.Tool]
+	key := ruleKey(c.req.Tool, c.tool.group.Spec.ID)
+	idx := rr.byTool[key]
 	if len(idx) == 0 {
 		return nil
 	}
@@ -145,7 +148,7 @@ func (c *call) checkRules(ctx context.Context, rr *roleRules) error {
 	if !rr.list[idx[0]].Cond.Always() { // the first decides without them
 		vars = rules.VarsOf(c.req.Tool, c.tool.group.Spec.ID, c.req.Context.Role, c.req.Context.AgentID, c.args)
 	}
-	first, err := rr.chains[c.req.Tool].First(ctx, vars)
+	first, err := rr.chains[key].First(ctx, vars)
 	if first < 0 {
 		return nil
 	}

@@ -19,7 +19,8 @@ const testMCPEnv = "TOOLHOST_TEST_MCP"
 
 // serveTestMCP serves, on stdin and stdout:
 //   - "good": a go-sdk server with echo, cat, fail (which claims to be
-//     read-only), meta (which returns the request's _meta), slow, add_tool (which adds a
+//     read-only), meta (which returns the request's _meta), slow, burst (progress
+//     reports at once, then the answer), add_tool (which adds a
 //     tool, and so announces tools/list_changed) and a tool whose MCP name
 //     has '-' and '.';
 //   - "junk": a line that is not JSON-RPC on stdout, then silence;
@@ -142,6 +143,12 @@ func serveGoodMCP() {
 		<-ctx.Done()
 		fmt.Fprintln(os.Stderr, "slow: cancelled")
 		return nil, nil, ctx.Err()
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "burst", Description: "Report progress 1 to 5 of 5 at once, then answer."}, func(ctx context.Context, r *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		for i := 1; i <= 5; i++ {
+			_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: r.Params.GetProgressToken(), Progress: float64(i), Total: 5})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "add_tool", Description: "Add a tool named added."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		mcp.AddTool(srv, &mcp.Tool{Name: "added", Description: "Added at run time."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {

@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolhost/toolhost"
 )
 
 // Action is what a matching rule decides.
@@ -38,8 +40,10 @@ const (
 type Rule struct {
 	// Name is unique among the role's rules.
 	Name string `json:"name"`
-	// Tools are the tools it applies to: tool names, or "group:NAME" for
-	// every tool of a group; none: every tool of the role.
+	// Tools are the tools it applies to: tool names, "group:NAME" for
+	// every tool of a group, or the MCP methods on groups' prompts and
+	// resources ("resources/read", "prompts/get" and the others of
+	// [toolhost.IsItemMethod]); none: every tool and method of the role.
 	Tools []string `json:"tools,omitempty"`
 	// When is the condition, a CEL expression over args, tool, group, role
 	// and agent; empty: every call of its tools matches.
@@ -53,7 +57,9 @@ type Rule struct {
 // Limit is a role's `limit "TARGET" {}`: at most Calls calls per period
 // Per, per agent of the role, of its target.
 type Limit struct {
-	// Target is a tool name, "group:NAME" or "*" (every tool of the role).
+	// Target is a tool name, "group:NAME", an item method such as
+	// "resources/read" ([CheckTool]) or "*" (every tool and method of the
+	// role).
 	Target string
 	// Calls is the bucket's capacity, at least 1.
 	Calls int
@@ -136,12 +142,12 @@ func CheckName(name string) error {
 }
 
 // CheckTool says what is wrong with an entry of a rule's tools (a tool
-// name or "group:NAME"), or nil.
+// name, "group:NAME" or an item method such as "resources/read"), or nil.
 func CheckTool(item string) error {
-	if g, ok := strings.CutPrefix(item, groupPrefix); ok && groupRE.MatchString(g) || toolRE.MatchString(item) {
+	if g, ok := strings.CutPrefix(item, groupPrefix); ok && groupRE.MatchString(g) || toolRE.MatchString(item) || toolhost.IsItemMethod(item) {
 		return nil
 	}
-	return fmt.Errorf(`%q is neither a tool name nor "group:NAME"`, item)
+	return fmt.Errorf(`%q is neither a tool name, "group:NAME" nor an MCP method such as "resources/read"`, item)
 }
 
 // CheckAction says what is wrong with an action, or nil.

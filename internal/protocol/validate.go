@@ -3,17 +3,21 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/toolhost/toolhost"
+	"github.com/yosida95/uritemplate/v3"
 )
 
 // The protocol's limits on what a provider may report.
 const (
-	MaxTools     = 1000    // tools in one group
+	MaxTools     = 1000    // tools in one group; prompts, resources and templates too, each
 	maxSpecBytes = 4 << 20 // a group spec on the wire
+	MaxURI       = 4096    // bytes of a resource's URI or a template
 )
 
 var (
@@ -40,8 +44,9 @@ func ValidGroupID(id string) bool { return groupIDPattern.MatchString(id) }
 // ValidateGroup checks a group spec, whatever its source (a plugin, an MCP
 // server, the agent runtime), against the protocol's limits: a well-formed
 // id, at most [MaxTools] tools with well-formed, distinct names, and an input
-// schema on each that is a valid JSON-schema object. Errors have code
-// invalid_group_def and name the offending tool.
+// schema on each that is a valid JSON-schema object, and valid prompts and
+// resources (validateItems). Errors have code invalid_group_def and name
+// the offending tool or item.
 func ValidateGroup(g *toolhost.GroupSpec) error {
 	if !ValidGroupID(g.ID) {
 		return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "group id %q does not match %s", g.ID, groupIDPattern)
@@ -66,6 +71,64 @@ func ValidateGroup(g *toolhost.GroupSpec) error {
 			return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "group %s: tool %s: negative timeout", g.ID, t.Name)
 		}
 	}
+	return validateItems(g)
+}
+
+// validateItems checks a group's prompts, resources and resource
+// templates: at most MaxTools of each; prompt names well-formed tool names
+// and distinct; URIs and templates distinct, at most MaxURI bytes, with a
+// scheme, a template valid under RFC 6570.
+func validateItems(g *toolhost.GroupSpec) error {
+	for kind, n := range map[string]int{"prompts": len(g.Prompts), "resources": len(g.Resources), "resource templates": len(g.ResourceTemplates)} {
+		if n > MaxTools {
+			return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "group %s has %d %s, more than the limit of %d", g.ID, n, kind, MaxTools)
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range g.Prompts {
+		if !ValidToolName(p.Name) {
+			return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "group %s: prompt name %q does not match %s", g.ID, p.Name, toolNamePattern)
+		}
+		if seen[p.Name] {
+			return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "group %s: prompt %s is declared twice", g.ID, p.Name)
+		}
+		seen[p.Name] = true
+	}
+	clear(seen)
+	for _, r := range g.Resources {
+		err := checkURI(r.URI, seen)
+		if err == nil {
+			_, err = url.Parse(r.URI)
+		}
+		if err != nil {
+			return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "group %s: resource %q: %v", g.ID, r.URI, err)
+		}
+	}
+	for _, t := range g.ResourceTemplates {
+		err := checkURI(t.URITemplate, seen)
+		if err == nil {
+			_, err = uritemplate.New(t.URITemplate)
+		}
+		if err != nil {
+			return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "group %s: resource template %q: %v", g.ID, t.URITemplate, err)
+		}
+	}
+	return nil
+}
+
+// checkURI says what is wrong with a resource's URI or template, one of
+// seen (which it joins) included.
+func checkURI(uri string, seen map[string]bool) error {
+	scheme, _, ok := strings.Cut(uri, ":")
+	switch {
+	case len(uri) > MaxURI:
+		return fmt.Errorf("%d bytes, more than %d", len(uri), MaxURI)
+	case !ok || scheme == "" || strings.ContainsAny(scheme, "/{?#"):
+		return fmt.Errorf("no scheme")
+	case seen[uri]:
+		return fmt.Errorf("declared twice")
+	}
+	seen[uri] = true
 	return nil
 }
 

@@ -30,6 +30,16 @@ func TestValidateGroup(t *testing.T) {
 		{"schema not an object", toolhost.GroupSpec{ID: "x", Tools: []toolhost.ToolSpec{{Name: "add", InputSchema: json.RawMessage(`{"type":"string"}`)}}}, false},
 		{"schema unresolvable", toolhost.GroupSpec{ID: "x", Tools: []toolhost.ToolSpec{{Name: "add", InputSchema: json.RawMessage(`{"type":"object","$ref":"#/missing"}`)}}}, false},
 		{"negative timeout", toolhost.GroupSpec{ID: "x", Tools: []toolhost.ToolSpec{{Name: "add", InputSchema: obj, Timeout: -time.Second}}}, false},
+		{"items", toolhost.GroupSpec{ID: "x", Prompts: []toolhost.PromptSpec{{Name: "greet"}}, Resources: []toolhost.ResourceSpec{{URI: "memory://knowledge-graph"}, {URI: "file:///a%20b"}},
+			ResourceTemplates: []toolhost.ResourceTemplateSpec{{URITemplate: "file:///{+path}"}}}, true},
+		{"bad prompt name", toolhost.GroupSpec{ID: "x", Prompts: []toolhost.PromptSpec{{Name: "Greet me"}}}, false},
+		{"duplicate prompt", toolhost.GroupSpec{ID: "x", Prompts: []toolhost.PromptSpec{{Name: "greet"}, {Name: "greet"}}}, false},
+		{"too many prompts", toolhost.GroupSpec{ID: "x", Prompts: make([]toolhost.PromptSpec, MaxTools+1)}, false},
+		{"URI without a scheme", toolhost.GroupSpec{ID: "x", Resources: []toolhost.ResourceSpec{{URI: "/etc/passwd"}}}, false},
+		{"URI that does not parse", toolhost.GroupSpec{ID: "x", Resources: []toolhost.ResourceSpec{{URI: "http://[::1/x"}}}, false},
+		{"long URI", toolhost.GroupSpec{ID: "x", Resources: []toolhost.ResourceSpec{{URI: "a:" + strings.Repeat("b", MaxURI)}}}, false},
+		{"duplicate URI", toolhost.GroupSpec{ID: "x", Resources: []toolhost.ResourceSpec{{URI: "a:b"}}, ResourceTemplates: []toolhost.ResourceTemplateSpec{{URITemplate: "a:b"}}}, false},
+		{"bad template", toolhost.GroupSpec{ID: "x", ResourceTemplates: []toolhost.ResourceTemplateSpec{{URITemplate: "a:{unclosed"}}}, false},
 	} {
 		err := ValidateGroup(&tc.spec)
 		switch {

@@ -125,6 +125,7 @@ type mcpRole struct {
 	agents  sync.Map                 // agentKey → *mcpAgent
 	held    heldCalls                // calls waiting for their clients' approvals
 	tasks   mcpTasks                 // calls run as tasks
+	items   roleItems                // the prompts and resources srv offers (items.go)
 
 	forgetting sync.WaitGroup // forget of each session, until the session ends
 }
@@ -148,6 +149,7 @@ type mcpAgent struct {
 	why     string                      // why its agent is ending, when the front ends it
 	ended   bool                        // forget has marked its agent terminated
 	calls   map[*int]context.CancelFunc // its calls running, to cancel when its session ends
+	subs    map[string]bool             // the resources it subscribed to (items.go)
 }
 
 // agentKey identifies an mcpAgent of a role.
@@ -176,7 +178,7 @@ func makesAgent(method string) bool {
 	case "tools/list", "tools/call", "notifications/initialized":
 		return true
 	}
-	return strings.HasPrefix(method, "tasks/")
+	return strings.HasPrefix(method, "tasks/") || toolhost.IsItemMethod(method)
 }
 
 // The ways a client names its agent: a key of its requests' _meta, or an
@@ -233,6 +235,9 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 	r.srv = mcp.NewServer(r.impl, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
 			Extensions: map[string]any{tasksExtension: map[string]any{}}},
+		CompletionHandler:  r.complete,
+		SubscribeHandler:   r.subscribe,
+		UnsubscribeHandler: r.unsubscribe,
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
 			if a, err := r.agent(ctx, req.Session, req.Extra, nil); err == nil {
 				a.done()
@@ -247,6 +252,9 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 	// asks, is the server's instructions.
 	r.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if err := r.refuses(method); err != nil {
+				return nil, err
+			}
 			switch req := req.(type) {
 			case *mcp.CallToolRequest:
 				if req.Params != nil && !r.offers(req.Params.Name) {
@@ -274,8 +282,10 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 			switch res := res.(type) {
 			case *mcp.InitializeResult:
 				res.Instructions = r.instructions()
+				r.capabilities(res.Capabilities)
 			case *mcp.DiscoverResult:
 				res.Instructions = r.instructions()
+				r.capabilities(res.Capabilities)
 			}
 			return res, err
 		}
@@ -335,18 +345,19 @@ func (r *mcpRole) instructions() string {
 }
 
 // sync makes the server's tools the role's: it adds new and changed tools and
-// removes gone ones; the SDK then sends notifications/tools/list_changed.
+// removes gone ones; the SDK then sends notifications/tools/list_changed. So
+// for the role's prompts and resources (syncItems).
 func (r *mcpRole) sync() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	want := map[string]host.Function{}
-	if list, err := r.h.Tools(host.ToolQuery{Role: r.role}); err == nil { // a deleted role has no tools
-		for _, d := range list.Tools {
-			if !list.Meta[d.Function.Name].Conversation { // no MCP client has one the runtime holds
-				want[d.Function.Name] = d.Function
-			}
+	list, _ := r.h.Tools(host.ToolQuery{Role: r.role}) // a deleted role has no tools
+	for _, d := range list.Tools {
+		if !list.Meta[d.Function.Name].Conversation { // no MCP client has one the runtime holds
+			want[d.Function.Name] = d.Function
 		}
 	}
+	r.syncItems(list)
 	var gone []string
 	for name := range r.tools {
 		if _, ok := want[name]; !ok {
@@ -481,7 +492,7 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 	if a, ok := r.agents.Load(k); ok && a.(*mcpAgent).busy() { // else it is ending: a new agent takes its key
 		return a.(*mcpAgent), nil
 	}
-	a := &mcpAgent{key: k, cred: c.Credential, principal: c.Principal, calls: map[*int]context.CancelFunc{}}
+	a := &mcpAgent{key: k, cred: c.Credential, principal: c.Principal, calls: map[*int]context.CancelFunc{}, subs: map[string]bool{}}
 	if !k.sessionless() {
 		a.ss = ss
 	}
@@ -587,6 +598,7 @@ func (r *mcpRole) forget(a *mcpAgent, why string) {
 	r.held.cancelOf(a)
 	ctx, cancel := context.WithTimeout(context.Background(), endAgentTimeout)
 	defer cancel()
+	r.unsubscribeAll(ctx, a)
 	if _, err := r.h.Store().TerminateAgent(ctx, a.agentID, why); err != nil && !errors.Is(err, store.ErrFinal) {
 		r.h.Logger().Warn("mcp: the agent of an ended session is not marked terminated", "role", r.role, "agent", a.agentID, "error", err)
 	}

@@ -41,6 +41,9 @@ func TestHandlerPanicAnswersOneRequest(t *testing.T) {
 	// stand-in for a handler with a bug.
 	r.srv.AddPrompt(&mcp.Prompt{Name: "boom"},
 		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { panic("a bug") })
+	r.mu.Lock()
+	r.items.prompts = map[string]toolhost.PromptSpec{"boom": {Name: "boom"}} // so that the front has prompts methods
+	r.mu.Unlock()
 	serverSide, clientSide := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := r.srv.Connect(withCaller(ctx, Caller{Credential: store.CredentialCLI}), serverSide, nil)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/config"
@@ -286,6 +287,33 @@ func TestMCPImportClaudeDesktop(t *testing.T) {
 	if got := call("memories", "read_graph", map[string]any{}); !strings.Contains(got, "entities") {
 		t.Errorf("read_graph: %q", got)
 	}
+
+	// The memory server's resource reaches the role's MCP clients: listed,
+	// and read through /mcp/memories.
+	bearer := &http.Client{Transport: bearerTransport{token: cfg.Auth.Token}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "import-test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/memories", HTTPClient: bearer, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	listed, err := cs.ListResources(ctx, nil)
+	if err != nil || !slices.ContainsFunc(listed.Resources, func(r *mcp.Resource) bool { return r.URI == "memory://knowledge-graph" }) {
+		t.Fatalf("/mcp/memories lists %+v, %v: want memory://knowledge-graph", listed, err)
+	}
+	graph, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "memory://knowledge-graph"})
+	if err != nil || len(graph.Contents) != 1 || !strings.Contains(graph.Contents[0].Text, "entities") {
+		t.Errorf("read memory://knowledge-graph: %+v, %v", graph, err)
+	}
+}
+
+// bearerTransport sends its token with every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // confined checks that the process of the group's server runs under

@@ -57,9 +57,10 @@ type Options struct {
 	// initialize alone.
 	Protocol string
 	// ToolsChanged is called, from a goroutine of the session, when the
-	// tools may have changed: the server announced
-	// notifications/tools/list_changed, or, from a stateless server that
-	// announces nothing, the ttlMs of its tool list has passed.
+	// tools, prompts or resources may have changed: the server announced
+	// notifications/tools/list_changed (or prompts' or resources'), or,
+	// from a stateless server that announces nothing, the ttlMs of its
+	// tool list has passed.
 	ToolsChanged func()
 }
 
@@ -72,7 +73,7 @@ type Server struct {
 	done    context.Context
 	end     context.CancelCauseFunc
 
-	progress  sync.Map // progress token → toolhost.Progress of a call in flight
+	progress  progressSinks // of the calls in flight (progress.go)
 	tokens    atomic.Uint64
 	heard     atomic.Bool // the stdio server has said something
 	listening atomic.Bool // the server acknowledged subscriptions/listen
@@ -80,8 +81,13 @@ type Server struct {
 	mu      sync.Mutex
 	spec    *toolhost.GroupSpec
 	names   map[string]string // the agent's name → the server's
-	refused []string          // tools that could not be offered, and why
+	prompts map[string]string // a prompt's name as agents see it → the server's
+	refused []string          // tools, prompts and resources that could not be offered, and why
 	refresh *time.Timer       // lists the tools again when their ttlMs has passed
+
+	subMu sync.Mutex
+	subs  map[string]*upstreamSub // by URI, the resources subscribed to (items.go)
+	kept  map[string]bool         // resources whose stream stays open with no watcher (maxKept)
 }
 
 // Start connects to the server (starting its process), negotiates the
@@ -117,15 +123,18 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	changed := func() {
+		if opts.ToolsChanged != nil {
+			opts.ToolsChanged()
+		}
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolhost", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			if opts.ToolsChanged != nil {
-				opts.ToolsChanged()
-			}
-		},
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			if p, ok := s.progress.Load(fmt.Sprint(req.Params.ProgressToken)); ok {
-				p.(toolhost.Progress)(req.Params.Progress, req.Params.Total, req.Params.Message)
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { changed() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { changed() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed() },
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if req.Params != nil {
+				s.updated(req.Params.URI)
 			}
 		},
 	})
@@ -133,7 +142,7 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	defer context.AfterFunc(s.done, cancel)() // a server that dies while starting ends the wait
-	s.session, err = client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: opts.Protocol})
+	s.session, err = client.Connect(ctx, progressing{Transport: transport, s: s}, &mcp.ClientSessionOptions{ProtocolVersion: opts.Protocol})
 	if err == nil {
 		go s.watch()
 		err = s.Relist(ctx)
@@ -246,8 +255,9 @@ func (s *Server) startError(ctx context.Context, err error) error {
 	return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "mcp_server %s: did not start as an MCP server: %v", s.opts.ID, err)
 }
 
-// Relist lists the server's tools again, every page, and makes them the
-// group's spec. In the stateless era a page the SDK holds, fresh by its
+// Relist lists the server's tools again, every page, and its prompts,
+// resources and resource templates (items.go), and makes them the group's
+// spec. In the stateless era a page the SDK holds, fresh by its
 // ttlMs, is not asked for again (a list_changed notification drops them).
 func (s *Server) Relist(ctx context.Context) error {
 	var tools []*mcp.Tool
@@ -268,9 +278,15 @@ func (s *Server) Relist(ctx context.Context) error {
 		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
 	s.refreshAfter(ttl)
+	it, err := s.listItems(ctx)
+	if err != nil {
+		return err
+	}
 	spec, names, refused := s.group(tools)
+	it.fill(spec, s.capabilities())
+	refused = append(refused, it.refused...)
 	s.mu.Lock()
-	s.spec, s.names, s.refused = spec, names, refused
+	s.spec, s.names, s.prompts, s.refused = spec, names, it.names, refused
 	s.mu.Unlock()
 	for _, r := range refused {
 		s.opts.Logger.Warn("tool not offered", "why", r)
@@ -332,7 +348,8 @@ func (s *Server) Names() map[string]string {
 	return maps.Clone(s.names)
 }
 
-// Refused lists the server's tools that could not be offered, and why.
+// Refused lists the server's tools, prompts and resources that could not
+// be offered, and why.
 func (s *Server) Refused() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -350,12 +367,16 @@ func (s *Server) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost
 	return &spec, nil
 }
 
-// Call calls the tool on the server. Its content blocks are the result's
-// Content, their text its output; isError is a failed result (tool_exec);
-// an error of the protocol is an error. A call
+// Call calls the tool on the server, or sends it the request of one of the
+// item methods (prompts/get and the others: items.go). A tool's content
+// blocks are the result's Content, their text its output; isError is a
+// failed result (tool_exec); an error of the protocol is an error. A call
 // whose context ends is cancelled upstream (notifications/cancelled); the
 // server's progress reaches the context's [toolhost.Progress].
 func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	if toolhost.IsItemMethod(req.Tool) {
+		return s.callItem(ctx, req)
+	}
 	s.mu.Lock()
 	upstream, ok := s.names[req.Tool]
 	s.mu.Unlock()
@@ -379,8 +400,8 @@ func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 	}
 	if p := toolhost.ProgressFrom(ctx); p != nil {
 		token := fmt.Sprintf("toolhost-%d", s.tokens.Add(1))
-		s.progress.Store(token, p)
-		defer s.progress.Delete(token)
+		s.progress.open(token, p)
+		defer s.progress.close(token)
 		params.SetProgressToken(token)
 	}
 	res, err := s.session.CallTool(ctx, params)
