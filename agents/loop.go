@@ -582,15 +582,17 @@ func resultText(res *toolhost.Result, err error) string {
 	}
 	var blocks []toolhost.Content
 	for i, c := range r.Content {
-		// Text blocks are in stdout; the others stay, their binary data
+		// Text is in stdout; the other blocks stay, their binary data
 		// named instead.
 		if c.Type == toolhost.ContentText {
 			continue
 		}
-		if c.Resource != nil && len(c.Resource.Blob) > 0 {
+		if c.Resource != nil {
 			rc := *c.Resource
-			names = append(names, fmt.Sprintf("content-%d (%s, %d bytes)", i, rc.MimeType, len(rc.Blob)))
-			rc.Blob, c.Resource = nil, &rc
+			if len(rc.Blob) > 0 {
+				names = append(names, fmt.Sprintf("content-%d (%s, %d bytes)", i, rc.MimeType, len(rc.Blob)))
+			}
+			rc.Blob, rc.Text, c.Resource = nil, "", &rc
 		}
 		if len(c.Data) > 0 {
 			names = append(names, fmt.Sprintf("content-%d (%s, %d bytes)", i, c.MimeType, len(c.Data)))

@@ -28,15 +28,15 @@ type contentCut struct {
 // resource's text, and the strings and _meta of every block) and holds them
 // to the output limits, in order, on a copy: the text of the text blocks
 // and embedded text resources, with every other field but binary data,
-// shares the byte and line limits (a newline counted between two text
-// blocks, as stdout joins them); the block that crosses a limit has its
+// shares the byte and line limits (a newline counted between two texts, as
+// stdout joins them); the block that crosses a limit has its
 // text cut, and the text blocks after it are dropped. Binary data shares
 // maxContentBinary, and the blocks kept maxContentBlocks. A block other
 // than text whose fields or data do not fit is dropped, as is every block
 // past maxContentBlocks, one text block in place of the first saying how
-// many were (stdout holds it too, past the limit). It returns the blocks, the
-// text of their text blocks joined by newlines (the result's stdout), and
-// whether anything was redacted or cut.
+// many were (stdout holds it too, past the limit). It returns the blocks,
+// their text joined by newlines (the result's stdout:
+// [toolhost.Content.StdoutText]), and whether anything was redacted or cut.
 func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhost.Content, stdout string, redacted bool, cut contentCut) {
 	out = make([]toolhost.Content, 0, len(in))
 	var texts []string
@@ -58,9 +58,10 @@ func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhos
 		}
 		b, changed := redactBlock(b)
 		redacted = redacted || changed
+		_, textual := b.StdoutText()
 		sep := 0
-		if b.Type == toolhost.ContentText && len(texts) > 0 {
-			sep = 1 // the newline that joins it to the text before
+		if textual && len(texts) > 0 {
+			sep = 1 // the newline that joins it to the text before in stdout
 		}
 		fields := len(b.URI) + len(b.Name) + len(b.Title) + len(b.Description) + len(b.MimeType) + len(b.Icons) + len(b.Annotations) + len(b.Meta)
 		binary := len(b.Data)
@@ -93,12 +94,14 @@ func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhos
 				cut.lines, cut.bytes = cut.lines || kept.Lines, cut.bytes || kept.Bytes
 			}
 		}
+		if t, ok := b.StdoutText(); ok {
+			texts = append(texts, t)
+		} else {
+			sep = 0 // a resource whose text went
+		}
 		usedLines += sep + strings.Count(*text, "\n")
 		usedBytes += sep + fields + len(*text)
 		usedBinary += binary
-		if b.Type == toolhost.ContentText {
-			texts = append(texts, b.Text)
-		}
 		out = append(out, b)
 	}
 	if note >= 0 {

@@ -48,7 +48,7 @@ func TestMCPContentThroughPipeline(t *testing.T) {
 	if got, _ := json.Marshal(mcpcontent.To(res.Content)); string(got) != string(want) {
 		t.Errorf("content\n got %s\nwant %s", got, want)
 	}
-	if res.Stdout != redacted+"\nthe end" || res.Meta["redacted"] != true || res.TruncatedBytes {
+	if res.Stdout != redacted+"\n"+redacted+"\nthe end" || res.Meta["redacted"] != true || res.TruncatedBytes {
 		t.Errorf("stdout %q, meta %v, truncated %v", res.Stdout, res.Meta, res.TruncatedBytes)
 	}
 	if err := h.Events().Flush(context.Background()); err != nil {
@@ -116,7 +116,7 @@ func TestFinishContent(t *testing.T) {
 		{"lines: the block across the limit cut", []toolhost.Content{text("a"), text("b\nc\nd")}, 2, 0,
 			[]string{"text a", "text b\n"}, "a\nb\n", true, false},
 		{"bytes: an embedded resource's text cut to what its uri leaves, the image after dropped", []toolhost.Content{resource("0123456789"), image(0)}, 0, 8,
-			[]string{"resource 0123456", "text " + note(1)}, note(1), false, true},
+			[]string{"resource 0123456", "text " + note(1)}, "0123456\n" + note(1), false, true},
 		{"binary past its bound dropped, text after kept", []toolhost.Content{image(maxContentBinary - 1), image(2), text("after"), image(1)}, 0, 0,
 			[]string{"image ", "text " + note(1), "text after", "image "}, note(1) + "\nafter", false, true},
 		{"past the blocks kept, every block dropped", append(slices.Repeat([]toolhost.Content{image(0)}, maxContentBlocks), text("late"), image(0)), 0, 0,

@@ -79,13 +79,14 @@ func TestMCPContentAsSent(t *testing.T) {
 		b, _ := json.Marshal(res.Content)
 		return string(b), res.IsError
 	}
-	// The API's result has the blocks, and their text in stdout.
+	// The API's result has the blocks, and their text in stdout (the text
+	// blocks' and the embedded resource's).
 	var res struct {
 		Stdout  string             `json:"stdout"`
 		Content []toolhost.Content `json:"content"`
 	}
 	if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"role": "reader", "tool": "blocks", "arguments": mcptest.ContentArgs{Text: "api"}}, &res); code != 200 ||
-		res.Stdout != "api\nthe end" || len(res.Content) != 7 || res.Content[1].Type != toolhost.ContentImage || string(res.Content[1].Data) != "\x89PNG image" {
+		res.Stdout != "api\napi\nthe end" || len(res.Content) != 7 || res.Content[1].Type != toolhost.ContentImage || string(res.Content[1].Data) != "\x89PNG image" {
 		t.Errorf("POST /api/call: %d %+v", code, res)
 	}
 	for name, cs := range frontClients(t, srv.URL, func(tr mcp.Transport) error { return ServeMCP(context.Background(), h, "reader", tr) }) {

@@ -415,17 +415,18 @@ func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 }
 
 // result maps an MCP tool result onto the envelope: its content blocks as
-// the server sent them, in order (Content), their text joined by newlines
-// as the output (Stdout), the structured content in Meta. A result with
+// the server sent them, in order (Content), their text (of text blocks and
+// embedded text resources) joined by newlines as the output (Stdout), the
+// structured content in Meta. A result with
 // isError fails with tool_exec, the first line of its text as the message;
 // its blocks are still the server's own, which MCP clients get as they
 // came.
 func result(res *mcp.CallToolResult) *toolhost.Result {
 	out := &toolhost.Result{OK: !res.IsError, Content: mcpcontent.From(res.Content)}
 	var texts []string
-	for _, c := range out.Content {
-		if c.Type == toolhost.ContentText {
-			texts = append(texts, c.Text)
+	for i := range out.Content {
+		if text, ok := out.Content[i].StdoutText(); ok {
+			texts = append(texts, text)
 		}
 	}
 	out.Stdout = strings.Join(texts, "\n")

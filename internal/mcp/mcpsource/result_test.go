@@ -14,7 +14,8 @@ import (
 
 // TestResultContent: a go-sdk server's result of every content type, in a
 // mixed order, with annotations and _meta, is the result's Content as the
-// server sent it, in order; its text blocks, joined, are the output, and
+// server sent it, in order; its text (of text blocks and the embedded text
+// resource), joined, is the output, and
 // nothing binary is doubled as an attachment. An error result keeps its
 // blocks too, failing with tool_exec and its first line.
 func TestResultContent(t *testing.T) {
@@ -33,7 +34,7 @@ func TestResultContent(t *testing.T) {
 		if got, _ := json.Marshal(mcpcontent.To(res.Content)); string(got) != string(want) {
 			t.Errorf("error %v: content\n got %s\nwant %s", isErr, got, want)
 		}
-		if res.Stdout != "first line\nsecond\nthe end" || len(res.Attachments) != 0 {
+		if res.Stdout != "first line\nsecond\nfirst line\nsecond\nthe end" || len(res.Attachments) != 0 {
 			t.Errorf("error %v: stdout %q, %d attachments", isErr, res.Stdout, len(res.Attachments))
 		}
 		if res.OK == isErr || isErr && (res.Error.Code != toolhost.CodeToolExec || res.Error.Message != "first line") {
