@@ -66,7 +66,7 @@ func TestMCPServerModule(t *testing.T) {
 	if g.Kind != SourceMCP || g.Spec.Description != "MCP server A good test server" || g.Spec.Version != "1.2.3" {
 		t.Errorf("kind %s, description %q, version %q", g.Kind, g.Spec.Description, g.Spec.Version)
 	}
-	if got, want := toolNames(h, "gomcp"), []string{"add_tool", "cat", "echo", "fail", "get_thing_v2", "meta", "slow"}; !slices.Equal(got, want) {
+	if got, want := toolNames(h, "gomcp"), []string{"add_tool", "burst", "cat", "echo", "fail", "get_thing_v2", "meta", "slow"}; !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}
 	ctx := context.Background()
