@@ -375,6 +375,12 @@ type Plugin struct {
 	// ToolPrefix is put before each of an mcp_server's tool names, as the
 	// agent sees them: the operator's way out of a name clash.
 	ToolPrefix string
+	// ClientRequests are what an mcp_server may ask of the client that made
+	// a call while the call runs (client_requests): [ClientRequestLogging],
+	// [ClientRequestElicitation], [ClientRequestSampling],
+	// [ClientRequestRoots]; nil when the block
+	// does not say, which is [Plugin.MCPClientRequests]'s default.
+	ClientRequests []string
 	// Pos is where the block is declared, "file:line,col".
 	Pos string
 }

@@ -47,7 +47,7 @@ var moduleSchemas = map[Kind]*hcl.BodySchema{
 	KindPlugin:  moduleSchema([]hcl.AttributeSchema{{Name: "path", Required: true}, {Name: "sha256"}}, "config"),
 	KindBuiltin: moduleSchema([]hcl.AttributeSchema{{Name: "path"}, {Name: "sha256"}}, "config"),
 	KindMCP: moduleSchema([]hcl.AttributeSchema{{Name: "command"}, {Name: "url"}, {Name: "headers"},
-		{Name: "description"}, {Name: "tool_prefix"}}),
+		{Name: "description"}, {Name: "tool_prefix"}, {Name: "client_requests"}}),
 }
 
 func moduleSchema(own []hcl.AttributeSchema, blocks ...string) *hcl.BodySchema {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -22,6 +23,7 @@ func (d *decoder) mcpServer(blk *hcl.Block, declared map[string]hcl.Range) Plugi
 	attr(d, attrs, "headers", &p.Headers, asIs)
 	attr(d, attrs, "description", &p.Description, asIs)
 	attr(d, attrs, "tool_prefix", &p.ToolPrefix, toolPrefix)
+	attr(d, attrs, "client_requests", &p.ClientRequests, clientRequests)
 	command, hasURL := attrs["command"], attrs["url"]
 	switch {
 	case command == nil && hasURL == nil:
@@ -42,6 +44,52 @@ func (d *decoder) mcpServer(blk *hcl.Block, declared map[string]hcl.Range) Plugi
 		d.fail(attrs["headers"].Range, "Not for a stdio server", "headers are sent to an HTTP server (url).")
 	}
 	return p
+}
+
+// What an mcp_server may ask of the client that made a call, while the call
+// runs, in its block's client_requests.
+const (
+	// ClientRequestLogging forwards the server's notifications/message.
+	ClientRequestLogging = "logging"
+	// ClientRequestElicitation forwards its elicitation/create requests.
+	ClientRequestElicitation = "elicitation"
+	// ClientRequestSampling forwards its sampling/createMessage requests:
+	// a use of the client's model, at the client's cost, with a prompt the
+	// server wrote. Never on unless the block says so.
+	ClientRequestSampling = "sampling"
+	// ClientRequestRoots forwards its roots/list requests: the client's
+	// roots are paths on the client's machine, which a server beside the
+	// host cannot reach, so toolhost answers with no roots unless the block
+	// says so.
+	ClientRequestRoots = "roots"
+)
+
+// MCPClientRequests returns what an mcp_server may ask of the client that
+// made a call: its block's client_requests, or logging and elicitation
+// when the block does not say.
+func (p *Plugin) MCPClientRequests() []string {
+	if p.ClientRequests == nil {
+		return []string{ClientRequestLogging, ClientRequestElicitation}
+	}
+	return p.ClientRequests
+}
+
+// clientRequests accepts a list of what a server may ask of a client, each
+// named once; an empty list forwards nothing.
+func clientRequests(list []string) ([]string, error) {
+	out := []string{}
+	for _, r := range list {
+		switch r {
+		case ClientRequestLogging, ClientRequestElicitation, ClientRequestSampling, ClientRequestRoots:
+		default:
+			return nil, fmt.Errorf("%q is not one of %q, %q, %q and %q", r, ClientRequestLogging, ClientRequestElicitation, ClientRequestSampling, ClientRequestRoots)
+		}
+		if slices.Contains(out, r) {
+			return nil, fmt.Errorf("%q is named twice", r)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // command keeps a bare program name for a PATH lookup at start and

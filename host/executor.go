@@ -368,10 +368,13 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 		defer t.Stop()
 	}
 	defer context.AfterFunc(c.h.closing, func() { cancel(errHostClosing) })()
+	var ended atomic.Bool
+	defer ended.Store(true)
 	if p := toolhost.ProgressFrom(ctx); p != nil {
-		var ended atomic.Bool
-		defer ended.Store(true)
 		ctx = toolhost.WithProgress(ctx, c.progress(p, &ended))
+	}
+	if a := toolhost.AskerFrom(ctx); a != nil {
+		ctx = toolhost.WithAsker(ctx, c.asker(a, &ended))
 	}
 	if c.tool.spec.OutputTail {
 		_, bytes := c.outputLimits()

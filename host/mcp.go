@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/mcp/mcpsource"
 )
 
@@ -30,12 +31,26 @@ func (s *supervisor) startMCP() (module, error) {
 		ID: s.cfg.Name, Command: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, Dir: s.h.workDir(), Sandbox: s.h.sandboxOf(&s.cfg),
 		URL: s.cfg.URL, Headers: s.cfg.Headers, Description: s.cfg.Description, ToolPrefix: s.cfg.ToolPrefix,
 		StartTimeout: s.cfg.StartTimeout, Logger: s.h.log.Named(s.cfg.Name), ToolsChanged: coalesce(changed),
+		Asks: mcpAsks(&s.cfg),
 	})
 	if err != nil {
 		return nil, err
 	}
 	started.Store(srv)
 	return mcpModule{srv}, nil
+}
+
+// mcpAsks are the MCP methods an mcp_server block lets its server use of
+// the client that made a call (its client_requests).
+func mcpAsks(p *config.Plugin) []string {
+	methods := map[string]string{config.ClientRequestLogging: toolhost.MethodLog,
+		config.ClientRequestElicitation: toolhost.MethodElicitation, config.ClientRequestSampling: toolhost.MethodSampling,
+		config.ClientRequestRoots: toolhost.MethodRoots}
+	var out []string
+	for _, r := range p.MCPClientRequests() {
+		out = append(out, methods[r])
+	}
+	return out
 }
 
 // coalesce returns a trigger of f that never waits: f runs on a goroutine of

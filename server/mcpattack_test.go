@@ -291,6 +291,20 @@ func resultOf(t *testing.T, m rpcResponse) callResult {
 	return r
 }
 
+// refusedState checks that a response is the protocol's invalid-params
+// error naming the requestState: a retry whose state names no call of its
+// agent waiting for its client.
+func refusedState(t *testing.T, who string, m rpcResponse) {
+	t.Helper()
+	var e struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	if m.Error == nil || json.Unmarshal(m.Error, &e) != nil || e.Code != -32602 || !strings.Contains(e.Message, "requestState") {
+		t.Errorf("%s: result %s, error %s; want error -32602 naming requestState", who, m.Result, m.Error)
+	}
+}
+
 // pendingApproval returns the queue's pending approval of the guarded
 // tool with the text, waiting for it.
 func pendingApproval(t *testing.T, h *host.Host, text string) host.ApprovalRequest {
@@ -352,7 +366,7 @@ func approvalStatus(t *testing.T, h *host.Host, id string) string {
 // TestMCPApprovalBoundToAgent: a call held for its client's approval is
 // its agent's alone: another credential, or the same one with another
 // agent key, retrying with its requestState and an accepting answer gets
-// an error naming the requestState, the call does not run, and its
+// the protocol's invalid-params error naming the requestState, the call does not run, and its
 // approval stays pending. Its own agent's decline denies it
 // (approval_denied, recorded denied); a fresh call its agent accepts runs,
 // recorded approved.
@@ -368,10 +382,7 @@ func TestMCPApprovalBoundToAgent(t *testing.T) {
 		{name: "the admin", token: ""},
 		{name: "the same token, another key", token: alice, extra: `"toolhost/agent":"other"`},
 	} {
-		r := resultOf(t, rpc(t, url, o.token, retry(10+i, "first", asked.RequestState, acceptAnswer, o.extra), nil))
-		if !r.IsError || !strings.Contains(r.text(), "requestState") || strings.Contains(r.text(), "guarded:") {
-			t.Errorf("%s retrying alice's call with its requestState: %+v, want an error naming requestState, the call not run", o.name, r)
-		}
+		refusedState(t, o.name+" retrying alice's call with its requestState", rpc(t, url, o.token, retry(10+i, "first", asked.RequestState, acceptAnswer, o.extra), nil))
 	}
 	pending := false
 	for _, p := range h.Approvals().Pending() {
@@ -487,9 +498,7 @@ func approvalQueueOnly(t *testing.T, url string, h *host.Host, token, caps strin
 			default:
 			}
 			// An answer the client makes up for its own call is refused.
-			if r := resultOf(t, rpc(t, url, token, retry(5, text, strings.Repeat("0", 32), acceptAnswer, ""), nil)); !r.IsError || strings.Contains(r.text(), "guarded:") {
-				t.Errorf("the client approving its own call: %+v, want an error", r)
-			}
+			refusedState(t, "the client approving its own call", rpc(t, url, token, retry(5, text, strings.Repeat("0", 32), acceptAnswer, ""), nil))
 			if s := approvalStatus(t, h, ar.ID); s != store.ApprovalPending {
 				t.Fatalf("the approval after the client's answer is %s, want pending", s)
 			}

@@ -19,6 +19,7 @@ import (
 const (
 	EventCallStarted       = "tool_call.started"   // a tool call was accepted and is about to run
 	EventCallProgress      = "tool_call.progress"  // a running tool call reported progress
+	EventCallInput         = "tool_call.input"     // a running tool call's module asked its client (sampling, elicitation, roots): the method and the answer's outcome, under the call
 	EventCallCompleted     = "tool_call.completed" // a tool call returned a result (ok or not)
 	EventCallFailed        = "tool_call.failed"    // a tool call ended in an error
 	EventGroupRegistered   = "group.registered"    // a tool group was registered

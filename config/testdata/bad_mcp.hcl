@@ -31,6 +31,21 @@ mcp_server "fs" {
   command = "npx"
 }
 
+mcp_server "bad-requests" {
+  command         = "npx"
+  client_requests = ["logging", "smapling"]
+}
+
+mcp_server "twice" {
+  command         = "npx"
+  client_requests = ["sampling", "sampling"]
+}
+
+plugin "not-mcp" {
+  path            = "x"
+  client_requests = ["sampling"]
+}
+
 plugin "fs" {
   path = "fs"
 }

@@ -24,10 +24,16 @@ mcp_server "fs" {
 }
 
 mcp_server "memory" {
-  command = "npx"
+  command         = "npx"
+  client_requests = ["logging", "elicitation", "sampling"]
 }
 
 mcp_server "remote" {
   url     = "https://mcp.example.com/mcp"
   headers = { Authorization = "Bearer ${env("TOKEN")}" }
+}
+
+mcp_server "quiet" {
+  command         = "npx"
+  client_requests = []
 }

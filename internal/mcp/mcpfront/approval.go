@@ -11,46 +11,80 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 )
 
-// Approvals through the client. A call that needs an approval waits in the
-// host's approval queue, where the operator decides it (the page, the API).
-// The caller never judges itself: only where the operator names the role in
-// mcp { client_approvals }, saying a person sits in front of each of its
-// clients, and the MCP client can elicit, does the front ask the client's
-// user as well, the modern way: the tools/call is answered with an input-required result (SEP-2322)
-// holding an elicitation that says what the call will do — tool, arguments
-// (redacted, as the queue keeps them) and role — and a request state; the
-// call waits in the queue meanwhile. The client retries the tools/call with
-// the user's answer and the state, and the front gives the queue the
-// decision (Decide: the same record, event and audit as the page's), then
-// answers with the call's result. For a client of the 2025 protocols the
-// SDK makes the same exchange an elicitation/create request within the
-// call. A client that cannot elicit waits for the queue, as before.
+// Held calls: a call that needs its client's answer while it runs. Two
+// things ask:
+//
+//   - Approvals. A call that needs an approval waits in the host's approval
+//     queue, where the operator decides it (the page, the API). The caller
+//     never judges itself: only where the operator names the role in
+//     mcp { client_approvals }, saying a person sits in front of each of its
+//     clients, and the MCP client can elicit, does the front ask the
+//     client's user as well: with an elicitation that says what the call
+//     will do — tool, arguments (redacted, as the queue keeps them) and
+//     role. The answer goes to the queue (Decide: the same record, event
+//     and audit as the page's). A client that cannot elicit waits for the
+//     queue, as before.
+//   - The call's module: an MCP server asking for sampling or elicitation
+//     (asks.go), each request forwarded to the client as the server sent
+//     it, each answer back to the server.
+//
+// A client of the stateless era is asked the modern way (SEP-2322): the
+// tools/call is answered with an input-required result holding the
+// requests and a request state, while the call runs on in the background;
+// the client retries the tools/call with its answers and the state, and
+// the front delivers them and answers with the next round, or the call's
+// result. Each round has a state of its own, so an old retry answers
+// nothing. For a client of the 2025 protocols the SDK makes an approval's
+// round an elicitation/create request within the call, and the module's
+// requests go to its session as requests within the call (asks.go).
+//
+// A held call waits for its client's answer the session idle timeout (an
+// approval's until its deadline, and as long again), then is cancelled; a
+// credential's agents have at most maxHeldCalls held at once: past it an
+// approval waits for the queue alone, and a module's request is refused.
 
 // approvalInput is the id of the approval among an input-required result's
 // requests.
 const approvalInput = "approval"
 
 // maxHeldCalls bounds the calls a credential's agents have waiting for
-// their clients' answers; a call past it waits for the queue alone.
+// their clients' answers.
 const maxHeldCalls = 16
 
-// heldCall is a call waiting for its client's approval.
+// heldCall is a call that may wait for its client's answers.
 type heldCall struct {
-	agent    *mcpAgent
-	approval string                   // its approval's id in the queue
-	done     chan *mcp.CallToolResult // receives its result
-	cancel   context.CancelFunc       // cancels it
-	result   *mcp.CallToolResult      // once done
-	ended    chan struct{}            // closed once result is set
-	timer    *time.Timer              // forgets it once its client cannot come back
+	agent  *mcpAgent
+	ask    *clientAsker             // what its module asks goes out through it
+	done   chan *mcp.CallToolResult // receives its result
+	cancel context.CancelFunc       // cancels it
+	rounds chan *inputRound         // what it asks of its client, a round at a time
+	tasked chan struct{}            // closed once it runs as a task: it asks no more
+
+	// Under heldCalls.mu:
+	counted bool        // it has been held: the bound let it in
+	state   string      // the request state naming it while it waits for its client
+	open    *inputRound // the round its client was sent, until answered
+	timer   *time.Timer // forgets it once its client has not come back in time
 }
 
-// heldCalls are the front's calls waiting for their clients' approvals, by
+// inputRound is one round of requests of a held call's client.
+type inputRound struct {
+	requests mcp.InputRequestMap
+	window   time.Duration // how long it waits for the client's answer
+	// answer takes the client's answers, and returns the requests still
+	// unanswered, to ask again (nil when none).
+	answer func(mcp.InputResponseMap) mcp.InputRequestMap
+	refuse func(error) // ends the round unasked
+}
+
+// heldCalls are the front's calls waiting for their clients' answers, by
 // request state.
 type heldCalls struct {
 	mu    sync.Mutex
@@ -76,68 +110,165 @@ func canElicit(req *mcp.CallToolRequest) bool {
 	return caps != nil && caps.Elicitation != nil
 }
 
-// callAsking runs a call of agent a as r.run does, but when the call comes
-// to wait for an approval and the client can elicit, it returns the
-// input-required result that asks the client's user; the call goes on in
-// the background until the client answers (resume), the queue decides, or
-// the approval's deadline passes.
-func (r *mcpRole) callAsking(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	q := r.h.Approvals()
-	if q == nil || !r.clientsDecide() || !canElicit(req) || r.held.count(a) >= maxHeldCalls {
-		return r.run(ctx, a, req.Params.Name, req.Params.Arguments)
+// callAsking runs a call of agent a as r.run does, its module's requests
+// going to its client (asks.go). When its client may be asked in rounds —
+// an approval it may decide, or a stateless client that takes sampling or
+// elicitation — the call runs in the background and a round that comes
+// answers the request (wait).
+func (r *mcpRole) callAsking(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ask := newClientAsker(ctx, req)
+	if c := r.start(ctx, a, req, ask, nil, nil); c != nil {
+		return r.wait(ctx, c, req.Session, nil), nil
 	}
-	pending := make(chan host.ApprovalRequest, 1)
+	defer ask.end()
+	return r.run(toolhost.WithAsker(ctx, ask), a, req.Params.Name, req.Params.Arguments), nil
+}
+
+// start starts, in the background, a call whose client ask may be asked in
+// rounds, and returns it; nil when its client will not be. A call that may
+// become the task t reports its progress and approval to it. ended is
+// called once the call has ended.
+func (r *mcpRole) start(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest, ask *clientAsker, t *mcpTask, ended func()) *heldCall {
+	approvals := r.h.Approvals() != nil && r.clientsDecide() && canElicit(req)
+	stateless := req.ProtocolVersion() >= mcpversion.Stateless
+	if !approvals && !(stateless && ask.asked()) {
+		return nil
+	}
+	ask.window = r.resumeWindow()
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	bg = host.WithApprovalPending(bg, func(ar host.ApprovalRequest) { pending <- ar })
-	c := &heldCall{agent: a, done: make(chan *mcp.CallToolResult, 1), cancel: cancel, ended: make(chan struct{})}
+	c := &heldCall{agent: a, ask: ask, done: make(chan *mcp.CallToolResult, 1), cancel: cancel,
+		rounds: make(chan *inputRound), tasked: make(chan struct{})}
+	if stateless {
+		ask.held = c
+	}
+	bg = toolhost.WithAsker(bg, ask)
+	if t != nil {
+		bg = toolhost.WithProgress(bg, t.progress)
+	}
+	bg = host.WithApprovalPending(bg, func(ar host.ApprovalRequest) {
+		if t != nil {
+			t.waitsFor(ar)
+		}
+		if !approvals {
+			return
+		}
+		rd := r.approvalRound(a, ar)
+		go func() { // the queue waits meanwhile: nothing it holds waits for the client
+			select {
+			case c.rounds <- rd:
+			case <-c.tasked:
+			case <-bg.Done():
+			}
+		}()
+	})
 	go func() {
 		res := r.run(bg, a, req.Params.Name, req.Params.Arguments)
+		ask.end() // its last log messages go out before its result
 		cancel()
+		if ended != nil {
+			ended()
+		}
 		c.done <- res
 	}()
-	select {
-	case res := <-c.done:
-		return res
-	case <-ctx.Done():
-		cancel()
-		return errorResult(toolhost.Errorf(toolhost.CodeCancelled, "the call was cancelled: %v", context.Cause(ctx)))
-	case ar := <-pending:
-		c.approval = ar.ID
-		state := r.held.add(c, time.Until(ar.Expires)+r.resumeWindow())
-		return &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{approvalInput: approvalElicitation(r.role, ar)},
-			RequestState:  state,
+	return c
+}
+
+// wait answers a request of held call c, from session ss, with the call's
+// result, or the next round it asks its client. after, when set, ends the
+// wait with nil (the call runs on).
+func (r *mcpRole) wait(ctx context.Context, c *heldCall, ss *mcp.ServerSession, after <-chan time.Time) *mcp.CallToolResult {
+	c.ask.attach(ss, ctx)
+	defer c.ask.detach()
+	for {
+		select {
+		case res := <-c.done:
+			r.held.forget(c)
+			return res
+		case <-ctx.Done():
+			r.held.forget(c)
+			return errorResult(toolhost.Errorf(toolhost.CodeCancelled, "the call was cancelled: %v", context.Cause(ctx)))
+		case rd := <-c.rounds:
+			state, err := r.held.hold(c, rd)
+			if err != nil {
+				rd.refuse(err)
+				continue
+			}
+			return &mcp.CallToolResult{InputRequests: rd.requests, RequestState: state}
+		case <-after:
+			return nil
 		}
 	}
 }
 
-// resume answers the retry of a call held for its client's approval: it
-// gives the queue the client's decision and returns the call's result.
-func (r *mcpRole) resume(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	c := r.held.get(req.Params.RequestState, a)
+// resume answers the retry of a held call: it delivers the client's answers
+// to the round it was sent and answers as wait does. A request state that
+// names no call of the agent waiting for its client is the protocol's
+// invalid-params error.
+func (r *mcpRole) resume(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	c, rd := r.held.take(req.Params.RequestState, a)
 	if c == nil {
-		return errorResult(toolhost.Errorf(toolhost.CodeValidation,
-			"requestState names no call of this agent waiting for an approval (it ended, or was answered already): call the tool again"))
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no call of this agent waiting for its client's answer " +
+			"(it ended, was answered already, or is not this agent's): call the tool again"}
 	}
-	if answer, ok := req.Params.InputResponses[approvalInput].(*mcp.ElicitResult); ok {
-		d := host.Decision{Kind: host.Deny, Reason: "the MCP client's user declined"}
-		if answer.Action == "accept" && answer.Content["approve"] == true {
-			d = host.Decision{Kind: host.Approve, Reason: "approved by the MCP client's user"}
-		} else if answer.Action == "cancel" {
-			d.Reason = "the MCP client's user dismissed the request"
-		}
-		d.By = "the MCP client of " + a.cred + " (mcp { client_approvals })"
-		if err := r.h.Approvals().Decide(c.approval, d); err != nil {
-			r.h.Logger().Debug("mcp: the client's decision came too late", "approval", c.approval, "error", err)
+	if rd != nil {
+		if more := rd.answer(req.Params.InputResponses); more != nil {
+			state, err := r.held.hold(c, rd)
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{InputRequests: more, RequestState: state}, nil
 		}
 	}
-	select {
-	case <-c.ended:
-	case <-ctx.Done():
-		return errorResult(toolhost.Errorf(toolhost.CodeCancelled, "the wait for the call's result was cancelled: %v", context.Cause(ctx)))
+	return r.wait(ctx, c, req.Session, nil), nil
+}
+
+// approvalRound is the round that asks a's client to decide the approval
+// ar: its answer goes to the queue; refused, the queue alone decides.
+func (r *mcpRole) approvalRound(a *mcpAgent, ar host.ApprovalRequest) *inputRound {
+	return &inputRound{
+		requests: mcp.InputRequestMap{approvalInput: approvalElicitation(r.role, ar)},
+		window:   time.Until(ar.Expires) + r.resumeWindow(),
+		refuse:   func(error) {},
+		answer: func(in mcp.InputResponseMap) mcp.InputRequestMap {
+			answer, ok := in[approvalInput].(*mcp.ElicitResult)
+			if !ok {
+				return nil // the call waits for the queue
+			}
+			d := host.Decision{Kind: host.Deny, Reason: "the MCP client's user declined"}
+			if answer.Action == "accept" && answer.Content["approve"] == true {
+				d = host.Decision{Kind: host.Approve, Reason: "approved by the MCP client's user"}
+			} else if answer.Action == "cancel" {
+				d.Reason = "the MCP client's user dismissed the request"
+			}
+			d.By = "the MCP client of " + a.cred + " (mcp { client_approvals })"
+			if err := r.h.Approvals().Decide(ar.ID, d); err != nil {
+				r.h.Logger().Debug("mcp: the client's decision came too late", "approval", ar.ID, "error", err)
+			}
+			return nil
+		},
 	}
-	r.held.forget(req.Params.RequestState, c)
-	return c.result
+}
+
+// typed is a result as the SDK's tool handler answers a stateless client:
+// its resultType set, input_required for a round of a held call.
+func typed(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res.InputRequests == nil {
+		return completed(res)
+	}
+	b, err := json.Marshal(res)
+	var m map[string]any
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err == nil {
+		m["resultType"] = "input_required"
+		b, err = json.Marshal(m)
+	}
+	var out mcp.CallToolResult
+	if err != nil || json.Unmarshal(b, &out) != nil {
+		return res
+	}
+	return &out
 }
 
 // clientsDecide reports whether the operator lets the role's MCP clients
@@ -146,8 +277,8 @@ func (r *mcpRole) clientsDecide() bool {
 	return slices.Contains(r.h.Config().MCP.ClientApprovals, r.role)
 }
 
-// resumeWindow is how long a held call's result waits for its client after
-// the approval's deadline.
+// resumeWindow is how long a held call waits for its client's answer, and
+// its result for its client after it ended.
 func (r *mcpRole) resumeWindow() time.Duration {
 	if r.open != nil {
 		return r.open.idle
@@ -174,84 +305,94 @@ func approvalElicitation(role string, ar host.ApprovalRequest) *mcp.ElicitParams
 	}
 }
 
-// add holds c until its result has been taken, or for window after it
-// ended untaken; it returns the request state naming it.
-func (h *heldCalls) add(c *heldCall, window time.Duration) string {
+// hold keeps c, which asks its client (what is unanswered of) round rd,
+// under a new request state, which it returns, for rd's window. A call not
+// held before is refused when its credential's agents hold maxHeldCalls.
+func (h *heldCalls) hold(c *heldCall, rd *inputRound) (string, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	state := hex.EncodeToString(b[:])
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !c.counted && h.countLocked(c.agent) >= maxHeldCalls {
+		return "", toolhost.Errorf(toolhost.CodeRateLimited, "the agents of this credential have %d calls waiting for their clients' answers, the most the front holds", maxHeldCalls)
+	}
 	if h.calls == nil {
 		h.calls = map[string]*heldCall{}
 	}
+	delete(h.calls, c.state)
 	h.calls[state] = c
-	h.mu.Unlock()
-	go func() {
-		c.result = <-c.done
-		close(c.ended)
-		h.mu.Lock()
-		if h.calls[state] == c {
-			c.timer = time.AfterFunc(window, func() { h.forget(state, c) })
-		}
-		h.mu.Unlock()
-	}()
-	return state
-}
-
-// get returns the call the state names, if it is agent a's.
-func (h *heldCalls) get(state string, a *mcpAgent) *heldCall {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if c := h.calls[state]; c != nil && c.agent.key == a.key {
-		return c
-	}
-	return nil
-}
-
-// forget drops the call the state names, if it is c, cancelling it if it
-// still runs.
-func (h *heldCalls) forget(state string, c *heldCall) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.calls[state] != c {
-		return
-	}
-	delete(h.calls, state)
+	c.state, c.open, c.counted = state, rd, true
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	c.timer = time.AfterFunc(rd.window, func() { h.forget(c) })
+	return state, nil
+}
+
+// take returns the call the state names, if it is agent a's, and the round
+// its client was sent; the state names nothing from then on.
+func (h *heldCalls) take(state string, a *mcpAgent) (*heldCall, *inputRound) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.calls[state]
+	if c == nil || c.agent.key != a.key {
+		return nil, nil
+	}
+	delete(h.calls, state)
+	rd := c.open
+	c.state, c.open = "", nil
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	return c, rd
+}
+
+// forget drops c, cancelling it if it still runs.
+func (h *heldCalls) forget(c *heldCall) {
+	h.mu.Lock()
+	if h.calls[c.state] == c {
+		delete(h.calls, c.state)
+	}
+	c.state, c.open = "", nil
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	h.mu.Unlock()
 	c.cancel()
 }
 
 // cancelOf cancels and forgets the held calls of agent a, which has ended:
 // their approvals end cancelled and they free their credential's shares.
 func (h *heldCalls) cancelOf(a *mcpAgent) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for state, c := range h.calls {
-		if c.agent == a {
-			delete(h.calls, state)
-			if c.timer != nil {
-				c.timer.Stop()
-			}
-			c.cancel()
-		}
+	for _, c := range h.all(func(c *heldCall) bool { return c.agent == a }) {
+		h.forget(c)
 	}
 }
 
 // cancelAll cancels every held call, when the front stops.
 func (h *heldCalls) cancelAll() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, c := range h.calls {
-		c.cancel()
+	for _, c := range h.all(func(*heldCall) bool { return true }) {
+		h.forget(c)
 	}
 }
 
-// count returns how many calls of agent a's credential are held.
-func (h *heldCalls) count(a *mcpAgent) int {
+// all returns the held calls that match.
+func (h *heldCalls) all(match func(*heldCall) bool) []*heldCall {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var out []*heldCall
+	for _, c := range h.calls {
+		if match(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// countLocked returns how many calls of agent a's credential are held.
+// h.mu is held.
+func (h *heldCalls) countLocked(a *mcpAgent) int {
 	n := 0
 	for _, c := range h.calls {
 		if c.agent.cred == a.cred {

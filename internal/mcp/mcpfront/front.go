@@ -233,7 +233,7 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 	r := &mcpRole{h: h, role: role, open: open, tools: map[string]host.Function{}, offered: map[string]*mcp.Tool{},
 		impl: &mcp.Implementation{Name: "toolhost", Title: "toolhost role " + role, Version: toolhost.Version(), WebsiteURL: h.Config().WebsiteURL}}
 	r.srv = mcp.NewServer(r.impl, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}, // asks.go
 			Extensions: map[string]any{tasksExtension: map[string]any{}}},
 		CompletionHandler:  r.complete,
 		SubscribeHandler:   r.subscribe,
@@ -668,9 +668,9 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		return r.callUnoffered(ctx, a, req)
 	}
 	if req.Params.RequestState != "" {
-		return r.resume(ctx, a, req), nil
+		return r.resume(ctx, a, req)
 	}
-	return r.callAsking(ctx, a, req), nil
+	return r.callAsking(ctx, a, req)
 }
 
 // offered reports whether the agent's tool list holds the tool, as last

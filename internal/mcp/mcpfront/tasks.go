@@ -185,7 +185,10 @@ func declaresTasks[P mcp.Params](req *mcp.ServerRequest[P]) bool {
 }
 
 // callAsTask runs a call of a client that takes tasks: its result, if it
-// finishes within taskAfter, else a task handle.
+// finishes within taskAfter, else a task handle. A call that asks its
+// client (an approval it may decide, a module's request) within taskAfter
+// is held (approval.go) and stays so, never a task; once it is a task, its
+// approval waits for the queue, and its module's requests are refused.
 func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
 	a, err := r.agent(ctx, req.Session, req.Extra, req.Params.Meta)
 	if err != nil {
@@ -201,26 +204,41 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 	}
 	if !r.tasks.reserve(a) {
 		defer a.done()
-		return completed(r.run(ctx, a, req.Params.Name, req.Params.Arguments)), nil
+		res, err := r.callAsking(ctx, a, req)
+		if err != nil {
+			return nil, err
+		}
+		return typed(res), nil
 	}
 	now := time.Now()
 	t := &mcpTask{id: newTaskID(), agent: a, created: now, updated: now, status: taskWorking}
+	ask := newClientAsker(ctx, req)
+	ended := func() {
+		a.done()
+		r.tasks.release(a)
+	}
+	if c := r.start(ctx, a, req, ask, t, ended); c != nil {
+		t.cancel = c.cancel
+		if res := r.wait(ctx, c, req.Session, time.After(taskAfter)); res != nil {
+			return typed(res), nil
+		}
+		close(c.tasked)
+		go func() { t.end(taskCompleted, <-c.done, "") }()
+		r.tasks.add(t)
+		v := t.view()
+		v.ResultType = "task"
+		return v, nil
+	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t.cancel = cancel
-	bg = toolhost.WithProgress(bg, func(progress, total float64, message string) {
-		if message == "" {
-			message = fmt.Sprintf("%g of %g", progress, total)
-		}
-		t.note(message)
-	})
-	bg = host.WithApprovalPending(bg, func(ar host.ApprovalRequest) {
-		t.note(fmt.Sprintf("waiting for an approval (%s) until %s", ar.ID, ar.Expires.Format(time.RFC3339)))
-	})
+	bg = toolhost.WithProgress(bg, t.progress)
+	bg = host.WithApprovalPending(bg, t.waitsFor)
+	bg = toolhost.WithAsker(bg, ask)
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
-		defer a.done()
-		defer r.tasks.release(a)
+		defer ended()
 		res := r.run(bg, a, req.Params.Name, req.Params.Arguments)
+		ask.end()
 		done <- res
 		t.end(taskCompleted, res, "")
 	}()
@@ -232,10 +250,24 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 		return nil, ctx.Err()
 	case <-time.After(taskAfter):
 	}
+	ask.detach() // its log messages had the request that ends now alone
 	r.tasks.add(t)
 	v := t.view()
 	v.ResultType = "task"
 	return v, nil
+}
+
+// progress notes a task's progress as its status message.
+func (t *mcpTask) progress(progress, total float64, message string) {
+	if message == "" {
+		message = fmt.Sprintf("%g of %g", progress, total)
+	}
+	t.note(message)
+}
+
+// waitsFor notes that a task waits for the approval ar.
+func (t *mcpTask) waitsFor(ar host.ApprovalRequest) {
+	t.note(fmt.Sprintf("waiting for an approval (%s) until %s", ar.ID, ar.Expires.Format(time.RFC3339)))
 }
 
 // newTaskID returns a task id no client can guess.

@@ -56,6 +56,10 @@ type Options struct {
 	// initialize and what the server offers), [mcpversion.Legacy] (say) for
 	// initialize alone.
 	Protocol string
+	// Asks are what the server may ask of the client that made a call
+	// ([toolhost.MethodSampling], [toolhost.MethodElicitation],
+	// [toolhost.MethodLog]; asks.go); nil for nothing.
+	Asks []string
 	// ToolsChanged is called, from a goroutine of the session, when the
 	// tools, prompts or resources may have changed: the server announced
 	// notifications/tools/list_changed (or prompts' or resources'), or,
@@ -75,8 +79,13 @@ type Server struct {
 
 	progress  progressSinks // of the calls in flight (progress.go)
 	tokens    atomic.Uint64
-	heard     atomic.Bool // the stdio server has said something
-	listening atomic.Bool // the server acknowledged subscriptions/listen
+	heard     atomic.Bool   // the stdio server has said something
+	listening atomic.Bool   // the server acknowledged subscriptions/listen
+	asked     atomic.Uint64 // numbers a 2025 server's requests, for their keys
+
+	fmu     sync.Mutex
+	flights map[*flight]struct{} // the calls in flight (asks.go)
+	logs    logOrder             // keeps a call's log messages ahead of its answer
 
 	mu      sync.Mutex
 	spec    *toolhost.GroupSpec
@@ -128,7 +137,10 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 			opts.ToolsChanged()
 		}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolhost", Version: "1"}, &mcp.ClientOptions{
+	if s.allows(toolhost.MethodLog) {
+		transport = counted{Transport: transport, l: &s.logs}
+	}
+	copts := &mcp.ClientOptions{
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { changed() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { changed() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed() },
@@ -137,8 +149,10 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 				s.updated(req.Params.URI)
 			}
 		},
-	})
-	client.AddReceivingMiddleware(s.acknowledged)
+	}
+	s.askHandlers(copts)
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolhost", Version: "1"}, copts)
+	client.AddReceivingMiddleware(s.acknowledged, s.forwardRoots)
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	defer context.AfterFunc(s.done, cancel)() // a server that dies while starting ends the wait
@@ -146,6 +160,9 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	if err == nil {
 		go s.watch()
 		err = s.Relist(ctx)
+	}
+	if err == nil {
+		s.listenLogs(ctx)
 	}
 	if err != nil {
 		s.Stop()
@@ -372,7 +389,8 @@ func (s *Server) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost
 // blocks are the result's Content, their text its output; isError is a
 // failed result (tool_exec); an error of the protocol is an error. A call
 // whose context ends is cancelled upstream (notifications/cancelled); the
-// server's progress reaches the context's [toolhost.Progress].
+// server's progress reaches the context's [toolhost.Progress], and what it
+// asks of the calling client its [toolhost.Asker] (asks.go).
 func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
 	if toolhost.IsItemMethod(req.Tool) {
 		return s.callItem(ctx, req)
@@ -398,18 +416,31 @@ func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 		}
 		params.Meta[k] = v
 	}
+	f, land := s.fly(ctx)
+	defer land()
+	if s.stateless() {
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		s.stated(params.Meta, f.asker)
+		params.InputResponses = given(f.asker)
+	}
 	if p := toolhost.ProgressFrom(ctx); p != nil {
 		token := fmt.Sprintf("toolhost-%d", s.tokens.Add(1))
 		s.progress.open(token, p)
 		defer s.progress.close(token)
 		params.SetProgressToken(token)
 	}
-	res, err := s.session.CallTool(ctx, params)
+	res, err := s.callRounds(ctx, f, params)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, toolhost.Errorf(toolhost.CodeToolExec, "mcp_server %s: %s: %v", s.opts.ID, upstream, err)
+		code := toolhost.CodeToolExec // or what refused the server's request of the client
+		if coded := (*toolhost.Error)(nil); errors.As(err, &coded) {
+			code = coded.Code
+		}
+		return nil, toolhost.Errorf(code, "mcp_server %s: %s: %v", s.opts.ID, upstream, err)
 	}
 	return result(res), nil
 }

@@ -299,3 +299,15 @@ func Blocks(text string) []mcp.Content {
 		&mcp.TextContent{Text: "the end"},
 	}
 }
+
+// AskServer builds the test MCP server whose tools ask their client while
+// they run (askserver: log, sample, elicit) and returns its executable.
+func AskServer(t testing.TB) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "askserver")
+	cmd := exec.Command("go", "build", "-o", exe, "github.com/toolhost/toolhost/internal/mcp/mcptest/askserver")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build askserver: %v\n%s", err, out)
+	}
+	return exe
+}
