@@ -230,7 +230,11 @@ func TestMCPStreamResumed(t *testing.T) {
 			id = v
 		}
 	}
-	<-g.started
+	select {
+	case <-g.started:
+	case <-time.After(proctest.Patience):
+		t.Fatalf("the hold call did not start within %s", proctest.Patience)
+	}
 	cancel()
 	resp.Body.Close()
 	close(g.open)
