@@ -31,7 +31,8 @@ type Result struct {
 	// Content, when set, is the output as the ordered blocks an MCP server
 	// gave it, each with its annotations and _meta, which MCP clients
 	// receive as they were sent; Stdout then holds the text of its text
-	// blocks, for readers of text.
+	// blocks and embedded text resources, in order, joined by newlines,
+	// for readers of text.
 	Content []Content `json:"content,omitempty"`
 }
 
@@ -74,6 +75,18 @@ type Content struct {
 	// Role is, in the result of a [MethodPromptsGet] call, who says the
 	// message the block is: "user" or "assistant".
 	Role string `json:"role,omitempty"`
+}
+
+// StdoutText returns the block's text as a result's Stdout holds it: a
+// text block's, or an embedded text resource's; false for any other block.
+func (c *Content) StdoutText() (string, bool) {
+	switch {
+	case c.Type == ContentText:
+		return c.Text, true
+	case c.Type == ContentResource && c.Resource != nil && c.Resource.Text != "":
+		return c.Resource.Text, true
+	}
+	return "", false
 }
 
 // ResourceContents are the contents of a resource: its text or its bytes.

@@ -564,7 +564,8 @@ func callsSignature(calls []model.ToolCall) string {
 }
 
 // resultText is a call's outcome as the model sees it: the result envelope
-// as JSON, attachments named but not inlined.
+// as JSON, attachments and binary content named but not inlined, text
+// content blocks left to stdout.
 func resultText(res *toolhost.Result, err error) string {
 	if err != nil {
 		res = toolhost.ErrorResult(err)
@@ -575,12 +576,32 @@ func resultText(res *toolhost.Result, err error) string {
 		r.Meta = maps.Clone(r.Meta)
 		delete(r.Meta, toolhost.MetaStructuredContent)
 	}
-	if len(r.Attachments) > 0 {
-		names := make([]string, len(r.Attachments))
-		for i, at := range r.Attachments {
-			names[i] = fmt.Sprintf("%s (%s, %d bytes)", at.Name, at.MimeType, len(at.Data))
+	var names []string
+	for _, at := range r.Attachments {
+		names = append(names, fmt.Sprintf("%s (%s, %d bytes)", at.Name, at.MimeType, len(at.Data)))
+	}
+	var blocks []toolhost.Content
+	for i, c := range r.Content {
+		// Text is in stdout; the other blocks stay, their binary data
+		// named instead.
+		if c.Type == toolhost.ContentText {
+			continue
 		}
-		r.Attachments = nil
+		if c.Resource != nil {
+			rc := *c.Resource
+			if len(rc.Blob) > 0 {
+				names = append(names, fmt.Sprintf("content-%d (%s, %d bytes)", i, rc.MimeType, len(rc.Blob)))
+			}
+			rc.Blob, rc.Text, c.Resource = nil, "", &rc
+		}
+		if len(c.Data) > 0 {
+			names = append(names, fmt.Sprintf("content-%d (%s, %d bytes)", i, c.MimeType, len(c.Data)))
+			c.Data = nil
+		}
+		blocks = append(blocks, c)
+	}
+	r.Attachments, r.Content = nil, blocks
+	if len(names) > 0 {
 		r.Meta = mapWith(r.Meta, "attachments", names)
 	}
 	b, _ := json.Marshal(&r)

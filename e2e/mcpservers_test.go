@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost"
@@ -111,8 +112,8 @@ role "rememberer" {
 	if out, _ := mcptest.CallText(t, cs, "read_graph", map[string]any{}); !strings.Contains(out, "seen through the front") {
 		t.Errorf("read_graph: %s", out)
 	}
-	if out, isErr := mcptest.CallText(t, cs, "run_command", map[string]any{"command": "id"}); !isErr || !strings.Contains(out, "tool_not_available") {
-		t.Errorf("run_command from the memory role: %s", out)
+	if e := mcptest.CallRefused(t, cs, "run_command", map[string]any{"command": "id"}); e.Code != jsonrpc.CodeInvalidParams || !strings.Contains(e.Message, "tool_not_available") {
+		t.Errorf("run_command from the memory role: %d %s", e.Code, e.Message)
 	}
 
 	// SIGKILL of the memory server: unregistered, then back.

@@ -52,7 +52,8 @@ import (
 //  8. the tool runs, bounded by its timeout (timeout) and the caller's ctx
 //     (cancelled); a plugin that dies fails it with plugin_exited;
 //  9. secrets are redacted from the result, and its output cut to the
-//     group's limits (a command's full output is saved under data_dir);
+//     group's limits (a command's full output is saved under data_dir; an
+//     MCP server's content blocks are cut in order: finishContent);
 //  10. tool_call.started and exactly one tool_call.completed or
 //     tool_call.failed are recorded as events, the terminal one with the
 //     limits' verdicts and the rule that decided.
@@ -474,7 +475,9 @@ func (c *call) progress(p toolhost.Progress, ended *atomic.Bool) toolhost.Progre
 }
 
 // finish redacts secrets from a result and cuts its output to the group's
-// limits, working on a copy. Redaction comes first, so that no cut can leave
+// limits, working on a copy; a result with content blocks has them
+// redacted and cut in order, its stdout made from them (finishContent).
+// Redaction comes first, so that no cut can leave
 // part of a secret visible; a command's output cut short is saved whole
 // (redacted) under data_dir, its path in meta.full_output, within the
 // storage quotas: when it cannot be kept, meta.full_output_not_kept says
@@ -488,8 +491,16 @@ func (c *call) finish(ctx context.Context, in *toolhost.Result) *toolhost.Result
 		_ = c.spool.write(true, []byte(res.Stderr))
 		res.Stdout, res.Stderr, spoolCut = c.spool.text()
 	}
+	lines, bytes := c.outputLimits()
 	var changed [3]bool
-	res.Stdout, changed[0] = redact.String(res.Stdout)
+	var contentCut contentCut
+	if len(res.Content) > 0 {
+		// The content is the output, its text blocks stdout: redacted and
+		// cut block by block, stdout made from them again.
+		res.Content, res.Stdout, changed[0], contentCut = finishContent(res.Content, lines, bytes)
+	} else {
+		res.Stdout, changed[0] = redact.String(res.Stdout)
+	}
 	res.Stderr, changed[1] = redact.String(res.Stderr)
 	if res.Error != nil {
 		e := *res.Error
@@ -503,9 +514,11 @@ func (c *call) finish(ctx context.Context, in *toolhost.Result) *toolhost.Result
 			res.Meta, c.redacted = m.(map[string]any), true
 		}
 	}
-	lines, bytes := c.outputLimits()
 	tail := c.tool.spec.OutputTail
-	out, errs := output.Limit(res.Stdout, lines, bytes, tail), output.Limit(res.Stderr, lines, bytes, tail)
+	out, errs := output.Cut{Text: res.Stdout}, output.Limit(res.Stderr, lines, bytes, tail)
+	if len(res.Content) == 0 { // else finishContent cut it
+		out = output.Limit(res.Stdout, lines, bytes, tail)
+	}
 	cut := out.Text != res.Stdout || errs.Text != res.Stderr || spoolCut
 	var saved, notKept string
 	switch {
@@ -515,8 +528,8 @@ func (c *call) finish(ctx context.Context, in *toolhost.Result) *toolhost.Result
 		saved, notKept = c.saveFullOutput(ctx, res.Stdout, res.Stderr)
 	}
 	res.Stdout, res.Stderr = out.Text, errs.Text
-	res.TruncatedLines = res.TruncatedLines || out.Lines || errs.Lines
-	res.TruncatedBytes = res.TruncatedBytes || out.Bytes || errs.Bytes || spoolCut
+	res.TruncatedLines = res.TruncatedLines || out.Lines || errs.Lines || contentCut.lines
+	res.TruncatedBytes = res.TruncatedBytes || out.Bytes || errs.Bytes || spoolCut || contentCut.bytes
 	if sc, ok := res.Meta[toolhost.MetaStructuredContent]; ok && bytes > 0 {
 		// Structured content is held to the byte limit too: past it, the
 		// result keeps the cut text alone.

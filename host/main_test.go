@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/pgtest"
 )
 
@@ -19,6 +20,9 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv(testPluginEnv); name != "" {
 		serveTestPlugin(name)
 		os.Exit(0)
+	}
+	if os.Getenv(mcptest.ContentServerEnv) != "" {
+		mcptest.ServeContent()
 	}
 	if behaviour := os.Getenv(testMCPEnv); behaviour != "" {
 		serveTestMCP(behaviour)

@@ -66,7 +66,7 @@ func TestMCPServerModule(t *testing.T) {
 	if g.Kind != SourceMCP || g.Spec.Description != "MCP server A good test server" || g.Spec.Version != "1.2.3" {
 		t.Errorf("kind %s, description %q, version %q", g.Kind, g.Spec.Description, g.Spec.Version)
 	}
-	if got, want := toolNames(h, "gomcp"), []string{"add_tool", "cat", "echo", "fail", "get_thing_v2", "meta", "slow"}; !slices.Equal(got, want) {
+	if got, want := toolNames(h, "gomcp"), []string{"add_tool", "burst", "cat", "echo", "fail", "get_thing_v2", "meta", "slow"}; !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}
 	ctx := context.Background()
@@ -74,7 +74,7 @@ func TestMCPServerModule(t *testing.T) {
 		return h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: []byte(args)})
 	}
 	res, err := call("echo", `{"text":"hi"}`)
-	if err != nil || !res.OK || res.Stdout != "hi" || len(res.Attachments) != 1 || res.Attachments[0].MimeType != "image/png" {
+	if err != nil || !res.OK || res.Stdout != "hi" || len(res.Content) != 2 || res.Content[1].Type != toolhost.ContentImage || res.Content[1].MimeType != "image/png" {
 		t.Errorf("echo: %+v, %v", res, err)
 	}
 	if res, err := call("get_thing_v2", `{}`); err != nil || res.Stdout != "thing" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost"
@@ -102,8 +103,10 @@ func TestMCPStreamableHTTP(t *testing.T) {
 			if text, isErr := mcptest.CallText(t, cs, "console_print", map[string]string{"text": "hi"}); isErr || text != "console_print:hi" {
 				t.Errorf("call = %q (error %v)", text, isErr)
 			}
-			if text, isErr := mcptest.CallText(t, cs, "get_artifact", map[string]string{"text": "x"}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeToolNotAvailable)+": ") {
-				t.Errorf("call outside the role = %q (error %v)", text, isErr)
+			// A tool outside the role is the protocol's unknown tool, its
+			// refusal recorded as any call's (checkCallEvents).
+			if e := mcptest.CallRefused(t, cs, "get_artifact", map[string]string{"text": "x"}); e.Code != jsonrpc.CodeInvalidParams || !strings.HasPrefix(e.Message, string(toolhost.CodeToolNotAvailable)+": ") {
+				t.Errorf("call outside the role = %d %q, want -32602 tool_not_available", e.Code, e.Message)
 			}
 			if text, isErr := mcptest.CallText(t, cs, "console_print", map[string]any{"text": 1}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeValidation)+": ") {
 				t.Errorf("invalid call = %q (error %v)", text, isErr)

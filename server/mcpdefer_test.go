@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost"
@@ -89,7 +90,8 @@ func TestMCPSessionLoadsDeferredTools(t *testing.T) {
 // TestMCPOffersOnlyWorkingTools: the context group's tools work on a
 // conversation the runtime holds, which an MCP client's agent has not: a
 // role with the group does not offer them over MCP, and a call of one is
-// refused with tool_not_available rather than failing inside the tool.
+// refused as an unknown tool (-32602, tool_not_available) rather than
+// failing inside the tool.
 func TestMCPOffersOnlyWorkingTools(t *testing.T) {
 	srv, h := serve(t, &config.Config{})
 	rt := agents.New(h, &agents.Options{Console: io.Discard})
@@ -105,8 +107,8 @@ func TestMCPOffersOnlyWorkingTools(t *testing.T) {
 		if got := mcptest.ToolNames(t, cs); !slices.Equal(got, []string{"console_print"}) {
 			t.Errorf("%s: tools/list %v, want console_print alone", era, got)
 		}
-		if text, isErr := mcptest.CallText(t, cs, "get_context_status", map[string]any{}); !isErr || !strings.HasPrefix(text, string(toolhost.CodeToolNotAvailable)+": ") {
-			t.Errorf("%s: get_context_status: %q (error %v), want tool_not_available", era, text, isErr)
+		if e := mcptest.CallRefused(t, cs, "get_context_status", map[string]any{}); e.Code != jsonrpc.CodeInvalidParams || !strings.HasPrefix(e.Message, string(toolhost.CodeToolNotAvailable)+": ") {
+			t.Errorf("%s: get_context_status: %d %q, want -32602 tool_not_available", era, e.Code, e.Message)
 		}
 	}
 }

@@ -360,9 +360,10 @@ func TestMCPSessionless(t *testing.T) {
 		t.Fatalf("tools/call: %+v %v", msgs, err)
 	}
 
-	// A tool the role does not offer is refused, the result typed as well.
-	_, msgs, err = post2026(t, context.Background(), url, "", request(6, "tools/call", `{"name":"get_artifact","arguments":{}}`, meta2026("")), nil)
-	if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0].Result), `"resultType":"complete"`) || !strings.Contains(string(msgs[0].Result), "tool_not_available") {
+	// A tool the role does not offer is the protocol's unknown tool:
+	// invalid params, 400.
+	status, msgs, err = post2026(t, context.Background(), url, "", request(6, "tools/call", `{"name":"get_artifact","arguments":{}}`, meta2026("")), nil)
+	if err != nil || status != http.StatusBadRequest || len(msgs) != 1 || !strings.Contains(string(msgs[0].Error), `"code":-32602`) || !strings.Contains(string(msgs[0].Error), "tool_not_available") {
 		t.Fatalf("tools/call of a tool not offered: %+v %v", msgs, err)
 	}
 

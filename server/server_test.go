@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/hosttest"
+	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/sdk"
 )
@@ -29,9 +31,13 @@ const testToken = "test-admin-token-0123456789abcdef"
 // plainTransport sends requests as they are, without testToken.
 var plainTransport = http.DefaultTransport
 
-// TestMain makes every request of http.DefaultClient (the tests' and the MCP
+// TestMain serves mcptest.ContentServer when this binary was re-executed
+// as it; else it makes every request of http.DefaultClient (the tests' and the MCP
 // SDK's) carry testToken, unless it carries an Authorization header already.
 func TestMain(m *testing.M) {
+	if os.Getenv(mcptest.ContentServerEnv) != "" {
+		mcptest.ServeContent()
+	}
 	http.DefaultTransport = withToken{plainTransport}
 	pgtest.Main(m)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 )
@@ -59,9 +60,8 @@ role "scribe" {
 	if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "saved t") {
 		t.Fatalf("add_note = %+v, %v", res, err)
 	}
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "t"}})
-	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "tool_not_available") {
-		t.Fatalf("search_notes (denied) = %+v, %v", res, err)
+	if e := mcptest.CallRefused(t, cs, "search_notes", map[string]any{"query": "t"}); e.Code != jsonrpc.CodeInvalidParams || !strings.Contains(e.Message, "tool_not_available") {
+		t.Fatalf("search_notes (denied) = %d %s, want -32602 tool_not_available", e.Code, e.Message)
 	}
 
 	// A line that is not JSON-RPC gets -32700, and the process goes on: a

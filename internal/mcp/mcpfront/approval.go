@@ -96,8 +96,8 @@ type heldCalls struct {
 // them so. Reading them there spares a call req.ClientCapabilities, which
 // encodes them to JSON and decodes them again into the SDK's types each
 // time: a tenth of a sessionless call's CPU.
-func statedCapabilities(req *mcp.CallToolRequest) (map[string]any, bool) {
-	raw, ok := req.Params.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+func statedCapabilities[P mcp.Params](req *mcp.ServerRequest[P]) (map[string]any, bool) {
+	raw, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities].(map[string]any)
 	return raw, ok
 }
 

@@ -15,10 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcp/mcpcontent"
 	"github.com/toolhost/toolhost/internal/mcp/mcpoffer"
 	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 	"github.com/toolhost/toolhost/store"
@@ -243,8 +245,7 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 		},
 	})
 	// A call of a tool the server does not offer goes to the pipeline too,
-	// which answers tool_not_available where the SDK would say "unknown
-	// tool"; the others reach the tool's handler through the SDK's own
+	// which records it and refuses it (callUnoffered); the others reach the tool's handler through the SDK's own
 	// (its multi-round-trip requests among them). A list is its agent's
 	// Definitions: the role's tools but the deferred ones it has not loaded
 	// (tool_search's load_tools). The role's prompt, as it is when a client
@@ -258,10 +259,13 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 			case *mcp.CallToolRequest:
 				if req.Params != nil && !r.offers(req.Params.Name) {
 					res, err := r.call(ctx, req)
-					if err == nil && req.ProtocolVersion() >= mcpversion.Stateless {
+					if err != nil {
+						return nil, err
+					}
+					if req.ProtocolVersion() >= mcpversion.Stateless {
 						res = completed(res)
 					}
-					return res, err
+					return res, nil
 				}
 				if req.Params != nil && req.Params.RequestState == "" && wantsTask(req) {
 					return r.callAsTask(ctx, req)
@@ -311,12 +315,12 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 	// SDK ends a session idle for the front's session_idle_timeout
 	// (sessions.go). A sessionless request lives as long as its POST: a
 	// client that goes away cancels it.
-	var idle time.Duration
+	// A session's streams are resumable (replay.go).
+	opts := &mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}
 	if open != nil {
-		idle = open.idle
+		opts.SessionTimeout, opts.EventStore = open.idle, open.replay
 	}
-	r.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, SessionTimeout: idle})
+	r.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv }, opts)
 	r.stateless = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return r.srv },
 		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, Stateless: true, PropagateRequestCancellation: true})
 	r.addTaskMethods()
@@ -639,7 +643,8 @@ func (a *mcpAgent) track(ctx context.Context) (context.Context, func()) {
 }
 
 // call runs a tools/call: progress notifications go to the client when it
-// asked for them.
+// asked for them; a tool the agent's list does not hold is refused as the
+// protocol's unknown tool (callUnoffered).
 func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	a, err := r.agent(ctx, req.Session, req.Extra, req.Params.Meta)
 	if err != nil {
@@ -659,21 +664,55 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
 		})
 	}
+	if !a.offered(req.Params.Name) {
+		return r.callUnoffered(ctx, a, req)
+	}
 	if req.Params.RequestState != "" {
 		return r.resume(ctx, a, req)
 	}
 	return r.callAsking(ctx, a, req)
 }
 
+// offered reports whether the agent's tool list holds the tool, as last
+// listed or announced (mcpRole.announce).
+func (a *mcpAgent) offered(tool string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := slices.BinarySearch(a.visible, tool)
+	return ok
+}
+
+// callUnoffered runs a call of a tool the agent's list does not hold
+// through the pipeline, which records it (tool_call.started and
+// tool_call.failed, as for any call) and refuses it: that refusal
+// (tool_not_available, unknown_tool) is the protocol's error for an unknown
+// tool, invalid params (-32602), in every era. A tool that came meanwhile,
+// before the list was announced, runs.
+func (r *mcpRole) callUnoffered(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, err := r.pipeline(ctx, a, req.Params.Name, req.Params.Arguments)
+	switch code := toolhost.CodeOf(err); {
+	case err == nil:
+		return toolResult(res), nil
+	case code == toolhost.CodeToolNotAvailable || code == toolhost.CodeUnknownTool:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %s", code, err)}
+	}
+	return errorResult(err), nil
+}
+
 // run calls a tool through the host's pipeline as the session's agent. A
 // pipeline error is a result with IsError, so the model sees it.
 func (r *mcpRole) run(ctx context.Context, a *mcpAgent, tool string, args json.RawMessage) *mcp.CallToolResult {
-	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: args,
-		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp", Principal: a.principal, Credential: a.cred}})
+	res, err := r.pipeline(ctx, a, tool, args)
 	if err != nil {
 		return errorResult(err)
 	}
 	return toolResult(res)
+}
+
+// pipeline calls a tool through the host's pipeline as agent a.
+func (r *mcpRole) pipeline(ctx context.Context, a *mcpAgent, tool string, args json.RawMessage) (*toolhost.Result, error) {
+	return r.h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: args,
+		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp", Principal: a.principal, Credential: a.cred}})
 }
 
 // errorResult is a pipeline error as a tool result with IsError, so that
@@ -689,26 +728,33 @@ func errorResult(err error) *mcp.CallToolResult {
 	return out
 }
 
-// toolResult maps a result envelope to MCP content: the error (when not ok),
-// stdout, stderr (labelled), a paging cursor, and image attachments.
+// toolResult maps a result envelope to MCP content. A result with Content
+// (an mcp_server module's) is its blocks, in order, as the server sent them
+// (failed or not: nothing is put before a server's own error); any other is
+// the error (when not ok), stdout, stderr (labelled), a paging cursor, and
+// image attachments.
 func toolResult(res *toolhost.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{IsError: !res.OK, Content: []mcp.Content{}}
 	text := func(s string) { out.Content = append(out.Content, &mcp.TextContent{Text: s}) }
-	if !res.OK && res.Error != nil {
-		text(fmt.Sprintf("%s: %s", res.Error.Code, res.Error.Message))
-	}
-	if res.Stdout != "" {
-		text(res.Stdout)
-	}
-	if res.Stderr != "" {
-		text("stderr:\n" + res.Stderr)
-	}
-	if res.NextPageCursor != "" {
-		text("next_page_cursor: " + res.NextPageCursor)
-	}
-	for _, a := range res.Attachments {
-		if strings.HasPrefix(a.MimeType, "image/") {
-			out.Content = append(out.Content, &mcp.ImageContent{Data: a.Data, MIMEType: a.MimeType})
+	if len(res.Content) > 0 {
+		out.Content = mcpcontent.To(res.Content)
+	} else {
+		if !res.OK && res.Error != nil {
+			text(fmt.Sprintf("%s: %s", res.Error.Code, res.Error.Message))
+		}
+		if res.Stdout != "" {
+			text(res.Stdout)
+		}
+		if res.Stderr != "" {
+			text("stderr:\n" + res.Stderr)
+		}
+		if res.NextPageCursor != "" {
+			text("next_page_cursor: " + res.NextPageCursor)
+		}
+		for _, a := range res.Attachments {
+			if strings.HasPrefix(a.MimeType, "image/") {
+				out.Content = append(out.Content, &mcp.ImageContent{Data: a.Data, MIMEType: a.MimeType})
+			}
 		}
 	}
 	if sc, ok := res.Meta[toolhost.MetaStructuredContent]; ok {

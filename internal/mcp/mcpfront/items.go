@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcp/mcpcontent"
 	"github.com/yosida95/uritemplate/v3"
 )
 
@@ -228,10 +229,8 @@ func (r *mcpRole) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mc
 	out := &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{}}
 	out.Description, _ = res.Meta[toolhost.MetaDescription].(string)
 	for _, c := range res.Content {
-		var m mcp.PromptMessage
-		b, _ := json.Marshal(map[string]any{"role": c.Role, "content": wireContent(c)})
-		if json.Unmarshal(b, &m) == nil {
-			out.Messages = append(out.Messages, &m)
+		if m := mcpcontent.MCP(c); m != nil {
+			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: mcp.Role(c.Role), Content: m})
 		}
 	}
 	return out, nil
@@ -374,39 +373,4 @@ func metaOf(raw json.RawMessage) mcp.Meta {
 	var m mcp.Meta
 	_ = json.Unmarshal(raw, &m)
 	return m
-}
-
-// wireContent is a content block as MCP writes it.
-func wireContent(c toolhost.Content) map[string]any {
-	w := map[string]any{"type": c.Type}
-	set := func(k string, v any, ok bool) {
-		if ok {
-			w[k] = v
-		}
-	}
-	set("text", c.Text, c.Text != "" || c.Type == toolhost.ContentText)
-	set("mimeType", c.MimeType, c.MimeType != "")
-	set("data", c.Data, c.Data != nil)
-	set("uri", c.URI, c.URI != "")
-	set("name", c.Name, c.Name != "")
-	set("title", c.Title, c.Title != "")
-	set("description", c.Description, c.Description != "")
-	set("size", c.Size, c.Size != nil)
-	set("icons", c.Icons, len(c.Icons) > 0)
-	set("annotations", c.Annotations, len(c.Annotations) > 0)
-	set("_meta", c.Meta, len(c.Meta) > 0)
-	if rc := c.Resource; rc != nil {
-		r := map[string]any{"uri": rc.URI}
-		set := func(k string, v any, ok bool) {
-			if ok {
-				r[k] = v
-			}
-		}
-		set("mimeType", rc.MimeType, rc.MimeType != "")
-		set("text", rc.Text, rc.Blob == nil)
-		set("blob", rc.Blob, rc.Blob != nil)
-		set("_meta", rc.Meta, len(rc.Meta) > 0)
-		w["resource"] = r
-	}
-	return w
 }

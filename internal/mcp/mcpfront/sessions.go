@@ -43,8 +43,9 @@ import (
 // sessionTable holds the front's open HTTP sessions and the agents they
 // bound: whose each one is, and whether a request of it is open.
 type sessionTable struct {
-	idle time.Duration // how long an entry lasts without an open request (a session: the SDK's SessionTimeout)
-	max  int           // the entries a credential may hold
+	idle   time.Duration // how long an entry lasts without an open request (a session: the SDK's SessionTimeout)
+	max    int           // the entries a credential may hold
+	replay *replayStore  // what the sessions' streams sent, for clients that resume them (replay.go)
 
 	mu    sync.Mutex
 	byID  map[string]*openSession
@@ -78,7 +79,8 @@ const busyRetry = time.Second
 // newSessionTable returns a table whose entries end after idle, perCred of
 // them per credential.
 func newSessionTable(idle time.Duration, perCred int) *sessionTable {
-	return &sessionTable{idle: idle, max: perCred, byID: map[string]*openSession{}, creds: map[string]*holding{}}
+	return &sessionTable{idle: idle, max: perCred, replay: newReplayStore(replayBytes, replayStreams),
+		byID: map[string]*openSession{}, creds: map[string]*holding{}}
 }
 
 // holdingLocked returns what cred holds, made when it holds nothing. t.mu
@@ -364,6 +366,9 @@ func (f *Front) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRole, 
 		f.serve(w, req, r, r.stateless, cred, credScope+cred, nil)
 		return
 	}
+	sw := &sseWriter{ResponseWriter: w}
+	defer sw.end()
+	w = sw
 	switch e := f.open.lookup(id, r, cred); {
 	case e != nil:
 		defer f.open.end(e)

@@ -140,8 +140,19 @@ func (r *mcpRole) addTaskMethods() {
 	})))
 }
 
-// taskMethod runs a tasks method as the calling agent.
-func (r *mcpRole) taskMethod(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+// errTasksUndeclared answers a tasks method from a client that did not
+// declare the extension: the extension's missing required capability
+// error, naming it as a client capability.
+var errTasksUndeclared = &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
+	Message: "the client did not declare the " + tasksExtension + " extension",
+	Data:    json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + tasksExtension + `":{}}}}`)}
+
+// taskMethod runs a tasks method as the calling agent, once its client
+// declared the extension (errTasksUndeclared).
+func (r *mcpRole) taskMethod(ctx context.Context, method string, req *mcp.ServerRequest[*taskParams], next mcp.MethodHandler) (mcp.Result, error) {
+	if !declaresTasks(req) {
+		return nil, errTasksUndeclared
+	}
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	a, err := r.agent(ctx, ss, req.GetExtra(), req.GetParams().GetMeta())
 	if err != nil {
@@ -151,11 +162,15 @@ func (r *mcpRole) taskMethod(ctx context.Context, method string, req mcp.Request
 	return next(context.WithValue(ctx, taskAgentKey{}, a), method, req)
 }
 
-// wantsTask reports whether a call's client declared the tasks extension.
+// wantsTask reports whether a call may become a task: its client speaks
+// the stateless era and declared the tasks extension.
 func wantsTask(req *mcp.CallToolRequest) bool {
-	if req.ProtocolVersion() < mcpversion.Stateless {
-		return false
-	}
+	return req.ProtocolVersion() >= mcpversion.Stateless && declaresTasks(req)
+}
+
+// declaresTasks reports whether a request's client declared the tasks
+// extension: in the request's _meta, else in its session's initialize.
+func declaresTasks[P mcp.Params](req *mcp.ServerRequest[P]) bool {
 	if raw, ok := statedCapabilities(req); ok {
 		exts, _ := raw["extensions"].(map[string]any)
 		_, ok := exts[tasksExtension]
@@ -178,6 +193,14 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 	a, err := r.agent(ctx, req.Session, req.Extra, req.Params.Meta)
 	if err != nil {
 		return completed(errorResult(err)), nil
+	}
+	if !a.offered(req.Params.Name) {
+		defer a.done()
+		res, err := r.callUnoffered(ctx, a, req)
+		if err != nil {
+			return nil, err
+		}
+		return completed(res), nil
 	}
 	if !r.tasks.reserve(a) {
 		defer a.done()

@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 		serveTestServer(b)
 		os.Exit(0)
 	}
+	if os.Getenv(mcptest.ContentServerEnv) != "" {
+		mcptest.ServeContent()
+	}
 	os.Exit(m.Run())
 }
 

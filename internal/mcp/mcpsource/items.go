@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/mcp/mcpcontent"
 	"github.com/toolhost/toolhost/internal/protocol"
 )
 
@@ -257,7 +258,10 @@ func promptResult(r *mcp.GetPromptResult) *toolhost.Result {
 		if m == nil || m.Content == nil {
 			continue
 		}
-		c := contentOf(m.Content)
+		c, ok := mcpcontent.Block(m.Content)
+		if !ok {
+			continue
+		}
 		c.Role = string(m.Role)
 		out.Content = append(out.Content, c)
 		if c.Text != "" {
@@ -287,38 +291,6 @@ func readResult(r *mcp.ReadResourceResult) *toolhost.Result {
 		}
 	}
 	out.Stdout = strings.Join(texts, "\n")
-	return out
-}
-
-// wireContent is a content block as MCP writes it.
-type wireContent struct {
-	Type        string                `json:"type"`
-	Text        string                `json:"text,omitempty"`
-	MimeType    string                `json:"mimeType,omitempty"`
-	Data        []byte                `json:"data,omitempty"`
-	URI         string                `json:"uri,omitempty"`
-	Name        string                `json:"name,omitempty"`
-	Title       string                `json:"title,omitempty"`
-	Description string                `json:"description,omitempty"`
-	Size        *int64                `json:"size,omitempty"`
-	Icons       json.RawMessage       `json:"icons,omitempty"`
-	Resource    *mcp.ResourceContents `json:"resource,omitempty"`
-	Annotations json.RawMessage       `json:"annotations,omitempty"`
-	Meta        json.RawMessage       `json:"_meta,omitempty"`
-}
-
-// contentOf is an MCP content block as a result's [toolhost.Content], every
-// field kept.
-func contentOf(c mcp.Content) toolhost.Content {
-	var w wireContent
-	if b, err := json.Marshal(c); err == nil {
-		_ = json.Unmarshal(b, &w)
-	}
-	out := toolhost.Content{Type: w.Type, Text: w.Text, MimeType: w.MimeType, Data: w.Data, URI: w.URI, Name: w.Name, Title: w.Title,
-		Description: w.Description, Size: w.Size, Icons: w.Icons, Annotations: w.Annotations, Meta: w.Meta}
-	if r := w.Resource; r != nil {
-		out.Resource = &toolhost.ResourceContents{URI: r.URI, MimeType: r.MIMEType, Text: r.Text, Blob: r.Blob, Meta: rawJSON(r.Meta)}
-	}
 	return out
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/mcp/mcpcontent"
 	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
@@ -384,8 +385,8 @@ func (s *Server) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost
 }
 
 // Call calls the tool on the server, or sends it the request of one of the
-// item methods (prompts/get and the others: items.go). Its text content is the result's
-// output, its images and other binary content the attachments; isError is a
+// item methods (prompts/get and the others: items.go). A tool's content
+// blocks are the result's Content, their text its output; isError is a
 // failed result (tool_exec); an error of the protocol is an error. A call
 // whose context ends is cancelled upstream (notifications/cancelled); the
 // server's progress reaches the context's [toolhost.Progress], and what it
@@ -444,22 +445,19 @@ func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 	return result(res), nil
 }
 
-// result maps an MCP tool result onto the envelope.
+// result maps an MCP tool result onto the envelope: its content blocks as
+// the server sent them, in order (Content), their text (of text blocks and
+// embedded text resources) joined by newlines as the output (Stdout), the
+// structured content in Meta. A result with
+// isError fails with tool_exec, the first line of its text as the message;
+// its blocks are still the server's own, which MCP clients get as they
+// came.
 func result(res *mcp.CallToolResult) *toolhost.Result {
-	out := &toolhost.Result{OK: !res.IsError}
+	out := &toolhost.Result{OK: !res.IsError, Content: mcpcontent.From(res.Content)}
 	var texts []string
-	for i, c := range res.Content {
-		switch c := c.(type) {
-		case *mcp.TextContent:
-			texts = append(texts, c.Text)
-		case *mcp.ImageContent:
-			out.Attachments = append(out.Attachments, toolhost.Attachment{Name: fmt.Sprintf("content-%d", i), MimeType: c.MIMEType, Data: c.Data})
-		case *mcp.AudioContent:
-			out.Attachments = append(out.Attachments, toolhost.Attachment{Name: fmt.Sprintf("content-%d", i), MimeType: c.MIMEType, Data: c.Data})
-		default:
-			if b, err := json.Marshal(c); err == nil {
-				texts = append(texts, string(b))
-			}
+	for i := range out.Content {
+		if text, ok := out.Content[i].StdoutText(); ok {
+			texts = append(texts, text)
 		}
 	}
 	out.Stdout = strings.Join(texts, "\n")

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -54,6 +55,19 @@ func CallText(t testing.TB, cs *mcp.ClientSession, tool string, args any) (strin
 		}
 	}
 	return strings.Join(texts, "\n"), res.IsError
+}
+
+// CallRefused calls a tool that the server is to refuse with a JSON-RPC
+// error, and returns that error; a result, or another error, fails the
+// test.
+func CallRefused(t testing.TB, cs *mcp.ClientSession, tool string, args any) *jsonrpc.Error {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) {
+		t.Fatalf("call %s: %+v, %v: want a JSON-RPC error", tool, res, err)
+	}
+	return rpcErr
 }
 
 // NPMServer is the path of an MCP server's executable installed from npm
@@ -224,6 +238,65 @@ func SetMessageHeaders(h http.Header, msg string) {
 	h.Set("Mcp-Method", m.Method)
 	if m.Params.Name != "" {
 		h.Set("Mcp-Name", m.Params.Name)
+	}
+}
+
+// ContentServerEnv, set, makes a test binary whose TestMain checks it serve
+// [ContentServer] on stdin and stdout instead of running tests
+// ([ServeContent]).
+const ContentServerEnv = "TOOLHOST_TEST_CONTENT_SERVER"
+
+// ServeContent serves [ContentServer] on stdin and stdout, then exits.
+func ServeContent() {
+	_ = ContentServer().Run(context.Background(), &mcp.StdioTransport{})
+	os.Exit(0)
+}
+
+// ContentArgs are the arguments of [ContentServer]'s tools.
+type ContentArgs struct {
+	// Text is put in the blocks' text and in the embedded resource's.
+	Text string `json:"text"`
+	// Error makes the result an error (isError).
+	Error bool `json:"error,omitempty"`
+	// Image is the size of the image of "sized", in bytes.
+	Image int `json:"image,omitempty"`
+}
+
+// ContentServer is a go-sdk MCP server whose tool "blocks" returns
+// [Blocks] of its text (with isError when asked), and "sized" a text block of
+// its text and an image of the size asked for.
+func ContentServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "content", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "blocks", Description: "Every content type, in a mixed order."}, func(_ context.Context, _ *mcp.CallToolRequest, a ContentArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: Blocks(a.Text), IsError: a.Error}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sized", Description: "A text and an image of a size."}, func(_ context.Context, _ *mcp.CallToolRequest, a ContentArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text},
+			&mcp.ImageContent{MIMEType: "image/png", Data: make([]byte, a.Image)}}}, nil, nil
+	})
+	return srv
+}
+
+// Blocks are one content block of each type, in a mixed order, each with
+// annotations and _meta: text (text), an image, audio, a resource link with
+// its size and icons, an embedded text resource (text), an embedded binary
+// one, and a last text.
+func Blocks(text string) []mcp.Content {
+	ann := func(p float64, who ...mcp.Role) *mcp.Annotations {
+		return &mcp.Annotations{Audience: who, Priority: p, LastModified: "2026-01-02T03:04:05Z"}
+	}
+	size := int64(1234)
+	return []mcp.Content{
+		&mcp.TextContent{Text: text, Annotations: ann(0.9, "user"), Meta: mcp.Meta{"n": 1.0}},
+		&mcp.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG image"), Annotations: ann(0.5, "assistant"), Meta: mcp.Meta{"n": 2.0}},
+		&mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF audio"), Meta: mcp.Meta{"n": 3.0}},
+		&mcp.ResourceLink{URI: "file:///srv/report.pdf", Name: "report.pdf", Title: "The report", Description: "Last month's",
+			MIMEType: "application/pdf", Size: &size, Icons: []mcp.Icon{{Source: "https://example.com/pdf.png", MIMEType: "image/png", Sizes: []string{"48x48"}}},
+			Annotations: ann(0.2, "user", "assistant"), Meta: mcp.Meta{"n": 4.0}},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://note", MIMEType: "text/plain", Text: text, Meta: mcp.Meta{"r": "text"}},
+			Annotations: ann(0.7), Meta: mcp.Meta{"n": 5.0}},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://blob", MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2, 255}}},
+		&mcp.TextContent{Text: "the end"},
 	}
 }
 
