@@ -103,7 +103,7 @@ const maxLogWait = time.Second
 // connection hands notifications to a queue of their own, while it gives
 // a response to its caller at once: a log message the server sent before
 // its answer may be handled after the call returned, when it belongs to
-// no call. The connection counts the log messages it reads (counted), the
+// no call. The connection counts the log messages it reads (readOne), the
 // handler those it has handled, and a call waits, once answered, for those
 // read before.
 type logOrder struct {
@@ -151,34 +151,11 @@ func (l *logOrder) wait(ctx context.Context) {
 	l.mu.Unlock()
 }
 
-// counted is a transport whose connection counts the log messages it
-// reads (logOrder).
-type counted struct {
-	mcp.Transport
-	l *logOrder
-}
-
-func (t counted) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return countedConn{Connection: conn, l: t.l}, nil
-}
-
-type countedConn struct {
-	mcp.Connection
-	l *logOrder
-}
-
-func (c countedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.Method == "notifications/message" {
-		c.l.mu.Lock()
-		c.l.read++
-		c.l.mu.Unlock()
-	}
-	return msg, err
+// read counts a log message read (over stdio: era.go's heard).
+func (l *logOrder) readOne() {
+	l.mu.Lock()
+	l.read++
+	l.mu.Unlock()
 }
 
 // forwardRoots is a receiving middleware forwarding a 2025 server's

@@ -71,7 +71,9 @@ func retryLegacy(opts Options, s *Server, err error) bool {
 }
 
 // heard is the stdio connection as the module sees it: it notes whether the
-// server has said anything at all.
+// server has said anything at all, and takes the progress notifications and
+// counts the log messages as it reads them, so that a call's come before
+// its answer (progress.go, asks.go's logOrder).
 type heard struct {
 	mcp.Connection
 	s *Server
@@ -81,6 +83,14 @@ func (c heard) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err == nil {
 		c.s.heard.Store(true)
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
+		switch req.Method {
+		case "notifications/progress":
+			c.s.progress.read(req.Params)
+		case "notifications/message":
+			c.s.logs.readOne()
+		}
 	}
 	return msg, err
 }

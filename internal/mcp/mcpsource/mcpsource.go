@@ -137,9 +137,6 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 			opts.ToolsChanged()
 		}
 	}
-	if s.allows(toolhost.MethodLog) {
-		transport = counted{Transport: transport, l: &s.logs}
-	}
 	copts := &mcp.ClientOptions{
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { changed() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { changed() },
@@ -150,13 +147,16 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 			}
 		},
 	}
+	if opts.URL != "" { // over stdio the connection takes them (era.go's heard)
+		copts.ProgressNotificationHandler = func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { s.progress.take(req.Params) }
+	}
 	s.askHandlers(copts)
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolhost", Version: "1"}, copts)
 	client.AddReceivingMiddleware(s.acknowledged, s.forwardRoots)
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	defer context.AfterFunc(s.done, cancel)() // a server that dies while starting ends the wait
-	s.session, err = client.Connect(ctx, progressing{Transport: transport, s: s}, &mcp.ClientSessionOptions{ProtocolVersion: opts.Protocol})
+	s.session, err = client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: opts.Protocol})
 	if err == nil {
 		go s.watch()
 		err = s.Relist(ctx)

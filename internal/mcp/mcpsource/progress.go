@@ -1,12 +1,10 @@
 package mcpsource
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 )
@@ -15,10 +13,13 @@ import (
 // all of it before the call's result. The SDK answers a call as soon as
 // it reads the response, while it hands notifications to a queue of their
 // own, so a notification sent just before the response could be handled
-// after the call returned, and be lost. The module's connection therefore
-// takes each notifications/progress as it reads it (progressReader) and
-// queues it for its call, in order; the call, once answered, waits for its
-// queue to be delivered.
+// after the call returned, and be lost. The connection to a stdio server
+// therefore takes each notifications/progress as it reads it (era.go's
+// heard) and queues it for its call, in order; the call, once answered,
+// waits for its queue to be delivered. Over HTTP the SDK's connection
+// cannot be wrapped (it learns of the session through a method of its
+// own), and the SDK's handler queues a report: one sent just before the
+// answer may come too late.
 
 // progressQueue bounds the reports of one call waiting to be delivered; a
 // server sending faster than the caller takes them loses the excess (the
@@ -74,10 +75,17 @@ func (ps *progressSinks) close(token string) {
 	}
 }
 
-// take queues a notifications/progress for its call, if one is in flight.
-func (ps *progressSinks) take(params json.RawMessage) {
+// read queues a notifications/progress for its call, if one is in flight.
+func (ps *progressSinks) read(params json.RawMessage) {
 	var p mcp.ProgressNotificationParams
-	if json.Unmarshal(params, &p) != nil || p.ProgressToken == nil {
+	if json.Unmarshal(params, &p) == nil {
+		ps.take(&p)
+	}
+}
+
+// take queues a progress report for its call, if one is in flight.
+func (ps *progressSinks) take(p *mcp.ProgressNotificationParams) {
+	if p.ProgressToken == nil {
 		return
 	}
 	ps.mu.Lock()
@@ -88,33 +96,4 @@ func (ps *progressSinks) take(params json.RawMessage) {
 		default:
 		}
 	}
-}
-
-// progressReader is a module's connection, which takes its progress
-// notifications as it reads them.
-type progressReader struct {
-	mcp.Connection
-	s *Server
-}
-
-func (c progressReader) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() && req.Method == "notifications/progress" {
-		c.s.progress.take(req.Params)
-	}
-	return msg, err
-}
-
-// progressing is a transport whose connections are progressReaders.
-type progressing struct {
-	mcp.Transport
-	s *Server
-}
-
-func (t progressing) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return progressReader{Connection: conn, s: t.s}, nil
 }
