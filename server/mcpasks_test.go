@@ -481,3 +481,28 @@ func TestMCPTaskAsksRefused(t *testing.T) {
 		t.Errorf("the task: %s %s, want completed with an error saying it runs as a task", v.Status, v.Result)
 	}
 }
+
+// TestMCPHeldItemResumesOnlyItsMethod: a prompts/get whose server asks is
+// held as a tools/call is; the attack, a retry of another method carrying
+// its requestState (a tools/call, a resources/read), resumes nothing
+// (-32602), and the prompts/get, retried as itself, still gets its
+// messages; its old state then names nothing.
+func TestMCPHeldItemResumesOnlyItsMethod(t *testing.T) {
+	url, _ := asksFront(t)
+	url += "/mcp/asking"
+	meta := metaCaps(elicitCaps, "")
+	r := resultOf(t, rpc(t, url, "", request(1, "prompts/get", `{"name":"s_greeting"}`, meta), nil))
+	if r.ResultType != "input_required" || r.RequestState == "" || r.InputRequests["name"].Params.Message != "Your name?" {
+		t.Fatalf("prompts/get: %+v, want input_required asking the name", r)
+	}
+	answered := fmt.Sprintf(`"requestState":%q,"inputResponses":{"name":{"action":"accept","content":{"name":"Ada"}}}`, r.RequestState)
+	refusedState(t, "a tools/call with the prompt's state",
+		rpc(t, url, "", request(2, "tools/call", `{"name":"s_elicit","arguments":{},`+answered+`}`, meta), nil))
+	refusedState(t, "a resources/read with the prompt's state",
+		rpc(t, url, "", request(3, "resources/read", `{"uri":"ask://asker/profile",`+answered+`}`, meta), nil))
+	get := `{"name":"s_greeting",` + answered + `}`
+	if m := rpc(t, url, "", request(4, "prompts/get", get, meta), nil); m.Error != nil || !strings.Contains(string(m.Result), "Greet Ada") {
+		t.Errorf("the prompts/get, answered: result %s, error %s; want its messages", m.Result, m.Error)
+	}
+	refusedState(t, "the prompt's old state again", rpc(t, url, "", request(5, "prompts/get", get, meta), nil))
+}
