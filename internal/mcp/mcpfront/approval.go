@@ -40,11 +40,12 @@ import (
 // requests and a request state, while the call runs on in the background;
 // the client retries the tools/call with its answers and the state, and
 // the front delivers them and answers with the next round, or the call's
-// result. A prompts/get or resources/read is held alike (roundRequest):
-// its retry, with the same method, resumes it. Each round has a state of its own, so an old retry answers
-// nothing. For a client of the 2025 protocols the SDK makes an approval's
-// round an elicitation/create request within the call, and the module's
-// requests go to its session as requests within the call (asks.go).
+// result. A prompts/get or resources/read is held alike (roundRequest),
+// and only a retry of the same method resumes it. Each round has a state
+// of its own, so an old retry answers nothing. For a client of the 2025
+// protocols the SDK makes an approval's round an elicitation/create
+// request within the call, and the module's requests go to its session as
+// requests within the call (asks.go).
 //
 // A held call waits for its client's answer the session idle timeout (an
 // approval's until its deadline, and as long again), then is cancelled; a
@@ -62,7 +63,7 @@ const maxHeldCalls = 16
 // heldCall is a call that may wait for its client's answers.
 type heldCall struct {
 	agent  *mcpAgent
-	ask    *clientAsker       // what its module asks goes out through it; its request's method
+	ask    *clientAsker       // what its module asks goes out through it; ask.rq is its request
 	done   chan heldOutcome   // receives its answer
 	cancel context.CancelFunc // cancels it
 	rounds chan *inputRound   // what it asks of its client, a round at a time

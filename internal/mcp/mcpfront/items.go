@@ -189,7 +189,11 @@ func (r *mcpRole) askingItem(ctx context.Context, extra *mcp.RequestExtra, rq *r
 	ctx, untrack := a.track(ctx)
 	defer untrack()
 	if rq.state != "" {
-		return r.resume(ctx, a, rq)
+		res, err := r.resume(ctx, a, rq)
+		if err != nil {
+			return nil, rpcError(err, uri)
+		}
+		return res, nil
 	}
 	return r.callAsking(ctx, a, rq, func(ctx context.Context) (mcp.Result, error) {
 		res, err := r.runItem(ctx, a, rq.method, args)

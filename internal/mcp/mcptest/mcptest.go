@@ -3,8 +3,8 @@
 package mcptest
 
 import (
-	"cmp"
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
