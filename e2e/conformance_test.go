@@ -101,7 +101,9 @@ func conformanceList(t *testing.T, node, suite string) []conformanceScenario {
 // applies to, twice: against the fixture server (conformserver) directly
 // over streamable HTTP on loopback, and against /mcp/conformance of a real
 // `toolhost serve` that loads the same fixture over stdio as an mcp_server
-// group of the role conformance. Each run fails on any check the suite
+// group of the role conformance, allowed every request of the client
+// (client_requests), as the suite's input_required scenarios ask for
+// sampling and roots as well as elicitation. Each run fails on any check the suite
 // reports as a FAILURE (a WARNING is logged). What passes directly must
 // pass through toolhost, check by check: a check that succeeds directly
 // must succeed through toolhost, not be skipped or only warned of. A

@@ -29,9 +29,9 @@ func asksFront(t *testing.T) (url string, h *host.Host) {
 	all := []string{config.ClientRequestLogging, config.ClientRequestElicitation, config.ClientRequestSampling, config.ClientRequestRoots}
 	block := func(name, prefix string, legacy bool, requests []string) config.Plugin {
 		p := config.Plugin{Name: name, Kind: config.KindMCP, Path: exe, ToolPrefix: prefix, ClientRequests: requests,
-			Restart: config.RestartOnFailure, MaxRestarts: 1, StartTimeout: proctest.Patience}
+			Restart: config.RestartOnFailure, MaxRestarts: 1, StartTimeout: proctest.Patience, Args: []string{"uri=ask://" + name + "/profile"}}
 		if legacy {
-			p.Args = []string{"legacy"}
+			p.Args = append(p.Args, "legacy")
 		}
 		return p
 	}
@@ -163,7 +163,7 @@ var askTransports = []struct {
 // rounds) and of the server (stateless: rounds; 2025: requests on its
 // session), over HTTP and stdio: log messages, a sampling request, two
 // elicitations in a row, and the client's roots; the answers reach the
-// server. A client that
+// server. A prompts/get and a resources/read ask as a tools/call does. A client that
 // did not declare sampling and elicitation is not asked, and the server
 // is refused. Each forwarded request is a tool_call.input event, which
 // does not hold the answer.
@@ -171,7 +171,7 @@ func TestMCPServerAsksClient(t *testing.T) {
 	url, h := asksFront(t)
 	for _, tr := range askTransports {
 		for _, version := range []string{sessionEra, sessionlessEra} {
-			for _, server := range []struct{ name, prefix string }{{"stateless server", "s_"}, {"2025 server", "l_"}} {
+			for _, server := range []struct{ name, prefix, uri string }{{"stateless server", "s_", "ask://asker/profile"}, {"2025 server", "l_", "ask://asker25/profile"}} {
 				t.Run(fmt.Sprintf("%s %s client %s", tr.name, version, server.name), func(t *testing.T) {
 					ac := newAskClient(t, tr.dial(t, h, url, "asking"), version, true)
 					p := server.prefix
@@ -223,6 +223,24 @@ func TestMCPServerAsksClient(t *testing.T) {
 						t.Errorf("roots: %q (error %v), want the client's", text, isErr)
 					}
 
+					// A prompt and a resource that ask for the name: a 2026
+					// client gets input_required results, which its SDK
+					// answers and retries; a 2025 client is asked within
+					// the request.
+					pr, err := ac.cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: p + "greeting"})
+					if err != nil || len(pr.Messages) != 1 || pr.Messages[0].Content.(*mcp.TextContent).Text != "Greet Ada" {
+						got, _ := json.Marshal(pr)
+						t.Errorf("prompts/get greeting: %s, %v; want Greet Ada", got, err)
+					}
+					rr, err := ac.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: server.uri})
+					if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "name: Ada" {
+						got, _ := json.Marshal(rr)
+						t.Errorf("resources/read %s: %s, %v; want name: Ada", server.uri, got, err)
+					}
+					if _, e := ac.asked(); e != 4 {
+						t.Errorf("the client was asked %d elicitations, want 4 (the tool's two, the prompt's, the resource's)", e)
+					}
+
 					// A client that declared nothing is asked nothing; the
 					// server's call is refused.
 					quiet := newAskClient(t, tr.dial(t, h, url, "asking"), version, false)
@@ -266,10 +284,10 @@ func TestMCPServerAsksClient(t *testing.T) {
 		}
 		outcomes[fmt.Sprint(e.Payload["method"], " ", e.Payload["outcome"])]++
 	}
-	// 8 clients: a sampling, two elicitations and roots each; 4 quiet
+	// 8 clients: a sampling, four elicitations and roots each; 4 quiet
 	// clients of 2025: roots.
-	if outcomes["sampling/createMessage answered: endTurn"] != 8 || outcomes["elicitation/create accept"] != 16 || outcomes["roots/list answered"] != 12 {
-		t.Errorf("input events by outcome: %v, want 8 samplings answered, 16 elicitations accepted, 12 roots answered", outcomes)
+	if outcomes["sampling/createMessage answered: endTurn"] != 8 || outcomes["elicitation/create accept"] != 32 || outcomes["roots/list answered"] != 12 {
+		t.Errorf("input events by outcome: %v, want 8 samplings answered, 32 elicitations accepted, 12 roots answered", outcomes)
 	}
 }
 
@@ -462,4 +480,29 @@ func TestMCPTaskAsksRefused(t *testing.T) {
 	if err := json.Unmarshal(v.Result, &r); err != nil || v.Status != "completed" || !r.IsError || !strings.Contains(r.text(), "runs as an MCP task") {
 		t.Errorf("the task: %s %s, want completed with an error saying it runs as a task", v.Status, v.Result)
 	}
+}
+
+// TestMCPHeldItemResumesOnlyItsMethod: a prompts/get whose server asks is
+// held as a tools/call is; the attack, a retry of another method carrying
+// its requestState (a tools/call, a resources/read), resumes nothing
+// (-32602), and the prompts/get, retried as itself, still gets its
+// messages; its old state then names nothing.
+func TestMCPHeldItemResumesOnlyItsMethod(t *testing.T) {
+	url, _ := asksFront(t)
+	url += "/mcp/asking"
+	meta := metaCaps(elicitCaps, "")
+	r := resultOf(t, rpc(t, url, "", request(1, "prompts/get", `{"name":"s_greeting"}`, meta), nil))
+	if r.ResultType != "input_required" || r.RequestState == "" || r.InputRequests["name"].Params.Message != "Your name?" {
+		t.Fatalf("prompts/get: %+v, want input_required asking the name", r)
+	}
+	answered := fmt.Sprintf(`"requestState":%q,"inputResponses":{"name":{"action":"accept","content":{"name":"Ada"}}}`, r.RequestState)
+	refusedState(t, "a tools/call with the prompt's state",
+		rpc(t, url, "", request(2, "tools/call", `{"name":"s_elicit","arguments":{},`+answered+`}`, meta), nil))
+	refusedState(t, "a resources/read with the prompt's state",
+		rpc(t, url, "", request(3, "resources/read", `{"uri":"ask://asker/profile",`+answered+`}`, meta), nil))
+	get := `{"name":"s_greeting",` + answered + `}`
+	if m := rpc(t, url, "", request(4, "prompts/get", get, meta), nil); m.Error != nil || !strings.Contains(string(m.Result), "Greet Ada") {
+		t.Errorf("the prompts/get, answered: result %s, error %s; want its messages", m.Result, m.Error)
+	}
+	refusedState(t, "the prompt's old state again", rpc(t, url, "", request(5, "prompts/get", get, meta), nil))
 }

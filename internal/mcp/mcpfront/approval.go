@@ -40,10 +40,12 @@ import (
 // requests and a request state, while the call runs on in the background;
 // the client retries the tools/call with its answers and the state, and
 // the front delivers them and answers with the next round, or the call's
-// result. Each round has a state of its own, so an old retry answers
-// nothing. For a client of the 2025 protocols the SDK makes an approval's
-// round an elicitation/create request within the call, and the module's
-// requests go to its session as requests within the call (asks.go).
+// result. A prompts/get or resources/read is held alike (roundRequest),
+// and only a retry of the same method resumes it. Each round has a state
+// of its own, so an old retry answers nothing. For a client of the 2025
+// protocols the SDK makes an approval's round an elicitation/create
+// request within the call, and the module's requests go to its session as
+// requests within the call (asks.go).
 //
 // A held call waits for its client's answer the session idle timeout (an
 // approval's until its deadline, and as long again), then is cancelled; a
@@ -61,17 +63,63 @@ const maxHeldCalls = 16
 // heldCall is a call that may wait for its client's answers.
 type heldCall struct {
 	agent  *mcpAgent
-	ask    *clientAsker             // what its module asks goes out through it
-	done   chan *mcp.CallToolResult // receives its result
-	cancel context.CancelFunc       // cancels it
-	rounds chan *inputRound         // what it asks of its client, a round at a time
-	tasked chan struct{}            // closed once it runs as a task: it asks no more
+	ask    *clientAsker       // what its module asks goes out through it; ask.rq is its request
+	done   chan heldOutcome   // receives its answer
+	cancel context.CancelFunc // cancels it
+	rounds chan *inputRound   // what it asks of its client, a round at a time
+	tasked chan struct{}      // closed once it runs as a task: it asks no more
 
 	// Under heldCalls.mu:
 	counted bool        // it has been held: the bound let it in
 	state   string      // the request state naming it while it waits for its client
 	open    *inputRound // the round its client was sent, until answered
 	timer   *time.Timer // forgets it once its client has not come back in time
+}
+
+// heldOutcome is a held call's answer: its result, or its protocol error.
+type heldOutcome struct {
+	res mcp.Result
+	err error
+}
+
+// roundRequest is what holding needs of a request whose client may be
+// asked in rounds: a tools/call, prompts/get or resources/read.
+type roundRequest struct {
+	method  string
+	ss      *mcp.ServerSession
+	meta    mcp.Meta
+	version string                         // its protocol version
+	caps    func() *mcp.ClientCapabilities // its client's, as the SDK decodes them
+	in      mcp.InputResponseMap           // its inputResponses
+	state   string                         // its requestState
+}
+
+// roundRequestOf is the request of the method, with its inputResponses
+// and requestState.
+func roundRequestOf[P mcp.Params](method string, req *mcp.ServerRequest[P], in mcp.InputResponseMap, state string) *roundRequest {
+	return &roundRequest{method: method, ss: req.Session, meta: req.Params.GetMeta(), version: req.ProtocolVersion(),
+		caps: req.ClientCapabilities, in: in, state: state}
+}
+
+// inputResult is the result of the request's method that asks its client
+// the round reqs, under the request state.
+func (rq *roundRequest) inputResult(reqs mcp.InputRequestMap, state string) mcp.Result {
+	switch rq.method {
+	case toolhost.MethodPromptsGet:
+		return &mcp.GetPromptResult{InputRequests: reqs, RequestState: state}
+	case toolhost.MethodResourcesRead:
+		return &mcp.ReadResourceResult{InputRequests: reqs, RequestState: state}
+	}
+	return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}
+}
+
+// failure is the answer to the request when err ends it: for a tools/call
+// a result with isError, so the model sees it; else the protocol's error.
+func (rq *roundRequest) failure(err error) (mcp.Result, error) {
+	if rq.method == "tools/call" {
+		return errorResult(err), nil
+	}
+	return nil, rpcError(err, "")
 }
 
 // inputRound is one round of requests of a held call's client.
@@ -96,47 +144,47 @@ type heldCalls struct {
 // them so. Reading them there spares a call req.ClientCapabilities, which
 // encodes them to JSON and decodes them again into the SDK's types each
 // time: a tenth of a sessionless call's CPU.
-func statedCapabilities[P mcp.Params](req *mcp.ServerRequest[P]) (map[string]any, bool) {
-	raw, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities].(map[string]any)
+func statedCapabilities(meta mcp.Meta) (map[string]any, bool) {
+	raw, ok := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
 	return raw, ok
 }
 
-// canElicit reports whether a call's client declared elicitation.
-func canElicit(req *mcp.CallToolRequest) bool {
-	if raw, ok := statedCapabilities(req); ok {
+// canElicit reports whether a request's client declared elicitation.
+func canElicit(rq *roundRequest) bool {
+	if raw, ok := statedCapabilities(rq.meta); ok {
 		return raw["elicitation"] != nil // as the SDK's decoding leaves a null
 	}
-	caps := req.ClientCapabilities()
+	caps := rq.caps()
 	return caps != nil && caps.Elicitation != nil
 }
 
-// callAsking runs a call of agent a as r.run does, its module's requests
+// callAsking runs request rq of agent a by run, its module's requests
 // going to its client (asks.go). When its client may be asked in rounds —
 // an approval it may decide, or a stateless client that takes sampling or
 // elicitation — the call runs in the background and a round that comes
 // answers the request (wait).
-func (r *mcpRole) callAsking(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	ask := newClientAsker(ctx, req)
-	if c := r.start(ctx, a, req, ask, nil, nil); c != nil {
-		return r.wait(ctx, c, req.Session, nil), nil
+func (r *mcpRole) callAsking(ctx context.Context, a *mcpAgent, rq *roundRequest, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+	ask := newClientAsker(ctx, rq)
+	if c := r.start(ctx, a, ask, nil, nil, run); c != nil {
+		return r.wait(ctx, c, rq.ss, nil)
 	}
 	defer ask.end()
-	return r.run(toolhost.WithAsker(ctx, ask), a, req.Params.Name, req.Params.Arguments), nil
+	return run(toolhost.WithAsker(ctx, ask))
 }
 
-// start starts, in the background, a call whose client ask may be asked in
-// rounds, and returns it; nil when its client will not be. A call that may
-// become the task t reports its progress and approval to it. ended is
-// called once the call has ended.
-func (r *mcpRole) start(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest, ask *clientAsker, t *mcpTask, ended func()) *heldCall {
-	approvals := r.h.Approvals() != nil && r.clientsDecide() && canElicit(req)
-	stateless := req.ProtocolVersion() >= mcpversion.Stateless
+// start starts, in the background, a call by run whose client ask may be
+// asked in rounds, and returns it; nil when its client will not be. A call
+// that may become the task t reports its progress and approval to it.
+// ended is called once the call has ended.
+func (r *mcpRole) start(ctx context.Context, a *mcpAgent, ask *clientAsker, t *mcpTask, ended func(), run func(context.Context) (mcp.Result, error)) *heldCall {
+	approvals := r.h.Approvals() != nil && r.clientsDecide() && canElicit(ask.rq)
+	stateless := ask.rq.version >= mcpversion.Stateless
 	if !approvals && !(stateless && ask.asked()) {
 		return nil
 	}
 	ask.window = r.resumeWindow()
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &heldCall{agent: a, ask: ask, done: make(chan *mcp.CallToolResult, 1), cancel: cancel,
+	c := &heldCall{agent: a, ask: ask, done: make(chan heldOutcome, 1), cancel: cancel,
 		rounds: make(chan *inputRound), tasked: make(chan struct{})}
 	if stateless {
 		ask.held = c
@@ -162,64 +210,64 @@ func (r *mcpRole) start(ctx context.Context, a *mcpAgent, req *mcp.CallToolReque
 		}()
 	})
 	go func() {
-		res := r.run(bg, a, req.Params.Name, req.Params.Arguments)
+		res, err := run(bg)
 		ask.end() // its last log messages go out before its result
 		cancel()
 		if ended != nil {
 			ended()
 		}
-		c.done <- res
+		c.done <- heldOutcome{res, err}
 	}()
 	return c
 }
 
 // wait answers a request of held call c, from session ss, with the call's
-// result, or the next round it asks its client. after, when set, ends the
+// answer, or the next round it asks its client. after, when set, ends the
 // wait with nil (the call runs on).
-func (r *mcpRole) wait(ctx context.Context, c *heldCall, ss *mcp.ServerSession, after <-chan time.Time) *mcp.CallToolResult {
+func (r *mcpRole) wait(ctx context.Context, c *heldCall, ss *mcp.ServerSession, after <-chan time.Time) (mcp.Result, error) {
 	c.ask.attach(ss, ctx)
 	defer c.ask.detach()
 	for {
 		select {
-		case res := <-c.done:
+		case out := <-c.done:
 			r.held.forget(c)
-			return res
+			return out.res, out.err
 		case <-ctx.Done():
 			r.held.forget(c)
-			return errorResult(toolhost.Errorf(toolhost.CodeCancelled, "the call was cancelled: %v", context.Cause(ctx)))
+			return c.ask.rq.failure(toolhost.Errorf(toolhost.CodeCancelled, "the call was cancelled: %v", context.Cause(ctx)))
 		case rd := <-c.rounds:
 			state, err := r.held.hold(c, rd)
 			if err != nil {
 				rd.refuse(err)
 				continue
 			}
-			return &mcp.CallToolResult{InputRequests: rd.requests, RequestState: state}
+			return c.ask.rq.inputResult(rd.requests, state), nil
 		case <-after:
-			return nil
+			return nil, nil
 		}
 	}
 }
 
-// resume answers the retry of a held call: it delivers the client's answers
-// to the round it was sent and answers as wait does. A request state that
-// names no call of the agent waiting for its client is the protocol's
-// invalid-params error.
-func (r *mcpRole) resume(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, rd := r.held.take(req.Params.RequestState, a)
+// resume answers the retry rq of a held call: it delivers the client's
+// answers to the round it was sent and answers as wait does. A request
+// state that names no call of the agent, of rq's method, waiting for its
+// client is the protocol's invalid-params error.
+func (r *mcpRole) resume(ctx context.Context, a *mcpAgent, rq *roundRequest) (mcp.Result, error) {
+	c, rd := r.held.take(rq.state, a, rq.method)
 	if c == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no call of this agent waiting for its client's answer " +
-			"(it ended, was answered already, or is not this agent's): call the tool again"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no " + rq.method + " of this agent waiting for its client's answer " +
+			"(it ended, was answered already, or is not this agent's): send the request again, without it"}
 	}
 	if rd != nil {
-		if more := rd.answer(req.Params.InputResponses); more != nil {
+		if more := rd.answer(rq.in); more != nil {
 			state, err := r.held.hold(c, rd)
 			if err != nil {
 				return nil, err
 			}
-			return &mcp.CallToolResult{InputRequests: more, RequestState: state}, nil
+			return rq.inputResult(more, state), nil
 		}
 	}
-	return r.wait(ctx, c, req.Session, nil), nil
+	return r.wait(ctx, c, rq.ss, nil)
 }
 
 // approvalRound is the round that asks a's client to decide the approval
@@ -330,13 +378,14 @@ func (h *heldCalls) hold(c *heldCall, rd *inputRound) (string, error) {
 	return state, nil
 }
 
-// take returns the call the state names, if it is agent a's, and the round
-// its client was sent; the state names nothing from then on.
-func (h *heldCalls) take(state string, a *mcpAgent) (*heldCall, *inputRound) {
+// take returns the call the state names, if it is agent a's and a request
+// of the method, and the round its client was sent; the state names
+// nothing from then on.
+func (h *heldCalls) take(state string, a *mcpAgent, method string) (*heldCall, *inputRound) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.calls[state]
-	if c == nil || c.agent.key != a.key {
+	if c == nil || c.agent.key != a.key || c.ask.rq.method != method {
 		return nil, nil
 	}
 	delete(h.calls, state)

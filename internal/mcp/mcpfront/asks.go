@@ -33,10 +33,10 @@ const maxQueuedLogs = 64
 
 // clientAsker is a call's [toolhost.Asker] for the client that made it.
 type clientAsker struct {
-	req    *mcp.CallToolRequest // the call's first request
-	level  string               // a stateless client's log level; "debug" for a session's, which filters
-	held   *heldCall            // a stateless client's call, whose rounds it asks; nil in a session
-	window time.Duration        // how long a round waits for the client's answers
+	rq     *roundRequest // the call's first request
+	level  string        // a stateless client's log level; "debug" for a session's, which filters
+	held   *heldCall     // a stateless client's call, whose rounds it asks; nil in a session
+	window time.Duration // how long a round waits for the client's answers
 
 	decode sync.Once
 	caps   map[string]any // the client's capabilities, as declared (capabilities)
@@ -55,10 +55,10 @@ type clientAsker struct {
 
 // newClientAsker returns the asker of the call of req, first answered with
 // ctx.
-func newClientAsker(ctx context.Context, req *mcp.CallToolRequest) *clientAsker {
-	a := &clientAsker{req: req, ss: req.Session, ctx: ctx, level: "debug", window: time.Minute, wake: make(chan struct{}, 1), ended: make(chan struct{})}
-	if req.ProtocolVersion() >= mcpversion.Stateless {
-		a.level, _ = req.Params.Meta[mcp.MetaKeyLogLevel].(string)
+func newClientAsker(ctx context.Context, rq *roundRequest) *clientAsker {
+	a := &clientAsker{rq: rq, ss: rq.ss, ctx: ctx, level: "debug", window: time.Minute, wake: make(chan struct{}, 1), ended: make(chan struct{})}
+	if rq.version >= mcpversion.Stateless {
+		a.level, _ = rq.meta[mcp.MetaKeyLogLevel].(string)
 	}
 	return a
 }
@@ -67,9 +67,9 @@ func newClientAsker(ctx context.Context, req *mcp.CallToolRequest) *clientAsker 
 // from its request's _meta, or its session's initialize.
 func (a *clientAsker) capabilities() map[string]any {
 	a.decode.Do(func() {
-		if raw, ok := statedCapabilities(a.req); ok {
+		if raw, ok := statedCapabilities(a.rq.meta); ok {
 			a.caps = raw
-		} else if caps := a.req.ClientCapabilities(); caps != nil {
+		} else if caps := a.rq.caps(); caps != nil {
 			b, _ := json.Marshal(caps)
 			_ = json.Unmarshal(b, &a.caps)
 		}
@@ -90,7 +90,7 @@ func (a *clientAsker) asked() bool {
 // client a goroutine, so toolhost answers with no roots instead.
 func (a *clientAsker) Capabilities() json.RawMessage {
 	caps := a.capabilities()
-	if a.held == nil && caps["roots"] != nil && a.req.ProtocolVersion() >= mcpversion.Stateless {
+	if a.held == nil && caps["roots"] != nil && a.rq.version >= mcpversion.Stateless {
 		caps = maps.Clone(caps)
 		delete(caps, "roots")
 	}
@@ -104,11 +104,11 @@ func (a *clientAsker) LogLevel() string { return a.level }
 
 // Given are the inputResponses the client sent with a fresh call.
 func (a *clientAsker) Given() map[string]json.RawMessage {
-	if len(a.req.Params.InputResponses) == 0 || a.req.Params.RequestState != "" {
+	if len(a.rq.in) == 0 || a.rq.state != "" {
 		return nil
 	}
 	out := map[string]json.RawMessage{}
-	for key, v := range a.req.Params.InputResponses {
+	for key, v := range a.rq.in {
 		if b, err := json.Marshal(v); err == nil {
 			out[key] = b
 		}

@@ -13,7 +13,8 @@ import (
 // call's queue never holds more than maxQueuedLogs; once the call has
 // ended, its messages are dropped.
 func TestLogQueueBounded(t *testing.T) {
-	a := newClientAsker(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "flood"}})
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "flood"}}
+	a := newClientAsker(context.Background(), roundRequestOf("tools/call", req, nil, ""))
 	a.detach()
 	for i := range 100 * maxQueuedLogs {
 		a.Log(fmt.Appendf(nil, `{"level":"info","data":%d}`, i))

@@ -667,10 +667,29 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if !a.offered(req.Params.Name) {
 		return r.callUnoffered(ctx, a, req)
 	}
-	if req.Params.RequestState != "" {
-		return r.resume(ctx, a, req)
+	return r.callTool(ctx, a, req)
+}
+
+// callTool runs a's tools/call req, its module's requests going to its
+// client (approval.go), or resumes the held call its retry names.
+func (r *mcpRole) callTool(ctx context.Context, a *mcpAgent, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	rq := roundRequestOf("tools/call", req, req.Params.InputResponses, req.Params.RequestState)
+	var res mcp.Result
+	var err error
+	if rq.state != "" {
+		res, err = r.resume(ctx, a, rq)
+	} else {
+		res, err = r.callAsking(ctx, a, rq, r.runTool(a, req))
 	}
-	return r.callAsking(ctx, a, req)
+	out, _ := res.(*mcp.CallToolResult)
+	return out, err
+}
+
+// runTool runs a's call req as r.run does.
+func (r *mcpRole) runTool(a *mcpAgent, req *mcp.CallToolRequest) func(context.Context) (mcp.Result, error) {
+	return func(ctx context.Context) (mcp.Result, error) {
+		return r.run(ctx, a, req.Params.Name, req.Params.Arguments), nil
+	}
 }
 
 // offered reports whether the agent's tool list holds the tool, as last

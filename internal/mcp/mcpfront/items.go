@@ -154,21 +154,55 @@ func (r *mcpRole) callItem(ctx context.Context, ss *mcp.ServerSession, extra *mc
 		return nil, nil, err
 	}
 	defer a.done()
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, a, err
-	}
 	ctx, untrack := a.track(ctx)
 	defer untrack()
 	if method == toolhost.MethodSubscribe {
 		ctx = toolhost.WithResourceWatcher(ctx, r)
+	}
+	res, err := r.runItem(ctx, a, method, args)
+	return res, a, err
+}
+
+// runItem calls an item method through the pipeline as agent a.
+func (r *mcpRole) runItem(ctx context.Context, a *mcpAgent, method string, args any) (*toolhost.Result, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
 	}
 	res, err := r.h.Call(ctx, &toolhost.CallRequest{Tool: method, Arguments: raw,
 		Context: toolhost.CallContext{AgentID: a.agentID, Session: a.session(), Channel: "mcp", Principal: a.principal, Credential: a.cred}})
 	if err == nil && !res.OK {
 		err = failed(res)
 	}
-	return res, a, err
+	return res, err
+}
+
+// askingItem runs a prompts/get or resources/read rq (of the uri) as
+// callItem does, its module's requests going to its client as a
+// tools/call's do (approval.go): held for a stateless client that may be
+// asked, or resumed by its retry. mapped makes the result the method's.
+func (r *mcpRole) askingItem(ctx context.Context, extra *mcp.RequestExtra, rq *roundRequest, args any, uri string, mapped func(*toolhost.Result) (mcp.Result, error)) (mcp.Result, error) {
+	a, err := r.agent(ctx, rq.ss, extra, rq.meta)
+	if err != nil {
+		return nil, rpcError(err, uri)
+	}
+	defer a.done()
+	ctx, untrack := a.track(ctx)
+	defer untrack()
+	if rq.state != "" {
+		res, err := r.resume(ctx, a, rq)
+		if err != nil {
+			return nil, rpcError(err, uri)
+		}
+		return res, nil
+	}
+	return r.callAsking(ctx, a, rq, func(ctx context.Context) (mcp.Result, error) {
+		res, err := r.runItem(ctx, a, rq.method, args)
+		if err != nil {
+			return nil, rpcError(err, uri)
+		}
+		return mapped(res)
+	})
 }
 
 // failed is a failed result as the protocol's error: the MCP server's own,
@@ -222,10 +256,14 @@ func (r *mcpRole) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mc
 	if len(req.Params.Arguments) > 0 {
 		args["arguments"] = req.Params.Arguments
 	}
-	res, _, err := r.callItem(ctx, req.Session, req.Extra, req.Params.Meta, toolhost.MethodPromptsGet, args)
-	if err != nil {
-		return nil, rpcError(err, "")
-	}
+	rq := roundRequestOf(toolhost.MethodPromptsGet, req, req.Params.InputResponses, req.Params.RequestState)
+	res, err := r.askingItem(ctx, req.Extra, rq, args, "", func(res *toolhost.Result) (mcp.Result, error) { return promptOf(res), nil })
+	out, _ := res.(*mcp.GetPromptResult)
+	return out, err
+}
+
+// promptOf is a prompts/get's result as the protocol's.
+func promptOf(res *toolhost.Result) *mcp.GetPromptResult {
 	out := &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{}}
 	out.Description, _ = res.Meta[toolhost.MetaDescription].(string)
 	for _, c := range res.Content {
@@ -233,15 +271,19 @@ func (r *mcpRole) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mc
 			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: mcp.Role(c.Role), Content: m})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (r *mcpRole) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	res, _, err := r.callItem(ctx, req.Session, req.Extra, req.Params.Meta, toolhost.MethodResourcesRead, map[string]any{"uri": uri})
-	if err != nil {
-		return nil, rpcError(err, uri)
-	}
+	rq := roundRequestOf(toolhost.MethodResourcesRead, req, req.Params.InputResponses, req.Params.RequestState)
+	res, err := r.askingItem(ctx, req.Extra, rq, map[string]any{"uri": uri}, uri, func(res *toolhost.Result) (mcp.Result, error) { return readOf(res, uri) })
+	out, _ := res.(*mcp.ReadResourceResult)
+	return out, err
+}
+
+// readOf is a resources/read's result as the protocol's.
+func readOf(res *toolhost.Result, uri string) (*mcp.ReadResourceResult, error) {
 	out := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{}}
 	for _, c := range res.Content {
 		if rc := c.Resource; c.Type == toolhost.ContentResource && rc != nil {

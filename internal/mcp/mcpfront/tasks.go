@@ -171,7 +171,7 @@ func wantsTask(req *mcp.CallToolRequest) bool {
 // declaresTasks reports whether a request's client declared the tasks
 // extension: in the request's _meta, else in its session's initialize.
 func declaresTasks[P mcp.Params](req *mcp.ServerRequest[P]) bool {
-	if raw, ok := statedCapabilities(req); ok {
+	if raw, ok := statedCapabilities(req.Params.GetMeta()); ok {
 		exts, _ := raw["extensions"].(map[string]any)
 		_, ok := exts[tasksExtension]
 		return ok
@@ -204,7 +204,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 	}
 	if !r.tasks.reserve(a) {
 		defer a.done()
-		res, err := r.callAsking(ctx, a, req)
+		res, err := r.callTool(ctx, a, req)
 		if err != nil {
 			return nil, err
 		}
@@ -212,18 +212,22 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 	}
 	now := time.Now()
 	t := &mcpTask{id: newTaskID(), agent: a, created: now, updated: now, status: taskWorking}
-	ask := newClientAsker(ctx, req)
+	ask := newClientAsker(ctx, roundRequestOf("tools/call", req, req.Params.InputResponses, req.Params.RequestState))
 	ended := func() {
 		a.done()
 		r.tasks.release(a)
 	}
-	if c := r.start(ctx, a, req, ask, t, ended); c != nil {
+	if c := r.start(ctx, a, ask, t, ended, r.runTool(a, req)); c != nil {
 		t.cancel = c.cancel
-		if res := r.wait(ctx, c, req.Session, time.After(taskAfter)); res != nil {
-			return typed(res), nil
+		if res, _ := r.wait(ctx, c, req.Session, time.After(taskAfter)); res != nil {
+			return typed(res.(*mcp.CallToolResult)), nil
 		}
 		close(c.tasked)
-		go func() { t.end(taskCompleted, <-c.done, "") }()
+		go func() {
+			out := <-c.done
+			res, _ := out.res.(*mcp.CallToolResult)
+			t.end(taskCompleted, res, "")
+		}()
 		r.tasks.add(t)
 		v := t.view()
 		v.ResultType = "task"

@@ -73,7 +73,7 @@ func TestStatedCapabilitiesAgreeWithSDK(t *testing.T) {
 		if got := wantsTask(req); got != tasks {
 			t.Errorf("%s: wantsTask %v, the SDK's capabilities say %v", caps, got, tasks)
 		}
-		if got, want := canElicit(req), typed != nil && typed.Elicitation != nil; got != want {
+		if got, want := canElicit(roundRequestOf("tools/call", req, nil, "")), typed != nil && typed.Elicitation != nil; got != want {
 			t.Errorf("%s: canElicit %v, the SDK's capabilities say %v", caps, got, want)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/protocol"
 )
 
 // What a server asks of the client that made a call. A server may ask, as
@@ -20,10 +21,10 @@ import (
 // and elicitation, and send log messages; each goes to the [toolhost.Asker]
 // in the call's context, which the MCP front puts there for its client.
 //
-//   - A server of the stateless era answers a call with input_required
-//     (SEP-2322): Call sends the round to the asker, keys and all, and
-//     retries with the answers and the server's requestState, round after
-//     round (at most maxRounds). The call's _meta tells the server what
+//   - A server of the stateless era answers a call, a prompts/get or a
+//     resources/read with input_required (SEP-2322): roundTrip sends the
+//     round to the asker, keys and all, and retries with the answers and
+//     the server's requestState, round after round (at most maxRounds). The call's _meta tells the server what
 //     the calling client declared (as far as the block allows), and its
 //     log level, so that the server asks only for what can be answered.
 //   - A server of the 2025 protocols sends real requests on its session,
@@ -302,32 +303,71 @@ func (s *Server) stated(meta mcp.Meta, a toolhost.Asker) {
 	meta[mcp.MetaKeyClientCapabilities] = caps
 }
 
-// callRounds calls the tool, and while a stateless server answers
-// input_required, has the round answered and calls again with the answers
-// and the server's state.
-func (s *Server) callRounds(ctx context.Context, f *flight, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+// roundTrip sends a request of a method that may answer input_required
+// (tools/call, prompts/get, resources/read) by send, as a call in flight
+// (fly), so that a 2025 server's requests meanwhile go to its client. A
+// traced call's context goes in its _meta (meta) under the keys MCP
+// reserves for it (SEP-414), so that the server's own spans join the
+// host's trace; a stateless server is told there what the client declared
+// (stated), and gets the answers the client gave up front. While the
+// server answers input_required, the round is answered by the calling
+// client and the request sent again with the answers and the server's
+// state.
+func roundTrip[R mcp.Result](ctx context.Context, s *Server, meta *mcp.Meta, send func(ctx context.Context, in mcp.InputResponseMap, state string) (R, error)) (R, error) {
+	f, land := s.fly(ctx)
+	defer land()
+	for k, v := range protocol.TraceCarrier(ctx) {
+		if *meta == nil {
+			*meta = mcp.Meta{}
+		}
+		(*meta)[k] = v
+	}
+	var in mcp.InputResponseMap
+	if s.stateless() {
+		if *meta == nil {
+			*meta = mcp.Meta{}
+		}
+		s.stated(*meta, f.asker)
+		in = given(f.asker)
+	}
+	state := ""
 	for round := 1; ; round++ {
-		res, err := s.session.CallTool(ctx, params)
+		res, err := send(ctx, in, state)
 		if s.allows(toolhost.MethodLog) {
 			s.logs.wait(ctx)
 		}
-		if err != nil || !res.NeedsInput() {
+		if err != nil {
 			return res, err
 		}
+		reqs, next, asks := inputRequired(res)
+		var zero R
 		switch {
-		case len(res.InputRequests) == 0:
-			return nil, fmt.Errorf("the server is busy (it asked for no input in an input_required result): try again")
+		case !asks:
+			return res, nil
+		case len(reqs) == 0:
+			return zero, fmt.Errorf("the server is busy (it asked for no input in an input_required result): try again")
 		case round >= maxRounds:
-			return nil, fmt.Errorf("the server asked for input %d times in one call, the most toolhost forwards", maxRounds)
+			return zero, fmt.Errorf("the server asked for input %d times in one request, the most toolhost forwards", maxRounds)
 		}
-		answers, err := s.answer(ctx, f, res.InputRequests)
-		if err != nil {
-			return nil, err
+		if in, err = s.answer(ctx, f, reqs); err != nil {
+			return zero, err
 		}
-		next := *params
-		next.InputResponses, next.RequestState = answers, res.RequestState
-		params = &next
+		state = next
 	}
+}
+
+// inputRequired returns what an input_required result asks for and the
+// server's state; asks is false for another result.
+func inputRequired(res mcp.Result) (reqs mcp.InputRequestMap, state string, asks bool) {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r.InputRequests, r.RequestState, r.NeedsInput()
+	case *mcp.GetPromptResult:
+		return r.InputRequests, r.RequestState, r.NeedsInput()
+	case *mcp.ReadResourceResult:
+		return r.InputRequests, r.RequestState, r.NeedsInput()
+	}
+	return nil, "", false
 }
 
 // answer answers one round of a stateless server by the call's client;

@@ -6,7 +6,8 @@ package mcpsource
 // prompt names are mapped as tool names are (ToolName, with the tool
 // prefix), resource URIs and templates kept as the server gives them. A
 // call whose tool is one of the methods (toolhost.IsItemMethod) is sent to
-// the server as that request.
+// the server as that request; prompts/get and resources/read ask the calling
+// client as a tools/call does (asks.go's roundTrip).
 
 import (
 	"cmp"
@@ -192,13 +193,23 @@ func (s *Server) callItem(ctx context.Context, req *toolhost.CallRequest) (*tool
 		if !ok {
 			return nil, toolhost.Errorf(toolhost.CodeUnknownTool, "mcp_server %s has no prompt %s", s.opts.ID, args.Name)
 		}
+		params := &mcp.GetPromptParams{Name: upstream, Arguments: args.Arguments}
 		var r *mcp.GetPromptResult
-		if r, err = s.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: upstream, Arguments: args.Arguments}); err == nil {
+		if r, err = roundTrip(ctx, s, &params.Meta, func(ctx context.Context, in mcp.InputResponseMap, state string) (*mcp.GetPromptResult, error) {
+			p := *params
+			p.InputResponses, p.RequestState = in, state
+			return s.session.GetPrompt(ctx, &p)
+		}); err == nil {
 			res = promptResult(r)
 		}
 	case toolhost.MethodResourcesRead:
+		params := &mcp.ReadResourceParams{URI: args.URI}
 		var r *mcp.ReadResourceResult
-		if r, err = s.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: args.URI}); err == nil {
+		if r, err = roundTrip(ctx, s, &params.Meta, func(ctx context.Context, in mcp.InputResponseMap, state string) (*mcp.ReadResourceResult, error) {
+			p := *params
+			p.InputResponses, p.RequestState = in, state
+			return s.session.ReadResource(ctx, &p)
+		}); err == nil {
 			res = readResult(r)
 		}
 	case toolhost.MethodComplete:

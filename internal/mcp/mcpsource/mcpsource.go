@@ -408,30 +408,17 @@ func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 		}
 	}
 	params := &mcp.CallToolParams{Name: upstream, Arguments: args}
-	// A traced call's context goes in _meta under the keys MCP reserves for
-	// it (SEP-414), so that the server's own spans join the host's trace.
-	for k, v := range protocol.TraceCarrier(ctx) {
-		if params.Meta == nil {
-			params.Meta = mcp.Meta{}
-		}
-		params.Meta[k] = v
-	}
-	f, land := s.fly(ctx)
-	defer land()
-	if s.stateless() {
-		if params.Meta == nil {
-			params.Meta = mcp.Meta{}
-		}
-		s.stated(params.Meta, f.asker)
-		params.InputResponses = given(f.asker)
-	}
 	if p := toolhost.ProgressFrom(ctx); p != nil {
 		token := fmt.Sprintf("toolhost-%d", s.tokens.Add(1))
 		s.progress.open(token, p)
 		defer s.progress.close(token)
 		params.SetProgressToken(token)
 	}
-	res, err := s.callRounds(ctx, f, params)
+	res, err := roundTrip(ctx, s, &params.Meta, func(ctx context.Context, in mcp.InputResponseMap, state string) (*mcp.CallToolResult, error) {
+		p := *params
+		p.InputResponses, p.RequestState = in, state
+		return s.session.CallTool(ctx, &p)
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -4,6 +4,7 @@ package mcptest
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -226,18 +227,20 @@ type Reply struct {
 
 // SetMessageHeaders sets on h the headers the stateless era
 // (mcpversion.Stateless) asks of a request carrying the JSON-RPC message
-// msg: Mcp-Method, and Mcp-Name when its params name something.
+// msg: Mcp-Method, and Mcp-Name when its params name something (a name,
+// or a resource's uri).
 func SetMessageHeaders(h http.Header, msg string) {
 	var m struct {
 		Method string `json:"method"`
 		Params struct {
 			Name string `json:"name"`
+			URI  string `json:"uri"`
 		} `json:"params"`
 	}
 	_ = json.Unmarshal([]byte(msg), &m)
 	h.Set("Mcp-Method", m.Method)
-	if m.Params.Name != "" {
-		h.Set("Mcp-Name", m.Params.Name)
+	if name := cmp.Or(m.Params.Name, m.Params.URI); name != "" {
+		h.Set("Mcp-Name", name)
 	}
 }
 

@@ -1,7 +1,9 @@
 // Command askserver is an MCP server over stdio, on the go-sdk, whose tools
 // ask the client while they run: log sends log messages, sample asks for
 // sampling, elicit asks twice for elicitation (after_ms later, when given),
-// roots lists the client's roots. A client of the stateless
+// roots lists the client's roots; the prompt greeting and the resource
+// ask://profile (or the URI of an argument "uri=URI") ask for the client's
+// name as elicit does first. A client of the stateless
 // era is asked with input_required rounds, a 2025 client with requests on
 // its session. With the argument "legacy" it refuses server/discover, so
 // that its clients speak the 2025 protocols.
@@ -12,6 +14,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,7 +31,13 @@ type sampleArgs struct {
 
 func main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "askserver", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
-	if len(os.Args) > 1 && os.Args[1] == "legacy" {
+	uri := "ask://profile"
+	for _, arg := range os.Args[1:] {
+		if u, ok := strings.CutPrefix(arg, "uri="); ok {
+			uri = u
+		}
+	}
+	if slices.Contains(os.Args[1:], "legacy") {
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 				if method == "server/discover" {
@@ -42,6 +51,8 @@ func main() {
 	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "Asks the client's model."}, sampleTool)
 	mcp.AddTool(s, &mcp.Tool{Name: "elicit", Description: "Asks the client's user twice."}, elicitTool)
 	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "Lists the client's roots."}, rootsTool)
+	s.AddPrompt(&mcp.Prompt{Name: "greeting", Description: "Asks the client's user for a name, to greet."}, greetingPrompt)
+	s.AddResource(&mcp.Resource{URI: uri, Name: "profile", MIMEType: "text/plain"}, profileResource)
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
@@ -182,4 +193,44 @@ func rootsTool(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.
 		return text("roots: none"), nil, nil
 	}
 	return text("roots: " + strings.Join(uris, " ")), nil, nil
+}
+
+// askedName asks the client's user for a name: a stateless client with an
+// input_required round (round, when its answer is not in), a 2025 client
+// on its session.
+func askedName(ctx context.Context, ss *mcp.ServerSession, version string, in mcp.InputResponseMap) (name string, round mcp.InputRequestMap, err error) {
+	if version >= mcpversion.Stateless {
+		r, ok := in["name"].(*mcp.ElicitResult)
+		if !ok {
+			return "", mcp.InputRequestMap{"name": askName}, nil
+		}
+		return fmt.Sprint(r.Content["name"]), nil, nil
+	}
+	r, err := ss.Elicit(ctx, askName)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprint(r.Content["name"]), nil, nil
+}
+
+func greetingPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	name, round, err := askedName(ctx, req.Session, req.ProtocolVersion(), req.Params.InputResponses)
+	if err != nil {
+		return nil, err
+	}
+	if round != nil {
+		return &mcp.GetPromptResult{InputRequests: round, RequestState: "greeting"}, nil
+	}
+	return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Greet " + name}}}}, nil
+}
+
+func profileResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	name, round, err := askedName(ctx, req.Session, req.ProtocolVersion(), req.Params.InputResponses)
+	if err != nil {
+		return nil, err
+	}
+	if round != nil {
+		return &mcp.ReadResourceResult{InputRequests: round, RequestState: "profile"}, nil
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "name: " + name}}}, nil
 }
