@@ -688,7 +688,7 @@ func (r *mcpRole) callTool(ctx context.Context, a *mcpAgent, req *mcp.CallToolRe
 // runTool runs a's call req as r.run does.
 func (r *mcpRole) runTool(a *mcpAgent, req *mcp.CallToolRequest) func(context.Context) (mcp.Result, error) {
 	return func(ctx context.Context) (mcp.Result, error) {
-		return r.run(ctx, a, req.Params.Name, req.Params.Arguments), nil
+		return r.run(ctx, a, req.Params.Name, req.Params.Arguments)
 	}
 }
 
@@ -719,13 +719,18 @@ func (r *mcpRole) callUnoffered(ctx context.Context, a *mcpAgent, req *mcp.CallT
 }
 
 // run calls a tool through the host's pipeline as the session's agent. A
-// pipeline error is a result with IsError, so the model sees it.
-func (r *mcpRole) run(ctx context.Context, a *mcpAgent, tool string, args json.RawMessage) *mcp.CallToolResult {
+// pipeline error is a result with IsError, so the model sees it; an MCP
+// server's own protocol error (toolhost.MetaProtocolError) is the same
+// protocol error to the client.
+func (r *mcpRole) run(ctx context.Context, a *mcpAgent, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	res, err := r.pipeline(ctx, a, tool, args)
 	if err != nil {
-		return errorResult(err)
+		return errorResult(err), nil
 	}
-	return toolResult(res)
+	if _, ok := res.Meta[toolhost.MetaProtocolError]; ok {
+		return nil, failed(res)
+	}
+	return toolResult(res), nil
 }
 
 // pipeline calls a tool through the host's pipeline as agent a.

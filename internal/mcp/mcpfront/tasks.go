@@ -241,7 +241,10 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		defer ended()
-		res := r.run(bg, a, req.Params.Name, req.Params.Arguments)
+		res, err := r.run(bg, a, req.Params.Name, req.Params.Arguments)
+		if err != nil { // the module's protocol error, which a task's result can only say
+			res = errorResult(err)
+		}
 		ask.end()
 		done <- res
 		t.end(taskCompleted, res, "")

@@ -240,16 +240,26 @@ func (s *Server) callItem(ctx context.Context, req *toolhost.CallRequest) (*tool
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	var rpc *jsonrpc.Error
-	if errors.As(err, &rpc) {
-		return &toolhost.Result{ExitCode: 1, Error: &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: rpc.Message},
-			Meta: map[string]any{toolhost.MetaProtocolError: map[string]any{"code": rpc.Code, "message": rpc.Message, "data": rpc.Data}}}, nil
+	if res := protocolFailure(err); res != nil {
+		return res, nil
 	}
 	var coded *toolhost.Error
 	if errors.As(err, &coded) {
 		return nil, err
 	}
 	return nil, toolhost.Errorf(toolhost.CodeToolExec, "mcp_server %s: %s: %v", s.opts.ID, req.Tool, err)
+}
+
+// protocolFailure is the failed result that carries a JSON-RPC error of the
+// server (toolhost.MetaProtocolError), for MCP clients to receive as the
+// server sent it; nil for another error.
+func protocolFailure(err error) *toolhost.Result {
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) {
+		return nil
+	}
+	return &toolhost.Result{ExitCode: 1, Error: &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: rpc.Message},
+		Meta: map[string]any{toolhost.MetaProtocolError: map[string]any{"code": rpc.Code, "message": rpc.Message, "data": rpc.Data}}}
 }
 
 // promptName is the server's name of the prompt agents know as name.

@@ -387,7 +387,8 @@ func (s *Server) Describe(context.Context, *toolhost.DescribeRequest) (*toolhost
 // Call calls the tool on the server, or sends it the request of one of the
 // item methods (prompts/get and the others: items.go). A tool's content
 // blocks are the result's Content, their text its output; isError is a
-// failed result (tool_exec); an error of the protocol is an error. A call
+// failed result (tool_exec); the server's JSON-RPC error a failed result
+// carrying it (protocolFailure); another error of the protocol an error. A call
 // whose context ends is cancelled upstream (notifications/cancelled); the
 // server's progress reaches the context's [toolhost.Progress], and what it
 // asks of the calling client its [toolhost.Asker] (asks.go).
@@ -426,6 +427,8 @@ func (s *Server) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost
 		code := toolhost.CodeToolExec // or what refused the server's request of the client
 		if coded := (*toolhost.Error)(nil); errors.As(err, &coded) {
 			code = coded.Code
+		} else if res := protocolFailure(err); res != nil {
+			return res, nil
 		}
 		return nil, toolhost.Errorf(code, "mcp_server %s: %s: %v", s.opts.ID, upstream, err)
 	}
