@@ -17,11 +17,13 @@ import (
 
 	"github.com/toolhost/toolhost/internal/mcp/mcpsource"
 	"github.com/toolhost/toolhost/internal/mcp/mcptest"
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // faithfulConfig loads npm's server-everything, sandboxed with the npm
-// cache read-only, and the conformance fixture (audio, and logs during a
-// call), as the groups of the role "everything".
+// cache read-only, as the group of the role "everything", and the
+// conformance fixture (audio, and logs during a call) as the role
+// "conform"'s.
 const faithfulConfig = `
 data_dir   = "data"
 plugin_dir = %q
@@ -36,10 +38,13 @@ mcp_server "conform" {
   command = %q
 }
 role "everything" {
-  tool_groups = ["everything", "conform"]
+  tool_groups = ["everything"]
+}
+role "conform" {
+  tool_groups = ["conform"]
 }
 role "bystander" {
-  tool_groups = []
+  tool_groups = ["console"]
 }
 `
 
@@ -98,6 +103,7 @@ func TestFaithfulGateway(t *testing.T) {
 	srv := newServe(t, fmt.Sprintf(faithfulConfig, pluginDir, everything, mcptest.NPMDir(), conform))
 	srv.start()
 	token := srv.roleToken("everything", "faithful", "")
+	conformToken := srv.roleToken("conform", "faithful-conform", "")
 
 	direct := &faithfulClient{}
 	ds := direct.connect(t, &mcp.CommandTransport{Command: exec.Command(everything)}, "2025-11-25")
@@ -106,24 +112,15 @@ func TestFaithfulGateway(t *testing.T) {
 		for _, version := range []string{"2025-11-25", "2026-07-28"} {
 			t.Run(tr+"/"+version, func(t *testing.T) {
 				through := &faithfulClient{}
-				var transport mcp.Transport
-				switch tr {
-				case "http":
-					transport = &mcp.StreamableClientTransport{Endpoint: srv.base + "/mcp/everything",
-						HTTPClient: &http.Client{Transport: bearerTransport(token)}}
-				case "stdio":
-					cmd := exec.Command(srv.bin, "mcp", "-role", "everything", "-config", srv.cfg)
-					cmd.Dir = srv.dir
-					transport = &mcp.CommandTransport{Command: cmd}
-				}
-				ts := through.connect(t, transport, version)
+				ts := through.connect(t, srv.frontTransport(t, tr, "everything", token), version)
 				if got := ts.InitializeResult().ProtocolVersion; got != version {
 					t.Fatalf("negotiated %s, want %s", got, version)
 				}
 				t.Run("content", func(t *testing.T) { faithfulContent(t, ds, ts) })
 				t.Run("audio", func(t *testing.T) {
 					dc := (&faithfulClient{}).connect(t, &mcp.CommandTransport{Command: exec.Command(conform)}, version)
-					faithfulCall(t, dc, ts, "test_audio_content", map[string]any{})
+					cs := (&faithfulClient{}).connect(t, srv.frontTransport(t, tr, "conform", conformToken), version)
+					faithfulCall(t, dc, cs, "test_audio_content", map[string]any{})
 				})
 				t.Run("logging", func(t *testing.T) {
 					fc := &faithfulClient{}
@@ -141,11 +138,20 @@ func TestFaithfulGateway(t *testing.T) {
 						if _, err := cs.CallTool(patient(t), params); err != nil {
 							t.Fatalf("test_tool_with_logging: %v", err)
 						}
-						c.mu.Lock()
-						defer c.mu.Unlock()
-						return slices.Clone(c.logged)
+						// The go-sdk client handles notifications on a queue
+						// of their own: the last may come after the answer.
+						var got []string
+						proctest.Eventually(t, "the call's three log messages", func() bool {
+							c.mu.Lock()
+							defer c.mu.Unlock()
+							got = slices.Clone(c.logged)
+							return len(got) >= 3
+						})
+						return got
 					}
-					want, got := logged(fc, dc), logged(through, ts)
+					cc := &faithfulClient{}
+					cs := cc.connect(t, srv.frontTransport(t, tr, "conform", conformToken), version)
+					want, got := logged(fc, dc), logged(cc, cs)
 					if len(want) != 3 || !slices.Equal(got, want) {
 						t.Errorf("log messages through toolhost:\n%q\nwant what the server sent:\n%q", got, want)
 					}
@@ -183,6 +189,18 @@ func TestFaithfulGateway(t *testing.T) {
 	})
 }
 
+// frontTransport is a transport to role's MCP server of h: /mcp/ROLE with
+// the token over HTTP, `toolhost mcp -role ROLE` over stdio.
+func (h *hostile) frontTransport(t *testing.T, tr, role, token string) mcp.Transport {
+	if tr == "http" {
+		return &mcp.StreamableClientTransport{Endpoint: h.base + "/mcp/" + role,
+			HTTPClient: &http.Client{Transport: bearerTransport(token)}}
+	}
+	cmd := exec.Command(h.bin, "mcp", "-role", role, "-config", h.cfg)
+	cmd.Dir = h.dir
+	return &mcp.CommandTransport{Command: cmd}
+}
+
 // sampledLast is the last sampling request the client was asked.
 func (c *faithfulClient) sampledLast() any {
 	c.mu.Lock()
@@ -215,13 +233,21 @@ func sameAsked(t *testing.T, what string, direct, through any) {
 	}
 }
 
-// withoutMeta is v as JSON, without the top-level _meta, its clock times
+// withoutMeta is v as JSON, without what the protocol's era or the
+// gateway's scope sets — the top-level _meta, resultType (2026-07-28's),
+// ttlMs and cacheScope (a role's answers are private to it) — and with an
+// elicitation's mode "" made "form", its default, and clock times
 // (server-everything's dynamic resources say when they were made, base64
 // aside) made one.
 func withoutMeta(v any) string {
 	var m map[string]any
 	_ = json.Unmarshal([]byte(jsonString(v)), &m)
-	delete(m, "_meta")
+	for _, k := range []string{"_meta", "resultType", "ttlMs", "cacheScope"} {
+		delete(m, k)
+	}
+	if m["mode"] == "" {
+		m["mode"] = "form"
+	}
 	return clockTime.ReplaceAllString(jsonString(m), "TIME")
 }
 
@@ -245,8 +271,8 @@ func faithfulContent(t *testing.T, ds, ts *mcp.ClientSession) {
 		{"get-annotated-message", map[string]any{"messageType": "error", "includeImage": true}},
 		{"get-annotated-message", map[string]any{"messageType": "debug"}},
 		{"get-resource-links", map[string]any{"count": 3}},
-		{"get-resource-reference", map[string]any{"resourceType": "text", "resourceId": 2}},
-		{"get-resource-reference", map[string]any{"resourceType": "blob", "resourceId": 3}},
+		{"get-resource-reference", map[string]any{"resourceType": "Text", "resourceId": 2}},
+		{"get-resource-reference", map[string]any{"resourceType": "Blob", "resourceId": 3}},
 		{"get-structured-content", map[string]any{"location": "New York"}},
 	} {
 		t.Run(c.tool, func(t *testing.T) { faithfulCall(t, ds, ts, c.tool, c.args) })

@@ -235,6 +235,9 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 	r.srv = mcp.NewServer(r.impl, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}, // asks.go
 			Extensions: map[string]any{tasksExtension: map[string]any{}}},
+		// What the role's server answers depends on who asks (the role's
+		// items, the agent's tools): no intermediary may keep it for another.
+		SetCacheable:       func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 		CompletionHandler:  r.complete,
 		SubscribeHandler:   r.subscribe,
 		UnsubscribeHandler: r.unsubscribe,
