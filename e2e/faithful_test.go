@@ -61,7 +61,7 @@ type faithfulClient struct {
 // connect connects a client to tr asking for version.
 func (c *faithfulClient) connect(t *testing.T, tr mcp.Transport, version string) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-faithful", Version: "1.0.0"}, &mcp.ClientOptions{
+	return connectGo(t, "e2e-faithful", &mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			c.mu.Lock()
 			c.logged = append(c.logged, withoutMeta(req.Params))
@@ -73,19 +73,8 @@ func (c *faithfulClient) connect(t *testing.T, tr mcp.Transport, version string)
 			c.mu.Unlock()
 			return &mcp.CreateMessageResult{Model: "e2e-model", Role: "assistant", Content: &mcp.TextContent{Text: "sampled by the e2e client"}}, nil
 		},
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			c.mu.Lock()
-			c.elicited = append(c.elicited, req.Params)
-			c.mu.Unlock()
-			return &mcp.ElicitResult{Action: "accept", Content: approvingContent(req.Params.RequestedSchema)}, nil
-		},
-	})
-	cs, err := client.Connect(patient(t), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatalf("connect asking for %s: %v", version, err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+		ElicitationHandler: approving(&c.mu, &c.elicited),
+	}, tr, version)
 }
 
 // TestFaithfulGateway: what npm's server-everything offers reaches a go-sdk

@@ -118,25 +118,37 @@ type goClient struct {
 func (c *goClient) connect(t *testing.T, tr mcp.Transport, version string) *mcp.ClientSession {
 	t.Helper()
 	c.progress = map[any][]string{}
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-eras", Version: "1.0.0"}, &mcp.ClientOptions{
+	return connectGo(t, "e2e-eras", &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.progress[req.Params.ProgressToken] = append(c.progress[req.Params.ProgressToken], req.Params.Message)
 		},
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			c.mu.Lock()
-			c.elicitations = append(c.elicitations, req.Params)
-			c.mu.Unlock()
-			return &mcp.ElicitResult{Action: "accept", Content: approvingContent(req.Params.RequestedSchema)}, nil
-		},
-	})
-	cs, err := client.Connect(patient(t), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		ElicitationHandler: approving(&c.mu, &c.elicitations),
+	}, tr, version)
+}
+
+// connectGo connects a go-sdk client named name, with opts, to tr asking
+// for version; the session is closed when the test ends.
+func connectGo(t *testing.T, name string, opts *mcp.ClientOptions, tr mcp.Transport, version string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1.0.0"}, opts).Connect(patient(t), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect asking for %s: %v", version, err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// approving is an elicitation handler that records each request in *into,
+// under mu, and accepts it with approvingContent.
+func approving(mu *sync.Mutex, into *[]*mcp.ElicitParams) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		*into = append(*into, req.Params)
+		mu.Unlock()
+		return &mcp.ElicitResult{Action: "accept", Content: approvingContent(req.Params.RequestedSchema)}, nil
+	}
 }
 
 // approvingContent fills a requested form schema with approving values: an
