@@ -69,6 +69,7 @@ type openSession struct {
 	agent    *mcpAgent          // the agent, once made; nil for a session
 	busy     int                // its requests open
 	since    time.Time          // when the last of them ended
+	used     time.Time          // when the last of them began: the order of eviction
 	timer    *time.Timer        // ends an agent once idle; nil until it is first idle, and for a session
 }
 
@@ -102,8 +103,10 @@ func (t *sessionTable) tidyLocked(cred string) {
 }
 
 // roomLocked makes room for one more entry of cred: when cred holds max
-// already, it takes out of the table the one of cred's entries that has
-// been idle longest, and returns it for the caller to end (evict) once t.mu
+// already, it takes out of the table the idle one of cred's entries whose
+// last request began longest ago (an order a client's own sequence of
+// requests fixes, whatever the machine's load does to when the server's
+// handlers return), and returns it for the caller to end (evict) once t.mu
 // is released. It returns false when every entry of cred is busy. t.mu is
 // held.
 func (t *sessionTable) roomLocked(cred string) (*openSession, bool) {
@@ -113,7 +116,7 @@ func (t *sessionTable) roomLocked(cred string) (*openSession, bool) {
 	}
 	var lru *openSession
 	for e := range c.entries {
-		if e.busy == 0 && (lru == nil || e.since.Before(lru.since)) {
+		if e.busy == 0 && (lru == nil || e.used.Before(lru.used)) {
 			lru = e
 		}
 	}
@@ -130,7 +133,7 @@ func (t *sessionTable) evict(e *openSession) {
 		return
 	}
 	e.role.h.Logger().Debug("mcp: least recently used idle session or agent ended to make room", "role", e.role.role, "credential", e.cred)
-	e.close(fmt.Sprintf("ended to make room for another of its credential's, which held %d (mcp { max_sessions_per_credential }), it being the one idle longest", t.max))
+	e.close(fmt.Sprintf("ended to make room for another of its credential's, which held %d (mcp { max_sessions_per_credential }), it being the idle one used least recently", t.max))
 }
 
 // close ends e, which is out of the table: its session, or its agent, for
@@ -168,7 +171,7 @@ func (t *sessionTable) unreserve(cred string) {
 // add records a session that cred opened with its reservation, busy with
 // the request that opened it.
 func (t *sessionTable) add(cred string, r *mcpRole, ss *mcp.ServerSession) *openSession {
-	e := &openSession{id: ss.ID(), cred: cred, role: r, table: t, ss: ss, busy: 1}
+	e := &openSession{id: ss.ID(), cred: cred, role: r, table: t, ss: ss, busy: 1, used: time.Now()}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.creds[cred]
@@ -193,7 +196,7 @@ func (t *sessionTable) admit(cred string, r *mcpRole, id string) (*openSession, 
 	lru, ok := t.roomLocked(cred)
 	var e *openSession
 	if ok {
-		e = &openSession{id: id, cred: cred, role: r, table: t, busy: 1}
+		e = &openSession{id: id, cred: cred, role: r, table: t, busy: 1, used: time.Now()}
 		t.byID[id] = e
 		t.holdingLocked(cred).entries[e] = struct{}{}
 	}
@@ -277,6 +280,7 @@ func (t *sessionTable) begin(e *openSession) bool {
 
 // beginLocked counts in a request of e. t.mu is held.
 func (t *sessionTable) beginLocked(e *openSession) {
+	e.used = time.Now()
 	if e.busy++; e.timer != nil {
 		e.timer.Stop()
 	}
