@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/mcp/mcpsource"
 	"github.com/toolhost/toolhost/internal/mcp/mcptest"
 	"github.com/toolhost/toolhost/internal/proctest"
 	"github.com/toolhost/toolhost/sandbox"
@@ -66,7 +68,7 @@ func TestMCPServerModule(t *testing.T) {
 	if g.Kind != SourceMCP || g.Spec.Description != "MCP server A good test server" || g.Spec.Version != "1.2.3" {
 		t.Errorf("kind %s, description %q, version %q", g.Kind, g.Spec.Description, g.Spec.Version)
 	}
-	if got, want := toolNames(h, "gomcp"), []string{"add_tool", "burst", "cat", "echo", "fail", "get_thing_v2", "meta", "slow"}; !slices.Equal(got, want) {
+	if got, want := toolNames(h, "gomcp"), []string{"add_tool", "big", "burst", "cat", "echo", "fail", "get_thing_v2", "meta", "slow", "wait_file"}; !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}
 	ctx := context.Background()
@@ -117,6 +119,65 @@ func TestMCPServerModule(t *testing.T) {
 	})
 	if res, err := call("echo", `{"text":"again"}`); err != nil || res.Stdout != "again" {
 		t.Errorf("echo after the restart: %+v, %v", res, err)
+	}
+}
+
+// TestMCPAnswerOverMaxLine: a caller who makes a stdio server answer with
+// a line over mcpsource.MaxLine (a big file read) fails only that call,
+// with tool_exec naming the size and the bound; the call in flight beside
+// it succeeds, and the module keeps its process and its restart budget,
+// however often the caller tries.
+func TestMCPAnswerOverMaxLine(t *testing.T) {
+	h := startHost(t, testMCP("gomcp", "good"))
+	ctx := context.Background()
+	call := func(tool, args string) (*toolhost.Result, error) {
+		return h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: []byte(args)})
+	}
+	before := h.supervisor("gomcp").status()
+	size := mcpsource.MaxLine + 1<<20
+	for i := range 6 {
+		path := filepath.Join(t.TempDir(), "go")
+		type answer struct {
+			res *toolhost.Result
+			err error
+		}
+		held := make(chan answer, 1)
+		go func() {
+			res, err := call("wait_file", fmt.Sprintf(`{"path":%q}`, path))
+			held <- answer{res, err}
+		}()
+		proctest.Eventually(t, "wait_file in flight", func() bool {
+			_, err := os.Stat(path + ".started")
+			return err == nil
+		})
+		res, err := call("big", fmt.Sprintf(`{"bytes":%d}`, size))
+		msg := fmt.Sprintf("%s: %v", toolhost.CodeOf(err), err)
+		if err == nil && res.Error != nil {
+			msg = string(res.Error.Code) + ": " + res.Error.Message
+		}
+		m := regexp.MustCompile(`^tool_exec: .*is (\d+) bytes, over the 16777216-byte \(16 MiB\) bound`).FindStringSubmatch(msg)
+		var n int
+		if m != nil {
+			n, _ = strconv.Atoi(m[1])
+		}
+		if n <= size {
+			t.Fatalf("try %d: big: %q, want tool_exec naming its size (> %d) and the bound", i, msg, size)
+		}
+		if i == 0 {
+			t.Logf("big: %s", msg)
+		}
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if a := <-held; a.err != nil || !a.res.OK || a.res.Stdout != "done" {
+			t.Fatalf("try %d: the call in flight: %+v, %v", i, a.res, a.err)
+		}
+		if st := h.supervisor("gomcp").status(); st.State != StateRunning || st.Pid != before.Pid || st.Restarts != before.Restarts {
+			t.Fatalf("try %d: state %s, pid %d, restarts %d; before: pid %d, restarts %d", i, st.State, st.Pid, st.Restarts, before.Pid, before.Restarts)
+		}
+		if res, err := call("echo", `{"text":"after"}`); err != nil || res.Stdout != "after" {
+			t.Fatalf("try %d: echo after: %+v, %v", i, res, err)
+		}
 	}
 }
 

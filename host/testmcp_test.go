@@ -21,8 +21,10 @@ const testMCPEnv = "TOOLHOST_TEST_MCP"
 //   - "good": a go-sdk server with echo, cat, fail (which claims to be
 //     read-only), meta (which returns the request's _meta), slow, burst (progress
 //     reports at once, then the answer), add_tool (which adds a
-//     tool, and so announces tools/list_changed) and a tool whose MCP name
-//     has '-' and '.';
+//     tool, and so announces tools/list_changed), big (a text of the bytes
+//     asked for, in one line: over mcpsource.MaxLine when asked), wait_file
+//     (which writes PATH.started, then answers once PATH exists) and a tool
+//     whose MCP name has '-' and '.';
 //   - "junk": a line that is not JSON-RPC on stdout, then silence;
 //   - "silent": never answers initialize;
 //   - "crash-on-list": answers initialize, then exits on tools/list.
@@ -113,6 +115,10 @@ func serveRawMCP(name string, listChanged bool, handle func(out io.Writer, metho
 	}
 }
 
+type mcpBigArgs struct {
+	Bytes int `json:"bytes" jsonschema:"how long the text is"`
+}
+
 type mcpEchoArgs struct {
 	Text string `json:"text" jsonschema:"what to echo"`
 }
@@ -155,6 +161,24 @@ func serveGoodMCP() {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here"}}}, nil, nil
 		})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "big", Description: "Answer a text of the bytes asked for."}, func(_ context.Context, _ *mcp.CallToolRequest, a mcpBigArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", a.Bytes)}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait_file", Description: "Write PATH.started, then answer once PATH exists."}, func(ctx context.Context, _ *mcp.CallToolRequest, a pathArgs) (*mcp.CallToolResult, any, error) {
+		if err := os.WriteFile(a.Path+".started", nil, 0o600); err != nil {
+			return nil, nil, err
+		}
+		for {
+			if _, err := os.Stat(a.Path); err == nil {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
 	})
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/mcp/jsonline"
 	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 )
 
@@ -515,7 +516,7 @@ func refuse(w http.ResponseWriter, id json.RawMessage, err error) {
 // there is none.
 func firstRequestID(msgs []bodyMessage) json.RawMessage {
 	for _, m := range msgs {
-		if isRequestID(m.ID) {
+		if jsonline.IsRequestID(m.ID) {
 			return m.ID
 		}
 	}
@@ -576,7 +577,7 @@ type bodyMessage struct {
 // session).
 func (f *Front) startSession(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string, id json.RawMessage) {
 	if !f.open.reserve(cred) {
-		if !isRequestID(id) {
+		if !jsonline.IsRequestID(id) {
 			id = nil
 		}
 		refuse(w, id, f.open.refusal(cred))

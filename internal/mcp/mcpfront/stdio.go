@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
 	"github.com/toolhost/toolhost/internal/mcp/jsondepth"
+	"github.com/toolhost/toolhost/internal/mcp/jsonline"
 )
 
 // Over stdio the SDK's transport ends the connection at the first line it
@@ -208,7 +209,7 @@ func (c *lineConn) readLine() ([]byte, error) {
 		}
 		if c.maxLine >= 0 && n > c.maxLine {
 			if errors.Is(err, bufio.ErrBufferFull) {
-				err = skipLine(c.rd)
+				err = jsonline.Skip(c.rd, nil)
 			}
 			c.replyError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("a message longer than %d bytes is refused", c.maxLine))
 			return nil, err
@@ -221,15 +222,6 @@ func (c *lineConn) readLine() ([]byte, error) {
 			return append(c.long, chunk...), err
 		}
 		return chunk, err
-	}
-}
-
-// skipLine reads to the end of the line in is in.
-func skipLine(in *bufio.Reader) error {
-	for {
-		if _, err := in.ReadSlice('\n'); !errors.Is(err, bufio.ErrBufferFull) {
-			return err
-		}
 	}
 }
 
@@ -281,7 +273,7 @@ const exactNames = segjson.DontMatchCaseInsensitiveStructFields
 // MCP peers read.
 func parseLine(line []byte) (jsonrpc.Message, *rpcErrorReply) {
 	if d := jsondepth.Of(line); d > jsondepth.Max {
-		return nil, invalid(lineID(line), fmt.Sprintf("the message nests %d levels deep, more than %d", d, jsondepth.Max))
+		return nil, invalid(jsonline.ID(line), fmt.Sprintf("the message nests %d levels deep, more than %d", d, jsondepth.Max))
 	}
 	var m lineMembers
 	rest, err := segjson.Parse(line, &m, exactNames)
@@ -320,7 +312,7 @@ func parseLine(line []byte) (jsonrpc.Message, *rpcErrorReply) {
 // invalid is the answer to a line whose JSON is no message, for the reason
 // why: -32600, to the request with the id when it is one.
 func invalid(id json.RawMessage, why string) *rpcErrorReply {
-	if !isRequestID(id) {
+	if !jsonline.IsRequestID(id) {
 		id = nil
 	}
 	return newRPCErrorReply(id, jsonrpc.CodeInvalidRequest, "invalid request: "+why)
@@ -349,25 +341,6 @@ func requestID(raw json.RawMessage) (jsonrpc.ID, bool) {
 	}
 	id, err := jsonrpc.MakeID(v)
 	return id, err == nil
-}
-
-// lineID returns the id of the request a line is, when a bounded decoder
-// (encoding/json's) reads one: for the answer to a line parseLine does not
-// read.
-func lineID(line []byte) json.RawMessage {
-	var r struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(line, &r) != nil {
-		return nil
-	}
-	return r.ID
-}
-
-// isRequestID reports whether id, as a message holds it, is a request's: a
-// string or a number.
-func isRequestID(id json.RawMessage) bool {
-	return len(id) > 0 && bytes.ContainsRune([]byte(`"-0123456789`), rune(id[0]))
 }
 
 // replyError writes a JSON-RPC error response to the request with the id

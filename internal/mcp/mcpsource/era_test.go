@@ -40,17 +40,22 @@ func TestMain(m *testing.M) {
 
 // serveTestServer serves a go-sdk server with the tool echo that takes
 // server/discover badly, as a 2025 server that refuses every request before
-// initialize may: "discover-exits" exits, "discover-silent" never answers.
+// initialize may: "discover-exits" exits, "discover-silent" never answers;
+// or, "long-notice", whose echo first sends a progress notification over
+// MaxLine.
 func serveTestServer(behaviour string) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: behaviour, Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo."}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo."}, func(ctx context.Context, r *mcp.CallToolRequest, a struct {
 		Text string `json:"text"`
 	}) (*mcp.CallToolResult, any, error) {
+		if behaviour == "long-notice" {
+			_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "t", Progress: 1, Message: strings.Repeat("x", MaxLine)})
+		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
 	})
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "server/discover" {
+			if method == "server/discover" && strings.HasPrefix(behaviour, "discover-") {
 				if behaviour == "discover-exits" {
 					os.Exit(3)
 				}

@@ -252,10 +252,11 @@ func (s *Server) callItem(ctx context.Context, req *toolhost.CallRequest) (*tool
 
 // protocolFailure is the failed result that carries a JSON-RPC error of the
 // server (toolhost.MetaProtocolError), for MCP clients to receive as the
-// server sent it; nil for another error.
+// server sent it; nil for another error, and for the one that stands for
+// an answer over MaxLine (stdio.go).
 func protocolFailure(err error) *toolhost.Result {
 	var rpc *jsonrpc.Error
-	if !errors.As(err, &rpc) {
+	if !errors.As(err, &rpc) || rpc.Code == codeTooLong {
 		return nil
 	}
 	return &toolhost.Result{ExitCode: 1, Error: &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: rpc.Message},

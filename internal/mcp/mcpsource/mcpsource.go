@@ -196,7 +196,7 @@ func (s *Server) transport() (mcp.Transport, error) {
 		if pol.Visible(o.Dir) {
 			box.Dir = o.Dir
 		}
-		if err := box.Prepare(); err != nil { // the SDK starts the exec.Cmd itself
+		if err := box.Prepare(); err != nil { // the transport starts the exec.Cmd (stdio.go)
 			return nil, toolhost.Errorf(toolhost.CodePolicy, "mcp_server %s: %v", o.ID, err)
 		}
 		s.box, s.cmd = box, box.Cmd
@@ -208,28 +208,12 @@ func (s *Server) transport() (mcp.Transport, error) {
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
 	s.cmd.Stderr = s.opts.Logger.StandardWriter(&hclog.StandardLoggerOptions{}) // each line at info
-	return watched{CommandTransport: &mcp.CommandTransport{Command: s.cmd, TerminateDuration: 2 * time.Second}, s: s}, nil
+	return stdio{s: s, terminate: 2 * time.Second}, nil
 }
 
-// watched is the stdio transport, which also watches the process it starts:
-// its exit ends the session at once (the SDK would notice only when its
-// next write failed).
-type watched struct {
-	*mcp.CommandTransport
-	s *Server
-}
-
-func (w watched) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := w.CommandTransport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	go w.s.watchProcess(w.Command.Process.Pid)
-	return heard{Connection: conn, s: w.s}, nil
-}
-
-// watchProcess waits for the process to exit, leaving it for the SDK to
-// reap (so its exit status stays in the exec.Cmd), and ends the session.
+// watchProcess waits for the process to exit, leaving it for the
+// connection's Close to reap (so its exit status stays in the exec.Cmd),
+// and ends the session.
 func (s *Server) watchProcess(pid int) {
 	var info unix.Siginfo
 	for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
@@ -493,7 +477,7 @@ func (s *Server) Stop() {
 	}
 	s.mu.Unlock()
 	if s.session != nil {
-		_ = s.session.Close() // closes stdin, then SIGTERM after TerminateDuration
+		_ = s.session.Close() // closes stdin, then SIGTERM after 2s (stdio.go's pipes)
 	}
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)

@@ -1,0 +1,55 @@
+package jsonline
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+)
+
+// TestMembers: the top-level id and method of an object are found wherever
+// they are (a TypeScript server writes the id after the result), whatever
+// pieces the object comes in, and nothing nested or inside a string is
+// taken for them.
+func TestMembers(t *testing.T) {
+	long := strings.Repeat("x", 100_000)
+	for _, c := range []struct {
+		line, id string
+		method   bool
+	}{
+		{`{"result":{"content":[{"type":"text","text":"` + long + `"}]},"jsonrpc":"2.0","id":5}`, "5", false},
+		{`{"jsonrpc":"2.0","id":"a\"b","result":{"id":7,"method":"x"}}`, `"a\"b"`, false},
+		{`{"jsonrpc":"2.0", "id" : -12 ,"error":{"code":1,"message":"` + long + `"}}`, "-12", false},
+		{`{"text":"\\\",\"id\":9,\"method\":1","jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + long + `"}}`, "", true},
+		{`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{}}`, "3", true},
+		{`{"jsonrpc":"2.0","id":{"a":1},"result":{}}`, "", false},
+		{`{"jsonrpc":"2.0","id":null,"result":{}}`, "", false},
+		{`{"jsonrpc":"2.0","id":"` + long + `","result":{}}`, "", false},
+		{`{"jsonrpc":"2.0","result":{"ids":[1,2],"methods":"` + long + `"}}`, "", false},
+	} {
+		for _, piece := range []int{1, 7, 4096, len(c.line)} {
+			var m Members
+			for rest := c.line; len(rest) > 0; {
+				n := min(piece, len(rest))
+				_, _ = m.Write([]byte(rest[:n]))
+				rest = rest[n:]
+			}
+			if string(m.ID()) != c.id || m.HasMethod() != c.method {
+				t.Errorf("%.60s… in pieces of %d: id %s, method %t; want %s, %t", c.line, piece, m.ID(), m.HasMethod(), c.id, c.method)
+			}
+		}
+	}
+}
+
+// TestSkip: Skip reads through the line, longer than the reader's buffer,
+// showing all of it, and leaves the next line.
+func TestSkip(t *testing.T) {
+	line := strings.Repeat("y", 10_000) + "\n"
+	rd := bufio.NewReaderSize(strings.NewReader(line+"next\n"), 16)
+	seen := 0
+	if err := Skip(rd, func(b []byte) { seen += len(b) }); err != nil || seen != len(line) {
+		t.Fatalf("Skip: %v, saw %d bytes of %d", err, seen, len(line))
+	}
+	if rest, _ := rd.ReadString('\n'); rest != "next\n" {
+		t.Errorf("after Skip: %q", rest)
+	}
+}
