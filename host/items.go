@@ -290,3 +290,33 @@ func (v *view) fillItems(out *ToolList) {
 		out.Completions, out.Subscribe = it.completions, it.subscribe
 	}
 }
+
+// offeredWatcher passes a subscribed resource's updates on while the role
+// still offers the resource through the group it was subscribed through:
+// the role's view, as it is when the update comes, must send a read of
+// the URI to that group (a role edited since, a rule that hides reads, or
+// a group gone stops them). It is comparable, one per role and group, so
+// that a module tells each role's watcher once.
+type offeredWatcher struct {
+	h     *Host
+	role  string
+	group string
+	w     toolhost.ResourceWatcher
+}
+
+// ResourceUpdated passes the update on when the role offers the resource.
+func (o offeredWatcher) ResourceUpdated(uri string) {
+	r, rev := o.h.dir.role(o.role)
+	if r == nil && o.role != "" {
+		return
+	}
+	args, err := json.Marshal(map[string]string{"uri": uri})
+	if err != nil {
+		return
+	}
+	c := &call{h: o.h, req: toolhost.CallRequest{Tool: toolhost.MethodResourcesRead, Arguments: args}}
+	if t, err := c.item(o.h.view(r, rev)); err != nil || t.group.Spec.ID != o.group {
+		return
+	}
+	o.w.ResourceUpdated(uri)
+}
