@@ -214,3 +214,42 @@ func TestItemsRedacted(t *testing.T) {
 		t.Errorf("complete through the API: %s, want the secret redacted", b)
 	}
 }
+
+// TestItemsReadHeldToLimits: a resources/read's text is held to the
+// group's max_output_bytes (51200 by default) as a tool's blocks are, in
+// order, through the API and to an MCP client; its binary data is not
+// cut, nor counted in the limit (4 MiB per result bound it).
+func TestItemsReadHeldToLimits(t *testing.T) {
+	h := itemsHost(t)
+	f := New(h)
+	t.Cleanup(f.Close)
+	ctx := context.Background()
+	const n, limit = 100000, 51200
+	res, err := h.Call(ctx, &toolhost.CallRequest{Tool: toolhost.MethodResourcesRead, Context: toolhost.CallContext{Role: "ra"},
+		Arguments: json.RawMessage(fmt.Sprintf(`{"uri":"test://a/big/%d"}`, n))})
+	if err != nil || !res.OK {
+		t.Fatalf("read through the API: %+v, %v", res, err)
+	}
+	text := 0
+	for _, c := range res.Content {
+		if c.Resource != nil {
+			text += len(c.Resource.Text)
+		}
+	}
+	if !res.TruncatedBytes || text > limit || len(res.Stdout) > limit || len(res.Content) < 2 || len(res.Content[0].Resource.Blob) != n {
+		t.Errorf("read through the API: truncated_bytes %v, %d bytes of text (stdout %d), %d blocks: want the text within %d, the blob whole",
+			res.TruncatedBytes, text, len(res.Stdout), len(res.Content), limit)
+	}
+	cs := itemClient(t, h, f, "http-2025", "ra", make(chan string, 1))
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: fmt.Sprintf("test://a/big/%d", n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = 0
+	for _, c := range read.Contents {
+		text += len(c.Text)
+	}
+	if text > limit || len(read.Contents) < 2 || len(read.Contents[0].Blob) != n {
+		t.Errorf("read through MCP: %d bytes of text in %d contents, want at most %d and the blob whole", text, len(read.Contents), limit)
+	}
+}

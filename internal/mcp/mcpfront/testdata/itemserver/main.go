@@ -1,8 +1,9 @@
 // Command itemserver is an MCP server over stdio, on the go-sdk, that
 // offers prompts, resources, a resource template, completions and
 // resource subscriptions, for the tests of the MCP front. Its one argument
-// names it (NAME): its resources are test://NAME/…, its template
-// test://NAME/items/{id}, its prompt NAME_greet; every instance also
+// names it (NAME): its resources are test://NAME/…, its templates
+// test://NAME/items/{id} and test://NAME/big/{n} (n bytes of binary
+// data, then two texts of n bytes), its prompt NAME_greet; every instance also
 // offers the prompt shared and the resource shared://x, which clash, and
 // the template shared://{NAME}, which match one another's. The tool
 // touch_NAME announces an update of test://NAME/watched (or of its uri) to
@@ -16,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,5 +101,15 @@ func addItems(srv *mcp.Server, name string) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "item " + req.Params.URI + " of " + name}}}, nil
 	}
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: base + "items/{id}", Name: "item"}, item)
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: base + "big/{n}", Name: "big"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			n, _ := strconv.Atoi(strings.TrimPrefix(req.Params.URI, base+"big/"))
+			uri := req.Params.URI
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
+				{URI: uri, MIMEType: "application/octet-stream", Blob: make([]byte, n)},
+				{URI: uri, MIMEType: "text/plain", Text: strings.Repeat("x", n)},
+				{URI: uri, MIMEType: "text/plain", Text: strings.Repeat("y", n)},
+			}}, nil
+		})
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "shared://{" + name + "}", Name: "shared item"}, item)
 }
