@@ -28,7 +28,8 @@ import (
 // clash), and to the other's (the loser's) watched resource; the role is
 // edited to keep the loser alone. The loser's template shared://{NAME}
 // matches shared://x, but the URI is the winner's, which the role no
-// longer reads: its updates stop, while the loser's still come.
+// longer reads: its updates stop, while the loser's still come; the
+// session's end still ends the subscription where it was made.
 func TestItemsUpdatesStopWithRole(t *testing.T) {
 	h := itemsHost(t)
 	f := New(h)
@@ -109,6 +110,16 @@ func TestItemsUpdatesStopWithRole(t *testing.T) {
 			t.Fatalf("updates %v after the role stopped offering them", got)
 		}
 	}
+	// The session's end ends its subscription to shared://x too, where it
+	// was made, though the role no longer offers it.
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.Eventually(t, "the unsubscription of shared://x completed", func() bool {
+		_ = h.Events().Flush(ctx)
+		evs, err := h.Events().List(ctx, store.EventFilter{Tool: toolhost.MethodUnsubscribe, Type: store.EventCallCompleted})
+		return err == nil && slices.ContainsFunc(evs, func(e store.Event) bool { return e.Role == "rab" && e.Group == winner })
+	})
 }
 
 // TestItemsNULInURI: a URI with a NUL (or another control character),
