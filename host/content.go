@@ -25,7 +25,7 @@ type contentCut struct {
 }
 
 // finishContent redacts a result's content blocks (text, an embedded
-// resource's text, and the strings and _meta of every block) and holds them
+// resource's text, and the strings, annotations and _meta of every block) and holds them
 // to the output limits, in order, on a copy: the text of the text blocks
 // and embedded text resources, with every other field but binary data,
 // shares the byte and line limits (a newline counted between two texts, as
@@ -112,7 +112,7 @@ func finishContent(in []toolhost.Content, maxLines, maxBytes int) (out []toolhos
 }
 
 // redactBlock redacts a block's text, an embedded resource's text, and the
-// strings, icons and _meta of either, on a copy.
+// strings, icons, annotations and _meta of either, on a copy.
 func redactBlock(b toolhost.Content) (toolhost.Content, bool) {
 	var redacted bool
 	str := func(s *string) {
@@ -134,6 +134,7 @@ func redactBlock(b toolhost.Content) (toolhost.Content, bool) {
 	}
 	raw((*[]byte)(&b.Meta))
 	raw((*[]byte)(&b.Icons))
+	raw((*[]byte)(&b.Annotations))
 	if b.Resource != nil {
 		r := *b.Resource
 		str(&r.Text)

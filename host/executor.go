@@ -376,6 +376,9 @@ func (c *call) dispatch(ctx context.Context) (res *toolhost.Result, err error) {
 	if a := toolhost.AskerFrom(ctx); a != nil {
 		ctx = toolhost.WithAsker(ctx, c.asker(a, &ended))
 	}
+	if w := toolhost.ResourceWatcherFrom(ctx); w != nil {
+		ctx = toolhost.WithResourceWatcher(ctx, offeredWatcher{h: c.h, role: c.req.Context.Role, group: c.tool.group.Spec.ID, w: w})
+	}
 	if c.tool.spec.OutputTail {
 		_, bytes := c.outputLimits()
 		c.spool = newSpool(c.h.outputsDir(), bytes)

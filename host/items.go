@@ -9,7 +9,9 @@ package host
 // named after the MCP methods (toolhost.IsItemMethod), which go through
 // the pipeline as any call: the item must be one of the role's groups'
 // (a URI that no group lists may be read when it matches a template of
-// one), its arguments are validated, the role's rules and limits apply
+// one; an unsubscription of a URI the role no longer offers goes to the
+// group that owns it, to end the caller's own subscription there), its
+// arguments are validated, the role's rules and limits apply
 // (a rule may name "resources/read" and test args.uri), and so do
 // approvals, redaction and events.
 
@@ -233,6 +235,11 @@ func (c *call) item(v *view) (viewTool, error) {
 		if g == nil && v.snap.resources[a.URI] == nil {
 			g = it.match(a.URI)
 		}
+		if g == nil && method == toolhost.MethodUnsubscribe {
+			// A subscription made while the role offered the resource
+			// ends where it was made: a module ends the caller's own.
+			g = v.snap.uriOwner(a.URI)
+		}
 	}
 	if g == nil {
 		return viewTool{}, c.itemUnavailable(v, &a, what)
@@ -254,6 +261,24 @@ func (it *viewItems) match(uri string) *Group {
 	for _, m := range it.matchers {
 		if m.tmpl.Regexp().MatchString(uri) {
 			return m.group
+		}
+	}
+	return nil
+}
+
+// uriOwner is the group a read of uri goes to whatever the role: the one
+// that lists it, else the first (by id) with a template it matches; nil
+// for none.
+func (s *snapshot) uriOwner(uri string) *Group {
+	if g := s.resources[uri]; g != nil {
+		return g
+	}
+	for _, id := range s.ids {
+		g := s.groups[id]
+		for i, t := range g.Spec.ResourceTemplates {
+			if s.templates[t.URITemplate] == g && g.templates[i].Regexp().MatchString(uri) {
+				return g
+			}
 		}
 	}
 	return nil
@@ -289,4 +314,34 @@ func (v *view) fillItems(out *ToolList) {
 		out.Prompts, out.Resources, out.ResourceTemplates = it.prompts, it.resources, it.templates
 		out.Completions, out.Subscribe = it.completions, it.subscribe
 	}
+}
+
+// offeredWatcher passes a subscribed resource's updates on while the role
+// still offers the resource through the group it was subscribed through:
+// the role's view, as it is when the update comes, must send a read of
+// the URI to that group (a role edited since, a rule that hides reads, or
+// a group gone stops them). It is comparable, one per role and group, so
+// that a module tells each role's watcher once.
+type offeredWatcher struct {
+	h     *Host
+	role  string
+	group string
+	w     toolhost.ResourceWatcher
+}
+
+// ResourceUpdated passes the update on when the role offers the resource.
+func (o offeredWatcher) ResourceUpdated(uri string) {
+	r, rev := o.h.dir.role(o.role)
+	if r == nil && o.role != "" {
+		return
+	}
+	args, err := json.Marshal(map[string]string{"uri": uri})
+	if err != nil {
+		return
+	}
+	c := &call{h: o.h, req: toolhost.CallRequest{Tool: toolhost.MethodResourcesRead, Arguments: args}}
+	if t, err := c.item(o.h.view(r, rev)); err != nil || t.group.Spec.ID != o.group {
+		return
+	}
+	o.w.ResourceUpdated(uri)
 }

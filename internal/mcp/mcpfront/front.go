@@ -279,6 +279,12 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 				return r.list(ctx, req)
 			}
 			res, err := next(ctx, method, req)
+			if e, ok := err.(*jsonrpc.Error); ok && len(e.Data) > 0 && !json.Valid(e.Data) {
+				err = &jsonrpc.Error{Code: e.Code, Message: e.Message} // answered without the data it could not encode
+				if rr, ok := req.(*mcp.ReadResourceRequest); ok && e.Code == mcp.CodeResourceNotFound {
+					err = resourceNotFound(rr.Params.URI) // the SDK's, for a URI it has no handler for (resourceNotFound)
+				}
+			}
 			if err != nil { // a typed nil result, such as a second initialize's
 				return res, err
 			}

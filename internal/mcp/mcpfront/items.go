@@ -243,7 +243,7 @@ func rpcError(err error, uri string) error {
 	code := toolhost.CodeOf(err)
 	switch {
 	case uri != "" && (code == toolhost.CodeUnknownTool || code == toolhost.CodeToolNotAvailable):
-		return mcp.ResourceNotFoundError(uri)
+		return resourceNotFound(uri)
 	case code == toolhost.CodeUnknownTool || code == toolhost.CodeToolNotAvailable || code == toolhost.CodeValidation:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %s", code, err)}
 	}
@@ -291,9 +291,22 @@ func readOf(res *toolhost.Result, uri string) (*mcp.ReadResourceResult, error) {
 		}
 	}
 	if len(out.Contents) == 0 { // never an empty list: that says "not found" no better than the error
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, resourceNotFound(uri)
 	}
 	return out, nil
+}
+
+// resourceNotFound is the spec's resource-not-found error, the URI in its
+// data. The go-sdk's own (mcp.ResourceNotFoundError, which its server
+// answers a URI it has no handler for with) writes the URI with Go's %q,
+// which is not JSON for a control character such as NUL: the answer
+// could not be encoded, and the session was dropped.
+func resourceNotFound(uri string) error {
+	data, err := json.Marshal(map[string]string{"uri": uri})
+	if err != nil {
+		return err
+	}
+	return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data}
 }
 
 func (r *mcpRole) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {

@@ -225,8 +225,12 @@ func (s *Server) callItem(ctx context.Context, req *toolhost.CallRequest) (*tool
 		}
 		var r *mcp.CompleteResult
 		if r, err = s.session.Complete(ctx, &mcp.CompleteParams{Ref: &ref, Argument: args.Argument, Context: args.Context}); err == nil {
+			values := make([]any, len(r.Completion.Values)) // as JSON decodes, which the pipeline redacts (redact.Value)
+			for i, v := range r.Completion.Values {
+				values[i] = v
+			}
 			res = &toolhost.Result{OK: true, Stdout: strings.Join(r.Completion.Values, "\n"), Meta: map[string]any{
-				toolhost.MetaCompletion: map[string]any{"values": r.Completion.Values, "total": r.Completion.Total, "hasMore": r.Completion.HasMore}}}
+				toolhost.MetaCompletion: map[string]any{"values": values, "total": r.Completion.Total, "hasMore": r.Completion.HasMore}}}
 		}
 	case toolhost.MethodSubscribe, toolhost.MethodUnsubscribe:
 		err = s.subscription(ctx, req, args.URI)

@@ -1,23 +1,31 @@
 // Command itemserver is an MCP server over stdio, on the go-sdk, that
 // offers prompts, resources, a resource template, completions and
 // resource subscriptions, for the tests of the MCP front. Its one argument
-// names it (NAME): its resources are test://NAME/…, its template
-// test://NAME/items/{id}, its prompt NAME_greet; every instance also
+// names it (NAME): its resources are test://NAME/…, its templates
+// test://NAME/items/{id} and test://NAME/big/{n} (n bytes of binary
+// data, then two texts of n bytes), its prompt NAME_greet; every instance also
 // offers the prompt shared and the resource shared://x, which clash, and
 // the template shared://{NAME}, which match one another's. The tool
-// touch_NAME announces an update of test://NAME/watched to its
-// subscribers. The tool grow_NAME adds the prompt NAME_more. The
-// instance named plain offers its tools alone.
+// touch_NAME announces an update of test://NAME/watched (or of its uri) to
+// its subscribers. The tool grow_NAME adds the prompt NAME_more. A
+// completion and a message's annotation hold a secret. The instance named
+// plain offers its tools alone.
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// secret looks like a GitHub token, which the pipeline redacts: one of the
+// completions, and the last-modified annotation of a prompt's message.
+const secret = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
 
 func main() {
 	name := os.Args[1]
@@ -25,7 +33,7 @@ func main() {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "items-" + name, Version: "1"}, &mcp.ServerOptions{
 		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			var values []string
-			for _, v := range []string{"alice", "bob", "bert", "7", "8"} {
+			for _, v := range []string{"alice", "bob", "bert", "7", "8", secret} {
 				if strings.HasPrefix(v, req.Params.Argument.Value) {
 					values = append(values, v)
 				}
@@ -35,9 +43,11 @@ func main() {
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "touch_" + name, Description: "Announce an update of the watched resource."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: base + "watched"}); err != nil {
+	mcp.AddTool(srv, &mcp.Tool{Name: "touch_" + name, Description: "Announce an update of the watched resource, or of uri."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
+			URI string `json:"uri,omitempty"`
+		}) (*mcp.CallToolResult, any, error) {
+			if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: cmp.Or(in.URI, base+"watched")}); err != nil {
 				return nil, nil, err
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, nil
@@ -67,7 +77,7 @@ func addItems(srv *mcp.Server, name string) {
 			who := req.Params.Arguments["who"]
 			return &mcp.GetPromptResult{Description: "a greeting for " + who, Messages: []*mcp.PromptMessage{
 				{Role: "user", Content: &mcp.TextContent{Text: "Please greet " + who + "."}},
-				{Role: "assistant", Content: &mcp.TextContent{Text: "Hello, " + who + "!", Annotations: &mcp.Annotations{Priority: 0.5}}},
+				{Role: "assistant", Content: &mcp.TextContent{Text: "Hello, " + who + "!", Annotations: &mcp.Annotations{Priority: 0.5, LastModified: secret}}},
 			}}, nil
 		})
 	srv.AddPrompt(&mcp.Prompt{Name: "shared", Description: "Offered by every instance."},
@@ -91,5 +101,15 @@ func addItems(srv *mcp.Server, name string) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "item " + req.Params.URI + " of " + name}}}, nil
 	}
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: base + "items/{id}", Name: "item"}, item)
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: base + "big/{n}", Name: "big"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			n, _ := strconv.Atoi(strings.TrimPrefix(req.Params.URI, base+"big/"))
+			uri := req.Params.URI
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
+				{URI: uri, MIMEType: "application/octet-stream", Blob: make([]byte, n)},
+				{URI: uri, MIMEType: "text/plain", Text: strings.Repeat("x", n)},
+				{URI: uri, MIMEType: "text/plain", Text: strings.Repeat("y", n)},
+			}}, nil
+		})
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "shared://{" + name + "}", Name: "shared item"}, item)
 }
