@@ -155,3 +155,69 @@ func (m *Members) ID() json.RawMessage {
 // HasMethod reports whether the object has a "method": it is a request or
 // a notification, not a response.
 func (m *Members) HasMethod() bool { return m.method }
+
+// Reader reads newline-delimited messages, each bounded in length.
+type Reader struct {
+	rd   *bufio.Reader
+	max  int    // < 0: no bound
+	long []byte // a line longer than rd's buffer, gathered
+}
+
+// NewReader returns a Reader of rd's lines of at most max bytes before
+// their newline (max < 0: no bound).
+func NewReader(rd *bufio.Reader, max int) *Reader { return &Reader{rd: rd, max: max} }
+
+// Next returns the next line, its newline included (but at the end of the
+// input), valid until the next call, and the error that ended it. A line
+// over the bound is read through without being kept, each of its pieces
+// handed to seen when it is not nil: Next then returns no line and its
+// size (before its newline), which is above zero.
+func (r *Reader) Next(seen func([]byte)) (line []byte, tooLong int, err error) {
+	if cap(r.long) > 1<<20 {
+		r.long = nil // a long line's room is not kept
+	}
+	r.long = r.long[:0]
+	for {
+		chunk, err := r.rd.ReadSlice('\n')
+		n := len(r.long) + len(chunk)
+		if err == nil {
+			n-- // the newline
+		}
+		if r.max >= 0 && n > r.max {
+			size, err := r.through(chunk, err, seen)
+			return nil, size, err
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			r.long = append(r.long, chunk...)
+			continue
+		}
+		if len(r.long) > 0 {
+			return append(r.long, chunk...), 0, err
+		}
+		return chunk, 0, err
+	}
+}
+
+// through reads the rest of a line over the bound, of which r.long and
+// chunk (read with err) are the start, handing the pieces to seen, and
+// returns its size before its newline and what ended it.
+func (r *Reader) through(chunk []byte, err error, seen func([]byte)) (int, error) {
+	size := len(r.long) + len(chunk)
+	if seen != nil {
+		seen(r.long)
+		seen(chunk)
+	}
+	r.long = nil
+	if errors.Is(err, bufio.ErrBufferFull) {
+		err = Skip(r.rd, func(b []byte) {
+			size += len(b)
+			if seen != nil {
+				seen(b)
+			}
+		})
+	}
+	if err == nil {
+		size-- // the newline
+	}
+	return size, err
+}

@@ -2,6 +2,7 @@ package jsonline
 
 import (
 	"bufio"
+	"io"
 	"strings"
 	"testing"
 )
@@ -51,5 +52,32 @@ func TestSkip(t *testing.T) {
 	}
 	if rest, _ := rd.ReadString('\n'); rest != "next\n" {
 		t.Errorf("after Skip: %q", rest)
+	}
+}
+
+// TestReader: lines within the bound come whole, a line longer than the
+// reader's buffer included; one over it comes as its size, every byte of it
+// seen and none kept; the line after it is read as usual.
+func TestReader(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	over := strings.Repeat("y", 300)
+	in := "a\n" + long + "\n" + over + "\nb"
+	r := NewReader(bufio.NewReaderSize(strings.NewReader(in), 16), 200)
+	var seen int
+	for i, want := range []struct {
+		line string
+		size int
+	}{{"a\n", 0}, {long + "\n", 0}, {"", 300}, {"b", 0}} {
+		seen = 0
+		line, size, err := r.Next(func(b []byte) { seen += len(b) })
+		if string(line) != want.line || size != want.size {
+			t.Errorf("line %d: %q, size %d; want %q, %d", i, line, size, want.line, want.size)
+		}
+		if want.size > 0 && seen != want.size+1 {
+			t.Errorf("line %d: %d bytes seen, want %d and its newline", i, seen, want.size)
+		}
+		if i == 3 && err != io.EOF {
+			t.Errorf("the last line ended with %v, want EOF", err)
+		}
 	}
 }

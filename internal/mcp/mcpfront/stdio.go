@@ -61,7 +61,7 @@ type lineTransport struct {
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &lineConn{
 		in:       t.in,
-		rd:       bufio.NewReaderSize(t.in, 64<<10),
+		lines:    jsonline.NewReader(bufio.NewReaderSize(t.in, 64<<10), t.maxLine),
 		maxLine:  t.maxLine,
 		out:      t.out,
 		closeOut: t.closeOut,
@@ -107,10 +107,9 @@ func pollableStdin() *os.File {
 // the file).
 type lineConn struct {
 	in      io.ReadCloser
-	rd      *bufio.Reader
-	maxLine int    // < 0: no bound
-	long    []byte // a line longer than rd's buffer, gathered
-	err     error  // the error that ended reading
+	lines   *jsonline.Reader
+	maxLine int   // < 0: no bound
+	err     error // the error that ended reading
 
 	// incoming carries the messages read ahead by readAhead, when closing
 	// in may not end a read (nil: Read reads itself).
@@ -197,32 +196,12 @@ func (c *lineConn) next() (jsonrpc.Message, error) {
 // newline), which is valid until the next read; a longer one is answered,
 // skipped without being kept, and returned as nil.
 func (c *lineConn) readLine() ([]byte, error) {
-	if cap(c.long) > 1<<20 {
-		c.long = nil // a long line's room is not kept
+	line, size, err := c.lines.Next(nil)
+	if size > 0 {
+		c.replyError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("a message longer than %d bytes is refused", c.maxLine))
+		return nil, err
 	}
-	c.long = c.long[:0]
-	for {
-		chunk, err := c.rd.ReadSlice('\n')
-		n := len(c.long) + len(chunk)
-		if err == nil {
-			n-- // the newline
-		}
-		if c.maxLine >= 0 && n > c.maxLine {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				err = jsonline.Skip(c.rd, nil)
-			}
-			c.replyError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("a message longer than %d bytes is refused", c.maxLine))
-			return nil, err
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			c.long = append(c.long, chunk...)
-			continue
-		}
-		if len(c.long) > 0 {
-			return append(c.long, chunk...), err
-		}
-		return chunk, err
-	}
+	return line, err
 }
 
 // decode returns the message line is, or answers it and returns nil

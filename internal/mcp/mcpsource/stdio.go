@@ -115,16 +115,15 @@ func (p *pipes) Close() error {
 // when it is a request or a notification or has no id, for nothing (it is
 // logged).
 type lines struct {
-	rd      *bufio.Reader
+	rd      *jsonline.Reader
 	max     int
 	log     hclog.Logger
 	pending []byte // what is left to hand over of the current line
-	long    []byte // a line longer than rd's buffer, gathered
 	err     error  // the error that ended reading, once pending is handed over
 }
 
 func newLines(p *pipes, max int, log hclog.Logger) *lines {
-	return &lines{rd: bufio.NewReaderSize(p, 64<<10), max: max, log: log}
+	return &lines{rd: jsonline.NewReader(bufio.NewReaderSize(p, 64<<10), max), max: max, log: log}
 }
 
 // Close does nothing: pipes.Close closes the server's stdout once the
@@ -144,49 +143,13 @@ func (l *lines) Read(b []byte) (int, error) {
 }
 
 // next returns the next line, its newline included, or what stands for a
-// line too long.
+// line too long: the error response to the request it answers, or, when
+// it is a request or a notification or has no id, nothing (it is logged).
 func (l *lines) next() ([]byte, error) {
-	if cap(l.long) > 1<<20 {
-		l.long = nil // a long line's room is not kept
-	}
-	l.long = l.long[:0]
-	for {
-		chunk, err := l.rd.ReadSlice('\n')
-		n := len(l.long) + len(chunk)
-		if err == nil {
-			n-- // the newline
-		}
-		if n > l.max {
-			return l.tooLong(chunk, err)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			l.long = append(l.long, chunk...)
-			continue
-		}
-		if len(l.long) > 0 {
-			return append(l.long, chunk...), err
-		}
-		return chunk, err
-	}
-}
-
-// tooLong reads the rest of a line over the bound, of which long and chunk
-// (read with err) are the start, and returns the error response that stands
-// for it, or nothing.
-func (l *lines) tooLong(chunk []byte, err error) ([]byte, error) {
 	var m jsonline.Members
-	size := len(l.long) + len(chunk)
-	_, _ = m.Write(l.long)
-	_, _ = m.Write(chunk)
-	l.long = nil
-	if errors.Is(err, bufio.ErrBufferFull) {
-		err = jsonline.Skip(l.rd, func(b []byte) {
-			size += len(b)
-			_, _ = m.Write(b)
-		})
-	}
-	if err == nil {
-		size-- // the newline
+	line, size, err := l.rd.Next(func(b []byte) { _, _ = m.Write(b) })
+	if size == 0 {
+		return line, err
 	}
 	why := fmt.Sprintf("the server's message is %d bytes, over the %d-byte (%d MiB) bound of a line from a stdio server", size, l.max, l.max>>20)
 	id := m.ID()
