@@ -66,7 +66,7 @@ func (s *Server) announces() bool {
 // version, that never said a word before it exited or the start timed out.
 func retryLegacy(opts Options, s *Server, err error) bool {
 	code := toolhost.CodeOf(err)
-	return opts.URL == "" && opts.Protocol == "" && s != nil && !s.heard.Load() &&
+	return opts.URL == "" && opts.Protocol == "" && s != nil && !s.heardStarting &&
 		(code == toolhost.CodePluginExited || code == toolhost.CodeTimeout)
 }
 

@@ -77,11 +77,14 @@ type Server struct {
 	done    context.Context
 	end     context.CancelCauseFunc
 
-	progress  progressSinks // of the calls in flight (progress.go)
-	tokens    atomic.Uint64
-	heard     atomic.Bool   // the stdio server has said something
-	listening atomic.Bool   // the server acknowledged subscriptions/listen
-	asked     atomic.Uint64 // numbers a 2025 server's requests, for their keys
+	progress progressSinks // of the calls in flight (progress.go)
+	tokens   atomic.Uint64
+	heard    atomic.Bool // the stdio server has said something
+	// heardStarting is whether it had when its start failed, before the
+	// stop, which may make it answer what it was asked (retryLegacy).
+	heardStarting bool
+	listening     atomic.Bool   // the server acknowledged subscriptions/listen
+	asked         atomic.Uint64 // numbers a 2025 server's requests, for their keys
 
 	fmu     sync.Mutex
 	flights map[*flight]struct{} // the calls in flight (asks.go)
@@ -165,6 +168,7 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 		s.listenLogs(ctx)
 	}
 	if err != nil {
+		s.heardStarting = s.heard.Load()
 		s.Stop()
 		return s, s.startError(ctx, err)
 	}
