@@ -1,7 +1,8 @@
 // Package jsonline holds what both ends of newline-delimited JSON-RPC (the
-// MCP front's stdio and an mcp_server module's) need for a line too long to
-// keep: skipping the rest of it, and learning what it was (its id, whether
-// it had a method) from its bytes as they go by, keeping none of them.
+// MCP front's stdio and an mcp_server module's) need to read lines of a
+// bounded length ([Reader]) and, for a line too long to keep, to read
+// through it and learn what it was (its id, whether it had a method) from
+// its bytes as they go by, keeping none of them ([Members]).
 package jsonline
 
 import (
@@ -11,9 +12,9 @@ import (
 	"errors"
 )
 
-// Skip reads to the end of the line in is in (its newline included),
+// skip reads to the end of the line in is in (its newline included),
 // handing each piece to seen when it is not nil.
-func Skip(in *bufio.Reader, seen func([]byte)) error {
+func skip(in *bufio.Reader, seen func([]byte)) error {
 	for {
 		chunk, err := in.ReadSlice('\n')
 		if seen != nil {
@@ -209,7 +210,7 @@ func (r *Reader) through(chunk []byte, err error, seen func([]byte)) (int, error
 	}
 	r.long = nil
 	if errors.Is(err, bufio.ErrBufferFull) {
-		err = Skip(r.rd, func(b []byte) {
+		err = skip(r.rd, func(b []byte) {
 			size += len(b)
 			if seen != nil {
 				seen(b)

@@ -41,17 +41,17 @@ func TestMembers(t *testing.T) {
 	}
 }
 
-// TestSkip: Skip reads through the line, longer than the reader's buffer,
+// TestSkip: skip reads through the line, longer than the reader's buffer,
 // showing all of it, and leaves the next line.
 func TestSkip(t *testing.T) {
 	line := strings.Repeat("y", 10_000) + "\n"
 	rd := bufio.NewReaderSize(strings.NewReader(line+"next\n"), 16)
 	seen := 0
-	if err := Skip(rd, func(b []byte) { seen += len(b) }); err != nil || seen != len(line) {
-		t.Fatalf("Skip: %v, saw %d bytes of %d", err, seen, len(line))
+	if err := skip(rd, func(b []byte) { seen += len(b) }); err != nil || seen != len(line) {
+		t.Fatalf("skip: %v, saw %d bytes of %d", err, seen, len(line))
 	}
 	if rest, _ := rd.ReadString('\n'); rest != "next\n" {
-		t.Errorf("after Skip: %q", rest)
+		t.Errorf("after skip: %q", rest)
 	}
 }
 
