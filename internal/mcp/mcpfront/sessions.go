@@ -622,7 +622,7 @@ func (r *mcpRole) serverSession(id string) *mcp.ServerSession {
 // writeRPCError answers with the status and a JSON-RPC error response to
 // the request with the id (null when nil).
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, message string) {
-	out, _ := json.Marshal(newRPCErrorReply(id, code, message))
+	out := jsonline.ErrorReply(id, code, message)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(out)

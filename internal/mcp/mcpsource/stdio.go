@@ -1,9 +1,7 @@
 package mcpsource
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/internal/mcp/jsonline"
 )
@@ -67,14 +66,30 @@ func (t stdio) Connect(context.Context) (mcp.Connection, error) {
 	}
 	go t.s.watchProcess(cmd.Process.Pid)
 	p := &pipes{in: inW, out: outR, cmd: cmd, terminate: t.terminate}
-	// The SDK's bound, twice ours, is only for a message spread over
-	// several lines, which no MCP server writes.
-	conn, err := (&mcp.IOTransport{Reader: newLines(p, MaxLine, t.s.opts.Logger), Writer: p, MaxLineLength: 2 * MaxLine}).Connect(context.Background())
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
+	log := t.s.opts.Logger
+	conn := jsonline.NewConn(outR, inW, jsonline.Options{MaxLine: MaxLine, Close: p.Close,
+		Refused: func(_ *jsonline.Conn, r jsonline.Refusal) (jsonrpc.Message, error) { return refused(r, log) }})
 	return heard{Connection: conn, s: t.s}, nil
+}
+
+// refused is what stands for a line of the server's that is no message. A
+// line over MaxLine is read through (its members noted, its bytes not
+// kept) and stands for the error response to the request it answers, or,
+// when it is a request or a notification or has no id, for nothing (it is
+// logged). Any other ends the connection, as the SDK's transport would: the
+// server speaks something other than MCP.
+func refused(r jsonline.Refusal, log hclog.Logger) (jsonrpc.Message, error) {
+	if r.Size == 0 {
+		return nil, fmt.Errorf("the server wrote a line that is not a JSON-RPC message (%s): %.100q", r.Error.Message, r.Line)
+	}
+	why := fmt.Sprintf("the server's message is %d bytes, over the %d-byte (%d MiB) bound of a line from a stdio server", r.Size, MaxLine, MaxLine>>20)
+	id, ok := jsonline.RequestID(r.ID)
+	if r.Method || r.ID == nil || !ok {
+		log.Warn("a message of the server was dropped", "why", why, "request_or_notification", r.Method)
+		return nil, nil
+	}
+	log.Warn("the answer to a request was refused", "why", why, "id", string(r.ID))
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeTooLong, Message: why}}, nil
 }
 
 // pipes are a started server's stdin and stdout.
@@ -83,9 +98,6 @@ type pipes struct {
 	cmd       *exec.Cmd
 	terminate time.Duration
 }
-
-func (p *pipes) Read(b []byte) (int, error)  { return p.out.Read(b) }
-func (p *pipes) Write(b []byte) (int, error) { return p.in.Write(b) }
 
 // Close closes the server's stdin, which asks it to exit (MCP's stdio
 // shutdown), waits for it, SIGTERM then SIGKILL after terminate each, reaps
@@ -107,57 +119,4 @@ func (p *pipes) Close() error {
 	}
 	<-exited
 	return errors.Join(err, p.out.Close())
-}
-
-// lines hands the SDK the server's stdout line by line, each no longer than
-// max: a longer one is read through (its members noted, its bytes not
-// kept) and stands for the error response to the request it answers, or,
-// when it is a request or a notification or has no id, for nothing (it is
-// logged).
-type lines struct {
-	rd      *jsonline.Reader
-	max     int
-	log     hclog.Logger
-	pending []byte // what is left to hand over of the current line
-	err     error  // the error that ended reading, once pending is handed over
-}
-
-func newLines(p *pipes, max int, log hclog.Logger) *lines {
-	return &lines{rd: jsonline.NewReader(bufio.NewReaderSize(p, 64<<10), max), max: max, log: log}
-}
-
-// Close does nothing: pipes.Close closes the server's stdout once the
-// process is reaped (the SDK closes its reader first).
-func (l *lines) Close() error { return nil }
-
-func (l *lines) Read(b []byte) (int, error) {
-	for len(l.pending) == 0 {
-		if l.err != nil {
-			return 0, l.err
-		}
-		l.pending, l.err = l.next()
-	}
-	n := copy(b, l.pending)
-	l.pending = l.pending[n:]
-	return n, nil
-}
-
-// next returns the next line, its newline included, or what stands for a
-// line too long: the error response to the request it answers, or, when
-// it is a request or a notification or has no id, nothing (it is logged).
-func (l *lines) next() ([]byte, error) {
-	var m jsonline.Members
-	line, size, err := l.rd.Next(func(b []byte) { _, _ = m.Write(b) })
-	if size == 0 {
-		return line, err
-	}
-	why := fmt.Sprintf("the server's message is %d bytes, over the %d-byte (%d MiB) bound of a line from a stdio server", size, l.max, l.max>>20)
-	id := m.ID()
-	if m.HasMethod() || id == nil {
-		l.log.Warn("a message of the server was dropped", "why", why, "request_or_notification", m.HasMethod())
-		return nil, err
-	}
-	l.log.Warn("the answer to a request was refused", "why", why, "id", string(id))
-	msg, _ := json.Marshal(why)
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, codeTooLong, msg), err
 }
