@@ -289,10 +289,10 @@ func (f *flight) declares(capability string) bool {
 func (s *Server) stated(meta mcp.Meta, a toolhost.Asker) {
 	caps := map[string]any{"roots": map[string]any{}}
 	if a != nil {
-		var declared map[string]any
+		var declared map[string]json.RawMessage // each passed on as declared
 		_ = json.Unmarshal(a.Capabilities(), &declared)
 		for method, name := range capabilityOf {
-			if v, ok := declared[name]; ok && v != nil && s.allows(method) {
+			if v, ok := declared[name]; ok && string(v) != "null" && s.allows(method) {
 				caps[name] = v
 			}
 		}
