@@ -66,11 +66,16 @@ const (
 	pathFrontStdio26 = "MCP stdio 2026 (ours, in-process)"
 
 	// Against peer gateways (peers.go): npm's server-everything behind our
-	// MCP front, behind each peer, and alone.
-	pathPeerOurs     = "/mcp/bench → everything"
-	pathSupergateway = "supergateway → everything"
-	pathMCPProxy     = "mcp-proxy → everything"
-	pathEverything   = "everything over stdio"
+	// MCP front and behind the floor, a gateway of the go-sdk alone, in
+	// each client era (gatewayEras); behind each peer, and alone, in the
+	// 2025 era only (peerCallee).
+	pathPeerOurs25   = "/mcp/bench → everything (2025)"
+	pathFloor25      = "go-sdk gateway → everything (2025)"
+	pathPeerOurs26   = "/mcp/bench → everything (2026)"
+	pathFloor26      = "go-sdk gateway → everything (2026)"
+	pathSupergateway = "supergateway → everything (2025)"
+	pathMCPProxy     = "mcp-proxy → everything (2025)"
+	pathEverything   = "everything over stdio (2025)"
 )
 
 // callPaths are all the call paths, in the report's order.
@@ -78,7 +83,7 @@ var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBar
 	pathHostLimited, pathHostApproved, pathAPI,
 	pathOursHTTP25, pathSDKHTTP25, pathFrontHTTP25, pathOursHTTP26, pathSDKHTTP26, pathFrontHTTP26,
 	pathOursStdio25, pathSDKStdio25, pathFrontStdio25, pathOursStdio26, pathSDKStdio26, pathFrontStdio26, pathHostMCP,
-	pathPeerOurs, pathSupergateway, pathMCPProxy, pathEverything}
+	pathPeerOurs25, pathFloor25, pathPeerOurs26, pathFloor26, pathSupergateway, pathMCPProxy, pathEverything}
 
 // mcpPair is our MCP front on one transport in one era, twice: with the
 // no-op plugin, and with the no-op group in its own process; and its
@@ -143,11 +148,12 @@ type callPath struct {
 
 // executables are the programs the call paths start.
 type executables struct {
-	root     string // the repository root, whose bin/toolhost serves
-	noop     string // bench/noop
-	mcpnoop  string // bench/mcpnoop
-	mcpfront string // bench/mcpfront
-	toolhost string // bin/toolhost
+	root       string // the repository root, whose bin/toolhost serves
+	noop       string // bench/noop
+	mcpnoop    string // bench/mcpnoop
+	mcpfront   string // bench/mcpfront
+	sdkgateway string // bench/sdkgateway
+	toolhost   string // bin/toolhost
 }
 
 // callRig holds everything the call paths need: an in-process host running
@@ -391,7 +397,8 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 	}
 
 	// Against peer gateways: npm's server-everything behind our MCP front,
-	// supergateway and mcp-proxy, and called directly over stdio.
+	// the go-sdk gateway, supergateway and mcp-proxy, and called directly
+	// over stdio.
 	if slices.ContainsFunc(peerPaths, want) {
 		if err := r.startPeers(ctx, tmp, exe, want); err != nil {
 			return nil, err
@@ -565,9 +572,9 @@ func (r *callRig) serve(ctx context.Context, h *host.Host) (string, *http.Client
 	return "http://" + lis.Addr().String(), benchHTTPClient(token), nil
 }
 
-// startHTTPServer starts exe (mcpnoop or mcpfront) with args and returns the
-// first line it prints: where it serves; the process ends when the rig
-// closes its stdin.
+// startHTTPServer starts exe (mcpnoop, mcpfront or sdkgateway) with args
+// and returns the first line it prints: where it serves; the process ends
+// when the rig closes its stdin.
 func (r *callRig) startHTTPServer(exe string, args ...string) (string, error) {
 	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
@@ -612,8 +619,11 @@ type mcpCallee struct {
 }
 
 // noopIn is the no-op tool, in protocol version version.
-func noopIn(version string) mcpCallee {
-	return mcpCallee{tool: "noop", args: map[string]any{}, opts: &mcp.ClientSessionOptions{ProtocolVersion: version}}
+func noopIn(version string) mcpCallee { return calleeIn("noop", map[string]any{}, version) }
+
+// calleeIn is the tool with args, in protocol version version.
+func calleeIn(tool string, args map[string]any, version string) mcpCallee {
+	return mcpCallee{tool: tool, args: args, opts: &mcp.ClientSessionOptions{ProtocolVersion: version}}
 }
 
 // addMCP adds a path calling c over an MCP session on t, opened by the

@@ -9,7 +9,8 @@
 // protocol eras, Host.Call of that server as an mcp_server group, Host.Call
 // with metrics off, with strict audit and traced, and, given a PostgreSQL
 // server, Host.Call on it and two hosts sharing one database), a call of npm's server-everything behind our
-// MCP front and behind the peer gateways supergateway and mcp-proxy, the
+// MCP front and a gateway of the go-sdk alone (bench/sdkgateway) in both
+// protocol eras and behind the peer gateways supergateway and mcp-proxy, the
 // events/s of the event writer on SQLite and PostgreSQL,
 // `toolhost serve` cold start, plugin kill and restart, Host.Tools, the RSS of
 // the host and its plugins, and what the sandbox adds to a command.
@@ -45,6 +46,7 @@ type options struct {
 	cpuprof   string // a CPU profile of the no-op call phase, when set
 	trace     string // an execution trace of the no-op call phase, when set
 	paths     string // a regular expression: only the call paths it matches, and nothing else, when set
+	outGiven  bool   // -out was given: a -paths run writes its partial report there
 	concs     string // the concurrencies of the call phase, comma-separated
 	peerConcs string // those of its peer paths, comma-separated
 	pgDSN     string // a PostgreSQL server for the PostgreSQL paths and events/s, "" to skip them
@@ -64,14 +66,17 @@ func main() {
 	flag.StringVar(&o.trace, "trace", "", "write a Go execution trace of the no-op call phase to this file, each call a region named after its path "+
 		"and each batch of the event writers a region (go tool trace FILE: user-defined regions)")
 	flag.StringVar(&o.paths, "paths", "", "a regular expression: call the no-op tool only through the paths whose names it matches (such as '^MCP HTTP' or 'Host.Call$'), "+
-		"measure nothing else (but events/s and retention when it matches \""+eventsName+"\" or \""+retentionName+"\") and write no report")
+		"measure nothing else (but events/s and retention when it matches \""+eventsName+"\" or \""+retentionName+"\") and write no report "+
+		"but a partial one when -out is given")
 	flag.StringVar(&o.concs, "conc", "1,8,32,64", "the numbers of concurrent callers of the call phase, comma-separated")
-	flag.StringVar(&o.peerConcs, "peer-conc", "1,16", "the numbers of concurrent callers of its paths against peer gateways (server-everything behind our front, supergateway, mcp-proxy, and alone), comma-separated")
+	flag.StringVar(&o.peerConcs, "peer-conc", "1,16", "the numbers of concurrent callers of its paths against peer gateways (server-everything behind our front, "+
+		"the go-sdk gateway, supergateway, mcp-proxy, and alone), comma-separated")
 	flag.StringVar(&o.pgDSN, "pg-dsn", "", "a postgres:// URL of a PostgreSQL server on which the bench may create and drop databases "+
 		"(scripts/bench starts one with scripts/dev-postgres): the PostgreSQL call paths and events/s run on it; without it they are skipped")
 	flag.IntVar(&o.events, "events", 200000, "events written per engine (SQLite, PostgreSQL) by the events/s measurement")
 	flag.BoolVar(&o.quick, "quick", false, "a smoke run with small counts; the report says so")
 	flag.Parse()
+	flag.Visit(func(f *flag.Flag) { o.outGiven = o.outGiven || f.Name == "out" })
 	if o.quick {
 		o.calls, o.rounds, o.reps, o.events = 1000, 2, 4, 20000
 	}
@@ -101,8 +106,9 @@ func run(ctx context.Context, o options) error {
 	}
 	defer os.RemoveAll(tmp)
 	exe := executables{root: root, noop: filepath.Join(tmp, "noop"), mcpnoop: filepath.Join(tmp, "mcpnoop"), mcpfront: filepath.Join(tmp, "mcpfront"),
-		toolhost: filepath.Join(root, "bin/toolhost")}
-	for out, pkg := range map[string]string{exe.noop: "./bench/noop", exe.mcpnoop: "./bench/mcpnoop", exe.mcpfront: "./bench/mcpfront"} {
+		sdkgateway: filepath.Join(tmp, "sdkgateway"), toolhost: filepath.Join(root, "bin/toolhost")}
+	for out, pkg := range map[string]string{exe.noop: "./bench/noop", exe.mcpnoop: "./bench/mcpnoop", exe.mcpfront: "./bench/mcpfront",
+		exe.sdkgateway: "./bench/sdkgateway"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir, cmd.Stderr = root, os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -226,8 +232,15 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("retention: %w", err)
 		}
 	}
-	if want != nil { // a study of some paths: no report
+	if want != nil { // a study of some paths: no report, or a partial one
 		rep.Wall = time.Since(began)
+		if o.outGiven {
+			rep.Paths = o.paths
+			if err := rep.writeFile(o.out); err != nil {
+				return err
+			}
+			logf("wrote %s (partial)", o.out)
+		}
 		rep.summary(os.Stdout)
 		return nil
 	}

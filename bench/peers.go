@@ -20,17 +20,44 @@ import (
 
 // peerPaths are the paths against peer MCP gateways, in the report's order:
 // npm's server-everything (its stdio server) behind our MCP front as an
-// mcp_server group, behind supergateway and behind mcp-proxy, each serving
-// streamable HTTP on a loopback port, and the server called directly over
-// stdio. Each calls the server's echo tool (peerCallee).
-var peerPaths = []string{pathPeerOurs, pathSupergateway, pathMCPProxy, pathEverything}
+// mcp_server group and behind the floor, a gateway of the go-sdk alone
+// (bench/sdkgateway), in each client era (gatewayEras); behind supergateway
+// and behind mcp-proxy, each serving streamable HTTP on a loopback port,
+// and the server called directly over stdio, in the 2025 era (peerCallee).
+// Each calls the server's echo tool.
+var peerPaths = []string{pathPeerOurs25, pathFloor25, pathPeerOurs26, pathFloor26, pathSupergateway, pathMCPProxy, pathEverything}
 
 // isPeerPath reports whether a call path is one of peerPaths.
 func isPeerPath(path string) bool { return slices.Contains(peerPaths, path) }
 
 // peerGateways are the peers' paths, whose faster (p50) and better
-// (calls/s) one our front is held against.
+// (calls/s) one our front is held against in each era.
 var peerGateways = []string{pathSupergateway, pathMCPProxy}
+
+// gatewayEra is one client era of the gateway paths: our front and the
+// floor, each called in protocol version version.
+type gatewayEra struct{ ours, floor, version string }
+
+// gatewayEras are the eras our front and the floor are called in, in the
+// report's order.
+var gatewayEras = []gatewayEra{
+	{pathPeerOurs25, pathFloor25, mcpversion.Legacy},
+	{pathPeerOurs26, pathFloor26, mcpversion.Stateless},
+}
+
+// floorOf is the floor a peer path is held against in section 9's tables:
+// the floor in the path's era, that of peerCallee for the peers and the
+// direct stdio path.
+func floorOf(path string) string {
+	version := peerCallee.opts.ProtocolVersion
+	for _, e := range gatewayEras {
+		if path == e.ours || path == e.floor {
+			version = e.version
+		}
+	}
+	i := slices.IndexFunc(gatewayEras, func(e gatewayEra) bool { return e.version == version })
+	return gatewayEras[i].floor
+}
 
 // The npm packages of the peer paths, in the tests' npm cache directory
 // (mcptest.NPMDir), where scripts/test installs them.
@@ -40,14 +67,21 @@ const (
 	npmMCPProxy     = "mcp-proxy"
 )
 
-// peerCallee is what the peer paths call: server-everything's echo tool,
-// one of its cheapest, in sessions of protocol version mcpversion.Legacy
-// whatever the client's newest: one era for all four. server-everything
-// (TypeScript SDK 1.x) speaks no newer one, and with the client's default,
+// echoIn is what the peer paths call: server-everything's echo tool, one
+// of its cheapest, in protocol version version.
+func echoIn(version string) mcpCallee {
+	return calleeIn("echo", map[string]any{"message": "ok"}, version)
+}
+
+// peerCallee is what the peers and the direct stdio path call: echo in
+// sessions of mcpversion.Legacy whatever the client's newest.
+// server-everything (TypeScript SDK 1.x) speaks no newer one, and with
 // mcpversion.Stateless, mcp-proxy would answer in per-request sessions of
-// its own and supergateway would start a server process for each request.
-var peerCallee = mcpCallee{tool: "echo", args: map[string]any{"message": "ok"},
-	opts: &mcp.ClientSessionOptions{ProtocolVersion: mcpversion.Legacy}}
+// its own and supergateway would start a server process for each request:
+// neither would measure the gateway it is. Our front and the floor, which
+// serve the stateless era themselves over a session with the server, are
+// called in both (gatewayEras).
+var peerCallee = echoIn(mcpversion.Legacy)
 
 // loopbackShim is a module node preloads (--import) into supergateway, which
 // has no option for the address it listens on and would listen on every
@@ -86,8 +120,10 @@ var gateways = []gateway{
 // startPeers adds the peer paths want accepts. Our front serves
 // server-everything as `toolhost serve` does, a process of its own as each
 // peer is (an mcp_server block, unconfined as the peers run it; see
-// startFront), the role's token on every request; the gateways (see
-// gateways) are run by the same node as server-everything.
+// startFront), the role's token on every request; the floor is
+// bench/sdkgateway running the same executable; one process of each serves
+// both eras. The gateways (see gateways) are run by the same node as
+// server-everything.
 func (r *callRig) startPeers(ctx context.Context, tmp string, exe executables, want func(string) bool) error {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -104,17 +140,35 @@ func (r *callRig) startPeers(ctx context.Context, tmp string, exe executables, w
 	out, _ := exec.Command(node, "--version").Output()
 	r.peers = strings.Join(about, ", ") + " on Node.js " + strings.TrimSpace(string(out))
 
-	if want(pathPeerOurs) {
+	wants := func(of func(gatewayEra) string) bool {
+		return slices.ContainsFunc(gatewayEras, func(e gatewayEra) bool { return want(of(e)) })
+	}
+	var ours, floor string // endpoints
+	var oursClient *http.Client
+	if wants(func(e gatewayEra) string { return e.ours }) {
 		file, err := writeConfig(tmp, mcpServerBlock("everything", everything)+"role \"bench\" {\n  tool_groups = [\"everything\"]\n}\n")
 		if err != nil {
 			return err
 		}
-		endpoint, client, err := r.startFront(ctx, exe, tmp, file)
-		if err != nil {
-			return fmt.Errorf("%s: %w", pathPeerOurs, err)
+		if ours, oursClient, err = r.startFront(ctx, exe, tmp, file); err != nil {
+			return fmt.Errorf("toolhost serve with server-everything: %w", err)
 		}
-		if err := r.addMCP(ctx, pathPeerOurs, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client}, peerCallee); err != nil {
-			return err
+	}
+	if wants(func(e gatewayEra) string { return e.floor }) {
+		if floor, err = r.startHTTPServer(exe.sdkgateway, everything); err != nil {
+			return fmt.Errorf("sdkgateway: %w", err)
+		}
+	}
+	for _, e := range gatewayEras {
+		if want(e.ours) {
+			if err := r.addMCP(ctx, e.ours, &mcp.StreamableClientTransport{Endpoint: ours, HTTPClient: oursClient}, echoIn(e.version)); err != nil {
+				return err
+			}
+		}
+		if want(e.floor) {
+			if err := r.addMCP(ctx, e.floor, &mcp.StreamableClientTransport{Endpoint: floor, HTTPClient: benchHTTPClient("")}, echoIn(e.version)); err != nil {
+				return err
+			}
 		}
 	}
 

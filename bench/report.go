@@ -18,6 +18,7 @@ import (
 // report is everything one run measured.
 type report struct {
 	Quick      bool
+	Paths      string // the -paths expression of a partial run, "" for a whole one
 	GOMAXPROCS int
 	Machine    machine
 	Plan       callPlan
@@ -202,11 +203,13 @@ func (r *report) checks() []checked {
 	// cost bound would read ≥ 1/1.3 ≈ 0.77).
 	at(pathHostMCP, pathSDKStdio26, 1, .5, 1.3, 0)
 	at(pathHostMCP, pathSDKStdio26, 32, rates, 0, 0)
-	// Against peer gateways, each serving server-everything: our front with
-	// it as an mcp_server group against the faster of the peers at p50
-	// with 1 caller and the better one's calls/s at 16, and against the
-	// server called directly over stdio.
-	peer := func(which string, better func(a, b *Series) bool, conc int, q, maxV, minV float64) {
+	// Against peer gateways, each serving server-everything, in each client
+	// era: our front with it as an mcp_server group against the faster of
+	// the peers (2025 only, peerCallee) at p50 with 1 caller, ≤ 0.75 ×, and
+	// the better one's calls/s at 16, ≥ 1.5 ×; and against the floor in
+	// the same era, a gateway of the go-sdk alone, ≤ 1.2 × at p50 with 1
+	// caller and ≥ 0.9 × its calls/s at 16.
+	peer := func(ours, which string, better func(a, b *Series) bool, conc int, q, maxV, minV float64) {
 		var best *Series
 		for _, g := range peerGateways {
 			if s := r.series(g, conc); s != nil && (best == nil || better(s, best)) {
@@ -217,14 +220,18 @@ func (r *report) checks() []checked {
 			return
 		}
 		named(func(fig, callers string) string {
-			return fmt.Sprintf("%s %s / the %s peer's, %s (%s)", pathPeerOurs, fig, which, best.Path, callers)
-		}, pathPeerOurs, best.Path, conc, q, maxV, minV)
+			return fmt.Sprintf("%s %s / the %s peer's, %s (%s)", ours, fig, which, best.Path, callers)
+		}, ours, best.Path, conc, q, maxV, minV)
 	}
-	peer("faster", func(a, b *Series) bool { return a.P(.5) < b.P(.5) }, 1, .5, 0.75, 0)
-	peer("better", func(a, b *Series) bool { return a.Rate() > b.Rate() }, 16, rates, 0, 1.5)
-	at(pathPeerOurs, pathEverything, 1, .5, 2.5, 0)
-	// What bounds that target: the go-sdk's HTTP server against its stdio
-	// one, both answering the no-op tool themselves.
+	for _, e := range gatewayEras {
+		peer(e.ours, "faster", func(a, b *Series) bool { return a.P(.5) < b.P(.5) }, 1, .5, 0.75, 0)
+		peer(e.ours, "better", func(a, b *Series) bool { return a.Rate() > b.Rate() }, 16, rates, 0, 1.5)
+		at(e.ours, e.floor, 1, .5, 1.2, 0)
+		at(e.ours, e.floor, 16, rates, 0, 0.9)
+	}
+	// Why the floor, not the server called directly over stdio, is what a
+	// gateway is held against: the go-sdk's HTTP server against its stdio
+	// one, both answering the no-op tool themselves, without a target.
 	at(pathSDKHTTP25, pathSDKStdio25, 1, .5, 0, 0)
 	for _, c := range r.Cold {
 		if c.Target > 0 {
@@ -276,6 +283,9 @@ func (r *report) write(w io.Writer) {
 	if r.Quick {
 		p("> **Quick run (`-quick`)**: small counts, for checking the program, not for reading the figures.\n")
 	}
+	if r.Paths != "" {
+		p("> **Partial run (`-paths '%s'`)**: only the call paths the expression matches, and only what they measure; the other sections did not run.\n", r.Paths)
+	}
 	p("## Machine\n")
 	p("| | |\n|---|---|")
 	p("| CPU | %s |", m.CPU)
@@ -289,14 +299,18 @@ func (r *report) write(w io.Writer) {
 		p("| wall time of the bench | %s |", r.Wall.Round(time.Second))
 	}
 	p("\n## How to reproduce\n")
-	p("```sh\nscripts/bench            # builds bin/, runs go run ./bench, rewrites this file and %s\n```\n", r.Plot)
+	plot := ""
+	if r.Plot != "" {
+		plot = " and " + r.Plot
+	}
+	p("```sh\nscripts/bench            # builds bin/, runs go run ./bench, rewrites this file%s\n```\n", plot)
 	p("scripts/bench starts a throwaway PostgreSQL cluster with `scripts/dev-postgres` (`scripts/test` installs PostgreSQL when it is missing) " +
 		"and passes its DSN as `-pg-dsn`; the bench creates a fresh database for each of its PostgreSQL uses and drops them at the end, and " +
 		"scripts/bench stops the cluster when it exits. By hand: `scripts/dev-postgres` in one shell, `go run ./bench -pg-dsn URL …` in another; " +
 		"without `-pg-dsn` the PostgreSQL parts are skipped.\n")
 	p("`go run ./bench -h` lists the knobs (calls per path, rounds, repetitions, concurrencies); `-quick` is a smoke run. " +
 		"To study where a path's time goes, `-paths REGEXP -conc 1 -cpuprofile FILE` calls only through the paths the expression matches, " +
-		"such as `'^MCP HTTP'` or `'Host.Call$'`, measures nothing else, writes no report and profiles the bench process in that phase " +
+		"such as `'^MCP HTTP'` or `'Host.Call$'`, measures nothing else, writes no report (a partial one when `-out` is given) and profiles the bench process in that phase " +
 		"(CPU, and the heap at its end): clients, in-process hosts and our HTTP server. " +
 		"`-trace FILE` writes a Go execution trace of that phase, each call a region named after its path and each batch of the event writers one too: " +
 		"`go tool trace FILE` shows, under user-defined regions, what the slowest calls waited for (the scheduler, GC, a batch). " +
@@ -325,14 +339,15 @@ func (r *report) rowsOf(keep func(path string) bool) [][]*Series {
 }
 
 // writeTables renders a table of rows per concurrency, each series with
-// its ratios to the series of the path base at the same concurrency, whose
-// short name short heads the ratio columns ("–" where base did not run).
-func (r *report) writeTables(p func(string, ...any), rows [][]*Series, base, short string) {
+// its ratios to the series of the path base(its path) at the same
+// concurrency, named short in the ratio columns' heads ("–" where that
+// path did not run).
+func (r *report) writeTables(p func(string, ...any), rows [][]*Series, base func(path string) string, short string) {
 	for _, row := range rows {
-		b := r.series(base, row[0].Conc)
 		p("**%d caller(s)**\n", row[0].Conc)
 		p("| path | p50 | p99 | calls/s | p50 ÷ %[1]s | p99 ÷ %[1]s | calls/s ÷ %[1]s |\n|---|---:|---:|---:|---:|---:|---:|", short)
 		for _, s := range row {
+			b := r.series(base(s.Path), s.Conc)
 			ratios := "– | – | –"
 			if b != nil {
 				ratios = fmt.Sprintf("%.2f | %.2f | %.2f", durRatio(s.P(.5), b.P(.5)), durRatio(s.P(.99), b.P(.99)), s.Rate()/b.Rate())
@@ -346,11 +361,10 @@ func (r *report) writeTables(p func(string, ...any), rows [][]*Series, base, sho
 // writeCalls renders the no-op call tables.
 func (r *report) writeCalls(p func(string, ...any)) {
 	rows := r.rowsOf(func(path string) bool { return !isPeerPath(path) })
-	ways := len(callPaths) - len(peerPaths)
-	if len(rows) > 0 {
-		ways = len(rows[0])
+	if len(rows) == 0 {
+		return
 	}
-	p("\n## 1. A no-op tool call, %d ways\n", ways)
+	p("\n## 1. A no-op tool call, %d ways\n", len(rows[0]))
 	p("The tool does nothing and answers \"ok\" (`bench/noop`, a plugin using only `sdk`; `bench/mcpnoop` serves the same tool with the go-sdk). "+
 		"Every MCP path is called by the same client, the go-sdk's with its defaults but the protocol version, which "+
 		"`ClientSessionOptions.ProtocolVersion` pins to the path's era: %[1]s for the 2025 paths (initialize, then a session) and %[2]s "+
@@ -435,27 +449,30 @@ func (r *report) writeCalls(p func(string, ...any)) {
 			"host's spans exported), so one path's backlog does not slow the next. calls/s = calls / summed wall time of the turns.\n",
 			r.Plan.Calls(1), r.Plan.Calls(32), r.Plan.Rounds, r.Plan.Warmup)
 	}
-	r.writeTables(p, rows, pathRaw, "raw")
+	r.writeTables(p, rows, func(string) string { return pathRaw }, "raw")
 	if r.Plot != "" {
 		p("![latency CDFs](%s)\n", r.Plot)
 		p("Empirical CDFs of the latency (log-scale x) with 1 and 32 callers; further left is faster.\n")
 	}
 }
 
-// writeRest renders cold start, kill/restart, Host.Tools and RSS.
+// writeRest renders what ran of cold start, kill/restart, Host.Tools, RSS
+// and the rest.
 func (r *report) writeRest(p func(string, ...any)) {
-	p("## 2. Cold start of `toolhost serve`\n")
-	p("From just before the process starts to the first 200 from `GET /readyz` (polled every 0.5 ms), a fresh data directory and a free " +
-		"port each time (`TOOLHOST_DATA_DIR`, `TOOLHOST_LISTEN`), log level warn. The configurations take turns, after one untimed run each. " +
-		"The no-op copies are `bench/noop` with their own group ids. Baseline: one plugin's start (section 3) — N plugins start in parallel on 2 cores.\n")
-	p("| configuration | plugins | median | min | max | runs | target |\n|---|---:|---:|---:|---:|---:|---:|")
-	for _, c := range r.Cold {
-		target := "–"
-		if c.Target > 0 {
-			target = "≤ " + fmtDur(c.Target)
+	if len(r.Cold) > 0 {
+		p("## 2. Cold start of `toolhost serve`\n")
+		p("From just before the process starts to the first 200 from `GET /readyz` (polled every 0.5 ms), a fresh data directory and a free " +
+			"port each time (`TOOLHOST_DATA_DIR`, `TOOLHOST_LISTEN`), log level warn. The configurations take turns, after one untimed run each. " +
+			"The no-op copies are `bench/noop` with their own group ids. Baseline: one plugin's start (section 3) — N plugins start in parallel on 2 cores.\n")
+		p("| configuration | plugins | median | min | max | runs | target |\n|---|---:|---:|---:|---:|---:|---:|")
+		for _, c := range r.Cold {
+			target := "–"
+			if c.Target > 0 {
+				target = "≤ " + fmtDur(c.Target)
+			}
+			lo, hi := minMax(c.Runs)
+			p("| %s | %d | %s | %s | %s | %d | %s |", c.Name, c.Plugins, fmtDur(median(c.Runs)), fmtDur(lo), fmtDur(hi), len(c.Runs), target)
 		}
-		lo, hi := minMax(c.Runs)
-		p("| %s | %d | %s | %s | %s | %d | %s |", c.Name, c.Plugins, fmtDur(median(c.Runs)), fmtDur(lo), fmtDur(hi), len(c.Runs), target)
 	}
 	if rr := r.Restart; rr != nil {
 		p("\n## 3. SIGKILL of a plugin\n")
@@ -645,17 +662,28 @@ func (r *report) writePeers(p func(string, ...any)) {
 		return
 	}
 	args, _ := json.Marshal(peerCallee.args)
+	legacy := peerCallee.opts.ProtocolVersion
 	p("\n## 9. Against peer MCP gateways\n")
-	p("npm's reference server `%s` (its stdio server) served over streamable HTTP by our MCP front and by two peer gateways on loopback "+
-		"ports, and called directly over stdio; every path calls its `echo` tool (`%s`), one of its cheapest. Same client as section 1, "+
-		"the go-sdk's, one session shared by the callers, in protocol version %s for all four: server-everything (TypeScript SDK 1.x) "+
-		"speaks no newer one, and with the client's default, %s, mcp-proxy would answer in per-request sessions of its own and "+
-		"supergateway would start a server process for each request. The paths run in section 1's call phase, taking turns with its paths "+
-		"in the same rounds at the concurrencies both run at (`-conc`, `-peer-conc`), and with each other at the others. In this run: %s.\n",
-		npmEverything, args, peerCallee.opts.ProtocolVersion, mcpversion.Stateless, r.Peers)
-	p("- **%s** — our MCP front: `toolhost serve` as a process of its own, as each peer is, whose only module is an `mcp_server` block "+
-		"running server-everything unconfined (`sandbox = \"off\"`, as the peers run it), with a token of a role holding the group, "+
-		"as for %s.", pathPeerOurs, pathOursHTTP25)
+	p("npm's reference server `%s` (its stdio server) served over streamable HTTP by our MCP front, by the floor (a gateway made of "+
+		"the go-sdk alone) and by two peer gateways, each a process of its own on a loopback port, and called directly over stdio; every "+
+		"path calls its `echo` tool (`%s`), one of its cheapest. Same client as section 1, the go-sdk's, one session (in %s, one client) "+
+		"shared by a path's callers. Our front and the floor are called in both client eras, %s (a session) and %s (sessionless "+
+		"requests), each checked as in section 1; each holds one session with server-everything, in %s, the newest version it speaks "+
+		"(TypeScript SDK 1.x). The peers and the direct stdio path are called in %s only: in %s mcp-proxy would answer in per-request "+
+		"sessions of its own and supergateway would start a server process for each request, so neither would be measured as the "+
+		"gateway it is. The paths run in section 1's call phase, taking turns with its paths in the same rounds at the concurrencies "+
+		"both run at (`-conc`, `-peer-conc`), and with each other at the others. In this run: %s.\n",
+		npmEverything, args, mcpversion.Stateless, legacy, mcpversion.Stateless, legacy, legacy, mcpversion.Stateless, r.Peers)
+	p("- **%s**, **%s** — our MCP front: `toolhost serve` as a process of its own, as each peer is, whose only module is an "+
+		"`mcp_server` block running server-everything unconfined (`sandbox = \"off\"`, as the peers run it), with a token of a role "+
+		"holding the group, as for %s; one process serves both eras.", pathPeerOurs25, pathPeerOurs26, pathOursHTTP25)
+	p("- **%s**, **%s** — the floor: `bench/sdkgateway SERVER`, a gateway of the go-sdk alone with its defaults, one process serving "+
+		"both eras. At its start it opens one client session with server-everything over stdio (`mcp.CommandTransport`), shared by every "+
+		"request, lists its tools and adds each as listed (its input schema among the rest) to a go-sdk server with `Server.AddTool`, "+
+		"whose handler forwards the call's arguments over that session and answers with the server's result as is. It serves that server "+
+		"over streamable HTTP as `bench/mcpnoop -http` does for %s and %s (`bench/internal/sdkhttp`: the go-sdk's `StreamableHTTPHandler` "+
+		"with `Stateless: true` for requests of %s, one with its defaults for 2025 sessions) on a free loopback port. No policy, no "+
+		"events, no token: what a gateway built on the SDK costs before any work of its own.", pathFloor25, pathFloor26, pathSDKHTTP25, pathSDKHTTP26, mcpversion.Stateless)
 	for _, g := range gateways {
 		shim := ""
 		if g.loopbackShim {
@@ -665,15 +693,17 @@ func (r *report) writePeers(p func(string, ...any)) {
 		p("- **%s** — `%s %s`, ready once `GET %s` answers 200 (polled every 5 ms).%s", g.path, g.bin,
 			strings.Join(g.args("SERVER", "PORT"), " "), g.ready, shim)
 	}
-	p("- **%s** — the baseline: server-everything as a subprocess of the client, over stdio.\n", pathEverything)
+	p("- **%s** — server-everything as a subprocess of the client, over stdio: no gateway at all.\n", pathEverything)
 	p("The gateways run with node, SERVER being server-everything's executable in the npm cache directory (`TOOLHOST_NPM_DIR`, "+
 		"default `~/.cache/toolhost-npm`) and PORT a free port of 127.0.0.1. "+
 		"supergateway runs stateful (one server process for the session; stateless, it starts one per request) and without logging each "+
 		"message, as its default level does; mcp-proxy with its defaults but the streamable HTTP endpoint alone (one server process "+
-		"shared by its sessions). Targets (summary): %s ≤ 0.75 × the faster peer at p50 with 1 caller, ≥ 1.5 × the better peer's calls/s "+
-		"with 16, and ≤ 2.5 × %s at p50 with 1 caller. What bounds the last is in the summary: the go-sdk's own "+
-		"streamable HTTP server against its stdio server, each answering a no-op call itself (%s p50 / %s p50): an HTTP front "+
-		"to a stdio server takes that much more, and the server's own time, before any work of its own.\n",
-		pathPeerOurs, pathEverything, pathSDKHTTP25, pathSDKStdio25)
-	r.writeTables(p, rows, pathEverything, "stdio")
+		"shared by its sessions). Targets (summary), in each era: our front ≤ 0.75 × the faster peer at p50 with 1 caller and ≥ 1.5 × "+
+		"the better peer's calls/s with 16 (the peers in %s for both), and ≤ 1.2 × the floor of the same era at p50 with 1 caller and "+
+		"≥ 0.9 × its calls/s with 16. The direct stdio path has no target: no HTTP gateway on the SDK comes near it, as the summary's "+
+		"%s p50 / %s p50 row shows, the go-sdk's own streamable HTTP server against its stdio server, each answering a no-op call "+
+		"itself: an HTTP front to a stdio server takes that much more, and the server's own time, before any work of its own. "+
+		"The tables' ratios are to the floor of the path's era (the %s one for the peers and the direct stdio path).\n",
+		legacy, pathSDKHTTP25, pathSDKStdio25, legacy[:4])
+	r.writeTables(p, rows, floorOf, "floor")
 }
