@@ -46,7 +46,7 @@ type options struct {
 	cpuprof   string // a CPU profile of the no-op call phase, when set
 	trace     string // an execution trace of the no-op call phase, when set
 	paths     string // a regular expression: only the call paths it matches, and nothing else, when set
-	outGiven  bool   // -out was given: a -paths run writes its partial report there
+	outGiven  bool   // -out was given: a -paths run writes its partial report there, unless it is the full report's file
 	concs     string // the concurrencies of the call phase, comma-separated
 	peerConcs string // those of its peer paths, comma-separated
 	pgDSN     string // a PostgreSQL server for the PostgreSQL paths and events/s, "" to skip them
@@ -67,7 +67,7 @@ func main() {
 		"and each batch of the event writers a region (go tool trace FILE: user-defined regions)")
 	flag.StringVar(&o.paths, "paths", "", "a regular expression: call the no-op tool only through the paths whose names it matches (such as '^MCP HTTP' or 'Host.Call$'), "+
 		"measure nothing else (but events/s and retention when it matches \""+eventsName+"\" or \""+retentionName+"\") and write no report "+
-		"but a partial one when -out is given")
+		"but a partial one when -out is given, and is not docs/BENCHMARKS.md")
 	flag.StringVar(&o.concs, "conc", "1,8,32,64", "the numbers of concurrent callers of the call phase, comma-separated")
 	flag.StringVar(&o.peerConcs, "peer-conc", "1,16", "the numbers of concurrent callers of its paths against peer gateways (server-everything behind our front, "+
 		"the go-sdk gateway, supergateway, mcp-proxy, and alone), comma-separated")
@@ -234,7 +234,10 @@ func run(ctx context.Context, o options) error {
 	}
 	if want != nil { // a study of some paths: no report, or a partial one
 		rep.Wall = time.Since(began)
-		if o.outGiven {
+		out, _ := filepath.Abs(o.out)
+		if full := filepath.Join(root, "docs", "BENCHMARKS.md"); out == full {
+			logf("a partial run leaves %s as it is (give -out another file for its partial report)", full)
+		} else if o.outGiven {
 			rep.Paths = o.paths
 			if err := rep.writeFile(o.out); err != nil {
 				return err
