@@ -706,4 +706,48 @@ func (r *report) writePeers(p func(string, ...any)) {
 		"The tables' ratios are to the floor of the path's era (the %s one for the peers and the direct stdio path).\n",
 		legacy, pathSDKHTTP25, pathSDKStdio25, legacy[:4])
 	r.writeTables(p, rows, floorOf, "floor")
+	writeSDKCost(p)
 }
+
+// sdkCost is what the go-sdk's decoding costs a call through the gateway,
+// measured once in a scratch build with the SDK patched (see writeSDKCost)
+// and not again by the bench: the patch is never committed.
+var sdkCost = struct {
+	sdk, commit, date string
+	// per call of BenchmarkGatewayCall, in each era: bytes and objects
+	// allocated as released and as patched
+	bytes, allocs [2][2]int
+	// p50 and calls/s of /mcp/bench at 16 callers in each era through a
+	// bench run of the peer paths, as released and as patched
+	callsPerSec [2][2]int
+	floorPerSec [2][2]int
+}{
+	sdk: "v1.8.0", commit: "6272c4d", date: "2026-12-02",
+	bytes:  [2][2]int{{434_000, 39_000}, {746_000, 87_000}},
+	allocs: [2][2]int{{464, 434}, {676, 627}},
+}
+
+// writeSDKCost writes what the go-sdk's JSON decoding costs a call, for an
+// upstream report to quote.
+func writeSDKCost(p func(string, ...any)) {
+	c := sdkCost
+	p("\n### What the go-sdk's decoding costs\n")
+	p("The go-sdk (%s) decodes every JSON value through its `internal/json.Unmarshal`, which makes a segmentio `json.Decoder` "+
+		"over the bytes it is given and so a fresh 32 KiB read buffer for each value: each message twice or more (the batch check, "+
+		"the message, its `_meta`, its params, its result and the content in it), on both ends of a gateway. Patched in a scratch "+
+		"build to parse the bytes in place (`json.Parse` with the same flags, the depth check kept; never committed), the same "+
+		"calls allocate (`BenchmarkGatewayCall` in `internal/mcp/mcpfront`: a go-sdk client, our front over streamable HTTP and an "+
+		"`mcp_server` group of `bench/mcpnoop`, all in one process but the server; %s, commit %s):\n", c.sdk, c.date, c.commit)
+	p("| era | bytes per call, as released | patched | objects per call, as released | patched |\n|---|---:|---:|---:|---:|")
+	for i, era := range []string{mcpversion.Legacy, mcpversion.Stateless} {
+		p("| %s | %s | %s | %d | %d |", era, kib(c.bytes[i][0]), kib(c.bytes[i][1]), c.allocs[i][0], c.allocs[i][1])
+	}
+	p("\nThe read buffers are %.0f %% and %.0f %% of the bytes: about %d and %d buffers a call. They live a few microseconds, "+
+		"but at Go's default GC percent they set how often the collector runs; serve's GC policy (docs/operating.md) trades "+
+		"memory for that CPU.", 100*float64(c.bytes[0][0]-c.bytes[0][1])/float64(c.bytes[0][0]),
+		100*float64(c.bytes[1][0]-c.bytes[1][1])/float64(c.bytes[1][0]),
+		(c.bytes[0][0]-c.bytes[0][1])/32768, (c.bytes[1][0]-c.bytes[1][1])/32768)
+}
+
+// kib writes n bytes in KiB.
+func kib(n int) string { return fmt.Sprintf("%.0f KiB", float64(n)/1024) }

@@ -197,6 +197,9 @@ func TestMCPBrokenServers(t *testing.T) {
 		if code, ok := want[p.Name]; ok && (p.State != StateFailed || p.ErrorCode != code) {
 			t.Errorf("%s: state %s, code %s (%s), want failed with %s", p.Name, p.State, p.ErrorCode, p.LastError, code)
 		}
+		if p.Name == "junk" && !strings.Contains(p.LastError, `not a JSON-RPC message (parse error: the line is not JSON): "hello, I am not an MCP server"`) {
+			t.Errorf("junk: %s, want the line it wrote", p.LastError)
+		}
 	}
 	if res, err := h.Call(context.Background(), &toolhost.CallRequest{Tool: "echo", Arguments: []byte(`{"text":"ok"}`)}); err != nil || res.Stdout != "ok" {
 		t.Errorf("the good server: %+v, %v", res, err)
