@@ -17,19 +17,12 @@ import (
 // its own era; the direct stdio path has no target; section 9's ratios are
 // to the floor of each row's era.
 func TestPeerChecks(t *testing.T) {
-	mk := func(path string, conc int, lat time.Duration, calls int) *Series {
-		s := &Series{Path: path, Conc: conc, Calls: calls, Wall: time.Second}
-		for range 100 {
-			s.Lat = append(s.Lat, lat)
-		}
-		return s
-	}
 	const ms = time.Millisecond
 	r := &report{Calls: [][]*Series{
-		{mk(pathPeerOurs25, 1, 3*ms/2, 400), mk(pathFloor25, 1, 5*ms/4, 500), mk(pathPeerOurs26, 1, 2*ms, 300), mk(pathFloor26, 1, 2*ms, 400),
-			mk(pathSupergateway, 1, 2*ms, 300), mk(pathMCPProxy, 1, 3*ms, 200), mk(pathEverything, 1, ms/4, 2000)},
-		{mk(pathPeerOurs25, 16, 14*ms, 900), mk(pathFloor25, 16, 18*ms, 1000), mk(pathPeerOurs26, 16, 30*ms, 600), mk(pathFloor26, 16, 33*ms, 600),
-			mk(pathSupergateway, 16, 36*ms, 300), mk(pathMCPProxy, 16, 34*ms, 400), mk(pathEverything, 16, 4*ms, 3000)},
+		{series(pathPeerOurs25, 1, 3*ms/2, 400), series(pathFloor25, 1, 5*ms/4, 500), series(pathPeerOurs26, 1, 2*ms, 300), series(pathFloor26, 1, 2*ms, 400),
+			series(pathSupergateway, 1, 2*ms, 300), series(pathMCPProxy, 1, 3*ms, 200), series(pathEverything, 1, ms/4, 2000)},
+		{series(pathPeerOurs25, 16, 14*ms, 900), series(pathFloor25, 16, 18*ms, 1000), series(pathPeerOurs26, 16, 30*ms, 600), series(pathFloor26, 16, 33*ms, 600),
+			series(pathSupergateway, 16, 36*ms, 300), series(pathMCPProxy, 16, 34*ms, 400), series(pathEverything, 16, 4*ms, 3000)},
 	}}
 	want := map[string]string{
 		"/mcp/bench → everything (2025) p50 / the faster peer's, supergateway → everything (2025) (1 caller)":    "0.75 ✓",

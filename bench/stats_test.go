@@ -80,33 +80,36 @@ func TestRunRound(t *testing.T) {
 	}
 }
 
+// series is a run of path at conc callers: 100 calls of lat each, and
+// calls calls in a second.
+func series(path string, conc int, lat time.Duration, calls int) *Series {
+	s := &Series{Path: path, Conc: conc, Calls: calls, Wall: time.Second}
+	for range 100 {
+		s.Lat = append(s.Lat, lat)
+	}
+	return s
+}
+
 // TestReportChecks checks that the summary compares the right series and
 // marks a missed target.
 func TestReportChecks(t *testing.T) {
-	mk := func(path string, conc int, lat time.Duration, calls int) *Series {
-		s := &Series{Path: path, Conc: conc, Calls: calls, Wall: time.Second}
-		for range 100 {
-			s.Lat = append(s.Lat, lat)
-		}
-		return s
-	}
 	r := &report{Calls: [][]*Series{
-		{mk(pathRaw, 1, 100*time.Microsecond, 0), mk(pathHost, 1, 110*time.Microsecond, 0), mk(pathHostBare, 1, 108*time.Microsecond, 0),
-			mk(pathHostPG, 1, 121*time.Microsecond, 0), mk(pathHostPG2, 1, 120*time.Microsecond, 0),
-			mk(pathHostTraced, 1, 132*time.Microsecond, 0),
-			mk(pathFrontHTTP25, 1, 390*time.Microsecond, 0), mk(pathSDKHTTP25, 1, 300*time.Microsecond, 0),
-			mk(pathFrontHTTP26, 1, 400*time.Microsecond, 0), mk(pathSDKHTTP26, 1, 300*time.Microsecond, 0),
-			mk(pathFrontStdio25, 1, 300*time.Microsecond, 0), mk(pathSDKStdio25, 1, 200*time.Microsecond, 0),
-			mk(pathFrontStdio26, 1, 250*time.Microsecond, 0), mk(pathSDKStdio26, 1, 200*time.Microsecond, 0),
-			mk(pathOursHTTP25, 1, 390*time.Microsecond, 0),
-			mk(pathHostMCP, 1, 240*time.Microsecond, 0)},
-		{mk(pathRaw, 32, time.Millisecond, 40000), mk(pathHost, 32, time.Millisecond, 20000), mk(pathHostTraced, 32, time.Millisecond, 15000),
-			mk(pathHostPG, 32, time.Millisecond, 26000), mk(pathHostPG2, 32, time.Millisecond, 24700),
-			mk(pathFrontHTTP25, 32, time.Millisecond, 3000), mk(pathSDKHTTP25, 32, time.Millisecond, 2000),
-			mk(pathFrontHTTP26, 32, time.Millisecond, 1900), mk(pathSDKHTTP26, 32, time.Millisecond, 2000),
-			mk(pathSDKStdio25, 32, time.Millisecond, 5000),
-			mk(pathFrontStdio26, 32, time.Millisecond, 4000), mk(pathSDKStdio26, 32, time.Millisecond, 4000),
-			mk(pathOursStdio26, 32, time.Millisecond, 4000)},
+		{series(pathRaw, 1, 100*time.Microsecond, 0), series(pathHost, 1, 110*time.Microsecond, 0), series(pathHostBare, 1, 108*time.Microsecond, 0),
+			series(pathHostPG, 1, 121*time.Microsecond, 0), series(pathHostPG2, 1, 120*time.Microsecond, 0),
+			series(pathHostTraced, 1, 132*time.Microsecond, 0),
+			series(pathFrontHTTP25, 1, 390*time.Microsecond, 0), series(pathSDKHTTP25, 1, 300*time.Microsecond, 0),
+			series(pathFrontHTTP26, 1, 400*time.Microsecond, 0), series(pathSDKHTTP26, 1, 300*time.Microsecond, 0),
+			series(pathFrontStdio25, 1, 300*time.Microsecond, 0), series(pathSDKStdio25, 1, 200*time.Microsecond, 0),
+			series(pathFrontStdio26, 1, 250*time.Microsecond, 0), series(pathSDKStdio26, 1, 200*time.Microsecond, 0),
+			series(pathOursHTTP25, 1, 390*time.Microsecond, 0),
+			series(pathHostMCP, 1, 240*time.Microsecond, 0)},
+		{series(pathRaw, 32, time.Millisecond, 40000), series(pathHost, 32, time.Millisecond, 20000), series(pathHostTraced, 32, time.Millisecond, 15000),
+			series(pathHostPG, 32, time.Millisecond, 26000), series(pathHostPG2, 32, time.Millisecond, 24700),
+			series(pathFrontHTTP25, 32, time.Millisecond, 3000), series(pathSDKHTTP25, 32, time.Millisecond, 2000),
+			series(pathFrontHTTP26, 32, time.Millisecond, 1900), series(pathSDKHTTP26, 32, time.Millisecond, 2000),
+			series(pathSDKStdio25, 32, time.Millisecond, 5000),
+			series(pathFrontStdio26, 32, time.Millisecond, 4000), series(pathSDKStdio26, 32, time.Millisecond, 4000),
+			series(pathOursStdio26, 32, time.Millisecond, 4000)},
 	}, Postgres: "PostgreSQL 15.8, fsync off, synchronous_commit off",
 		Events: &eventsResult{Emitters: 4, Rounds: 2, Warmup: 2000, Runs: []eventsRun{
 			{Engine: engineSQLite, Where: "/tmp (ext4)", Events: 200000, Wall: 2 * time.Second},
