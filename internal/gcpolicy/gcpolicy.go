@@ -24,7 +24,7 @@ import (
 // where it came from, for the log.
 type Policy struct {
 	// Percent is the GC percent to set; 0 leaves the runtime's (GOGC's, or
-	// Go's 100).
+	// Go's 100), and a negative one turns the collector off (as GOGC=off).
 	Percent int
 	// Limit is the soft memory limit to set, in bytes; 0 leaves the
 	// runtime's (GOMEMLIMIT's, or none).
@@ -83,14 +83,15 @@ func Decide(cfg config.GC, getenv func(string) string, root string) Policy {
 }
 
 // Apply sets p's percent and memory limit on the runtime, leaving what p
-// leaves.
-func (p Policy) Apply() {
-	if p.Percent > 0 {
-		debug.SetGCPercent(p.Percent)
+// leaves, and returns the policy that puts back what it changed.
+func (p Policy) Apply() (undo Policy) {
+	if p.Percent != 0 {
+		undo.Percent = debug.SetGCPercent(p.Percent)
 	}
-	if p.Limit > 0 {
-		debug.SetMemoryLimit(p.Limit)
+	if p.Limit != 0 {
+		undo.Limit = debug.SetMemoryLimit(p.Limit)
 	}
+	return undo
 }
 
 // String says what p sets and why, as serve logs it: "percent=400

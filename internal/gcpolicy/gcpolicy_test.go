@@ -132,12 +132,16 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestApply sets a policy on this process and puts Go's figures back.
+// TestApply sets a policy on this process, then puts Go's figures back
+// with the policy Apply returned.
 func TestApply(t *testing.T) {
 	percent, limit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
 	debug.SetGCPercent(percent)
+	undo := Policy{Percent: 250, Limit: 900 << 20}.Apply()
 	t.Cleanup(func() { debug.SetGCPercent(percent); debug.SetMemoryLimit(limit) })
-	Policy{Percent: 250, Limit: 900 << 20}.Apply()
+	if undo != (Policy{Percent: percent, Limit: limit}) {
+		t.Errorf("Apply returned %+v, want the figures it replaced: %d, %d", undo, percent, limit)
+	}
 	if got := debug.SetGCPercent(250); got != 250 {
 		t.Errorf("GC percent %d, want 250", got)
 	}
@@ -147,6 +151,10 @@ func TestApply(t *testing.T) {
 	Policy{}.Apply() // leaves both
 	if got := debug.SetGCPercent(250); got != 250 {
 		t.Errorf("GC percent %d after an empty policy, want 250", got)
+	}
+	undo.Apply()
+	if p, l := debug.SetGCPercent(percent), debug.SetMemoryLimit(-1); p != percent || l != limit {
+		t.Errorf("undo left %d, %d; want %d, %d", p, l, percent, limit)
 	}
 }
 
