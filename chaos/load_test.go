@@ -33,7 +33,7 @@ func TestSustainedLoad(t *testing.T) {
 		// rssSlack bounds the RSS growth between the warm-up and the end.
 		// Everything per call is garbage once the call returns; what may
 		// remain is heap the Go runtime has not yet given back (under
-		// serve's policy, applied below, the GC lets the heap reach five
+		// serve's policy, applied below, the GC lets the heap reach three
 		// times the live data before collecting, and it returns freed
 		// pages to the OS lazily) and the event writer's queue, up to
 		// 65,536 events of a few hundred bytes each, ~32 MiB at worst if

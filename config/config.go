@@ -99,12 +99,12 @@ type GC struct {
 }
 
 // The server policy's figures ([GC]): a collection once the heap has grown
-// by 4 times the live heap (Go's default is once it has doubled), and a
+// by twice the live heap (Go's default is once it has doubled), and a
 // memory limit at three quarters of the budget, leaving a quarter for what
 // the limit does not count: the plugins and commands in the same cgroup,
 // files in the page cache, memory outside Go's heap.
 const (
-	DefaultGCPercent = 400
+	DefaultGCPercent = 200
 	GCLimitShare     = 75
 )
 

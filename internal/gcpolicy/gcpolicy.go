@@ -94,7 +94,7 @@ func (p Policy) Apply() (undo Policy) {
 	return undo
 }
 
-// String says what p sets and why, as serve logs it: "percent=400
+// String says what p sets and why, as serve logs it: "percent=200
 // (default) memory_limit=1.5GiB (75% of cgroup memory.max 2GiB)".
 func (p Policy) String() string {
 	return "percent=" + p.percent + " memory_limit=" + p.limit

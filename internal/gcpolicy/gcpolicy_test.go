@@ -102,14 +102,14 @@ func TestDecide(t *testing.T) {
 		limit   int64
 		log     string
 	}{
-		{"defaults", config.GC{}, nil, cgroup2G, 400, 1536 << 20,
-			"percent=400 (default) memory_limit=1.5GiB (75% of cgroup memory.max 2GiB)"},
+		{"defaults", config.GC{}, nil, cgroup2G, 200, 1536 << 20,
+			"percent=200 (default) memory_limit=1.5GiB (75% of cgroup memory.max 2GiB)"},
 		{"config", config.GC{Policy: "server", Percent: 800, MemoryBudget: 1 << 30}, nil, cgroup2G, 800, 768 << 20,
 			"percent=800 (config) memory_limit=768MiB (75% of memory_budget 1GiB)"},
 		{"GOGC", config.GC{Percent: 800}, map[string]string{"GOGC": "200"}, cgroup2G, 0, 1536 << 20,
 			"percent=200 (GOGC) memory_limit=1.5GiB (75% of cgroup memory.max 2GiB)"},
-		{"GOMEMLIMIT", config.GC{MemoryBudget: 1 << 30}, map[string]string{"GOMEMLIMIT": "3GiB"}, cgroup2G, 400, 0,
-			"percent=400 (default) memory_limit=3GiB (GOMEMLIMIT)"},
+		{"GOMEMLIMIT", config.GC{MemoryBudget: 1 << 30}, map[string]string{"GOMEMLIMIT": "3GiB"}, cgroup2G, 200, 0,
+			"percent=200 (default) memory_limit=3GiB (GOMEMLIMIT)"},
 		{"both", config.GC{}, map[string]string{"GOGC": "off", "GOMEMLIMIT": "1GiB"}, cgroup2G, 0, 0,
 			"percent=off (GOGC) memory_limit=1GiB (GOMEMLIMIT)"},
 		{"policy go", config.GC{Policy: "go"}, nil, cgroup2G, 0, 0,
@@ -120,8 +120,8 @@ func TestDecide(t *testing.T) {
 			"percent=100 (Go's default: no memory limit to bound more) memory_limit=none (no memory budget found: set gc { memory_budget })"},
 		{"no budget, a percent configured", config.GC{Percent: 300}, nil, nil, 300, 0,
 			"percent=300 (config) memory_limit=none (no memory budget found: set gc { memory_budget })"},
-		{"no budget detected, one configured", config.GC{MemoryBudget: 4 << 30}, nil, nil, 400, 3 << 30,
-			"percent=400 (default) memory_limit=3GiB (75% of memory_budget 4GiB)"},
+		{"no budget detected, one configured", config.GC{MemoryBudget: 4 << 30}, nil, nil, 200, 3 << 30,
+			"percent=200 (default) memory_limit=3GiB (75% of memory_budget 4GiB)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := Decide(c.cfg, func(k string) string { return c.env[k] }, fakeRoot(t, c.files))
