@@ -74,7 +74,43 @@ type Config struct {
 	Telemetry Telemetry
 	// Store says which database keeps the state, from the `store` block.
 	Store Store
+	// GC is the garbage collector's policy of `toolhost serve` and
+	// `toolhost mcp`, from the `gc` block.
+	GC GC `json:",omitzero"`
 }
+
+// GC is the `gc` block: how the garbage collector of `toolhost serve` and
+// `toolhost mcp` trades memory for CPU (docs/operating.md). GOGC and
+// GOMEMLIMIT in the environment win over it; a program embedding the host
+// keeps its own settings.
+type GC struct {
+	// Policy is "server" (the default: the heap may grow to Percent past
+	// the live heap before a collection, bounded by a soft memory limit at
+	// [GCLimitShare] % of the memory budget) or "go" (Go's defaults: 100,
+	// and no memory limit).
+	Policy string `json:",omitempty"`
+	// Percent is GOGC's figure for the server policy; 0:
+	// [DefaultGCPercent].
+	Percent int `json:",omitempty"`
+	// MemoryBudget is the memory, in bytes, the process may use, of which
+	// the memory limit is [GCLimitShare] %; 0: detected (the memory limit
+	// of the process's cgroup, else half of the machine's memory).
+	MemoryBudget int64 `json:",omitempty"`
+}
+
+// The server policy's figures ([GC]): a collection once the heap has grown
+// by twice the live heap (Go's default is once it has doubled), and a
+// memory limit at three quarters of the budget, leaving a quarter for what
+// the limit does not count: the plugins and commands in the same cgroup,
+// files in the page cache, memory outside Go's heap.
+const (
+	DefaultGCPercent = 200
+	GCLimitShare     = 75
+)
+
+// MinGCMemoryBudget is the smallest memory_budget accepted: serve alone
+// takes about 50 MiB.
+const MinGCMemoryBudget = 64 << 20
 
 // Store is the `store` block: the database that keeps roles, agents,
 // events, call results, approvals and tokens.

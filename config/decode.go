@@ -29,6 +29,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "telemetry"},
 		{Type: "store"},
 		{Type: "mcp"},
+		{Type: "gc"},
 		{Type: "model", LabelNames: []string{"name"}},
 		{Type: "role", LabelNames: []string{"name"}},
 		{Type: string(KindPlugin), LabelNames: []string{"name"}},
@@ -176,6 +177,18 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 			}
 			return names, nil
 		})
+	}
+	if blk := d.onlyBlock(content.Blocks.OfType("gc")); blk != nil {
+		gc, diags := blk.Body.Content(gcSchema)
+		d.add(diags)
+		attr(d, gc.Attributes, "policy", &cfg.GC.Policy, oneOf("server", "go"))
+		attr(d, gc.Attributes, "percent", &cfg.GC.Percent, positive)
+		attr(d, gc.Attributes, "memory_budget", &cfg.GC.MemoryBudget, memoryBudget)
+		for _, name := range []string{"percent", "memory_budget"} {
+			if a, ok := gc.Attributes[name]; ok && cfg.GC.Policy == "go" {
+				d.fail(a.NameRange, "Not for Go's defaults", name+` applies to policy "server": policy "go" keeps Go's own figures.`)
+			}
+		}
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("tools")); blk != nil {
 		cfg.Tools = d.toolPolicy(blk.Body)
@@ -344,6 +357,8 @@ var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode
 var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "driver"}, {Name: "dsn"}, {Name: "artifacts"}, {Name: "artifact_dir"}, {Name: "quota"}, {Name: "role_quota"}, {Name: "agent_retention"}}}
 
 var mcpSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "session_idle_timeout"}, {Name: "max_sessions_per_credential"}, {Name: "client_approvals"}}}
+
+var gcSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "policy"}, {Name: "percent"}, {Name: "memory_budget"}}}
 
 var telemetrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "traces"}, {Name: "endpoint"}, {Name: "protocol"}, {Name: "sample_ratio"}, {Name: "service_name"},

@@ -31,10 +31,21 @@ var sizeUnits = map[string]int64{
 // (bytes), or "off" for no bound ([QuotaOff]). 0 is refused, being either
 // "keep nothing" or "no bound" depending on who reads it.
 func quotaSize(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	if t == "off" {
+	if strings.EqualFold(strings.TrimSpace(s), "off") {
 		return QuotaOff, nil
 	}
+	size, err := byteSize(s, ", nor \"off\"")
+	if err == nil && size < 1 {
+		err = fmt.Errorf("%q keeps nothing: write \"off\" for no bound, or a size of at least 1 byte", s)
+	}
+	return size, err
+}
+
+// byteSize reads a byte size such as "512MiB", "2GB", "1.5GiB" or 1048576
+// (bytes), rounded down to a whole byte; or says what s is not, ending
+// with alsoNot (the other words its attribute takes).
+func byteSize(s, alsoNot string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
 	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	if i < 0 {
 		i = len(t)
@@ -43,14 +54,21 @@ func quotaSize(s string) (int64, error) {
 	mult, ok := sizeUnits[unit]
 	n, err := strconv.ParseFloat(num, 64)
 	if !ok || err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a byte size such as \"1GiB\", \"256MiB\" or \"500MB\", nor \"off\"", s)
+		return 0, fmt.Errorf("%q is not a byte size such as \"1GiB\", \"256MiB\" or \"500MB\"%s", s, alsoNot)
 	}
 	size := n * float64(mult)
-	switch {
-	case size < 1:
-		return 0, fmt.Errorf("%q keeps nothing: write \"off\" for no bound, or a size of at least 1 byte", s)
-	case size >= math.MaxInt64:
+	if size >= math.MaxInt64 {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return int64(size), nil
+}
+
+// memoryBudget reads the gc block's memory_budget: a byte size of at least
+// [MinGCMemoryBudget].
+func memoryBudget(s string) (int64, error) {
+	size, err := byteSize(s, "")
+	if err == nil && size < MinGCMemoryBudget {
+		err = fmt.Errorf("%q is less than serve alone takes: write at least \"64MiB\"", s)
+	}
+	return size, err
 }

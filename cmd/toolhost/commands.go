@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/gcpolicy"
 	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/store"
 )
@@ -29,6 +30,10 @@ type common struct {
 	approver host.Approver // nil: the config's
 	console  io.Writer     // console_print's output; nil: stdout
 	logJSON  bool          // the config's log_format is json (set by load)
+	// serverGC applies the config's garbage-collection policy
+	// (internal/gcpolicy) once it is loaded: serve and mcp, the commands
+	// that run as servers.
+	serverGC bool
 	// beforeStart, when set, runs once the host and runtime exist, before
 	// the host starts its plugins (serve listens then, so that /healthz
 	// and /readyz answer while it starts).
@@ -92,6 +97,11 @@ func (c *common) startHost(ctx context.Context, stderr io.Writer, mode agentMode
 	cfg, ok := c.load(stderr)
 	if !ok {
 		return nil, false
+	}
+	if c.serverGC {
+		gc := gcpolicy.Decide(cfg.GC, os.Getenv, "/")
+		gc.Apply()
+		c.logger(stderr).Info("gc: " + gc.String())
 	}
 	var p model.Provider
 	if name := cmp.Or(provider, cfg.Runtime.Provider); name != "" {

@@ -38,6 +38,7 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, mcpUsage)
 		return 2
 	}
+	c.serverGC = true
 	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
 		ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 		defer stop()

@@ -23,6 +23,7 @@ func serveCmd(args []string, _, stderr io.Writer) int {
 	if fs.Parse(args) != nil {
 		return 2
 	}
+	c.serverGC = true
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()

@@ -1,0 +1,8 @@
+gc {
+  policy        = "fast"
+  percent       = 0
+  memory_budget = "32MiB"
+}
+
+gc {
+}

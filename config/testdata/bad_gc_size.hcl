@@ -1,0 +1,4 @@
+gc {
+  percent       = "lots"
+  memory_budget = "2 GiG"
+}
