@@ -84,12 +84,13 @@ type Config struct {
 // GOMEMLIMIT in the environment win over it; a program embedding the host
 // keeps its own settings.
 type GC struct {
-	// Policy is "server" (the default: the heap may grow to Percent past
-	// the live heap before a collection, bounded by a soft memory limit at
-	// [GCLimitShare] % of the memory budget) or "go" (Go's defaults: 100,
-	// and no memory limit).
+	// Policy is "server" (the default: the heap may grow by [GCHeadroom],
+	// or Percent past the live heap, before a collection, bounded by a
+	// soft memory limit at [GCLimitShare] % of the memory budget) or "go"
+	// (Go's defaults: 100, and no memory limit).
 	Policy string `json:",omitempty"`
-	// Percent is GOGC's figure for the server policy; 0:
+	// Percent is GOGC's figure for the server policy, fixed; 0: set after
+	// each collection for [GCHeadroom] of garbage, never below
 	// [DefaultGCPercent].
 	Percent int `json:",omitempty"`
 	// MemoryBudget is the memory, in bytes, the process may use, of which
@@ -98,15 +99,23 @@ type GC struct {
 	MemoryBudget int64 `json:",omitempty"`
 }
 
-// The server policy's figures ([GC]): a collection once the heap has grown
-// by twice the live heap (Go's default is once it has doubled), and a
-// memory limit at three quarters of the budget, leaving a quarter for what
-// the limit does not count: the plugins and commands in the same cgroup,
-// files in the page cache, memory outside Go's heap.
+// The server policy's figures ([GC]): a percent of 100 at least (Go's
+// default: a collection once the heap has doubled), raised by the
+// headroom ([GCHeadroom]) while the live heap is small, and a memory limit
+// at three quarters of the budget, leaving a quarter for what the limit
+// does not count: the plugins and commands in the same cgroup, files in the
+// page cache, memory outside Go's heap.
 const (
-	DefaultGCPercent = 200
+	DefaultGCPercent = 100
 	GCLimitShare     = 75
 )
+
+// GCHeadroom is the garbage the server policy lets the heap gather between
+// collections when no percent is set (at most a quarter of the memory
+// limit): the percent is set after each collection so that the next comes
+// once the heap has grown by that much, never sooner than
+// [DefaultGCPercent] would (docs/operating.md).
+const GCHeadroom = 32 << 20
 
 // MinGCMemoryBudget is the smallest memory_budget accepted: serve alone
 // takes about 50 MiB.

@@ -12,10 +12,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/toolhost/toolhost/config"
 )
@@ -26,11 +29,22 @@ type Policy struct {
 	// Percent is the GC percent to set; 0 leaves the runtime's (GOGC's, or
 	// Go's 100), and a negative one turns the collector off (as GOGC=off).
 	Percent int
+	// Headroom, when above 0, is the garbage allowed between collections,
+	// in bytes: after each collection the percent is set anew (Apply) so
+	// that the next comes once the heap has grown by Headroom, never
+	// before it has grown by Percent % of the live heap (nor after
+	// [maxPercent] %).
+	Headroom int64
 	// Limit is the soft memory limit to set, in bytes; 0 leaves the
 	// runtime's (GOMEMLIMIT's, or none).
 	Limit          int64
 	percent, limit string
+	tuner          *tuner // the tuner Apply started, which its undo stops
 }
+
+// maxPercent bounds the percent the headroom sets: a host whose live heap
+// is tiny collects at least once it has grown seventeenfold.
+const maxPercent = 1600
 
 // budget is the memory a process may use, and where that figure came from.
 type budget struct {
@@ -77,21 +91,83 @@ func Decide(cfg config.GC, getenv func(string) string, root string) Policy {
 	case !found && envLimit == "":
 		p.percent = "100 (Go's default: no memory limit to bound more)"
 	default:
-		p.Percent, p.percent = config.DefaultGCPercent, strconv.Itoa(config.DefaultGCPercent)+" (default)"
+		p.Percent, p.Headroom = config.DefaultGCPercent, config.GCHeadroom
+		if p.Limit > 0 {
+			p.Headroom = min(p.Headroom, p.Limit/4)
+		}
+		p.percent = fmt.Sprintf("%d-%d, for %s of garbage between collections (default)", p.Percent, maxPercent, size(p.Headroom))
 	}
 	return p
 }
 
 // Apply sets p's percent and memory limit on the runtime, leaving what p
-// leaves, and returns the policy that puts back what it changed.
+// leaves, and returns the policy that puts back what it changed. With a
+// headroom it starts a tuner, which the undo stops (it stops the tuner of
+// the policy it undoes, then puts the figures back).
 func (p Policy) Apply() (undo Policy) {
+	if p.tuner != nil {
+		p.tuner.stopped.Store(true)
+	}
 	if p.Percent != 0 {
 		undo.Percent = debug.SetGCPercent(p.Percent)
 	}
 	if p.Limit != 0 {
 		undo.Limit = debug.SetMemoryLimit(p.Limit)
 	}
+	if p.Headroom > 0 {
+		undo.tuner = &tuner{headroom: p.Headroom, floor: p.Percent, percent: p.Percent}
+		undo.tuner.tune()
+		undo.tuner.arm()
+	}
 	return undo
+}
+
+// tuner sets the GC percent after each collection from the live heap, so
+// that the next collection comes once the heap has grown by headroom:
+// Go offers a percent of the live heap and a limit, no fixed allowance.
+// A finalizer tells it that a collection ran (as TiDB's and ByteDance's
+// gctuner do): the sentinel it arms becomes garbage at once, and the
+// collection that finds it runs the finalizer, which arms the next.
+type tuner struct {
+	headroom int64
+	floor    int         // the lowest percent it sets
+	percent  int         // the percent it set last; only the finalizer goroutine touches it
+	stopped  atomic.Bool // set by the undo: the finalizer arms no more
+	live     [1]metrics.Sample
+}
+
+// sentinel is what the tuner's finalizer is set on: large enough, and
+// holding a pointer, so that it is allocated on its own (a tiny
+// allocation's finalizer may never run).
+type sentinel struct {
+	_ [16]byte
+	_ *int
+}
+
+// arm sets a finalizer on a new sentinel that tunes and arms again, unless
+// the tuner is stopped.
+func (t *tuner) arm() {
+	runtime.SetFinalizer(&sentinel{}, func(*sentinel) {
+		if t.stopped.Load() {
+			return
+		}
+		t.tune()
+		t.arm()
+	})
+}
+
+// tune sets the percent for the live heap the last collection left.
+func (t *tuner) tune() {
+	t.live[0].Name = "/gc/heap/live:bytes"
+	metrics.Read(t.live[:])
+	pct := maxPercent
+	if live := t.live[0].Value.Uint64(); live > 0 {
+		pct = int(max(int64(t.floor), min(int64(maxPercent), t.headroom*100/int64(live))))
+	}
+	if pct != t.percent {
+		t.percent = pct
+		debug.SetGCPercent(pct)
+	}
 }
 
 // String says what p sets and why, as serve logs it: "percent=200

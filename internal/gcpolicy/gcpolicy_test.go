@@ -3,7 +3,9 @@ package gcpolicy
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 
 	"github.com/toolhost/toolhost/config"
@@ -102,14 +104,16 @@ func TestDecide(t *testing.T) {
 		limit   int64
 		log     string
 	}{
-		{"defaults", config.GC{}, nil, cgroup2G, 200, 1536 << 20,
-			"percent=200 (default) memory_limit=1.5GiB (75% of cgroup memory.max 2GiB)"},
+		{"defaults", config.GC{}, nil, cgroup2G, 100, 1536 << 20,
+			"percent=100-1600, for 32MiB of garbage between collections (default) memory_limit=1.5GiB (75% of cgroup memory.max 2GiB)"},
+		{"a small budget: a quarter of the limit as headroom", config.GC{MemoryBudget: 128 << 20}, nil, cgroup2G, 100, 96 << 20,
+			"percent=100-1600, for 24MiB of garbage between collections (default) memory_limit=96MiB (75% of memory_budget 128MiB)"},
 		{"config", config.GC{Policy: "server", Percent: 800, MemoryBudget: 1 << 30}, nil, cgroup2G, 800, 768 << 20,
 			"percent=800 (config) memory_limit=768MiB (75% of memory_budget 1GiB)"},
 		{"GOGC", config.GC{Percent: 800}, map[string]string{"GOGC": "200"}, cgroup2G, 0, 1536 << 20,
 			"percent=200 (GOGC) memory_limit=1.5GiB (75% of cgroup memory.max 2GiB)"},
-		{"GOMEMLIMIT", config.GC{MemoryBudget: 1 << 30}, map[string]string{"GOMEMLIMIT": "3GiB"}, cgroup2G, 200, 0,
-			"percent=200 (default) memory_limit=3GiB (GOMEMLIMIT)"},
+		{"GOMEMLIMIT", config.GC{MemoryBudget: 1 << 30}, map[string]string{"GOMEMLIMIT": "3GiB"}, cgroup2G, 100, 0,
+			"percent=100-1600, for 32MiB of garbage between collections (default) memory_limit=3GiB (GOMEMLIMIT)"},
 		{"both", config.GC{}, map[string]string{"GOGC": "off", "GOMEMLIMIT": "1GiB"}, cgroup2G, 0, 0,
 			"percent=off (GOGC) memory_limit=1GiB (GOMEMLIMIT)"},
 		{"policy go", config.GC{Policy: "go"}, nil, cgroup2G, 0, 0,
@@ -120,8 +124,8 @@ func TestDecide(t *testing.T) {
 			"percent=100 (Go's default: no memory limit to bound more) memory_limit=none (no memory budget found: set gc { memory_budget })"},
 		{"no budget, a percent configured", config.GC{Percent: 300}, nil, nil, 300, 0,
 			"percent=300 (config) memory_limit=none (no memory budget found: set gc { memory_budget })"},
-		{"no budget detected, one configured", config.GC{MemoryBudget: 4 << 30}, nil, nil, 200, 3 << 30,
-			"percent=200 (default) memory_limit=3GiB (75% of memory_budget 4GiB)"},
+		{"no budget detected, one configured", config.GC{MemoryBudget: 4 << 30}, nil, nil, 100, 3 << 30,
+			"percent=100-1600, for 32MiB of garbage between collections (default) memory_limit=3GiB (75% of memory_budget 4GiB)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := Decide(c.cfg, func(k string) string { return c.env[k] }, fakeRoot(t, c.files))
@@ -155,6 +159,59 @@ func TestApply(t *testing.T) {
 	undo.Apply()
 	if p, l := debug.SetGCPercent(percent), debug.SetMemoryLimit(-1); p != percent || l != limit {
 		t.Errorf("undo left %d, %d; want %d, %d", p, l, percent, limit)
+	}
+}
+
+// TestTuner: with a headroom, the percent is set after each collection
+// for the live heap it left: headroom × 100 / live, between the floor and
+// maxPercent; the undo stops the tuner and puts the percent back.
+func TestTuner(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	debug.SetGCPercent(before)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	percent := func() int {
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(s)
+		return int(s[0].Value.Uint64())
+	}
+	// settle collects until the tuner has run for the heap as it is.
+	settle := func(want func(int) bool) int {
+		t.Helper()
+		for range 50 {
+			runtime.GC()
+			if p := percent(); want(p) {
+				return p
+			}
+		}
+		t.Fatalf("the percent is %d after 50 collections", percent())
+		return 0
+	}
+	undo := Policy{Percent: 100, Headroom: 64 << 20}.Apply()
+	// A small live heap: the most the tuner sets.
+	if p := settle(func(p int) bool { return p == maxPercent }); p != maxPercent {
+		t.Errorf("a small heap: percent %d, want %d", p, maxPercent)
+	}
+	// 128 MiB live: 64 MiB of headroom is 50 %, below the floor.
+	live := make([][]byte, 128)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	if p := settle(func(p int) bool { return p == 100 }); p != 100 {
+		t.Errorf("128 MiB live: percent %d, want the floor, 100", p)
+	}
+	// 24 MiB live: about 266 %.
+	clear(live[24:])
+	live = live[:24]
+	if p := settle(func(p int) bool { return p > 200 && p < 300 }); p < 200 || p > 300 {
+		t.Errorf("24 MiB live: percent %d, want about 266", p)
+	}
+	runtime.KeepAlive(live)
+	undo.Apply()
+	for range 3 {
+		runtime.GC()
+	}
+	if p := percent(); p != before {
+		t.Errorf("after the undo: percent %d, want %d back", p, before)
 	}
 }
 
