@@ -676,7 +676,7 @@ func (r *report) writePeers(p func(string, ...any)) {
 		npmEverything, args, mcpversion.Stateless, legacy, mcpversion.Stateless, legacy, legacy, mcpversion.Stateless, r.Peers)
 	p("- **%s**, **%s** — our MCP front: `toolhost serve` as a process of its own, as each peer is, whose only module is an "+
 		"`mcp_server` block running server-everything unconfined (`sandbox = \"off\"`, as the peers run it), with a token of a role "+
-		"holding the group, as for %s; one process serves both eras.", pathPeerOurs25, pathPeerOurs26, pathOursHTTP25)
+		"holding the group, as for %s; one process serves both eras, with serve's default garbage-collection policy (docs/operating.md).", pathPeerOurs25, pathPeerOurs26, pathOursHTTP25)
 	p("- **%s**, **%s** — the floor: `bench/sdkgateway SERVER`, a gateway of the go-sdk alone with its defaults, one process serving "+
 		"both eras. At its start it opens one client session with server-everything over stdio (`mcp.CommandTransport`), shared by every "+
 		"request, lists its tools and adds each as listed (its input schema among the rest) to a go-sdk server with `Server.AddTool`, "+
@@ -717,14 +717,16 @@ var sdkCost = struct {
 	// per call of BenchmarkGatewayCall, in each era: bytes and objects
 	// allocated as released and as patched
 	bytes, allocs [2][2]int
-	// p50 and calls/s of /mcp/bench at 16 callers in each era through a
-	// bench run of the peer paths, as released and as patched
-	callsPerSec [2][2]int
-	floorPerSec [2][2]int
+	// calls/s at 16 callers of our front and of the floor in each era,
+	// as released and as patched: one run of each build, one after the
+	// other (-paths 'everything \(20' -calls 4000 -rounds 4)
+	ours, floor [2][2]int
 }{
-	sdk: "v1.8.0", commit: "6272c4d", date: "2026-12-02",
+	sdk: "v1.8.0", commit: "c105835", date: "2026-12-02",
 	bytes:  [2][2]int{{434_000, 39_000}, {746_000, 87_000}},
 	allocs: [2][2]int{{464, 434}, {676, 627}},
+	ours:   [2][2]int{{2696, 4230}, {1843, 3435}},
+	floor:  [2][2]int{{2068, 6189}, {1181, 4548}},
 }
 
 // writeSDKCost writes what the go-sdk's JSON decoding costs a call, for an
@@ -743,10 +745,16 @@ func writeSDKCost(p func(string, ...any)) {
 		p("| %s | %s | %s | %d | %d |", era, kib(c.bytes[i][0]), kib(c.bytes[i][1]), c.allocs[i][0], c.allocs[i][1])
 	}
 	p("\nThe read buffers are %.0f %% and %.0f %% of the bytes: about %d and %d buffers a call. They live a few microseconds, "+
-		"but at Go's default GC percent they set how often the collector runs; serve's GC policy (docs/operating.md) trades "+
-		"memory for that CPU.", 100*float64(c.bytes[0][0]-c.bytes[0][1])/float64(c.bytes[0][0]),
+		"but they set how often the collector runs; serve's GC policy (docs/operating.md) trades memory for that CPU, the floor "+
+		"runs with Go's defaults. With the SDK patched so in both (the same run of section 9's paths, each build in turn), calls/s "+
+		"at 16 callers:\n", 100*float64(c.bytes[0][0]-c.bytes[0][1])/float64(c.bytes[0][0]),
 		100*float64(c.bytes[1][0]-c.bytes[1][1])/float64(c.bytes[1][0]),
 		(c.bytes[0][0]-c.bytes[0][1])/32768, (c.bytes[1][0]-c.bytes[1][1])/32768)
+	p("| era | our front, as released | patched | the floor, as released | patched |\n|---|---:|---:|---:|---:|")
+	for i, era := range []string{mcpversion.Legacy, mcpversion.Stateless} {
+		p("| %s | %d/s | %d/s (%.1f ×) | %d/s | %d/s (%.1f ×) |", era, c.ours[i][0], c.ours[i][1], float64(c.ours[i][1])/float64(c.ours[i][0]),
+			c.floor[i][0], c.floor[i][1], float64(c.floor[i][1])/float64(c.floor[i][0]))
+	}
 }
 
 // kib writes n bytes in KiB.
