@@ -30,11 +30,11 @@ import (
 // the connection), and the Go and TypeScript SDKs send none.
 type Conn struct {
 	in      io.Reader
-	lines   *Reader
+	lines   *reader
 	maxLine int   // < 0: no bound
 	err     error // the error that ended reading
 	refused func(*Conn, Refusal) (jsonrpc.Message, error)
-	long    Members      // what a line over the bound was
+	long    members      // what a line over the bound was
 	seen    func([]byte) // notes a piece of such a line in long
 
 	// incoming carries the messages read ahead by readAhead (nil: Read
@@ -65,7 +65,7 @@ type Options struct {
 	ReadAhead bool
 	// Refused is told of each line that is no message, and returns the
 	// message that stands for it (nil: none), or an error that ends
-	// reading. Nil answers the line (Conn.Reply), as a JSON-RPC server
+	// reading. Nil answers the line (Conn.reply), as a JSON-RPC server
 	// does, and reads on.
 	Refused func(*Conn, Refusal) (jsonrpc.Message, error)
 }
@@ -102,7 +102,7 @@ func NewConn(in io.Reader, out io.Writer, opts Options) *Conn {
 	}
 	c := &Conn{
 		in:      in,
-		lines:   NewReader(bufio.NewReaderSize(in, 64<<10), opts.MaxLine),
+		lines:   newReader(bufio.NewReaderSize(in, 64<<10), opts.MaxLine),
 		maxLine: opts.MaxLine,
 		refused: opts.Refused,
 		out:     out,
@@ -111,7 +111,7 @@ func NewConn(in io.Reader, out io.Writer, opts Options) *Conn {
 	}
 	c.seen = func(b []byte) { _, _ = c.long.Write(b) }
 	if c.refused == nil {
-		c.refused = func(c *Conn, r Refusal) (jsonrpc.Message, error) { c.Reply(r); return nil, nil }
+		c.refused = func(c *Conn, r Refusal) (jsonrpc.Message, error) { c.reply(r); return nil, nil }
 	}
 	if opts.ReadAhead {
 		c.incoming = make(chan readResult)
@@ -173,7 +173,7 @@ func (c *Conn) readAhead() {
 // it.
 func (c *Conn) next() (jsonrpc.Message, error) {
 	for c.err == nil {
-		c.long = Members{}
+		c.long = members{}
 		line, size, err := c.lines.Next(c.seen)
 		c.err = err
 		var msg jsonrpc.Message
@@ -195,7 +195,7 @@ func (c *Conn) next() (jsonrpc.Message, error) {
 }
 
 // decode returns the message line is, or what stands for it when it is
-// none (ParseLine says why).
+// none (parseLine says why).
 func (c *Conn) decode(line []byte) (jsonrpc.Message, error) {
 	if line[0] == '[' {
 		r := refusal(nil, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported (MCP has none since 2025-06-18)")
@@ -205,7 +205,7 @@ func (c *Conn) decode(line []byte) (jsonrpc.Message, error) {
 		r.Line = line
 		return c.refused(c, r)
 	}
-	msg, bad := ParseLine(line)
+	msg, bad := parseLine(line)
 	if bad != nil {
 		bad.Line = line
 		return c.refused(c, *bad)
@@ -214,7 +214,7 @@ func (c *Conn) decode(line []byte) (jsonrpc.Message, error) {
 }
 
 // lineMembers are the members of a JSON-RPC message as a line holds them,
-// each as it was sent (nil when the line has none), for ParseLine to judge.
+// each as it was sent (nil when the line has none), for parseLine to judge.
 type lineMembers struct {
 	Version json.RawMessage `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
@@ -228,7 +228,7 @@ type lineMembers struct {
 // are lower case, and a "Method" is no method.
 const exactNames = segjson.DontMatchCaseInsensitiveStructFields
 
-// ParseLine returns the message a line holds, or the refusal of a line
+// parseLine returns the message a line holds, or the refusal of a line
 // that holds none, saying why: -32700 for a line that is not one JSON
 // value, -32600 for JSON that is not a JSON-RPC 2.0 message as MCP sends
 // them. A message is an object whose "jsonrpc" is "2.0" and whose "id", if
@@ -241,9 +241,9 @@ const exactNames = segjson.DontMatchCaseInsensitiveStructFields
 // decoder (segmentio's, for its speed) recurses as the JSON nests, through
 // what it keeps raw too, so nesting is bounded first: jsondepth.Max, as
 // deep as MCP peers read.
-func ParseLine(line []byte) (jsonrpc.Message, *Refusal) {
+func parseLine(line []byte) (jsonrpc.Message, *Refusal) {
 	if d := jsondepth.Of(line); d > jsondepth.Max {
-		return nil, invalid(ID(line), fmt.Sprintf("the message nests %d levels deep, more than %d", d, jsondepth.Max))
+		return nil, invalid(lineID(line), fmt.Sprintf("the message nests %d levels deep, more than %d", d, jsondepth.Max))
 	}
 	var m lineMembers
 	rest, err := segjson.Parse(line, &m, exactNames)
@@ -320,10 +320,10 @@ func RequestID(raw json.RawMessage) (jsonrpc.ID, bool) {
 	return id, err == nil
 }
 
-// Reply writes the JSON-RPC error response of r: to the request with its
+// reply writes the JSON-RPC error response of r: to the request with its
 // id, or with a null id when it has none (JSON-RPC's answer to a line
 // whose id cannot be known).
-func (c *Conn) Reply(r Refusal) {
+func (c *Conn) reply(r Refusal) {
 	id := r.ID
 	if r.Size > 0 && !r.Method {
 		id = nil // a response or a notification over the bound

@@ -319,7 +319,7 @@ func TestConnWrite(t *testing.T) {
 	}
 }
 
-// TestParseLine: ParseLine's rules, one line for each: what is a request, a
+// TestParseLine: parseLine's rules, one line for each: what is a request, a
 // notification, a response, and why anything else is not a message (its
 // code, the id it is answered to, the reason).
 func TestParseLine(t *testing.T) {
@@ -362,7 +362,7 @@ func TestParseLine(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":"e","error":{"code":"x"}}`, `-32600 "e" "error"`},
 		{`{"jsonrpc":"2.0","id":"e","error":"x"}`, `-32600 "e" "error"`},
 	} {
-		msg, bad := ParseLine([]byte(tt.line))
+		msg, bad := parseLine([]byte(tt.line))
 		var got string
 		switch {
 		case (msg == nil) == (bad == nil):
@@ -393,7 +393,7 @@ func TestParseLine(t *testing.T) {
 }
 
 // TestParseLineAnyBytes: whatever a line holds (tokens in any order, or an
-// object of a message's members and others, of any value), ParseLine
+// object of a message's members and others, of any value), parseLine
 // returns a message or an error, never both or neither, and a message it
 // returns, encoded again, is read back the same.
 func TestParseLineAnyBytes(t *testing.T) {
@@ -430,7 +430,7 @@ func TestParseLineAnyBytes(t *testing.T) {
 		if line == "" || line[0] == '[' {
 			return // decode's: a blank line is skipped, a batch refused
 		}
-		msg, bad := ParseLine([]byte(line))
+		msg, bad := parseLine([]byte(line))
 		if (msg == nil) == (bad == nil) {
 			t.Fatalf("%q: message %v and error %v", line, msg, bad)
 		}
@@ -442,7 +442,7 @@ func TestParseLineAnyBytes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}
-		again, bad := ParseLine(b)
+		again, bad := parseLine(b)
 		if bad != nil || !reflect.DeepEqual(again, msg) {
 			t.Fatalf("%q: read as %#v, encoded %s, read back as %#v, %v", line, msg, b, again, bad)
 		}

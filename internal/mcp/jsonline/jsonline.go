@@ -1,8 +1,8 @@
-// Package jsonline holds what both ends of newline-delimited JSON-RPC (the
-// MCP front's stdio and an mcp_server module's) need to read lines of a
-// bounded length ([Reader]) and, for a line too long to keep, to read
-// through it and learn what it was (its id, whether it had a method) from
-// its bytes as they go by, keeping none of them ([Members]).
+// Package jsonline is newline-delimited JSON-RPC for both stdio ends, the
+// MCP front's and an mcp_server module's: a connection ([Conn]) that reads
+// lines of a bounded length, decodes each once, and, for a line too long
+// to keep, reads through it and learns what it was (its id, whether it had
+// a method) from its bytes as they go by, keeping none of them.
 package jsonline
 
 import (
@@ -26,9 +26,9 @@ func skip(in *bufio.Reader, seen func([]byte)) error {
 	}
 }
 
-// ID returns the "id" member of the JSON object line is, as sent, when a
+// lineID returns the "id" member of the JSON object line is, as sent, when a
 // bounded decoder (encoding/json's) reads one; nil otherwise.
-func ID(line []byte) json.RawMessage {
+func lineID(line []byte) json.RawMessage {
 	var r struct {
 		ID json.RawMessage `json:"id"`
 	}
@@ -44,15 +44,15 @@ func IsRequestID(id json.RawMessage) bool {
 	return len(id) > 0 && bytes.ContainsRune([]byte(`"-0123456789`), rune(id[0]))
 }
 
-// maxID bounds the id Members keeps; a longer one is none.
+// maxID bounds the id members keeps; a longer one is none.
 const maxID = 256
 
-// Members follows a JSON object's bytes, written to it piece by piece, and
+// members follows a JSON object's bytes, written to it piece by piece, and
 // notes its top-level "id" (its value as sent, when at most maxID bytes)
 // and whether it has a "method". It keeps nothing else, so a line of any
 // length costs it nothing; it does not check that the JSON is valid (the
 // id it returns is). A member name written with escapes is not matched.
-type Members struct {
+type members struct {
 	depth   int  // of nesting: 1 inside the object
 	inStr   bool // inside a string
 	esc     bool // after a backslash in a string
@@ -67,7 +67,7 @@ type Members struct {
 }
 
 // Write notes what the piece of the object holds; it never fails.
-func (m *Members) Write(p []byte) (int, error) {
+func (m *members) Write(p []byte) (int, error) {
 	for rest := p; len(rest) > 0 && !m.done; rest = rest[1:] {
 		if m.inStr && !m.esc && !m.isKey && !m.inID {
 			// The rest of a string's text, which is all alike to m.
@@ -82,7 +82,7 @@ func (m *Members) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (m *Members) step(c byte) {
+func (m *members) step(c byte) {
 	if m.inID && !(m.depth == 1 && !m.inStr && (c == ',' || c == '}')) {
 		if len(m.id) <= maxID {
 			m.id = append(m.id, c)
@@ -135,7 +135,7 @@ func (m *Members) step(c byte) {
 }
 
 // endValue ends the value of a member at depth 1.
-func (m *Members) endValue() {
+func (m *members) endValue() {
 	if m.inID {
 		m.inID, m.hasID = false, true
 	}
@@ -145,7 +145,7 @@ func (m *Members) endValue() {
 // ID returns the object's "id" as sent, when it is a string or a number
 // of at most maxID bytes (the last one, if there were several); nil
 // otherwise.
-func (m *Members) ID() json.RawMessage {
+func (m *members) ID() json.RawMessage {
 	id := bytes.TrimSpace(m.id)
 	if !m.hasID || len(m.id) > maxID || !IsRequestID(id) || !json.Valid(id) {
 		return nil
@@ -155,25 +155,25 @@ func (m *Members) ID() json.RawMessage {
 
 // HasMethod reports whether the object has a "method": it is a request or
 // a notification, not a response.
-func (m *Members) HasMethod() bool { return m.method }
+func (m *members) HasMethod() bool { return m.method }
 
-// Reader reads newline-delimited messages, each bounded in length.
-type Reader struct {
+// reader reads newline-delimited messages, each bounded in length.
+type reader struct {
 	rd   *bufio.Reader
 	max  int    // < 0: no bound
 	long []byte // a line longer than rd's buffer, gathered
 }
 
-// NewReader returns a Reader of rd's lines of at most max bytes before
+// newReader returns a reader of rd's lines of at most max bytes before
 // their newline (max < 0: no bound).
-func NewReader(rd *bufio.Reader, max int) *Reader { return &Reader{rd: rd, max: max} }
+func newReader(rd *bufio.Reader, max int) *reader { return &reader{rd: rd, max: max} }
 
 // Next returns the next line, its newline included (but at the end of the
 // input), valid until the next call, and the error that ended it. A line
 // over the bound is read through without being kept, each of its pieces
 // handed to seen when it is not nil: Next then returns no line and its
 // size (before its newline), which is above zero.
-func (r *Reader) Next(seen func([]byte)) (line []byte, tooLong int, err error) {
+func (r *reader) Next(seen func([]byte)) (line []byte, tooLong int, err error) {
 	if cap(r.long) > 1<<20 {
 		r.long = nil // a long line's room is not kept
 	}
@@ -202,7 +202,7 @@ func (r *Reader) Next(seen func([]byte)) (line []byte, tooLong int, err error) {
 // through reads the rest of a line over the bound, of which r.long and
 // chunk (read with err) are the start, handing the pieces to seen, and
 // returns its size before its newline and what ended it.
-func (r *Reader) through(chunk []byte, err error, seen func([]byte)) (int, error) {
+func (r *reader) through(chunk []byte, err error, seen func([]byte)) (int, error) {
 	size := len(r.long) + len(chunk)
 	if seen != nil {
 		seen(r.long)

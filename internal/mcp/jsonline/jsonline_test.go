@@ -28,7 +28,7 @@ func TestMembers(t *testing.T) {
 		{`{"jsonrpc":"2.0","result":{"ids":[1,2],"methods":"` + long + `"}}`, "", false},
 	} {
 		for _, piece := range []int{1, 7, 4096, len(c.line)} {
-			var m Members
+			var m members
 			for rest := c.line; len(rest) > 0; {
 				n := min(piece, len(rest))
 				_, _ = m.Write([]byte(rest[:n]))
@@ -62,7 +62,7 @@ func TestReader(t *testing.T) {
 	long := strings.Repeat("x", 100)
 	over := strings.Repeat("y", 300)
 	in := "a\n" + long + "\n" + over + "\nb"
-	r := NewReader(bufio.NewReaderSize(strings.NewReader(in), 16), 200)
+	r := newReader(bufio.NewReaderSize(strings.NewReader(in), 16), 200)
 	var seen int
 	for i, want := range []struct {
 		line string
