@@ -128,7 +128,11 @@ func TestMCPServerModule(t *testing.T) {
 // it succeeds, and the module keeps its process and its restart budget,
 // however often the caller tries.
 func TestMCPAnswerOverMaxLine(t *testing.T) {
-	h := startHost(t, testMCP("gomcp", "good"))
+	// A call answered with 17 MiB, made and read through by race-built
+	// binaries on a loaded machine, may take longer than startHost's 10 s.
+	p := testMCP("gomcp", "good")
+	p.Limits.Timeout = proctest.Patience
+	h := startHost(t, p)
 	ctx := context.Background()
 	call := func(tool, args string) (*toolhost.Result, error) {
 		return h.Call(ctx, &toolhost.CallRequest{Tool: tool, Arguments: []byte(args)})
