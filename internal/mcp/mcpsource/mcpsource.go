@@ -80,6 +80,9 @@ type Server struct {
 	progress progressSinks // of the calls in flight (progress.go)
 	tokens   atomic.Uint64
 	heard    atomic.Bool // the stdio server has said something
+	// garbled is why the stdio connection ended, when a line of the
+	// server's was not JSON-RPC: what a start that failed names.
+	garbled atomic.Pointer[error]
 	// heardStarting is whether it had when its start failed, before the
 	// stop, which may make it answer what it was asked (retryLegacy).
 	heardStarting bool
@@ -256,6 +259,9 @@ func (s *Server) startError(ctx context.Context, err error) error {
 		return toolhost.Errorf(toolhost.CodePluginExited, "mcp_server %s: exited while starting (%s): %v", s.opts.ID, st, err)
 	case s.opts.URL != "" && errors.As(err, &unreachable):
 		return toolhost.Errorf(toolhost.CodePluginExited, "mcp_server %s: unreachable: %v", s.opts.ID, err)
+	}
+	if g := s.garbled.Load(); g != nil {
+		err = *g // the connection's end, whatever the call that was waiting saw of it
 	}
 	return toolhost.Errorf(toolhost.CodeInvalidGroupDef, "mcp_server %s: did not start as an MCP server: %v", s.opts.ID, err)
 }

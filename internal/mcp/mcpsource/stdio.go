@@ -68,7 +68,13 @@ func (t stdio) Connect(context.Context) (mcp.Connection, error) {
 	p := &pipes{in: inW, out: outR, cmd: cmd, terminate: t.terminate}
 	log := t.s.opts.Logger
 	conn := jsonline.NewConn(outR, inW, jsonline.Options{MaxLine: MaxLine, Close: p.Close,
-		Refused: func(_ *jsonline.Conn, r jsonline.Refusal) (jsonrpc.Message, error) { return refused(r, log) }})
+		Refused: func(_ *jsonline.Conn, r jsonline.Refusal) (jsonrpc.Message, error) {
+			msg, err := refused(r, log)
+			if err != nil {
+				t.s.garbled.Store(&err)
+			}
+			return msg, err
+		}})
 	return heard{Connection: conn, s: t.s}, nil
 }
 
