@@ -182,7 +182,7 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 		gc, diags := blk.Body.Content(gcSchema)
 		d.add(diags)
 		attr(d, gc.Attributes, "policy", &cfg.GC.Policy, oneOf("server", "go"))
-		attr(d, gc.Attributes, "percent", &cfg.GC.Percent, positive)
+		attr(d, gc.Attributes, "percent", &cfg.GC.Percent, gcPercent)
 		attr(d, gc.Attributes, "memory_budget", &cfg.GC.MemoryBudget, memoryBudget)
 		for _, name := range []string{"percent", "memory_budget"} {
 			if a, ok := gc.Attributes[name]; ok && cfg.GC.Policy == "go" {

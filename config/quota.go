@@ -65,6 +65,19 @@ func byteSize(s, alsoNot string) (int64, error) {
 
 // memoryBudget reads the gc block's memory_budget: a byte size of at least
 // [MinGCMemoryBudget].
+// maxGCPercent bounds gc { percent }: the runtime holds a percent in 32
+// bits, and one past them would turn the collector off (1000 × already
+// lets a live heap of 10 MiB grow by 10 GiB before a collection).
+const maxGCPercent = 100_000
+
+// gcPercent is a gc block's percent: 1 to maxGCPercent.
+func gcPercent(n int) (int, error) {
+	if n <= 0 || n > maxGCPercent {
+		return 0, fmt.Errorf("%d is not a percent from 1 to %d", n, maxGCPercent)
+	}
+	return n, nil
+}
+
 func memoryBudget(s string) (int64, error) {
 	size, err := byteSize(s, "")
 	if err == nil && size < MinGCMemoryBudget {

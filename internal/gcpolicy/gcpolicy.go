@@ -81,7 +81,12 @@ func Decide(cfg config.GC, getenv func(string) string, root string) Policy {
 		p.Limit = b.bytes/100*config.GCLimitShare + b.bytes%100*config.GCLimitShare/100
 		p.limit = fmt.Sprintf("%s (%d%% of %s)", size(p.Limit), config.GCLimitShare, b.from)
 	}
-	switch env := getenv("GOGC"); {
+	env := getenv("GOGC")
+	var ignored string // a GOGC the runtime reads as 100, which the policy replaces
+	if _, err := strconv.Atoi(env); env != "" && env != "off" && err != nil {
+		ignored, env = env, ""
+	}
+	switch {
 	case env != "":
 		p.percent = env + " (GOGC)"
 	case goDefaults:
@@ -96,6 +101,12 @@ func Decide(cfg config.GC, getenv func(string) string, root string) Policy {
 			p.Headroom = min(p.Headroom, p.Limit/4)
 		}
 		p.percent = fmt.Sprintf("%d-%d, for %s of garbage between collections (default)", p.Percent, maxPercent, size(p.Headroom))
+	}
+	if ignored != "" {
+		p.percent += fmt.Sprintf(" (GOGC=%q ignored: neither a number nor off)", ignored)
+		if p.Percent == 0 {
+			p.Percent = 100 // what the runtime runs, said
+		}
 	}
 	return p
 }
