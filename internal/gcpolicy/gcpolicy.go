@@ -1,9 +1,10 @@
 // Package gcpolicy sets the garbage collector of a server process
-// (`toolhost serve`, `toolhost mcp`) from the config's gc block: a GC
-// percent above Go's 100, bounded by a soft memory limit at a share of the
-// process's memory budget, which is configured or detected (the memory
-// limit of its cgroup, else half of the machine's memory). GOGC and
-// GOMEMLIMIT in the environment win over both.
+// (`toolhost serve`, `toolhost mcp`) from the config's gc block: a fixed
+// allowance of garbage between collections (the percent set anew after
+// each one, never below Go's 100) or a configured percent, bounded by a
+// soft memory limit at a share of the process's memory budget, which is
+// configured or detected (the memory limit of its cgroup, else half of the
+// machine's memory). GOGC and GOMEMLIMIT in the environment win over both.
 package gcpolicy
 
 import (
