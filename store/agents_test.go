@@ -496,16 +496,17 @@ func TestTerminationKeepsTheLastSave(t *testing.T) {
 		ctx := context.Background()
 		for round := range 30 {
 			a := runtimeAgent(t, s, "", time.Time{})
-			saved := make(chan int)
+			type save struct {
+				last int
+				err  error
+			}
+			saved := make(chan save, 1)
 			go func() {
 				last := 0
 				for turns := 1; ; turns++ {
 					a.Status, a.Turns = StatusRunning, turns
 					if _, err := s.SaveAgent(ctx, a, nil); err != nil {
-						if !errors.Is(err, ErrFinal) {
-							t.Error(err)
-						}
-						saved <- last
+						saved <- save{last, err}
 						return
 					}
 					last = turns
@@ -513,9 +514,14 @@ func TestTerminationKeepsTheLastSave(t *testing.T) {
 			}()
 			time.Sleep(time.Duration(round%5) * time.Millisecond)
 			if _, err := s.TerminateAgent(ctx, a.ID, "stop"); err != nil {
-				t.Fatal(err)
+				// the saver stops when the store closes, reporting to no one
+				t.Fatalf("round %d: terminate while the agent saves: %v", round, err)
 			}
-			last := <-saved
+			sv := <-saved
+			if !errors.Is(sv.err, ErrFinal) {
+				t.Fatalf("round %d: the saves ended on %v, want ErrFinal", round, sv.err)
+			}
+			last := sv.last
 			got, err := s.Agent(ctx, a.ID)
 			if err != nil {
 				t.Fatal(err)

@@ -114,7 +114,7 @@ func (s *Store) takeAt(ctx context.Context, buckets []Bucket, at *int64) ([]Take
 	if len(buckets) == 1 {
 		err = takeAll(s.db) // one statement: a refusal changes nothing
 	} else {
-		err = s.tx(ctx, takeAll)
+		err = s.txInTurn(ctx, takeAll) // in turn on SQLite, taken above
 	}
 	if err != nil && !errors.Is(err, errRefused) {
 		return nil, false, fmt.Errorf("store: take tokens: %w", err)

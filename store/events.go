@@ -509,8 +509,6 @@ func (w *EventWriter) insert(events []Event) error {
 		}
 		return err
 	}
-	w.store.turn.Lock()
-	defer w.store.turn.Unlock()
 	return w.store.tx(ctx, func(tx db) error {
 		args := w.buf.args[:0]
 		for group := range slices.Chunk(events, rowsPerInsert) {

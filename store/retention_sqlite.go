@@ -56,7 +56,6 @@ func (sqlite) pruneEvents(ctx context.Context, s *Store, r Retention, res *Reten
 func deleteExported(ctx context.Context, s *Store, r Retention, cutoff string, first, last int64, res *RetentionResult) error {
 	for lo := first; lo <= last; {
 		var n int64
-		s.turn.Lock()
 		err := s.tx(ctx, func(tx db) error {
 			var hi int64
 			err := tx.queryRow(ctx, `SELECT coalesce(max(id), 0) FROM (SELECT id FROM events WHERE id >= ? AND id <= ? AND ts < ? ORDER BY id LIMIT ?)`,
@@ -72,7 +71,6 @@ func deleteExported(ctx context.Context, s *Store, r Retention, cutoff string, f
 			lo = hi + 1
 			return err
 		})
-		s.turn.Unlock()
 		if err != nil {
 			return err
 		}

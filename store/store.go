@@ -59,9 +59,11 @@ type Store struct {
 	path    string // the SQLite file; "" on PostgreSQL
 	tokens  tokenCache
 	changes *listener // PostgreSQL's notifications; nil on SQLite
-	// turn makes the event writer's batches and retention's deletion
-	// batches take turns on SQLite, whose busy wait would otherwise let a
-	// deletion that commits and begins again starve the writer.
+	// turn makes this process's transactions (and the event writer's
+	// batches, a bucket's take) take turns on SQLite, which has one writer:
+	// its busy wait sleeps and retries, so a writer that commits and
+	// begins again could starve another past busy_timeout, where the
+	// mutex hands the turn over in order once a waiter has waited 1 ms.
 	turn sync.Mutex
 	// sweptAt is when (unix nanoseconds) this store last swept the rate
 	// buckets (sweepBuckets).
@@ -238,8 +240,19 @@ func (s *Store) migrate(ctx context.Context, upTo int) error {
 // tx runs f in a transaction, committed when f returns nil. On SQLite,
 // transactions begin IMMEDIATE (the _txlock setting): a read that later
 // writes would otherwise fail with SQLITE_BUSY_SNAPSHOT when another
-// connection commits in between, which busy_timeout does not retry.
+// connection commits in between, which busy_timeout does not retry; and
+// they wait for their turn (Store.turn).
 func (s *Store) tx(ctx context.Context, f func(db) error) error {
+	if s.path != "" {
+		s.turn.Lock()
+		defer s.turn.Unlock()
+	}
+	return s.txInTurn(ctx, f)
+}
+
+// txInTurn is tx for a caller that holds the turn already (or needs none:
+// PostgreSQL).
+func (s *Store) txInTurn(ctx context.Context, f func(db) error) error {
 	tx, err := s.sqlDB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
