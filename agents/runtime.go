@@ -145,7 +145,7 @@ func New(h *host.Host, opts *Options) *Runtime {
 	if opts != nil {
 		rt.opts = *opts
 	}
-	rt.lease = cmp.Or(rt.opts.Lease, rt.cfg.Lease, defaultLease)
+	rt.lease = cmp.Or(rt.opts.Lease, rt.cfg.Lease, config.DefaultLease)
 	rt.machine = cmp.Or(rt.opts.Machine, machineID())
 	if rt.opts.Console == nil {
 		rt.opts.Console = os.Stdout
@@ -215,8 +215,6 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-// defaultLease is the lease of a runtime whose config sets none.
-const defaultLease = 15 * time.Second
 
 // SpawnRequest asks for a new agent.
 type SpawnRequest struct {

@@ -72,7 +72,10 @@ type Runtime struct {
 	Workspace string
 	// Lease is how long a host's claim on a runtime agent lasts unless
 	// renewed (every Lease/3): the agents of a host that died are adopted
-	// by another about Lease after its last renewal. Default 15s.
+	// by another about Lease after its last renewal. Default 15s
+	// (DefaultLease). It is the lease of the host's run as well: the other
+	// hosts take a host for dead, and the MCP clients' tasks it ran for
+	// failed, about Lease after its last renewal.
 	Lease time.Duration
 }
 

@@ -280,6 +280,9 @@ const (
 	DefaultMCPMaxSessionsPerCredential = 100
 )
 
+// DefaultLease is the runtime block's lease when it sets none.
+const DefaultLease = 15 * time.Second
+
 // Executor tunes how calls run: batches, approvals and idempotency.
 type Executor struct {
 	// Mode runs a batch of calls "sequential" (the default) or "concurrent".
@@ -467,7 +470,7 @@ func Parse(src []byte, filename string, opts *Options) (*Config, error) {
 		Limits:    Limits{Timeout: 30 * time.Second, MaxOutputLines: 2000, MaxOutputBytes: 51200},
 		Executor:  Executor{Mode: "sequential", MaxParallel: 4, Approver: "queue", ApprovalTimeout: 5 * time.Minute, IdempotencyWindow: 24 * time.Hour},
 		Runtime: Runtime{MaxTurns: 50, MaxWallTime: 10 * time.Minute, MaxTokens: 1_000_000, ContextBudget: 128_000, NoProgress: 3,
-			MaxBadOutputs: 3, KeepRecent: 8, Lease: 15 * time.Second},
+			MaxBadOutputs: 3, KeepRecent: 8, Lease: DefaultLease},
 	}
 	d := &decoder{ctx: evalContext(getenv), dir: dir}
 	diags := fromHCL(d.decodeFile(cfg, src, filename), filename)

@@ -632,7 +632,7 @@ func (c *call) event(typ string, payload map[string]any) store.Event {
 func (c *call) emitStarted() {
 	args, redacted := redact.JSON(c.req.Arguments)
 	cut := output.Limit(string(args), 0, maxEventArgs, false)
-	payload := map[string]any{"arguments": cut.Text, "channel": c.req.Context.Channel, "run": c.h.runID}
+	payload := map[string]any{"arguments": cut.Text, "channel": c.req.Context.Channel, "run": c.h.runID, "host": c.h.hostID}
 	if c.traceID != "" {
 		payload["trace_id"] = c.traceID
 	}

@@ -129,6 +129,7 @@ type Host struct {
 	closed  bool
 	started chan struct{} // closed when Start has finished: every plugin had its first outcome (see Ready)
 	runID   string        // this process's run on the store (beginRun)
+	hostID  string        // the host's id (data_dir/host.id), which its runs share
 
 	storage storage // saved outputs and artifacts within the quotas
 }
@@ -307,6 +308,7 @@ func (h *Host) Start(ctx context.Context) error {
 		h.log.Warn("the saved outputs and their index could not be reconciled", "error", err)
 	}
 	h.watching.Go(func() { h.watchStore(watchCtx, h.opts.StoreWatch) })
+	h.watching.Go(func() { h.renewRun(watchCtx) })
 	h.watching.Go(func() { h.retainLoop(watchCtx) })
 	h.watching.Go(func() { h.forgetLoop(watchCtx) })
 	h.logSandboxes()

@@ -515,6 +515,32 @@ func (as Agents) Create(ctx context.Context, role string, a store.Agent) (store.
 	return a, nil
 }
 
+// Client returns the agent of role that the MCP client of the credential
+// names by key (store.Store.ClientAgent): made by the first request of
+// the key, on whichever host sharing the store, and found by every later
+// one until it ends.
+func (as Agents) Client(ctx context.Context, role, credential, key string) (store.Agent, error) {
+	h := as.h
+	r, err := h.Roles().Get(role)
+	if err != nil {
+		return store.Agent{}, err
+	}
+	h.dir.edit.Lock() // as Create
+	defer h.dir.edit.Unlock()
+	a, _, err := h.store.ClientAgent(ctx, store.Agent{RoleID: r.ID, Credential: credential, ClientKey: key})
+	if err != nil {
+		return a, toolhost.Errorf(toolhost.CodeInternal, "host: %w", err)
+	}
+	h.dir.putAgent(a)
+	return a, nil
+}
+
+// Run is the id of the host's run on the store (the process that serves
+// now): the work of an MCP client that this host holds (a task, a call
+// waiting for its client) names it, so that the other hosts know where it
+// runs and whether its host still lives (store.Store.RunAlive).
+func (as Agents) Run() string { return as.h.runID }
+
 // Get returns the agent with the id.
 func (as Agents) Get(id string) (store.Agent, bool) {
 	h := as.h

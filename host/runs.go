@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io/fs"
@@ -9,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/procstat"
 	"github.com/toolhost/toolhost/store"
 )
@@ -60,6 +63,30 @@ func alive(r store.Run) bool {
 	return syscall.Kill(r.Pid, 0) == nil
 }
 
+// runLease is how long a renewal of the run's liveness holds
+// (store.Store.RenewRun): the runtime block's lease, which bounds how long
+// the other hosts take this one for alive after it died.
+func (h *Host) runLease() time.Duration {
+	return cmp.Or(h.cfg.Runtime.Lease, config.DefaultLease)
+}
+
+// renewRun renews the run's liveness every third of its lease until ctx
+// ends; a renewal that fails is tried again at the next.
+func (h *Host) renewRun(ctx context.Context) {
+	t := time.NewTicker(h.runLease() / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := h.store.RenewRun(ctx, h.runID, time.Now().Add(h.runLease())); err != nil && ctx.Err() == nil {
+			h.log.Warn("the run's liveness was not renewed: other hosts take it for dead once its lease passes", "error", err)
+		}
+	}
+}
+
 // hostExitedMessage is the error of a call that a dead run of the host
 // left open.
 const hostExitedMessage = "the host stopped; the call may or may not have run"
@@ -79,7 +106,10 @@ func (h *Host) beginRun(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h.runID = run.ID
+	h.runID, h.hostID = run.ID, id
+	if err := h.store.RenewRun(ctx, run.ID, time.Now().Add(h.runLease())); err != nil {
+		return err
+	}
 	runs, err := h.store.OpenRuns(ctx, id, run.ID)
 	if err != nil {
 		return err

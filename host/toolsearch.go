@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/store"
 	"github.com/toolhost/toolhost/internal/toolsearch"
 )
 
@@ -58,7 +59,9 @@ func (as Agents) LoadTools(ctx context.Context, agentID string, names []string) 
 	for _, n := range added {
 		next[n] = true
 	}
-	h.loaded.Store(agentID, next)
+	if !h.sharedStore() {
+		h.loaded.Store(agentID, next)
+	}
 	h.changed()
 	return added, nil
 }
@@ -79,9 +82,12 @@ func (h *Host) deferring(agentID string) (*view, map[string]bool, error) {
 
 // loadedOf returns the set of tools the agent has loaded, read from the
 // store once and then kept; the map is never modified (LoadTools replaces
-// it).
+// it). On a store that hosts share (PostgreSQL) it is read every time: an
+// MCP client's agent may load tools through any host, and the next request
+// may come to this one.
 func (h *Host) loadedOf(agentID string) (map[string]bool, error) {
-	if m, ok := h.loaded.Load(agentID); ok {
+	shared := h.sharedStore()
+	if m, ok := h.loaded.Load(agentID); ok && !shared {
 		return m.(map[string]bool), nil
 	}
 	names, err := h.store.LoadedTools(context.Background(), agentID)
@@ -92,9 +98,15 @@ func (h *Host) loadedOf(agentID string) (map[string]bool, error) {
 	for _, n := range names {
 		m[n] = true
 	}
+	if shared {
+		return m, nil
+	}
 	actual, _ := h.loaded.LoadOrStore(agentID, m)
 	return actual.(map[string]bool), nil
 }
+
+// sharedStore reports whether other hosts may share the host's store.
+func (h *Host) sharedStore() bool { return h.store.Engine() == store.DriverPostgres }
 
 // ToolMatch is a tool of an agent role's deferred groups that
 // [Agents.FindTools] found.

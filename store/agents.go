@@ -61,18 +61,21 @@ type Agent struct {
 	// "token/NAME/ID", "oidc/SUBJECT"; "" for an embedding program's): only
 	// it, or the admin, may call as the agent.
 	Credential string `json:"credential,omitempty"`
+	// ClientKey names the agent among its credential's agents of its role,
+	// for an agent an MCP client names ([Store.ClientAgent]); "" for others.
+	ClientKey string `json:"clientKey,omitempty"`
 }
 
 // Final reports whether the agent's status can no longer change.
 func (a *Agent) Final() bool { return a.Status == StatusFailed || a.Status == StatusTerminated }
 
-const agentColumns = `id, role_id, parent_id, status, kind, task, answer, error_code, error, turns, tokens, owner, lease_until, created_at, updated_at, credential`
+const agentColumns = `id, role_id, parent_id, status, kind, task, answer, error_code, error, turns, tokens, owner, lease_until, created_at, updated_at, credential, client_key`
 
 func scanAgent(row scanner) (Agent, error) {
 	var a Agent
 	var lease, created, updated string
 	err := row.Scan(&a.ID, &a.RoleID, &a.ParentID, &a.Status, &a.Kind, &a.Task, &a.Answer, &a.ErrorCode, &a.Error,
-		&a.Turns, &a.Tokens, &a.Owner, &lease, &created, &updated, &a.Credential)
+		&a.Turns, &a.Tokens, &a.Owner, &lease, &created, &updated, &a.Credential, &a.ClientKey)
 	a.LeaseUntil, a.CreatedAt, a.UpdatedAt = parseLease(lease), parseTime(created), parseTime(updated)
 	return a, err
 }
@@ -108,9 +111,9 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 	}
 	a.CreatedAt = time.Now().UTC()
 	a.UpdatedAt = a.CreatedAt
-	_, err := s.db.exec(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.db.exec(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.RoleID, a.ParentID, a.Status, a.Kind, a.Task, a.Answer, a.ErrorCode, a.Error, a.Turns, a.Tokens, a.Owner,
-		leaseStamp(a.LeaseUntil), stamp(a.CreatedAt), stamp(a.UpdatedAt), a.Credential)
+		leaseStamp(a.LeaseUntil), stamp(a.CreatedAt), stamp(a.UpdatedAt), a.Credential, a.ClientKey)
 	if err != nil {
 		return a, fmt.Errorf("store: create agent: %w", err)
 	}

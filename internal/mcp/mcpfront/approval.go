@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
@@ -137,6 +136,35 @@ type inputRound struct {
 type heldCalls struct {
 	mu    sync.Mutex
 	calls map[string]*heldCall
+	// remotes cancel the resumes of retries that other hosts took, by the
+	// state the retry named (shared.go).
+	remotes map[string]context.CancelFunc
+}
+
+// remote records the cancel of the resume of a retry another host took
+// with the state; nil forgets it.
+func (h *heldCalls) remote(state string, cancel context.CancelFunc) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cancel == nil {
+		delete(h.remotes, state)
+		return
+	}
+	if h.remotes == nil {
+		h.remotes = map[string]context.CancelFunc{}
+	}
+	h.remotes[state] = cancel
+}
+
+// cancelRemote cancels the resume of the retry with the state, whose
+// request went away on the host that took it.
+func (h *heldCalls) cancelRemote(state string) {
+	h.mu.Lock()
+	cancel := h.remotes[state]
+	h.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // statedCapabilities returns the client capabilities a request's _meta
@@ -241,6 +269,7 @@ func (r *mcpRole) wait(ctx context.Context, c *heldCall, ss *mcp.ServerSession, 
 				rd.refuse(err)
 				continue
 			}
+			r.shareRound(c, state, rd.window)
 			return c.ask.rq.inputResult(rd.requests, state), nil
 		case <-after:
 			return nil, nil
@@ -255,19 +284,26 @@ func (r *mcpRole) wait(ctx context.Context, c *heldCall, ss *mcp.ServerSession, 
 func (r *mcpRole) resume(ctx context.Context, a *mcpAgent, rq *roundRequest) (mcp.Result, error) {
 	c, rd := r.held.take(rq.state, a, rq.method)
 	if c == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no " + rq.method + " of this agent waiting for its client's answer " +
-			"(it ended, was answered already, or is not this agent's): send the request again, without it"}
+		return r.resumeShared(ctx, a, rq) // another host's, or none (shared.go)
 	}
+	return r.answerRound(ctx, c, rd, rq.in, rq.ss)
+}
+
+// answerRound delivers the client's answers in to the round rd held call
+// c sent it (none: nil) and answers as wait does, its messages going out
+// on session ss's request (none: nil).
+func (r *mcpRole) answerRound(ctx context.Context, c *heldCall, rd *inputRound, in mcp.InputResponseMap, ss *mcp.ServerSession) (mcp.Result, error) {
 	if rd != nil {
-		if more := rd.answer(rq.in); more != nil {
+		if more := rd.answer(in); more != nil {
 			state, err := r.held.hold(c, rd)
 			if err != nil {
 				return nil, err
 			}
-			return rq.inputResult(more, state), nil
+			r.shareRound(c, state, rd.window)
+			return c.ask.rq.inputResult(more, state), nil
 		}
 	}
-	return r.wait(ctx, c, rq.ss, nil)
+	return r.wait(ctx, c, ss, nil)
 }
 
 // approvalRound is the round that asks a's client to decide the approval
@@ -382,10 +418,21 @@ func (h *heldCalls) hold(c *heldCall, rd *inputRound) (string, error) {
 // of the method, and the round its client was sent; the state names
 // nothing from then on.
 func (h *heldCalls) take(state string, a *mcpAgent, method string) (*heldCall, *inputRound) {
+	return h.takeIf(state, method, func(c *heldCall) bool { return c.agent.key == a.key })
+}
+
+// takeState is take for a retry another host took, of the agent with the
+// id (shared.go).
+func (h *heldCalls) takeState(state, agentID, method string) (*heldCall, *inputRound) {
+	return h.takeIf(state, method, func(c *heldCall) bool { return c.agent.agentID == agentID })
+}
+
+// takeIf is take, of a call whose agent is the one asking.
+func (h *heldCalls) takeIf(state, method string, asking func(*heldCall) bool) (*heldCall, *inputRound) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.calls[state]
-	if c == nil || c.agent.key != a.key || c.ask.rq.method != method {
+	if c == nil || !asking(c) || c.ask.rq.method != method {
 		return nil, nil
 	}
 	delete(h.calls, state)

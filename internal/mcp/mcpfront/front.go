@@ -43,6 +43,7 @@ func Serve(ctx context.Context, h *host.Host, role string, t mcp.Transport) erro
 	r := newMCPRole(h, role, nil)
 	defer r.cancel()
 	defer r.forgetting.Wait() // the connection's agents are marked terminated on return
+	defer r.tasks.writes.Wait()
 	defer r.tasks.cancelAll()
 	switch tt := t.(type) {
 	case *mcp.IOTransport:
@@ -60,18 +61,27 @@ func Serve(ctx context.Context, h *host.Host, role string, t mcp.Transport) erro
 // reach which role is the caller's to decide; the front trusts the
 // [Caller] it is given and nothing a client sends about itself.
 type Front struct {
-	h     *host.Host
-	open  *sessionTable // the sessions and keyed agents of every role's server
-	mu    sync.Mutex    // held to make a role's server
-	roles sync.Map      // role name → *mcpRole
+	h      *host.Host
+	open   *sessionTable // the sessions and keyed agents of every role's server
+	mu     sync.Mutex    // held to make a role's server
+	roles  sync.Map      // role name → *mcpRole
+	stop   func()        // stops following the other hosts (followShared)
+	follow sync.WaitGroup
 }
 
 // New returns the front of h's roles, its sessions bounded by the config's
-// mcp block.
+// mcp block. On a store that hosts share, it follows what the others do
+// to the state of its sessionless clients (shared.go) until Close.
 func New(h *host.Host) *Front {
 	c := h.Config().MCP
-	return &Front{h: h, open: newSessionTable(cmp.Or(c.SessionIdleTimeout, config.DefaultMCPSessionIdleTimeout),
-		cmp.Or(c.MaxSessionsPerCredential, config.DefaultMCPMaxSessionsPerCredential))}
+	f := &Front{h: h, open: newSessionTable(cmp.Or(c.SessionIdleTimeout, config.DefaultMCPSessionIdleTimeout),
+		cmp.Or(c.MaxSessionsPerCredential, config.DefaultMCPMaxSessionsPerCredential)), stop: func() {}}
+	if h.Store().Engine() == store.DriverPostgres {
+		ctx, cancel := context.WithCancel(context.Background())
+		f.stop = cancel
+		f.follow.Go(func() { f.followShared(ctx) })
+	}
+	return f
 }
 
 // ServeRole serves req, a request to role's MCP server, as from c: the
@@ -84,9 +94,12 @@ func (f *Front) ServeRole(w http.ResponseWriter, req *http.Request, role string,
 // Close ends the work the front holds beyond requests: calls running as
 // tasks, and calls waiting for their clients' approvals, are cancelled.
 func (f *Front) Close() {
+	f.stop()
+	f.follow.Wait()
 	f.roles.Range(func(_, r any) bool {
 		r.(*mcpRole).tasks.cancelAll()
 		r.(*mcpRole).held.cancelAll()
+		r.(*mcpRole).tasks.writes.Wait() // their ends are in the store for the other hosts
 		return true
 	})
 }
@@ -143,6 +156,7 @@ type mcpAgent struct {
 	principal string             // who its calls are from, for their events ([Caller])
 	ss        *mcp.ServerSession // the session it lives in, to notify; nil for a keyed sessionless agent
 	entry     *openSession       // its entry in the front's table, when it counts against its credential's bound
+	used      time.Time          // a sessionless agent's: when this host last told the store it was used (shared.go)
 
 	mu      sync.Mutex
 	visible []string                    // the tools its list holds, as last listed or announced
@@ -493,12 +507,12 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 	if err != nil {
 		return nil, err
 	}
-	if a, ok := r.agents.Load(k); ok && a.(*mcpAgent).busy() {
+	if a, ok := r.agents.Load(k); ok && r.live(a.(*mcpAgent)) {
 		return a.(*mcpAgent), nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a, ok := r.agents.Load(k); ok && a.(*mcpAgent).busy() { // else it is ending: a new agent takes its key
+	if a, ok := r.agents.Load(k); ok && r.live(a.(*mcpAgent)) { // else it is ending: a new agent takes its key
 		return a.(*mcpAgent), nil
 	}
 	a := &mcpAgent{key: k, cred: c.Credential, principal: c.Principal, calls: map[*int]context.CancelFunc{}, subs: map[string]bool{}}
@@ -513,7 +527,15 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 			return nil, err
 		}
 	}
-	created, err := r.h.Agents().Create(ctx, r.role, store.Agent{Credential: a.cred})
+	var created store.Agent
+	if k.sessionless() {
+		// Any host sharing the store finds the same agent for the key
+		// (shared.go).
+		created, err = r.h.Agents().Client(ctx, r.role, a.cred, clientKeyPrefix+k.name)
+		a.used = time.Now()
+	} else {
+		created, err = r.h.Agents().Create(ctx, r.role, store.Agent{Credential: a.cred})
+	}
 	if err != nil {
 		if a.entry != nil {
 			r.open.drop(a.entry)
@@ -577,6 +599,25 @@ func (a *mcpAgent) session() string {
 // which is ending.
 func (a *mcpAgent) busy() bool {
 	return a.entry == nil || a.entry.table.begin(a.entry)
+}
+
+// live counts a request of agent a in, as busy does, and reports whether
+// a goes on: false, too, for a sessionless agent that ended elsewhere
+// (another host ended it idle or to make room: shared.go), which a is
+// then forgotten for here.
+func (r *mcpRole) live(a *mcpAgent) bool {
+	if !a.key.sessionless() {
+		return a.busy()
+	}
+	if st, ok := r.h.Agents().Get(a.agentID); ok && st.Final() {
+		r.forget(a, st.Error)
+		return false
+	}
+	if !a.busy() {
+		return false
+	}
+	r.used(a)
+	return true
 }
 
 // done counts a request of the agent out.

@@ -323,6 +323,10 @@ func (t *sessionTable) expire(e *openSession) {
 	t.remove(e)
 	t.mu.Unlock()
 	e.role.h.Logger().Debug("mcp: idle agent key ended", "role", e.role.role, "idle", t.idle)
+	if e.agent != nil && e.agent.key.sessionless() {
+		e.role.forgetIdle(e.agent, t.idleReason())
+		return
+	}
 	e.close(t.idleReason())
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
+	"github.com/toolhost/toolhost/store"
 )
 
 // Long calls as tasks: the tasks extension of the stateless era
@@ -69,12 +70,17 @@ type mcpTask struct {
 	result  *mcp.CallToolResult // once completed
 	forget  func()              // drops it from its role's tasks; nil until kept there
 	expiry  *time.Timer         // calls forget taskTTL after it ended
+	store   *store.Store        // where it is shared with the other hosts (shared.go)
+	writes  *sync.WaitGroup     // its role's writes to the store, which Close waits for
+	saved   bool                // it is in the store
+	noted   time.Time           // when its status message last went to the store
 }
 
 // mcpTasks are a role's tasks, by id.
 type mcpTasks struct {
 	mu    sync.Mutex
 	tasks map[string]*mcpTask
+	writes sync.WaitGroup // the tasks' writes to the store under way
 	// calls counts, by credential, the calls that are or may become
 	// working tasks: taken before the call starts, so that calls made at
 	// once cannot all pass the bound before any is counted.
@@ -113,11 +119,18 @@ type taskAgentKey struct{}
 // addTaskMethods registers the extension's methods on r's server; the
 // receiving middleware finds the calling agent (taskMethod).
 func (r *mcpRole) addTaskMethods() {
-	handle := func(f func(*mcpAgent, *mcpTask) (mcp.Result, error)) func(context.Context, *mcp.ServerSession, *taskParams) (mcp.Result, error) {
+	handle := func(method string, f func(*mcpAgent, *mcpTask) (mcp.Result, error)) func(context.Context, *mcp.ServerSession, *taskParams) (mcp.Result, error) {
 		return func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (mcp.Result, error) {
 			a, _ := ctx.Value(taskAgentKey{}).(*mcpAgent)
 			t := r.tasks.get(p.TaskID, a)
 			if t == nil {
+				// Another host's (shared.go)?
+				if v, err := r.sharedTask(ctx, a, p.TaskID, method == "tasks/cancel"); v != nil || err != nil {
+					if v != nil && method == "tasks/cancel" {
+						return &doneResult{ResultType: "complete"}, nil
+					}
+					return v, err
+				}
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no task %q of this agent (it ended more than %s ago, or was never one)", p.TaskID, taskTTL)}
 			}
 			return f(a, t)
@@ -128,14 +141,14 @@ func (r *mcpRole) addTaskMethods() {
 			panic(err) // the methods are not the SDK's own
 		}
 	}
-	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/get", handle(func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
+	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/get", handle("tasks/get", func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
 		return t.view(), nil
 	})))
-	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/cancel", handle(func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
+	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/cancel", handle("tasks/cancel", func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
 		t.end(taskCancelled, nil, "cancelled by the client")
 		return &doneResult{ResultType: "complete"}, nil
 	})))
-	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/update", handle(func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
+	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/update", handle("tasks/update", func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %s asks for no input", t.id)}
 	})))
 }
@@ -211,7 +224,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 		return typed(res), nil
 	}
 	now := time.Now()
-	t := &mcpTask{id: newTaskID(), agent: a, created: now, updated: now, status: taskWorking}
+	t := &mcpTask{id: newTaskID(), agent: a, created: now, updated: now, status: taskWorking, store: r.h.Store(), writes: &r.tasks.writes}
 	ask := newClientAsker(ctx, roundRequestOf("tools/call", req, req.Params.InputResponses, req.Params.RequestState))
 	ended := func() {
 		a.done()
@@ -229,6 +242,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 			t.end(taskCompleted, res, "")
 		}()
 		r.tasks.add(t)
+		r.saveTask(t)
 		v := t.view()
 		v.ResultType = "task"
 		return v, nil
@@ -259,6 +273,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 	}
 	ask.detach() // its log messages had the request that ends now alone
 	r.tasks.add(t)
+	r.saveTask(t)
 	v := t.view()
 	v.ResultType = "task"
 	return v, nil
@@ -290,6 +305,7 @@ func (t *mcpTask) note(message string) {
 	defer t.mu.Unlock()
 	if t.status == taskWorking {
 		t.message, t.updated = message, time.Now()
+		t.storeNote()
 	}
 }
 
@@ -302,6 +318,7 @@ func (t *mcpTask) end(status string, res *mcp.CallToolResult, message string) {
 		return
 	}
 	t.status, t.result, t.message, t.updated = status, res, message, time.Now()
+	t.storeEnd()
 	t.cancel()
 	if t.forget != nil {
 		t.expiry = time.AfterFunc(taskTTL, t.forget)
