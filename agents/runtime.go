@@ -215,7 +215,6 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-
 // SpawnRequest asks for a new agent.
 type SpawnRequest struct {
 	// Role names the agent's role (its name or id).

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/store"
 	"github.com/toolhost/toolhost/internal/toolsearch"
+	"github.com/toolhost/toolhost/store"
 )
 
 // ToolSearchGroup is the id of the runtime's group that finds and loads the

@@ -74,7 +74,7 @@ func TestClientAgentProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		runs++
 		cred := fmt.Sprintf("token/p/%d", runs) // a credential of its own each run
-		live := map[string]string{} // key → the agent requests must find
+		live := map[string]string{}             // key → the agent requests must find
 		for range rapid.IntRange(1, 30).Draw(rt, "steps") {
 			key := rapid.SampledFrom([]string{"mcp/", "mcp/a", "mcp/b"}).Draw(rt, "key")
 			if id, ok := live[key]; ok && rapid.Bool().Draw(rt, "end") {

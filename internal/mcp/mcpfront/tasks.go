@@ -78,8 +78,8 @@ type mcpTask struct {
 
 // mcpTasks are a role's tasks, by id.
 type mcpTasks struct {
-	mu    sync.Mutex
-	tasks map[string]*mcpTask
+	mu     sync.Mutex
+	tasks  map[string]*mcpTask
 	writes sync.WaitGroup // the tasks' writes to the store under way
 	// calls counts, by credential, the calls that are or may become
 	// working tasks: taken before the call starts, so that calls made at
