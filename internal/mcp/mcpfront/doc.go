@@ -11,5 +11,7 @@
 // client names. Their calls go through [host.Host.Call], the same pipeline
 // as any other caller's; calls that outlive their request run as tasks
 // (tasks.go), and a call waiting for an approval may be held for the
-// client to retry (approval.go).
+// client to retry (approval.go). What a sessionless client holds — its
+// agents, their tasks, its held calls' rounds — is in the store, so that
+// any host sharing it answers any of the client's requests (shared.go).
 package mcpfront

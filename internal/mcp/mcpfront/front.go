@@ -532,7 +532,6 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 		// Any host sharing the store finds the same agent for the key
 		// (shared.go).
 		created, err = r.h.Agents().Client(ctx, r.role, a.cred, clientKeyPrefix+k.name)
-		a.used = time.Now()
 	} else {
 		created, err = r.h.Agents().Create(ctx, r.role, store.Agent{Credential: a.cred})
 	}
@@ -543,6 +542,9 @@ func (r *mcpRole) agent(ctx context.Context, ss *mcp.ServerSession, extra *mcp.R
 		return nil, err
 	}
 	a.agentID = created.ID
+	if k.sessionless() {
+		r.used(a) // another host may have made it long ago
+	}
 	r.announce(a, false) // its list, as it starts: what a later change is compared with
 	r.agents.Store(k, a)
 	if a.entry != nil {
