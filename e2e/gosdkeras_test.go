@@ -312,11 +312,16 @@ func resultText(res *mcp.CallToolResult) string {
 	if res == nil {
 		return "no result"
 	}
+	return fmt.Sprintf("%q (isError %v)", textOf(res), res.IsError)
+}
+
+// textOf joins a call result's text content.
+func textOf(res *mcp.CallToolResult) string {
 	var texts []string
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
 			texts = append(texts, tc.Text)
 		}
 	}
-	return fmt.Sprintf("%q (isError %v)", strings.Join(texts, "\n"), res.IsError)
+	return strings.Join(texts, "\n")
 }

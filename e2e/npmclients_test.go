@@ -166,6 +166,7 @@ type exchange struct {
 	Session      string // the response's Mcp-Session-Id
 	Response     []byte // the response body as it streamed through, cut at 1 MiB
 	Err          string // the proxy's error reaching the server (then Status is 502)
+	Backend      string // the server it was sent to: scheme://host
 }
 
 // rpc is the request body's JSON-RPC method and the protocol version in its
@@ -215,10 +216,23 @@ func newWireProxy(t *testing.T, endpoint, token string) *wireProxy {
 		t.Fatal(err)
 	}
 	p := &wireProxy{}
+	p.URL = p.serve(t, token, func(*exchange) string { return target.Scheme + "://" + target.Host }) + target.Path
+	return p
+}
+
+// serve runs the proxy on 127.0.0.1 until the test ends and returns its
+// base URL (http://127.0.0.1:PORT). route picks the server of each
+// exchange (scheme://host; "": none, answered 503), which is recorded as
+// its Backend; token, when set, is sent as the bearer token of every
+// request.
+func (p *wireProxy) serve(t *testing.T, token string, route func(*exchange) string) string {
+	t.Helper()
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
-			r.Out.URL.Scheme = target.Scheme
-			r.Out.URL.Host = target.Host
+			e, _ := r.In.Context().Value(exchangeKey{}).(*exchange)
+			backend, _ := url.Parse(e.Backend)
+			r.Out.URL.Scheme = backend.Scheme
+			r.Out.URL.Host = backend.Host
 			r.Out.Host = r.In.Host
 			if token != "" {
 				r.Out.Header.Set("Authorization", "Bearer "+token)
@@ -267,15 +281,22 @@ func newWireProxy(t *testing.T, endpoint, token string) *wireProxy {
 		header := r.Header.Clone()
 		header.Del("Authorization")
 		e := &exchange{Method: r.Method, Header: header, Body: body}
+		e.Backend = route(e)
+		if e.Backend == "" {
+			e.Status, e.Err = http.StatusServiceUnavailable, "no server to send it to"
+		}
 		p.mu.Lock()
 		p.exchanges = append(p.exchanges, e)
 		p.mu.Unlock()
+		if e.Backend == "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, e)))
 	})}
 	go srv.Serve(l)
 	t.Cleanup(func() { _ = srv.Close() })
-	p.URL = "http://" + l.Addr().String() + target.Path
-	return p
+	return "http://" + l.Addr().String()
 }
 
 // exchangeKey keys the exchange a proxied request records into.

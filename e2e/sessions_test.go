@@ -86,7 +86,13 @@ type mcpReply struct {
 // with the id when session is set, else, with key set, as a sessionless
 // 2026-07-28 request of that agent key ("-": of no key).
 func (h *hostile) mcpPost(ctx context.Context, role, token, session, key, msg string) (*mcpReply, error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", h.base+"/mcp/"+role, strings.NewReader(msg))
+	return mcpPostURL(ctx, h.base+"/mcp/"+role, token, session, key, msg)
+}
+
+// mcpPostURL is [hostile.mcpPost] to the MCP endpoint url, which may be
+// another server's or a proxy's.
+func mcpPostURL(ctx context.Context, url, token, session, key, msg string) (*mcpReply, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(msg))
 	if err != nil {
 		return nil, err
 	}

@@ -447,15 +447,25 @@ type v2Task struct {
 			IsError bool
 		}
 		Error string
+		Task  *struct { // the task as last seen
+			TaskID        string `json:"taskId"`
+			Status        string
+			StatusMessage string
+		}
 	}
 }
+
+// scriptTimeout bounds the script's waits on the server (a task's end, a
+// call made as a task), so that it answers, if only that it gave up,
+// before the test stops reading its answers.
+const scriptTimeout = proctest.Patience - 10*time.Second
 
 // startTask calls run_command with command as a task of the tasks
 // extension and fails the test unless the server made it one.
 func (c *v2Client) startTask(t *testing.T, id, command string, mark int) v2Task {
 	t.Helper()
 	var task v2Task
-	c.ask(t, map[string]any{"op": "task", "id": id, "name": "run_command",
+	c.ask(t, map[string]any{"op": "task", "id": id, "name": "run_command", "timeoutMs": scriptTimeout.Milliseconds(),
 		"arguments": map[string]any{"command": command, "timeout_seconds": 120}}, &task)
 	if task.Kind != "task" || task.TaskID == "" {
 		t.Fatalf("run_command ran as %q (task %q), want a task\n%s", task.Kind, task.TaskID, c.dump(t, mark))

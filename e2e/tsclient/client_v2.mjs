@@ -26,10 +26,16 @@
 //       elicitations answered meanwhile, the SDK's errors meanwhile
 //   {"op": "start", "id", "name", "arguments"}  starts a call and answers at once
 //   {"op": "abort", "id"}                       aborts it and answers with how it ended
-//   {"op": "task", "id", "name", "arguments"}   calls the tool through ext-tasks,
-//       requiring a task; answers with the execution's kind and task id
-//   {"op": "settle", "id"}                      waits for that task's outcome
-//   {"op": "cancel", "id"}                      cancels it (tasks/cancel), then its outcome
+//   {"op": "task", "id", "name", "arguments", "timeoutMs"?}
+//       calls the tool through ext-tasks, requiring a task (each of its
+//       requests bounded by timeoutMs when given); answers with the
+//       execution's kind and task id
+//   {"op": "settle", "id", "timeoutMs"?}        waits for that task's outcome (at most
+//       timeoutMs when given: then an answer {ok: false} saying it gave up)
+//   {"op": "cancel", "id", "timeoutMs"?}        cancels it (tasks/cancel), then its outcome
+//   {"op": "snapshot", "id"}                    one tasks/get of that task, through a
+//       controller of its own: {task: {taskId, status, statusMessage}}, or
+//       {snapshotError} when the server answered an error
 //   {"op": "wire", "since"}                     what went over the wire since entry `since`:
 //       {dir: "out"|"in", msg} for JSON-RPC messages, {dir: "http", ...} for
 //       the HTTP requests (their MCP headers) and responses (status, type)
@@ -102,20 +108,25 @@ let rawCounter = 0;
 async function rawDispatch(request, options = {}) {
   const id = `e2e-raw-${++rawCounter}`;
   const message = { jsonrpc: '2.0', id, method: request.method, ...(request.params === undefined ? {} : { params: request.params }) };
+  // The caller's signal, and the request's timeout (requestTimeoutMs) when
+  // the call asked for one.
+  const timeout = options.context?.requestTimeoutMs;
+  const signals = [options.signal, timeout ? AbortSignal.timeout(timeout) : undefined].filter(Boolean);
+  const signal = signals.length ? AbortSignal.any(signals) : undefined;
   return await new Promise((resolve, reject) => {
     const onAbort = () => {
       raw.delete(id);
-      reject(options.signal.reason ?? new Error('aborted'));
+      reject(signal.reason ?? new Error('aborted'));
     };
-    if (options.signal) {
-      if (options.signal.aborted) {
+    if (signal) {
+      if (signal.aborted) {
         onAbort();
         return;
       }
-      options.signal.addEventListener('abort', onAbort, { once: true });
+      signal.addEventListener('abort', onAbort, { once: true });
     }
     raw.set(id, (response) => {
-      options.signal?.removeEventListener('abort', onAbort);
+      signal?.removeEventListener('abort', onAbort);
       resolve('error' in response ? { kind: 'error', error: response.error } : { kind: 'result', result: response.result });
     });
     transport.send(message).catch((err) => {
@@ -232,6 +243,12 @@ function outcome(o) {
   };
 }
 
+// settleOptions are the options of settle for a request that may bound
+// the wait (timeoutMs).
+function settleOptions(req) {
+  return req.timeoutMs ? { signal: AbortSignal.timeout(req.timeoutMs) } : {};
+}
+
 const running = new Map(); // id → {controller, done}
 const executions = new Map(); // id → ext-tasks execution
 
@@ -274,7 +291,10 @@ async function handle(req) {
     }
     case 'task': {
       const s = await taskSession();
-      const execution = await s.callTool(req.name, req.arguments ?? {}, { task: { preference: 'require' } });
+      const execution = await s.callTool(req.name, req.arguments ?? {}, {
+        task: { preference: 'require' },
+        ...(req.timeoutMs ? { requestTimeoutMs: req.timeoutMs } : {}),
+      });
       executions.set(req.id, execution);
       return { kind: execution.kind, taskId: execution.handle?.taskId };
     }
@@ -283,7 +303,7 @@ async function handle(req) {
       if (!execution) {
         throw new Error(`no task ${req.id}`);
       }
-      const { outcome: o } = await execution.settle();
+      const { outcome: o } = await execution.settle(settleOptions(req));
       return { outcome: outcome(o) };
     }
     case 'cancel': {
@@ -292,8 +312,21 @@ async function handle(req) {
         throw new Error(`no task ${req.id}`);
       }
       await execution.cancel();
-      const { outcome: o } = await execution.settle();
+      const { outcome: o } = await execution.settle(settleOptions(req));
       return { outcome: outcome(o) };
+    }
+    case 'snapshot': {
+      const execution = executions.get(req.id);
+      if (!execution) {
+        throw new Error(`no task ${req.id}`);
+      }
+      const s = await taskSession();
+      try {
+        const view = await s.task(execution.handle.taskId).snapshot();
+        return { task: { taskId: view.taskId, status: view.status, statusMessage: view.statusMessage } };
+      } catch (err) {
+        return { snapshotError: String(err?.message ?? err) };
+      }
     }
     case 'wire':
       return { wire: wire.slice(req.since ?? 0), next: wire.length };
