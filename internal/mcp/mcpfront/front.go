@@ -716,7 +716,7 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
 		})
 	}
-	if !a.offered(req.Params.Name) {
+	if !r.offersTo(a, req.Params.Name) {
 		return r.callUnoffered(ctx, a, req)
 	}
 	return r.callTool(ctx, a, req)
@@ -751,6 +751,19 @@ func (a *mcpAgent) offered(tool string) bool {
 	defer a.mu.Unlock()
 	_, ok := slices.BinarySearch(a.visible, tool)
 	return ok
+}
+
+// offersTo reports whether agent a's tool list holds the tool: as last listed
+// or announced, else, on a store that hosts share, as it is now (a
+// sessionless agent may have loaded it through another host).
+func (r *mcpRole) offersTo(a *mcpAgent, tool string) bool {
+	if a.offered(tool) || !r.shared() || !a.key.sessionless() {
+		return a.offered(tool)
+	}
+	r.mu.Lock()
+	r.announce(a, false)
+	r.mu.Unlock()
+	return a.offered(tool)
 }
 
 // callUnoffered runs a call of a tool the agent's list does not hold
