@@ -251,6 +251,9 @@ func (r *mcpRole) sharedTask(ctx context.Context, a *mcpAgent, id string, cancel
 	if row.Result != "" {
 		v.Result = json.RawMessage(row.Result)
 	}
+	if row.Status == store.TaskFailed {
+		v.Error = failedTask(row.Message)
+	}
 	return v, nil
 }
 

@@ -105,6 +105,15 @@ type taskResult struct {
 	TTLMs          int64           `json:"ttlMs"`
 	PollIntervalMs int64           `json:"pollIntervalMs"`
 	Result         json.RawMessage `json:"result,omitempty"`
+	Error          *jsonrpc.Error  `json:"error,omitempty"` // a failed task's (failedTask)
+}
+
+// failedTask is the error of a task that failed for the reason: its host
+// stopped (shared.go), the only way a task fails here; the call's own
+// failures complete it with an error result.
+func failedTask(reason string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpcServerError, Message: string(toolhost.CodeCancelled) + ": " + reason,
+		Data: json.RawMessage(`{"code":"` + string(toolhost.CodeCancelled) + `","error_class":"host_exited"}`)}
 }
 
 // doneResult is the answer of tasks/cancel.
@@ -334,6 +343,9 @@ func (t *mcpTask) view() *taskResult {
 		TTLMs: taskTTL.Milliseconds(), PollIntervalMs: taskPoll.Milliseconds()}
 	if t.result != nil {
 		v.Result = completeResult(t.result)
+	}
+	if t.status == store.TaskFailed {
+		v.Error = failedTask(t.message)
 	}
 	return v
 }
