@@ -182,3 +182,45 @@ func TestSessionlessClientAnyHost(t *testing.T) {
 		t.Errorf("a task of a run that stopped: %+v, want failed, naming its host", v)
 	}
 }
+
+// TestSessionlessTaskOfStoppedRun: on SQLite, one host, a task that a run
+// of the host which stopped left working (a SIGKILL, a crash) is failed
+// when its agent asks, naming the host, with the error object the tasks
+// extension requires of a failed task; never left working.
+func TestSessionlessTaskOfStoppedRun(t *testing.T) {
+	srv, h := serve(t, frontConfig, group("console", "console_print"), slowGroup(newWaiter()))
+	url := srv.URL + "/mcp/worker"
+	token := roleToken(t, h, "client")
+	if m := rpc(t, url, token, request(1, "tools/call", `{"name":"console_print","arguments":{"text":"x"}}`, metaCaps(tasksCaps, "")), nil); m.Error != nil {
+		t.Fatal(m.Error)
+	}
+	if err := h.Events().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	events, err := h.Events().List(context.Background(), store.EventFilter{Type: store.EventCallStarted})
+	if err != nil || len(events) == 0 {
+		t.Fatalf("no call events: %v", err)
+	}
+	ctx := context.Background()
+	old, err := h.Store().BeginRun(ctx, "host_before", 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := h.Store().PutTask(ctx, store.ClientTask{ID: "task_left", AgentID: events[len(events)-1].AgentID, Credential: "c",
+		RunID: old.ID, Status: store.TaskWorking, CreatedAt: now, UpdatedAt: now}, time.Hour, 256); err != nil {
+		t.Fatal(err)
+	}
+	m := rpc(t, url, token, taskRequest(2, "tasks/get", "task_left", ""), nil)
+	var v struct {
+		taskView
+		Error *rpcError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Result, &v); err != nil || v.Status != "failed" || !strings.Contains(v.StatusMessage, "host_before") ||
+		v.Error == nil || !strings.Contains(v.Error.Message, "cancelled") {
+		t.Errorf("a task a stopped run left: %s (%v), want failed, naming the host, with an error", m.Result, err)
+	}
+	if m := rpc(t, url, roleToken(t, h, "other"), taskRequest(3, "tasks/get", "task_left", ""), nil); m.Error == nil {
+		t.Errorf("another credential's tasks/get of it: %s, want an error", m.Result)
+	}
+}

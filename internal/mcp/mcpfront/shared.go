@@ -38,7 +38,8 @@ import (
 //     which the other host answers with.
 //
 // On SQLite, one host, all of it is this process's: the store keeps the
-// rows all the same (the same seam), and nothing else reads them.
+// rows all the same (the same seam), read only for what a run of the host
+// that stopped left (its tasks fail, its held calls' retries are refused).
 
 // clientKeyPrefix begins the store's client key of a sessionless agent,
 // before the agent key its client chose (store.Agent.ClientKey).
@@ -220,7 +221,7 @@ func (ts *mcpTasks) follow(ctx context.Context, r *mcpRole) {
 // is set. A task whose host stopped is failed first. Nil when a has no such
 // task.
 func (r *mcpRole) sharedTask(ctx context.Context, a *mcpAgent, id string, cancel bool) (*taskResult, error) {
-	if a == nil || !r.shared() {
+	if a == nil {
 		return nil, nil
 	}
 	row, err := r.h.Store().Task(ctx, id)
@@ -268,7 +269,7 @@ func stoppedHost(hostID, runID string) string {
 // shareRound records in the store the round of held call c its client is
 // sent under the state, for a retry that reaches another host.
 func (r *mcpRole) shareRound(c *heldCall, state string, window time.Duration) {
-	if !r.shared() || !c.agent.key.sessionless() {
+	if !c.agent.key.sessionless() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -295,7 +296,7 @@ type roundReply struct {
 func (r *mcpRole) resumeShared(ctx context.Context, a *mcpAgent, rq *roundRequest) (mcp.Result, error) {
 	unknown := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no " + rq.method + " of this agent waiting for its client's answer " +
 		"(it ended, was answered already, or is not this agent's): send the request again, without it"}
-	if !r.shared() || !a.key.sessionless() {
+	if !a.key.sessionless() {
 		return nil, unknown
 	}
 	st := r.h.Store()
