@@ -246,16 +246,11 @@ func (r *mcpRole) sharedTask(ctx context.Context, a *mcpAgent, id string, cancel
 			return nil, toolhost.Errorf(toolhost.CodeInternal, "mcp: %w", err)
 		}
 	}
-	v := &taskResult{ResultType: "complete", TaskID: row.ID, Status: row.Status, StatusMessage: row.Message,
-		CreatedAt: row.CreatedAt.UTC().Format(time.RFC3339Nano), LastUpdatedAt: row.UpdatedAt.UTC().Format(time.RFC3339Nano),
-		TTLMs: taskTTL.Milliseconds(), PollIntervalMs: taskPoll.Milliseconds()}
+	var result json.RawMessage
 	if row.Result != "" {
-		v.Result = json.RawMessage(row.Result)
+		result = json.RawMessage(row.Result)
 	}
-	if row.Status == store.TaskFailed {
-		v.Error = failedTask(row.Message)
-	}
-	return v, nil
+	return taskView(row.ID, row.Status, row.Message, row.CreatedAt, row.UpdatedAt, result), nil
 }
 
 // stoppedHost says that the host of a run stopped.

@@ -338,14 +338,20 @@ func (t *mcpTask) end(status string, res *mcp.CallToolResult, message string) {
 func (t *mcpTask) view() *taskResult {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v := &taskResult{ResultType: "complete", TaskID: t.id, Status: t.status, StatusMessage: t.message,
-		CreatedAt: t.created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: t.updated.UTC().Format(time.RFC3339Nano),
-		TTLMs: taskTTL.Milliseconds(), PollIntervalMs: taskPoll.Milliseconds()}
+	var result json.RawMessage
 	if t.result != nil {
-		v.Result = completeResult(t.result)
+		result = completeResult(t.result)
 	}
-	if t.status == store.TaskFailed {
-		v.Error = failedTask(t.message)
+	return taskView(t.id, t.status, t.message, t.created, t.updated, result)
+}
+
+// taskView is a task as tasks/get answers it, a failed one with its error.
+func taskView(id, status, message string, created, updated time.Time, result json.RawMessage) *taskResult {
+	v := &taskResult{ResultType: "complete", TaskID: id, Status: status, StatusMessage: message,
+		CreatedAt: created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: updated.UTC().Format(time.RFC3339Nano),
+		TTLMs: taskTTL.Milliseconds(), PollIntervalMs: taskPoll.Milliseconds(), Result: result}
+	if status == store.TaskFailed {
+		v.Error = failedTask(message)
 	}
 	return v
 }
