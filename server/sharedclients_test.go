@@ -224,3 +224,35 @@ func TestSessionlessTaskOfStoppedRun(t *testing.T) {
 		t.Errorf("another credential's tasks/get of it: %s, want an error", m.Result)
 	}
 }
+
+// TestDeferredToolCalledUnloaded: a tool of a deferred group that the agent
+// has not loaded is out of its list but the role's: its call runs as any
+// other, a long one becoming a task (it ran in its request, never a task,
+// before).
+func TestDeferredToolCalledUnloaded(t *testing.T) {
+	g := newGate()
+	cfg := &config.Config{Roles: []config.Role{{Name: "worker", ToolGroups: []string{"console", "gate", host.ToolSearchGroup},
+		DeferredGroups: []string{"gate"}, Pos: "config.hcl:1,1"}}}
+	srv, h := serve(t, cfg, group("console", "console_print"), g.group())
+	if err := h.Modules().Register(context.Background(), toolsearch.Group(h.Agents())); err != nil {
+		t.Fatal(err)
+	}
+	url := srv.URL + "/mcp/worker"
+	token := roleToken(t, h, "client")
+	var res struct{ Tools []struct{ Name string } }
+	if m := rpc(t, url, token, request(1, "tools/list", `{}`, metaCaps(tasksCaps, "")), nil); json.Unmarshal(m.Result, &res) != nil {
+		t.Fatalf("tools/list: %s %s", m.Result, m.Error)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name == "hold" {
+			t.Fatal("hold is listed before it is loaded")
+		}
+	}
+	id := startTask(t, g, url, token)
+	if m := rpc(t, url, token, taskRequest(2, "tasks/cancel", id, ""), nil); m.Error != nil {
+		t.Fatalf("tasks/cancel: %s", m.Error)
+	}
+	if err := g.awaitEnd(t); err == nil {
+		t.Error("the call ran to its end after its task was cancelled")
+	}
+}

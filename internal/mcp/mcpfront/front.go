@@ -695,8 +695,10 @@ func (a *mcpAgent) track(ctx context.Context) (context.Context, func()) {
 }
 
 // call runs a tools/call: progress notifications go to the client when it
-// asked for them; a tool the agent's list does not hold is refused as the
-// protocol's unknown tool (callUnoffered).
+// asked for them; a tool the role's server does not offer is refused as
+// the protocol's unknown tool (callUnoffered). A tool of a deferred group
+// that the agent has not loaded is the role's all the same, callable as
+// any (docs/configuration.md): it is only left out of the agent's list.
 func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	a, err := r.agent(ctx, req.Session, req.Extra, req.Params.Meta)
 	if err != nil {
@@ -716,7 +718,7 @@ func (r *mcpRole) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
 		})
 	}
-	if !r.offersTo(a, req.Params.Name) {
+	if !r.offers(req.Params.Name) {
 		return r.callUnoffered(ctx, a, req)
 	}
 	return r.callTool(ctx, a, req)
@@ -744,29 +746,7 @@ func (r *mcpRole) runTool(a *mcpAgent, req *mcp.CallToolRequest) func(context.Co
 	}
 }
 
-// offered reports whether the agent's tool list holds the tool, as last
-// listed or announced (mcpRole.announce).
-func (a *mcpAgent) offered(tool string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, ok := slices.BinarySearch(a.visible, tool)
-	return ok
-}
-
-// offersTo reports whether agent a's tool list holds the tool: as last listed
-// or announced, else, on a store that hosts share, as it is now (a
-// sessionless agent may have loaded it through another host).
-func (r *mcpRole) offersTo(a *mcpAgent, tool string) bool {
-	if a.offered(tool) || !r.shared() || !a.key.sessionless() {
-		return a.offered(tool)
-	}
-	r.mu.Lock()
-	r.announce(a, false)
-	r.mu.Unlock()
-	return a.offered(tool)
-}
-
-// callUnoffered runs a call of a tool the agent's list does not hold
+// callUnoffered runs a call of a tool the role's server does not offer
 // through the pipeline, which records it (tool_call.started and
 // tool_call.failed, as for any call) and refuses it: that refusal
 // (tool_not_available, unknown_tool) is the protocol's error for an unknown

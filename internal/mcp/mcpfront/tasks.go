@@ -216,7 +216,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 	if err != nil {
 		return completed(errorResult(err)), nil
 	}
-	if !r.offersTo(a, req.Params.Name) {
+	if !r.offers(req.Params.Name) {
 		defer a.done()
 		res, err := r.callUnoffered(ctx, a, req)
 		if err != nil {
