@@ -211,6 +211,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	rep.Peers, rep.Spreads = rig.peers, rig.spreads
+	slices.SortFunc(rep.Spreads, func(a, b spread) int { return balancedIndex(a.Path) - balancedIndex(b.Path) })
 	if rig.sink != nil { // read once closed: the host flushed its last spans on Close
 		rep.Traced = rig.sink.received()
 		rep.Traced.Calls = rep.Plan.Warmup

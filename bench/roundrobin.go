@@ -39,8 +39,12 @@ type balancedPath struct {
 var balancedPaths = []balancedPath{{pathRR1, 1}, {pathRR2, 2}}
 
 // isBalancedPath reports whether a call path is one of balancedPaths.
-func isBalancedPath(path string) bool {
-	return slices.ContainsFunc(balancedPaths, func(b balancedPath) bool { return b.path == path })
+func isBalancedPath(path string) bool { return balancedIndex(path) >= 0 }
+
+// balancedIndex returns the index of a call path in balancedPaths, -1 when
+// it is not one of them.
+func balancedIndex(path string) int {
+	return slices.IndexFunc(balancedPaths, func(b balancedPath) bool { return b.path == path })
 }
 
 // roundRobin is a reverse proxy sending each request to the next of its
