@@ -711,7 +711,7 @@ func (r *report) summary(w io.Writer) {
 		}
 	}
 	for _, s := range r.Spreads {
-		fmt.Fprintf(w, "  %s: requests per host %v, calls per host %v, responses cut short %d\n", s.Path, s.Requests, s.Calls, s.Errors)
+		fmt.Fprintf(w, "  %s: requests per host %v, calls per host %v, proxy errors %d\n", s.Path, s.Requests, s.Calls, s.Errors)
 	}
 	if r.Postgres == "" {
 		fmt.Fprintln(w, "  PostgreSQL: not measured (no -pg-dsn)")
