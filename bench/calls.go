@@ -82,7 +82,7 @@ const (
 var callPaths = []string{pathRaw, pathHost, pathHostPG, pathHostPG2, pathHostBare, pathHostStrict, pathHostTraced, pathHostRules,
 	pathHostLimited, pathHostApproved, pathAPI,
 	pathOursHTTP25, pathSDKHTTP25, pathFrontHTTP25, pathOursHTTP26, pathSDKHTTP26, pathFrontHTTP26,
-	pathOursStdio25, pathSDKStdio25, pathFrontStdio25, pathOursStdio26, pathSDKStdio26, pathFrontStdio26, pathHostMCP,
+	pathOursStdio25, pathSDKStdio25, pathFrontStdio25, pathOursStdio26, pathSDKStdio26, pathFrontStdio26, pathHostMCP, pathRR1, pathRR2,
 	pathPeerOurs25, pathFloor25, pathPeerOurs26, pathFloor26, pathSupergateway, pathMCPProxy, pathEverything}
 
 // mcpPair is our MCP front on one transport in one era, twice: with the
@@ -164,13 +164,15 @@ type executables struct {
 // in-process host running another process of the go-sdk stdio server as an
 // mcp_server block; and the hosts of the variants of Host.Call (on
 // PostgreSQL, two on one PostgreSQL database, metrics off, audit strict,
-// traced), the traced one exporting to an OTLP sink; and the peer paths
-// (peers.go).
+// traced), the traced one exporting to an OTLP sink; `toolhost serve`
+// hosts on PostgreSQL behind a round-robin proxy (roundrobin.go); and the
+// peer paths (peers.go).
 type callRig struct {
 	paths   []callPath
 	hosts   []*host.Host // every in-process host started, whose events (and spans) are flushed between turns
 	sink    *otlpSink    // the traced path's collector, nil when it does not run
 	peers   string       // the npm packages and Node.js of the peer paths, "" when none runs
+	spreads []spread     // how the round-robin paths' work spread over their hosts, recorded as the rig closes
 	closers []func()
 	traced  bool // an execution trace is on (-trace): each call is a region
 }
@@ -396,6 +398,12 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 		r.add(pathHostMCP, hostCall(mh, mcpAgent.ID))
 	}
 
+	// Sessionless MCP clients behind a round-robin proxy over one and two
+	// `toolhost serve` hosts sharing a PostgreSQL database.
+	if err := r.addBalanced(ctx, tmp, exe, pg, want); err != nil {
+		return nil, err
+	}
+
 	// Against peer gateways: npm's server-everything behind our MCP front,
 	// the go-sdk gateway, supergateway and mcp-proxy, and called directly
 	// over stdio.
@@ -422,7 +430,7 @@ func (r *callRig) startHost(ctx context.Context, tmp, body string, opts *host.Op
 	engine := store.DriverSQLite
 	if dsn != "" {
 		engine = store.DriverPostgres
-		body = fmt.Sprintf("store {\n  driver = \"postgres\"\n  dsn    = %q\n}\n%s", dsn, body)
+		body = pgStoreBlock(dsn) + body
 	}
 	h, err := startHost(ctx, tmp, body, opts)
 	if err != nil {
@@ -435,6 +443,12 @@ func (r *callRig) startHost(ctx context.Context, tmp, body string, opts *host.Op
 	}
 	agent, err := benchAgent(ctx, h, group)
 	return h, agent, err
+}
+
+// pgStoreBlock is a store block putting a host on the PostgreSQL database
+// dsn names.
+func pgStoreBlock(dsn string) string {
+	return fmt.Sprintf("store {\n  driver = \"postgres\"\n  dsn    = %q\n}\n", dsn)
 }
 
 // addAPI serves h (see serve) and adds POST /api/call through it.
@@ -453,27 +467,33 @@ func (r *callRig) addAPI(ctx context.Context, h *host.Host) error {
 // and an HTTP client carrying a token of the role "bench", made through
 // the server's API.
 func (r *callRig) startFront(ctx context.Context, exe executables, tmp, file string) (string, *http.Client, error) {
+	s, err := r.startServe(exe, tmp, file)
+	if err != nil {
+		return "", nil, err
+	}
+	token, err := s.roleToken(ctx, "bench")
+	if err != nil {
+		return "", nil, err
+	}
+	return s.base + "/mcp/bench", benchHTTPClient(token), nil
+}
+
+// startServe starts `toolhost serve` on the config file (see the function
+// startServe), stopped with the rig.
+func (r *callRig) startServe(exe executables, tmp, file string) (*serveProc, error) {
 	s, err := startServe(exe.root, tmp, file)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	r.closers = append(r.closers, s.stop)
-	body, _ := json.Marshal(server.TokenBody{Role: "bench", Name: "bench"})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/api/auth/tokens", bytes.NewReader(body))
-	if err != nil {
-		return "", nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return "", nil, err
-	}
-	defer resp.Body.Close()
-	var tok server.NewToken
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.Secret == "" {
-		return "", nil, fmt.Errorf("POST /api/auth/tokens: %s, %v", resp.Status, err)
-	}
-	return s.base + "/mcp/bench", benchHTTPClient(tok.Secret), nil
+	return s, nil
+}
+
+// frontConfig is the config body of our front over HTTP and stdio: the
+// no-op plugin unconfined, as the baselines' processes run, and the role
+// "bench" holding its group.
+func frontConfig(noop string) string {
+	return fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\nrole \"bench\" {\n  tool_groups = [\"noop\"]\n}\n", noop)
 }
 
 // addMCPPairs adds the MCP paths want accepts, in mcpPairs' order, each
@@ -486,7 +506,7 @@ func (r *callRig) startFront(ctx context.Context, exe executables, tmp, file str
 // mcpnoop, and mcpfront. Each toolhost and mcpfront has a data directory of
 // its own.
 func (r *callRig) addMCPPairs(ctx context.Context, tmp string, exe executables, want func(string) bool) error {
-	oursConfig := fmt.Sprintf("plugin \"noop\" {\n  path = %q\n  sandbox = \"off\"\n}\nrole \"bench\" {\n  tool_groups = [\"noop\"]\n}\n", exe.noop)
+	oursConfig := frontConfig(exe.noop)
 	var endpoints [3]string // over HTTP, by server
 	var clients [3]*http.Client
 	var err error
@@ -718,7 +738,9 @@ var benchRules = func() []rules.Rule {
 }()
 
 // isPGPath reports whether a call path needs PostgreSQL (-pg-dsn).
-func isPGPath(path string) bool { return path == pathHostPG || path == pathHostPG2 }
+func isPGPath(path string) bool {
+	return path == pathHostPG || path == pathHostPG2 || isBalancedPath(path)
+}
 
 // byCaller returns a path that spreads the callers over calls by their
 // number (see callerOf): caller i always makes calls[i % len(calls)].
@@ -846,10 +868,17 @@ type callPlan struct {
 	Warmup    int
 }
 
-// concsOf returns the concurrencies path runs at.
+// concsOf returns the concurrencies path runs at: the round-robin paths
+// run at those of both kinds, their throughput target being at 16 callers,
+// a concurrency of the peer paths.
 func (p callPlan) concsOf(path string) []int {
-	if isPeerPath(path) {
+	switch {
+	case isPeerPath(path):
 		return p.PeerConcs
+	case isBalancedPath(path):
+		concs := slices.Concat(p.Concs, p.PeerConcs)
+		slices.Sort(concs)
+		return slices.Compact(concs)
 	}
 	return p.Concs
 }

@@ -8,7 +8,9 @@
 // go-sdk MCP server over streamable HTTP and over stdio, each in both
 // protocol eras, Host.Call of that server as an mcp_server group, Host.Call
 // with metrics off, with strict audit and traced, and, given a PostgreSQL
-// server, Host.Call on it and two hosts sharing one database), a call of npm's server-everything behind our
+// server, Host.Call on it and two hosts sharing one database, and our MCP
+// front's sessionless clients behind a round-robin proxy over one and two
+// `toolhost serve` hosts on one database), a call of npm's server-everything behind our
 // MCP front and a gateway of the go-sdk alone (bench/sdkgateway) in both
 // protocol eras and behind the peer gateways supergateway and mcp-proxy, the
 // events/s of the event writer on SQLite and PostgreSQL,
@@ -70,7 +72,7 @@ func main() {
 		"but a partial one when -out is given, and is not docs/BENCHMARKS.md")
 	flag.StringVar(&o.concs, "conc", "1,8,32,64", "the numbers of concurrent callers of the call phase, comma-separated")
 	flag.StringVar(&o.peerConcs, "peer-conc", "1,16", "the numbers of concurrent callers of its paths against peer gateways (server-everything behind our front, "+
-		"the go-sdk gateway, supergateway, mcp-proxy, and alone), comma-separated")
+		"the go-sdk gateway, supergateway, mcp-proxy, and alone), comma-separated; the round-robin paths run at these and -conc's")
 	flag.StringVar(&o.pgDSN, "pg-dsn", "", "a postgres:// URL of a PostgreSQL server on which the bench may create and drop databases "+
 		"(scripts/bench starts one with scripts/dev-postgres): the PostgreSQL call paths and events/s run on it; without it they are skipped")
 	flag.IntVar(&o.events, "events", 200000, "events written per engine (SQLite, PostgreSQL) by the events/s measurement")
@@ -208,7 +210,8 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	rep.Peers = rig.peers
+	rep.Peers, rep.Spreads = rig.peers, rig.spreads
+	slices.SortFunc(rep.Spreads, func(a, b spread) int { return balancedIndex(a.Path) - balancedIndex(b.Path) })
 	if rig.sink != nil { // read once closed: the host flushed its last spans on Close
 		rep.Traced = rig.sink.received()
 		rep.Traced.Calls = rep.Plan.Warmup

@@ -35,6 +35,7 @@ type report struct {
 	Postgres   string           // the PostgreSQL server of -pg-dsn (pgCluster.About); "" when there was none
 	Traced     *traceExport     // what the traced path's host exported to the bench's sink, nil when it did not run
 	Peers      string           // the npm packages and Node.js of the peer paths, "" when none ran
+	Spreads    []spread         // how the round-robin paths' work spread over their hosts
 	Wall       time.Duration    // the bench program's run
 	ScriptWall time.Duration    // scripts/bench from its start (build included); 0 when not run by it
 	Plot       string           // the plot's path relative to the report
@@ -142,6 +143,19 @@ func (r *report) checks() []checked {
 		return fmt.Sprintf("Host.Call %s on PostgreSQL, 2 hosts / 1 (%s)", fig, callers)
 	}
 	named(twoHosts, pathHostPG2, pathHostPG, 32, rates, 0, 0)
+	// A sessionless MCP client behind a round-robin balancer over two hosts
+	// on one database, each request on the next host, against one host
+	// behind the same balancer: ≤ 1.15 × its p50 with 1 caller, ≥ 0.9 × its
+	// calls/s with 16. Beside them, without targets, what the balancer and
+	// PostgreSQL cost: one host behind it against our front on SQLite,
+	// called directly.
+	balanced := func(fig, callers string) string {
+		return fmt.Sprintf("MCP HTTP 2026 %s behind a round-robin proxy on PostgreSQL, 2 hosts / 1 (%s)", fig, callers)
+	}
+	named(balanced, pathRR2, pathRR1, 1, .5, 1.15, 0)
+	named(balanced, pathRR2, pathRR1, 16, rates, 0, 0.9)
+	at(pathRR1, pathOursHTTP26, 1, .5, 0, 0)
+	at(pathRR1, pathOursHTTP26, 32, rates, 0, 0)
 	if sq, pg := r.Events.run(engineSQLite), r.Events.run(enginePostgres); sq != nil && pg != nil {
 		add("events/s of the event writer, PostgreSQL / SQLite", fmt.Sprintf("%.0f/s", pg.Rate()), fmt.Sprintf("%.0f/s", sq.Rate()), pg.Rate()/sq.Rate(), 0, 0)
 	}
@@ -435,10 +449,15 @@ func (r *report) writeCalls(p func(string, ...any)) {
 		"(unconfined, like the baseline's), its tool `noop` called through `Host.Call` as an agent of a role holding the group: the whole pipeline "+
 		"(policy, validation, events), then `internal/mcp/mcpsource`'s go-sdk client over stdio in %s, the version it agrees on with mcpnoop "+
 		"(the bench checks it), one session shared by the callers. "+
-		"A host of its own, because in the first one the plugin's `noop` would shadow the server's.\n", pathHostMCP, mcpversion.Stateless)
+		"A host of its own, because in the first one the plugin's `noop` would shadow the server's.", pathHostMCP, mcpversion.Stateless)
+	if r.Postgres != "" {
+		r.writeBalanced(p)
+	}
+	p("")
 	left := "the MCP paths of the 2025 era and our in-process fronts" // out of the plot (see run)
 	if r.Postgres == "" {
-		p("> The PostgreSQL paths (%s, %s) did not run: no `-pg-dsn` (scripts/bench passes one).\n", pathHostPG, pathHostPG2)
+		p("> The PostgreSQL paths (%s) did not run: no `-pg-dsn` (scripts/bench passes one).\n",
+			strings.Join(slices.DeleteFunc(slices.Clone(callPaths), func(path string) bool { return !isPGPath(path) }), ", "))
 	} else {
 		left = "the PostgreSQL paths and " + left
 	}
@@ -454,6 +473,47 @@ func (r *report) writeCalls(p func(string, ...any)) {
 		p("![latency CDFs](%s)\n", r.Plot)
 		p("Empirical CDFs of the latency (log-scale x) with 1 and 32 callers; further left is faster.\n")
 	}
+}
+
+// writeBalanced renders the description of the round-robin paths, with how
+// their work spread over the hosts when they ran.
+func (r *report) writeBalanced(p func(string, ...any)) {
+	p("- **%s**, **%s** — sessionless MCP clients behind a load balancer without affinity (docs/several-hosts.md): "+
+		"our front as for %s (`toolhost serve` as a subprocess with the no-op plugin and serve's defaults), one host and two, "+
+		"each with a `store { driver = \"postgres\" }` block naming a fresh database of the `-pg-dsn` server, one per path: the "+
+		"two hosts share theirs, started from the same config file, each with its own data directory, plugin process and port. "+
+		"A round-robin reverse proxy in the bench process (`net/http/httputil`, on a loopback port, keeping idle connections to "+
+		"each host) sends each HTTP request to the next host in turn, whoever sent it; the go-sdk client calls `/mcp/bench` "+
+		"through it in %s, with a token of the role made through the first host. Each sessionless request is an HTTP request "+
+		"of its own, so with two hosts one caller's calls alternate between them, and each host finds the client's agent in the "+
+		"database. The one host is the two's baseline (the same proxy, client and database), so the 2 hosts / 1 rows are what "+
+		"spreading a client's requests over hosts costs, two hosts and their plugin processes on the same cores as everything "+
+		"else, not what hosts on separate machines would add. They run at the concurrencies of `-conc` and `-peer-conc` (16, the "+
+		"throughput target's, is one of the latter).", pathRR1, pathRR2, pathOursHTTP26, mcpversion.Stateless)
+	for _, s := range r.Spreads {
+		ran := "" // when the hosts' calls were not counted
+		if s.Calls != nil {
+			ran = fmt.Sprintf(", which ran %s no-op calls (their `tool_call.started` events, by the `host` they name)", joinCounts(s.Calls))
+		}
+		p("  In this run, %s: the proxy sent %s HTTP requests to the hosts in turn (warm-up, discovery and calls)%s; "+
+			"it logged %d errors (none failed a call: the bench stops at the first).", s.Path, joinCounts(s.Requests), ran, s.Errors)
+	}
+}
+
+// joinCounts writes counts as "5 and 7", "1, 2 and 3".
+func joinCounts(counts []int64) string {
+	var out string
+	for i, n := range counts {
+		switch {
+		case i == 0:
+		case i == len(counts)-1:
+			out += " and "
+		default:
+			out += ", "
+		}
+		out += fmt.Sprint(n)
+	}
+	return out
 }
 
 // writeRest renders what ran of cold start, kill/restart, Host.Tools, RSS
@@ -649,6 +709,9 @@ func (r *report) summary(w io.Writer) {
 			fmt.Fprintf(w, "  events/s, %-10s %8.0f/s  (%d events through a store.EventWriter; CPU per event %.1f µs in the bench%s)\n",
 				run.Engine, run.Rate(), run.Events, run.perEvent(run.CPU), server)
 		}
+	}
+	for _, s := range r.Spreads {
+		fmt.Fprintf(w, "  %s: requests per host %v, calls per host %v, proxy errors %d\n", s.Path, s.Requests, s.Calls, s.Errors)
 	}
 	if r.Postgres == "" {
 		fmt.Fprintln(w, "  PostgreSQL: not measured (no -pg-dsn)")

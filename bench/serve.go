@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -127,6 +128,27 @@ func (s *serveProc) getJSON(path string, v any) error {
 	}
 	defer resp.Body.Close()
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// roleToken makes a token of the role through the server's API (POST
+// /api/auth/tokens) and returns its secret.
+func (s *serveProc) roleToken(ctx context.Context, role string) (string, error) {
+	body, _ := json.Marshal(server.TokenBody{Role: role, Name: "bench"})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/api/auth/tokens", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var tok server.NewToken
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.Secret == "" {
+		return "", fmt.Errorf("POST /api/auth/tokens: %s, %v", resp.Status, err)
+	}
+	return tok.Secret, nil
 }
 
 // call makes POST /api/call as an operator (no role) and returns the envelope.

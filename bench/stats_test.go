@@ -102,14 +102,18 @@ func TestReportChecks(t *testing.T) {
 			series(pathFrontStdio25, 1, 300*time.Microsecond, 0), series(pathSDKStdio25, 1, 200*time.Microsecond, 0),
 			series(pathFrontStdio26, 1, 250*time.Microsecond, 0), series(pathSDKStdio26, 1, 200*time.Microsecond, 0),
 			series(pathOursHTTP25, 1, 390*time.Microsecond, 0),
-			series(pathHostMCP, 1, 240*time.Microsecond, 0)},
+			series(pathHostMCP, 1, 240*time.Microsecond, 0),
+			series(pathOursHTTP26, 1, 500*time.Microsecond, 0),
+			series(pathRR1, 1, 600*time.Microsecond, 0), series(pathRR2, 1, 660*time.Microsecond, 0)},
+		{series(pathRR1, 16, 4*time.Millisecond, 4000), series(pathRR2, 16, 4*time.Millisecond, 3500)},
 		{series(pathRaw, 32, time.Millisecond, 40000), series(pathHost, 32, time.Millisecond, 20000), series(pathHostTraced, 32, time.Millisecond, 15000),
 			series(pathHostPG, 32, time.Millisecond, 26000), series(pathHostPG2, 32, time.Millisecond, 24700),
 			series(pathFrontHTTP25, 32, time.Millisecond, 3000), series(pathSDKHTTP25, 32, time.Millisecond, 2000),
 			series(pathFrontHTTP26, 32, time.Millisecond, 1900), series(pathSDKHTTP26, 32, time.Millisecond, 2000),
 			series(pathSDKStdio25, 32, time.Millisecond, 5000),
 			series(pathFrontStdio26, 32, time.Millisecond, 4000), series(pathSDKStdio26, 32, time.Millisecond, 4000),
-			series(pathOursStdio26, 32, time.Millisecond, 4000)},
+			series(pathOursStdio26, 32, time.Millisecond, 4000),
+			series(pathOursHTTP26, 32, time.Millisecond, 3000), series(pathRR1, 32, time.Millisecond, 2400)},
 	}, Postgres: "PostgreSQL 15.8, fsync off, synchronous_commit off",
 		Events: &eventsResult{Emitters: 4, Rounds: 2, Warmup: 2000, Runs: []eventsRun{
 			{Engine: engineSQLite, Where: "/tmp (ext4)", Events: 200000, Wall: 2 * time.Second},
@@ -151,6 +155,14 @@ func TestReportChecks(t *testing.T) {
 		"Host.Call calls/s on PostgreSQL, 2 hosts / 1 (32 callers)":                    "0.95 –",
 		"events/s of the event writer, PostgreSQL / SQLite":                            "0.50 –",
 		"Host.Call, 2 hosts (PostgreSQL) calls/s / raw gRPC Call calls/s (32 callers)": "",
+		// Sessionless MCP clients behind a round-robin proxy: 2 hosts
+		// against 1, ≤ 1.15 × at p50 with 1 caller, ≥ 0.9 × calls/s with
+		// 16; 1 host against our front on SQLite without targets.
+		"MCP HTTP 2026 p50 behind a round-robin proxy on PostgreSQL, 2 hosts / 1 (1 caller)":                                "1.10 ✓",
+		"MCP HTTP 2026 calls/s behind a round-robin proxy on PostgreSQL, 2 hosts / 1 (16 callers)":                          "0.88 ✗",
+		"MCP HTTP 2026, 1 host behind a round-robin proxy (PostgreSQL) p50 / MCP HTTP 2026 (ours) p50 (1 caller)":           "1.20 –",
+		"MCP HTTP 2026, 1 host behind a round-robin proxy (PostgreSQL) calls/s / MCP HTTP 2026 (ours) calls/s (32 callers)": "0.80 –",
+		"MCP HTTP 2026 calls/s behind a round-robin proxy on PostgreSQL, 2 hosts / 1 (32 callers)":                          "",
 	}
 	got := map[string]string{}
 	for _, c := range r.checks() {
@@ -162,6 +174,7 @@ func TestReportChecks(t *testing.T) {
 		}
 	}
 	r.Traced = &traceExport{Requests: 3, Bytes: 4096, Spans: 50, Calls: 10}
+	r.Spreads = []spread{{Path: pathRR1, Requests: []int64{4401}, Calls: []int64{4400}, Errors: 2}, {Path: pathRR2, Requests: []int64{4401, 4400}}}
 	var b strings.Builder
 	r.write(&b)
 	for _, line := range []string{
@@ -182,6 +195,12 @@ func TestReportChecks(t *testing.T) {
 		"| Host.Call (PostgreSQL) | 121 µs |",
 		"- **Host.Call, 2 hosts (PostgreSQL)** — two such hosts",
 		"(PostgreSQL 15.8, fsync off, synchronous_commit off)",
+		"| MCP HTTP 2026 p50 behind a round-robin proxy on PostgreSQL, 2 hosts / 1 (1 caller) | 660 µs | 600 µs | 1.10 | ≤ 1.15 | ✓ |",
+		"| MCP HTTP 2026 calls/s behind a round-robin proxy on PostgreSQL, 2 hosts / 1 (16 callers) | 3500/s | 4000/s | 0.88 | ≥ 0.90 | ✗ |",
+		"- **MCP HTTP 2026, 1 host behind a round-robin proxy (PostgreSQL)**, **MCP HTTP 2026, 2 hosts behind a round-robin proxy (PostgreSQL)** — sessionless MCP clients",
+		"  In this run, MCP HTTP 2026, 1 host behind a round-robin proxy (PostgreSQL): the proxy sent 4401 HTTP requests to the hosts in turn (warm-up, discovery and calls), which ran 4400 no-op calls (their `tool_call.started` events, by the `host` they name); it logged 2 errors (none failed a call",
+		"  In this run, MCP HTTP 2026, 2 hosts behind a round-robin proxy (PostgreSQL): the proxy sent 4401 and 4400 HTTP requests to the hosts in turn (warm-up, discovery and calls); it logged 0 errors",
+		"| MCP HTTP 2026, 2 hosts behind a round-robin proxy (PostgreSQL) | 4.00 ms | 4.00 ms | 3500 | – | – | – |",
 	} {
 		if !strings.Contains(b.String(), line) {
 			t.Errorf("the report lacks %q:\n%s", line, b.String())
@@ -203,7 +222,7 @@ func TestReportWithoutPostgres(t *testing.T) {
 	r.write(&b)
 	for _, line := range []string{
 		"## 1. A no-op tool call, 2 ways",
-		"> The PostgreSQL paths (Host.Call (PostgreSQL), Host.Call, 2 hosts (PostgreSQL)) did not run: no `-pg-dsn`",
+		"> The PostgreSQL paths (Host.Call (PostgreSQL), Host.Call, 2 hosts (PostgreSQL), " + pathRR1 + ", " + pathRR2 + ") did not run: no `-pg-dsn`",
 		"> PostgreSQL was not measured: no `-pg-dsn`",
 	} {
 		if !strings.Contains(b.String(), line) {
