@@ -256,3 +256,104 @@ func TestDeferredToolCalledUnloaded(t *testing.T) {
 		t.Error("the call ran to its end after its task was cancelled")
 	}
 }
+
+// sharedPair is two hosts on one PostgreSQL serving role worker (console,
+// the gate's hold, the guarded tool needing approval) to sessionless
+// clients, with the mcp block given, and the role token's secret.
+func sharedPair(t *testing.T, g *gate, m config.MCP, lease time.Duration) (hosts []*host.Host, urls []string, token string) {
+	t.Helper()
+	cfg := func() *config.Config {
+		return &config.Config{
+			Roles:    []config.Role{{Name: "worker", ToolGroups: []string{"console", "gate", "guard"}, Pos: "config.hcl:1,1"}},
+			Executor: config.Executor{Approver: "queue", ApprovalTimeout: 10 * time.Minute, IdempotencyWindow: time.Hour},
+			Runtime:  config.Runtime{Lease: lease},
+			MCP:      m,
+		}
+	}
+	guarded := func() *sdk.Group {
+		return &sdk.Group{ID: "guard", Description: "Guarded.", Tools: []sdk.Tool{
+			sdk.NewTool("guarded", "Needs approval.", func(_ context.Context, r *sdk.Request[textArgs]) (*sdk.Result, error) {
+				return sdk.Text("guarded:" + r.Args.Text), nil
+			}, sdk.RequiresApproval()),
+		}}
+	}
+	hosts = pgHosts(t, 2, cfg, func() *sdk.Group { return group("console", "console_print") }, g.group, guarded)
+	for _, h := range hosts {
+		urls = append(urls, newHTTPServer(t, h, nil).URL+"/mcp/worker")
+		t.Cleanup(func() {
+			for _, ar := range h.Approvals().Pending() {
+				_ = h.Approvals().Decide(ar.ID, host.Decision{Kind: host.Deny, Reason: "the test ended"})
+			}
+		})
+	}
+	return hosts, urls, roleToken(t, hosts[0], "client")
+}
+
+// TestSharedAgentBusyElsewhereStays: an agent whose task runs on host B is
+// not ended by host A, neither to make room for the credential's other keys
+// there nor when it has been idle on A (and its client silent) for the
+// idle timeout: B tells the store it is in use while the task runs, and its
+// task stays reachable through A.
+func TestSharedAgentBusyElsewhereStays(t *testing.T) {
+	g := newGate()
+	const idle = time.Second
+	hosts, urls, token := sharedPair(t, g, config.MCP{SessionIdleTimeout: idle, MaxSessionsPerCredential: 2}, 0)
+	a, b := urls[0], urls[1]
+	key := func(k string) string { return metaCaps(tasksCaps, fmt.Sprintf(`"toolhost/agent":%q`, k)) }
+	rpc(t, a, token, request(1, "tools/list", `{}`, key("T")), nil) // A knows T
+	task := taskOf(t, rpc(t, b, token, request(2, "tools/call", `{"name":"hold","arguments":{}}`, key("T")), nil))
+	select {
+	case <-g.started:
+	case <-time.After(proctest.Patience):
+		t.Fatal("the hold call did not start")
+	}
+	for _, k := range []string{"E0", "E1"} { // A's share of the credential is full: T, idle there, makes room
+		rpc(t, a, token, request(3, "tools/list", `{}`, key(k)), nil)
+	}
+	// What is under test is a timeout: let several idle timeouts pass,
+	// with the client silent.
+	time.Sleep(4 * idle)
+	get := func(url string) taskView {
+		return taskOf(t, rpc(t, url, token, request(4, "tasks/get", fmt.Sprintf(`{"taskId":%q}`, task.TaskID), key("T")), nil))
+	}
+	if v := get(a); v.Status != "working" {
+		t.Errorf("the task through A after A made room and its agent idled there: %+v, want working", v)
+	}
+	agents, err := hosts[0].Store().Agents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ag := range agents {
+		if ag.ClientKey == "mcp/T" && ag.Final() {
+			t.Errorf("T's agent ended (%s) while its task ran on B", ag.Error)
+		}
+	}
+	close(g.open)
+	proctest.Eventually(t, "the task completes, as seen through A", func() bool { return get(a).Status == "completed" })
+}
+
+// TestHeldCallSaidLostStaysLost: a call held on host B whose run stopped
+// saying it lives (frozen, not dead) is declared lost by the retry that
+// reaches A; when B wakes, the same retry through B is refused, and the
+// call is cancelled there: it never runs after the client was told it was
+// cancelled.
+func TestHeldCallSaidLostStaysLost(t *testing.T) {
+	g := newGate()
+	hosts, urls, token := sharedPair(t, g, config.MCP{ClientApprovals: []string{"worker"}}, time.Hour)
+	a, b := urls[0], urls[1]
+	held := resultOf(t, rpc(t, b, token, request(1, "tools/call", `{"name":"guarded","arguments":{"text":"late"}}`, metaCaps(elicitCaps, "")), nil))
+	if held.ResultType != "input_required" {
+		t.Fatalf("the guarded call through B: %+v", held)
+	}
+	ar := pendingApproval(t, hosts[1], "late")
+	// B's run stops saying it lives, as a frozen process's does.
+	if err := hosts[1].Store().RenewRun(context.Background(), hosts[1].Agents().Run(), time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	lost := resultOf(t, rpc(t, a, token, retry(2, "late", held.RequestState, acceptAnswer, ""), nil))
+	if !lost.IsError || !strings.Contains(lost.text(), "stopped") {
+		t.Fatalf("the retry through A while B is taken for dead: %+v, want an error saying B stopped", lost)
+	}
+	refusedState(t, "the same retry through B, awake again", rpc(t, b, token, retry(3, "late", held.RequestState, acceptAnswer, ""), nil))
+	proctest.Eventually(t, "B cancels the call it held", func() bool { return approvalStatus(t, hosts[1], ar.ID) == "cancelled" })
+}

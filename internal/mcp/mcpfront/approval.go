@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
@@ -282,11 +283,24 @@ func (r *mcpRole) wait(ctx context.Context, c *heldCall, ss *mcp.ServerSession, 
 // state that names no call of the agent, of rq's method, waiting for its
 // client is the protocol's invalid-params error.
 func (r *mcpRole) resume(ctx context.Context, a *mcpAgent, rq *roundRequest) (mcp.Result, error) {
-	c, rd := r.held.take(rq.state, a, rq.method)
-	if c == nil {
+	if !r.held.holds(rq.state) {
 		return r.resumeShared(ctx, a, rq) // another host's, or none (shared.go)
 	}
+	if !r.takeRound(ctx, a, rq.state, rq.method) {
+		return nil, errUnknownState(rq.method)
+	}
+	c, rd := r.held.take(rq.state, a, rq.method)
+	if c == nil {
+		return nil, errUnknownState(rq.method)
+	}
 	return r.answerRound(ctx, c, rd, rq.in, rq.ss)
+}
+
+// errUnknownState is the protocol's error of a retry whose request state
+// names no request of the method of its agent waiting for its client.
+func errUnknownState(method string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no " + method + " of this agent waiting for its client's answer " +
+		"(it ended, was answered already, or is not this agent's): send the request again, without it"}
 }
 
 // answerRound delivers the client's answers in to the round rd held call
@@ -419,6 +433,24 @@ func (h *heldCalls) hold(c *heldCall, rd *inputRound) (string, error) {
 // nothing from then on.
 func (h *heldCalls) take(state string, a *mcpAgent, method string) (*heldCall, *inputRound) {
 	return h.takeIf(state, method, func(c *heldCall) bool { return c.agent.key == a.key })
+}
+
+// holds reports whether a call waits for its client under the state.
+func (h *heldCalls) holds(state string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[state] != nil
+}
+
+// forgetState drops the call that waits under the state, if any,
+// cancelling it: another host declared it lost (shared.go).
+func (h *heldCalls) forgetState(state string) {
+	h.mu.Lock()
+	c := h.calls[state]
+	h.mu.Unlock()
+	if c != nil {
+		h.forget(c)
+	}
 }
 
 // takeState is take for a retry another host took, of the agent with the

@@ -134,7 +134,19 @@ func (t *sessionTable) evict(e *openSession) {
 		return
 	}
 	e.role.h.Logger().Debug("mcp: least recently used idle session or agent ended to make room", "role", e.role.role, "credential", e.cred)
-	e.close(fmt.Sprintf("ended to make room for another of its credential's, which held %d (mcp { max_sessions_per_credential }), it being the idle one used least recently", t.max))
+	why := fmt.Sprintf("ended to make room for another of its credential's, which held %d (mcp { max_sessions_per_credential }), it being the idle one used least recently", t.max)
+	if e.agent != nil && e.agent.key.sessionless() {
+		e.role.forgetIdle(e.agent, why) // on a shared store, it may be busy on another host
+		return
+	}
+	e.close(why)
+}
+
+// inUse reports whether e has a request open (a task's call counts).
+func (t *sessionTable) inUse(e *openSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return e.busy > 0
 }
 
 // close ends e, which is out of the table: its session, or its agent, for

@@ -77,9 +77,11 @@ func (r *mcpRole) used(a *mcpAgent) {
 }
 
 // forgetIdle drops sessionless agent a, idle on this host for the idle
-// timeout. On a shared store its agent is marked terminated only when no
-// host has used it meanwhile (it may serve its client through another);
-// its held calls and tasks run on to their own ends.
+// timeout or ended to make room in its credential's share of this host. On
+// a shared store its agent is marked terminated only when no host has used
+// it for the idle timeout (it may serve its client through another, or
+// have a task or a held call there: usedWhileBusy); its held calls and
+// tasks here run on to their own ends.
 func (r *mcpRole) forgetIdle(a *mcpAgent, why string) {
 	if !r.shared() {
 		r.forget(a, why)
@@ -106,12 +108,20 @@ func (f *Front) followShared(ctx context.Context) {
 	defer w.Close()
 	sweep := time.NewTicker(f.open.idle / 2)
 	defer sweep.Stop()
+	touch := time.NewTicker(f.open.idle / 10)
+	defer touch.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-sweep.C:
 			f.sweepIdle(ctx)
+			continue
+		case <-touch.C:
+			f.roles.Range(func(_, r any) bool {
+				r.(*mcpRole).usedWhileBusy()
+				return true
+			})
 			continue
 		case <-w.C:
 		}
@@ -121,6 +131,27 @@ func (f *Front) followShared(ctx context.Context) {
 			return true
 		})
 	}
+}
+
+// usedWhileBusy tells the store that the sessionless agents with work on
+// this host (a request open, a task's call among them, or a call held for
+// their client) are in use, however long since their client's last
+// request: no other host may end them idle, or to make room, meanwhile.
+func (r *mcpRole) usedWhileBusy() {
+	r.agents.Range(func(_, v any) bool {
+		a := v.(*mcpAgent)
+		if !a.key.sessionless() {
+			return true
+		}
+		busy := a.entry != nil && r.open.inUse(a.entry)
+		if !busy {
+			busy = len(r.held.all(func(c *heldCall) bool { return c.agent.agentID == a.agentID })) > 0
+		}
+		if busy {
+			r.used(a)
+		}
+		return true
+	})
 }
 
 // sweepIdle marks terminated the sessionless agents no host has used for
@@ -276,6 +307,28 @@ func (r *mcpRole) shareRound(c *heldCall, state string, window time.Duration) {
 	}
 }
 
+// takeRound takes in the store the round under the state, which a call
+// of sessionless agent a waiting here holds, for a retry that reached
+// this host; false when the round was answered through another host, or
+// said lost there (this host was taken for dead), or that is not a's
+// request of the method. A round the store does
+// not hold (its write failed) is this host's alone to take.
+func (r *mcpRole) takeRound(ctx context.Context, a *mcpAgent, state, method string) bool {
+	if !a.key.sessionless() {
+		return true
+	}
+	st := r.h.Store()
+	row, err := st.Round(ctx, state)
+	if errors.Is(err, store.ErrNotFound) {
+		return true
+	}
+	if err != nil || row.Status != store.RoundAsking || row.AgentID != a.agentID || row.Method != method {
+		return false // another agent's retry leaves the round as it is
+	}
+	ok, err := st.MoveRound(ctx, state, store.RoundResuming, "", "", store.RoundAsking)
+	return err == nil && ok
+}
+
 // roundReply is a held call's reply to a retry another host took: the
 // request's result, or its protocol error.
 type roundReply struct {
@@ -289,8 +342,7 @@ type roundReply struct {
 // the answer. The protocol's invalid-params error when the state names no
 // round of a's waiting for its client.
 func (r *mcpRole) resumeShared(ctx context.Context, a *mcpAgent, rq *roundRequest) (mcp.Result, error) {
-	unknown := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no " + rq.method + " of this agent waiting for its client's answer " +
-		"(it ended, was answered already, or is not this agent's): send the request again, without it"}
+	unknown := errUnknownState(rq.method)
 	if !a.key.sessionless() {
 		return nil, unknown
 	}
@@ -303,6 +355,9 @@ func (r *mcpRole) resumeShared(ctx context.Context, a *mcpAgent, rq *roundReques
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses: " + err.Error()}
 	}
+	if lost, err := r.declareLost(ctx, rq, row.RunID, store.RoundAsking); lost {
+		return rq.failure(err)
+	}
 	if ok, err := st.MoveRound(ctx, rq.state, store.RoundAnswered, string(answers), "", store.RoundAsking); err != nil || !ok {
 		return nil, unknown
 	}
@@ -311,7 +366,7 @@ func (r *mcpRole) resumeShared(ctx context.Context, a *mcpAgent, rq *roundReques
 		return rq.failure(toolhost.Errorf(toolhost.CodeInternal, "mcp: %w", err))
 	}
 	defer w.Close()
-	check := time.NewTicker(r.h.Config().Runtime.Lease/3 + time.Second)
+	check := time.NewTicker(time.Second) // whether the holding host still lives
 	defer check.Stop()
 	for {
 		row, err := st.Round(ctx, rq.state)
@@ -331,11 +386,29 @@ func (r *mcpRole) resumeShared(ctx context.Context, a *mcpAgent, rq *roundReques
 			return rq.failure(toolhost.Errorf(toolhost.CodeCancelled, "the call was cancelled: %v", context.Cause(ctx)))
 		case <-w.C:
 		case <-check.C:
-			if alive, hostID, err := st.RunAlive(ctx, row.RunID); err == nil && !alive {
-				return rq.failure(toolhost.Errorf(toolhost.CodeCancelled, "%s; the call may or may not have run", stoppedHost(hostID, row.RunID)))
+			if lost, err := r.declareLost(ctx, rq, row.RunID, store.RoundAnswered); lost {
+				return rq.failure(err)
 			}
 		}
 	}
+}
+
+// declareLost declares lost the held call of the retry rq, whose round is
+// in the status from, when its host's run is taken for dead: the round is
+// cancelled, and stays so should the host come back (it was frozen, not
+// dead), which then cancels the call (followRounds) and refuses its
+// retries. It reports whether it did, and the error the retry fails with
+// then.
+func (r *mcpRole) declareLost(ctx context.Context, rq *roundRequest, runID, from string) (bool, error) {
+	st := r.h.Store()
+	alive, hostID, err := st.RunAlive(ctx, runID)
+	if err != nil || alive {
+		return false, nil
+	}
+	if ok, err := st.MoveRound(ctx, rq.state, store.RoundCanceled, "", "", from); err != nil || !ok {
+		return false, nil
+	}
+	return true, toolhost.Errorf(toolhost.CodeCancelled, "%s; the call may or may not have run", stoppedHost(hostID, runID))
 }
 
 // decodeReply is a held call's reply (roundReply) as the answer of a
@@ -375,6 +448,7 @@ func (r *mcpRole) followRounds(ctx context.Context) {
 	for _, row := range rounds {
 		if row.Status == store.RoundCanceled {
 			r.held.cancelRemote(row.State)
+			r.held.forgetState(row.State)
 			continue
 		}
 		if ok, err := st.MoveRound(ctx, row.State, store.RoundResuming, "", "", store.RoundAnswered); err != nil || !ok {
