@@ -393,6 +393,13 @@ func TestMCPSessionless(t *testing.T) {
 	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Result), "validation") {
 		t.Errorf("a long agent key: %+v", msgs)
 	}
+	// Outside tools/call, the same refusal is the protocol's invalid
+	// params (it was an error of code 0).
+	_, msgs, _ = post2026(t, context.Background(), url, "", request(7, "tools/list", `{}`,
+		meta2026(`"toolhost/agent":"`+strings.Repeat("k", 129)+`"`)), nil)
+	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Error), `"code":-32602`) || !strings.Contains(string(msgs[0].Error), "agent key") {
+		t.Errorf("a long agent key's tools/list: %+v", msgs)
+	}
 }
 
 // TestMCPSessionRequired: a 2025 request without Mcp-Session-Id that is not

@@ -583,7 +583,11 @@ func (r *mcpRole) agentKeyOf(ctx context.Context, ss *mcp.ServerSession, extra *
 		k.name = cmp.Or(k.name, extra.Header.Get(agentKeyHeader))
 	}
 	if len(k.name) > maxAgentKey {
-		return agentKey{}, Caller{}, toolhost.Errorf(toolhost.CodeValidation, "the agent key (%s or %s) is %d bytes, more than %d", agentKeyMeta, agentKeyHeader, len(k.name), maxAgentKey)
+		// Invalid params for the SDK's answers to the methods other than
+		// tools/call (which makes it a result); it was an error of code 0.
+		msg := fmt.Sprintf("the agent key (%s or %s) is %d bytes, more than %d", agentKeyMeta, agentKeyHeader, len(k.name), maxAgentKey)
+		return agentKey{}, Caller{}, &toolhost.Error{Code: toolhost.CodeValidation, Message: msg,
+			Err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}}
 	}
 	return k, c, nil
 }

@@ -289,7 +289,7 @@ func stoppedHost(hostID, runID string) string {
 	if hostID == "" {
 		return fmt.Sprintf("the host that ran it stopped (run %s)", runID)
 	}
-	return fmt.Sprintf("the host that ran it (%s) stopped: its run %s has not said it lives for longer than the runtime lease", hostID, runID)
+	return fmt.Sprintf("the host that ran it (%s) stopped: its run %s ended, or has not renewed its liveness within the runtime lease", hostID, runID)
 }
 
 // shareRound records in the store the round of held call c its client is
