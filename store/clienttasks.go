@@ -119,11 +119,11 @@ func (s *Store) EndedTasks(ctx context.Context, ids []string) (map[string]Client
 
 // The statuses of a held call's round (ClientRound).
 const (
-	RoundAsking   = "asking"   // its client was sent it
-	RoundAnswered = "answered" // a retry on another host left the client's answers
-	RoundResuming = "resuming" // the holding host took the answers
-	RoundDone     = "done"     // the holding host left its reply
-	RoundCanceled = "cancelled"
+	RoundAsking    = "asking"   // its client was sent it
+	RoundAnswered  = "answered" // a retry on another host left the client's answers
+	RoundResuming  = "resuming" // the holding host took the answers
+	RoundDone      = "done"     // the holding host left its reply
+	RoundCancelled = "cancelled"
 )
 
 // ClientRound is a round of a held call, named by its request state, as

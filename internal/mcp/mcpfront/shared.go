@@ -375,13 +375,13 @@ func (r *mcpRole) resumeShared(ctx context.Context, a *mcpAgent, rq *roundReques
 			return rq.failure(toolhost.Errorf(toolhost.CodeInternal, "mcp: the held call's round: %w", err))
 		case row.Status == store.RoundDone:
 			return decodeReply(rq.method, row.Reply)
-		case row.Status == store.RoundCanceled:
+		case row.Status == store.RoundCancelled:
 			return rq.failure(toolhost.Errorf(toolhost.CodeCancelled, "the held call was cancelled"))
 		}
 		select {
 		case <-ctx.Done():
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-			_, _ = st.MoveRound(cctx, rq.state, store.RoundCanceled, "", "", store.RoundAnswered, store.RoundResuming)
+			_, _ = st.MoveRound(cctx, rq.state, store.RoundCancelled, "", "", store.RoundAnswered, store.RoundResuming)
 			cancel()
 			return rq.failure(toolhost.Errorf(toolhost.CodeCancelled, "the call was cancelled: %v", context.Cause(ctx)))
 		case <-w.C:
@@ -405,7 +405,7 @@ func (r *mcpRole) declareLost(ctx context.Context, rq *roundRequest, runID, from
 	if err != nil || alive {
 		return false, nil
 	}
-	if ok, err := st.MoveRound(ctx, rq.state, store.RoundCanceled, "", "", from); err != nil || !ok {
+	if ok, err := st.MoveRound(ctx, rq.state, store.RoundCancelled, "", "", from); err != nil || !ok {
 		return false, nil
 	}
 	return true, toolhost.Errorf(toolhost.CodeCancelled, "%s; the call may or may not have run", stoppedHost(hostID, runID))
@@ -440,13 +440,13 @@ func decodeReply(method, reply string) (mcp.Result, error) {
 // host's retry answered, and cancels those whose retry went away there.
 func (r *mcpRole) followRounds(ctx context.Context) {
 	st := r.h.Store()
-	rounds, err := st.RunRounds(ctx, r.h.Agents().Run(), store.RoundAnswered, store.RoundCanceled)
+	rounds, err := st.RunRounds(ctx, r.h.Agents().Run(), store.RoundAnswered, store.RoundCancelled)
 	if err != nil {
 		r.h.Logger().Debug("mcp: the rounds other hosts answered not read", "error", err)
 		return
 	}
 	for _, row := range rounds {
-		if row.Status == store.RoundCanceled {
+		if row.Status == store.RoundCancelled {
 			r.held.cancelRemote(row.State)
 			r.held.forgetState(row.State)
 			continue
