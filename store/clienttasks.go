@@ -123,7 +123,7 @@ const (
 	RoundAnswered  = "answered" // a retry on another host left the client's answers
 	RoundResuming  = "resuming" // the holding host took the answers
 	RoundDone      = "done"     // the holding host left its reply
-	RoundCancelled = "cancelled"
+	RoundCancelled = "cancelled" // its host was taken for dead, or the retry waiting went away
 )
 
 // ClientRound is a round of a held call, named by its request state, as
