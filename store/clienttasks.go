@@ -119,10 +119,10 @@ func (s *Store) EndedTasks(ctx context.Context, ids []string) (map[string]Client
 
 // The statuses of a held call's round (ClientRound).
 const (
-	RoundAsking    = "asking"   // its client was sent it
-	RoundAnswered  = "answered" // a retry on another host left the client's answers
-	RoundResuming  = "resuming" // the holding host took the answers
-	RoundDone      = "done"     // the holding host left its reply
+	RoundAsking    = "asking"    // its client was sent it
+	RoundAnswered  = "answered"  // a retry on another host left the client's answers
+	RoundResuming  = "resuming"  // the holding host took the answers
+	RoundDone      = "done"      // the holding host left its reply
 	RoundCancelled = "cancelled" // its host was taken for dead, or the retry waiting went away
 )
 
