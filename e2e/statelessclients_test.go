@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -80,13 +79,7 @@ type tsStateless struct {
 // developer endpoint through hs's balancer with hs's token.
 func newTSStateless(t *testing.T, hs *statelessHosts) *tsStateless {
 	t.Helper()
-	node := npmNode(t)
-	mcptest.NPMPackage(t, "@modelcontextprotocol/client")
-	mcptest.NPMPackage(t, "@modelcontextprotocol/ext-tasks")
-	script, err := filepath.Abs(filepath.Join("tsclient", "client_v2.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	node, script := v2Script(t)
 	c := &v2Client{http: true, nodeClient: startNodeClient(t, "the TypeScript SDK v2 client", node, hs.workspace,
 		[]string{"TOOLHOST_TOKEN=" + hs.token}, script, "2026-07-28", "http", hs.endpoint())}
 	var hello v2Hello

@@ -25,13 +25,7 @@ import (
 // an approval through elicitation, and, in 2026-07-28, a run_command as a
 // task of the tasks extension, polled to its end, and one cancelled.
 func TestTypeScriptSDKv2(t *testing.T) {
-	node := npmNode(t)
-	mcptest.NPMPackage(t, "@modelcontextprotocol/client")
-	mcptest.NPMPackage(t, "@modelcontextprotocol/ext-tasks")
-	script, err := filepath.Abs(filepath.Join("tsclient", "client_v2.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	node, script := v2Script(t)
 	srv := newServe(t, fmt.Sprintf(erasConfig, pluginDir))
 	srv.start()
 	token := srv.roleToken("developer", "ts-v2-client", "")
@@ -73,6 +67,21 @@ func TestTypeScriptSDKv2(t *testing.T) {
 			}
 		})
 	}
+}
+
+// v2Script returns the Node.js that runs the TypeScript SDK v2 client and
+// the client's script, e2e/tsclient/client_v2.mjs, once the SDK and its
+// tasks extension are installed.
+func v2Script(t *testing.T) (node, script string) {
+	t.Helper()
+	node = npmNode(t)
+	mcptest.NPMPackage(t, "@modelcontextprotocol/client")
+	mcptest.NPMPackage(t, "@modelcontextprotocol/ext-tasks")
+	script, err := filepath.Abs(filepath.Join("tsclient", "client_v2.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node, script
 }
 
 // v2Client is client_v2.mjs running, connected.
