@@ -31,8 +31,10 @@ import (
 // mounted, so that a file is where the test looks whichever host wrote it.
 // write_file needs an approval, which the developer role's clients give
 // (mcp { client_approvals }); the command group is deferred, so that
-// run_command is listed only once loaded; a runtime lease of 2 s makes a
-// dead host's work known dead soon. Calls may run for minutes: a task's
+// run_command is listed only once loaded; a runtime lease of 5 s makes a
+// dead host's work known dead soon, and is long enough that a host slowed
+// by a loaded machine is never taken for dead (renewals come every third
+// of it). Calls may run for minutes: a task's
 // sleep ends only when cancelled, or with its host, within the test's
 // patience, so that its end says the cancellation or the kill worked.
 const statelessConfig = `
@@ -52,7 +54,7 @@ limits {
   timeout = "5m"  # a task's sleep outlives a slow step
 }
 runtime {
-  lease = "2s"
+  lease = "5s"
 }
 builtin "workspace" {
   config {
