@@ -227,7 +227,7 @@ func (ts *mcpTasks) follow(ctx context.Context, r *mcpRole) {
 	var ids []string
 	for id, t := range ts.tasks {
 		t.mu.Lock()
-		if t.status == taskWorking && t.saved {
+		if t.status == store.TaskWorking && t.saved {
 			ids = append(ids, id)
 		}
 		t.mu.Unlock()

@@ -49,13 +49,6 @@ const (
 	maxKeptTasks = 256
 )
 
-// The task statuses the front uses.
-const (
-	taskWorking   = "working"
-	taskCompleted = "completed"
-	taskCancelled = "cancelled"
-)
-
 // mcpTask is a call running, or run, as a task.
 type mcpTask struct {
 	id      string
@@ -154,7 +147,7 @@ func (r *mcpRole) addTaskMethods() {
 		return t.view(), nil
 	})))
 	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/cancel", handle("tasks/cancel", func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
-		t.end(taskCancelled, nil, "cancelled by the client")
+		t.end(store.TaskCancelled, nil, "cancelled by the client")
 		return &doneResult{ResultType: "complete"}, nil
 	})))
 	must(mcp.AddReceivingCustomMethod(r.srv, "tasks/update", handle("tasks/update", func(_ *mcpAgent, t *mcpTask) (mcp.Result, error) {
@@ -233,7 +226,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 		return typed(res), nil
 	}
 	now := time.Now()
-	t := &mcpTask{id: newTaskID(), agent: a, created: now, updated: now, status: taskWorking, store: r.h.Store(), writes: &r.tasks.writes}
+	t := &mcpTask{id: newTaskID(), agent: a, created: now, updated: now, status: store.TaskWorking, store: r.h.Store(), writes: &r.tasks.writes}
 	ask := newClientAsker(ctx, roundRequestOf("tools/call", req, req.Params.InputResponses, req.Params.RequestState))
 	ended := func() {
 		a.done()
@@ -248,7 +241,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 		go func() {
 			out := <-c.done
 			res, _ := out.res.(*mcp.CallToolResult)
-			t.end(taskCompleted, res, "")
+			t.end(store.TaskCompleted, res, "")
 		}()
 		r.tasks.add(t)
 		r.saveTask(t)
@@ -270,7 +263,7 @@ func (r *mcpRole) callAsTask(ctx context.Context, req *mcp.CallToolRequest) (mcp
 		}
 		ask.end()
 		done <- res
-		t.end(taskCompleted, res, "")
+		t.end(store.TaskCompleted, res, "")
 	}()
 	select {
 	case res := <-done:
@@ -312,7 +305,7 @@ func newTaskID() string {
 func (t *mcpTask) note(message string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.status == taskWorking {
+	if t.status == store.TaskWorking {
 		t.message, t.updated = message, time.Now()
 		t.storeNote()
 	}
@@ -323,7 +316,7 @@ func (t *mcpTask) note(message string) {
 func (t *mcpTask) end(status string, res *mcp.CallToolResult, message string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.status != taskWorking {
+	if t.status != store.TaskWorking {
 		return
 	}
 	t.status, t.result, t.message, t.updated = status, res, message, time.Now()
@@ -401,7 +394,7 @@ func (ts *mcpTasks) add(t *mcpTask) {
 		delete(ts.tasks, t.id)
 		ts.mu.Unlock()
 	}
-	if t.status != taskWorking {
+	if t.status != store.TaskWorking {
 		t.expiry = time.AfterFunc(taskTTL, t.forget)
 	}
 }
@@ -417,7 +410,7 @@ func (ts *mcpTasks) trim(a *mcpAgent) {
 		}
 		kept++
 		t.mu.Lock()
-		if t.status != taskWorking {
+		if t.status != store.TaskWorking {
 			ended = append(ended, t)
 		}
 		t.mu.Unlock()
@@ -475,6 +468,6 @@ func (ts *mcpTasks) cancelAll() {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	for _, t := range ts.tasks {
-		t.end(taskCancelled, nil, "the MCP server stopped")
+		t.end(store.TaskCancelled, nil, "the MCP server stopped")
 	}
 }

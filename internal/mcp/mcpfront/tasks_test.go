@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/store"
 )
 
 // TestTasksKeptBounded: a credential cannot make the front keep its tasks
@@ -24,10 +25,10 @@ func TestTasksKeptBounded(t *testing.T) {
 		return &mcpTask{id: fmt.Sprintf("task_%d", n), agent: agent, created: start.Add(time.Duration(n) * time.Millisecond),
 			status: status, cancel: func() {}}
 	}
-	ts.add(task(0, a, taskWorking)) // the oldest, but working
-	ts.add(task(1, other, taskCompleted))
+	ts.add(task(0, a, store.TaskWorking)) // the oldest, but working
+	ts.add(task(1, other, store.TaskCompleted))
 	for n := 2; n < maxKeptTasks+12; n++ {
-		ts.add(task(n, []*mcpAgent{a, keyed}[n%2], taskCompleted))
+		ts.add(task(n, []*mcpAgent{a, keyed}[n%2], store.TaskCompleted))
 	}
 	mine := 0
 	for _, tk := range ts.tasks {
