@@ -81,7 +81,7 @@ type heard struct {
 
 func (c heard) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if err == nil {
+	if err == nil && time.Now().UnixNano() < c.s.waitEnds.Load() {
 		c.s.heard.Store(true)
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {

@@ -79,7 +79,11 @@ type Server struct {
 
 	progress progressSinks // of the calls in flight (progress.go)
 	tokens   atomic.Uint64
-	heard    atomic.Bool // the stdio server has said something
+	heard    atomic.Bool // the stdio server has said something before waitEnds
+	// waitEnds is when the start's wait ends (unix nanoseconds): what the
+	// server says after, such as its answer to the cancellation of the
+	// discover it never answered, is not heard while starting.
+	waitEnds atomic.Int64
 	// garbled is why the stdio connection ended, when a line of the
 	// server's was not JSON-RPC: what a start that failed names.
 	garbled atomic.Pointer[error]
@@ -161,6 +165,7 @@ func start(ctx context.Context, opts Options) (*Server, error) {
 	client.AddReceivingMiddleware(s.acknowledged, s.forwardRoots)
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
+	s.waitEnds.Store(time.Now().Add(opts.StartTimeout).UnixNano())
 	defer context.AfterFunc(s.done, cancel)() // a server that dies while starting ends the wait
 	s.session, err = client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: opts.Protocol})
 	if err == nil {
