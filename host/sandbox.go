@@ -43,17 +43,24 @@ func moduleSandbox(p *config.Plugin) *sandbox.Policy {
 }
 
 // logSandboxes says at start how a sandbox block is looser than the
-// default, for each block that has one (sandbox = "off" is said at each
-// launch instead, see warnUnconfined), and once, at info level, what
-// sandbox this machine gives when any module runs confined. Blocks without
-// a sandbox block run in their default confinement, said nowhere.
+// default, for each block that has one: a warning for what lets a module
+// out of its confinement (the host's network; sandbox = "off" is said at
+// each launch instead, see warnUnconfined), and at info level the limits
+// it lifts, which the block chose on purpose (config.hcl lifts chrome's
+// memory_mb). Once, at info level, it says what sandbox this machine gives
+// when any module runs confined. Blocks without a sandbox block run in
+// their default confinement, said nowhere.
 func (h *Host) logSandboxes() {
 	status := false
 	for i := range h.cfg.Plugins {
 		p := &h.cfg.Plugins[i]
 		if p.Sandbox != nil && !p.Sandbox.Off {
+			log := h.log.With("plugin", p.Name)
 			for _, l := range p.Sandbox.Loosened() {
-				h.log.With("plugin", p.Name).Warn("sandbox: " + l)
+				log.Warn("sandbox: " + l)
+			}
+			for _, name := range p.Sandbox.Unlimited() {
+				log.Info("sandbox: no " + name + " limit, as its block says")
 			}
 		}
 		status = status || h.sandboxOf(p) != nil || confinesOwn(p)

@@ -378,20 +378,22 @@ func TestCommandBuiltinGetsItsSandbox(t *testing.T) {
 	}
 }
 
-// TestSandboxStartLogs: the host says at start which blocks run unconfined
-// and how a sandbox is looser than the default, and once what sandbox the
-// machine gives; first-party builtins without a sandbox block are not
-// warned about.
+// TestSandboxStartLogs: the host warns at start of the blocks that run
+// unconfined or share the host's network, says once at info level the
+// limits a block lifts (its choice, not a warning), and once what sandbox
+// the machine gives; first-party builtins without a sandbox block are not
+// mentioned.
 func TestSandboxStartLogs(t *testing.T) {
 	bare := testPlugin("bare", "good", map[string]string{groupIDEnv: "bare"})
 	bare.Sandbox = nil // the default sandbox
 	legacy := testPlugin("legacy", "good", map[string]string{groupIDEnv: "legacy"})
 	legacy.Sandbox = &sandbox.Policy{Off: true}
 	hostnet, _ := sandboxedPlugin("hostnet", "good", &sandbox.Policy{Network: sandbox.NetworkHost}, map[string]string{groupIDEnv: "hostnet"})
+	unlimited, _ := sandboxedPlugin("unlimited", "good", &sandbox.Policy{Limits: sandbox.Limits{MemoryMB: -1}}, map[string]string{groupIDEnv: "unlimited"})
 	workspace := testPlugin("workspace", "good", map[string]string{groupIDEnv: "workspace"})
 	workspace.Kind, workspace.Sandbox = config.KindBuiltin, nil
 	var buf proctest.Buffer
-	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{bare, legacy, hostnet, workspace}}
+	cfg := &config.Config{Limits: config.Limits{Timeout: 10 * time.Second}, Plugins: []config.Plugin{bare, legacy, hostnet, unlimited, workspace}}
 	h := runHost(t, cfg, &Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})})
 	var lines []string
 	for _, l := range strings.Split(buf.String(), "\n") {
@@ -408,11 +410,15 @@ func TestSandboxStartLogs(t *testing.T) {
 	for _, want := range []struct{ level, text, plugin string }{
 		{"WARN", `sandbox: starts unconfined (sandbox = "off")`, "plugin=legacy"},
 		{"WARN", `sandbox: shares the host's network`, "plugin=hostnet"},
+		{"INFO", "sandbox: no memory_mb limit", "plugin=unlimited"},
 		{"INFO", "sandbox: status=", ""},
 	} {
 		if !has(want.level, want.text, want.plugin) {
 			t.Errorf("no [%s] %q line for %q", want.level, want.text, want.plugin)
 		}
+	}
+	if has("WARN", "", "plugin=unlimited") {
+		t.Errorf("a warning about the lifted limit, which the block chose")
 	}
 	for _, confined := range []string{"plugin=workspace", "plugin=bare"} {
 		if slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, confined) }) {

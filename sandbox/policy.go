@@ -25,7 +25,6 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 
 	"github.com/toolhost/toolhost/netpolicy"
 	"github.com/toolhost/toolhost/sandbox/internal/stage"
@@ -173,25 +172,32 @@ func (p *Policy) network() Network {
 	return p.Network
 }
 
-// Loosened says in words how p is looser than the zero Policy, for a log
-// line at start: the host's network, a missing limit. It is empty for a
-// policy that only adds paths or allows hosts.
+// Loosened says in words how p lets its process out of the confinement
+// the zero Policy gives, for a warning at start: unconfined, the host's
+// network. It is empty for a policy that only adds paths, allows hosts or
+// lifts limits (see [Policy.Unlimited]).
 func (p *Policy) Loosened() []string {
-	var out []string
 	if p.Off {
 		return []string{"runs unconfined (sandbox = \"off\")"}
 	}
 	if p.network() == NetworkHost {
-		out = append(out, "shares the host's network")
+		return []string{"shares the host's network"}
 	}
+	return nil
+}
+
+// Unlimited names the limits p lifts (a negative value): a choice of the
+// config's, said at start without a warning.
+func (p *Policy) Unlimited() []string {
+	var out []string
 	l := p.Limits
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"processes", l.Processes}, {"memory_mb", l.MemoryMB}, {"cpu_seconds", l.CPUSeconds}, {"file_size_mb", l.FileSizeMB}, {"open_files", l.OpenFiles}} {
 		if f.v < 0 {
-			out = append(out, "no "+f.name+" limit")
+			out = append(out, f.name)
 		}
 	}
-	return slices.Clip(out)
+	return out
 }

@@ -15,23 +15,34 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
+// runUsage is `toolhost run`.
+var runUsage = &usage{
+	name:    "run",
+	args:    "-role R TASK",
+	min:     1,
+	max:     1,
+	summary: "run an agent on a task until it and its agents are idle; print its answer",
+	details: `Console lines are printed as they come. The agents are left waiting for messages (a server
+started later adopts them) unless -terminate. Exit status 1 when the agent failed.`,
+	example: `toolhost run -role root -tree "Write a haiku about tool hosts"`,
+}
+
 // runCmd runs an agent of a role on a task until it and every agent it
 // spawned are idle, printing console lines as they come and the answer at
 // the end. Exit status 1 when the agent failed. The agents are left waiting
 // for messages (a server started later adopts them) unless -terminate.
 func runCmd(args []string, stdout, stderr io.Writer) int {
-	fs, c := newFlags("run", stderr, "warn")
-	role := fs.String("role", "", "the agent's role (required)")
+	fs, c := newHostFlags(runUsage, stdout, stderr, "warn")
+	role := fs.String("role", "", "the agent's `role` (required)")
 	provider := fs.String("provider", "", "the model block agents use (default: the runtime block's)")
 	timeout := fs.Duration("timeout", 0, "give up after this long (0: no limit beyond the runtime block's)")
 	tree := fs.Bool("tree", false, "print the agent's event tree at the end")
-	end := fs.Bool("terminate", false, "terminate the agents at the end instead of leaving them waiting for messages (a server adopts them)")
-	if fs.Parse(args) != nil {
-		return 2
+	end := fs.Bool("terminate", false, "terminate the agents at the end, instead of leaving them waiting for messages")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
-	if *role == "" || fs.NArg() != 1 {
-		fmt.Fprintln(stderr, `usage: toolhost run [-config F] -role R [-provider P] [-timeout D] [-tree] [-terminate] "TASK"`)
-		return 2
+	if *role == "" {
+		return fs.fail("-role is required")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -95,69 +106,117 @@ func writeTree(ctx context.Context, st *store.Store, id string, w io.Writer) err
 	return err
 }
 
-const agentsUsage = `usage:
-  toolhost agents list [-config F] [-json]
-  toolhost agents show [-config F] [-json] ID
-  toolhost agents send [-config F] ID MESSAGE
-  toolhost agents terminate [-config F] ID`
+// agentsUsage is `toolhost agents`. list and show read the store only;
+// send and terminate go through the runtime, and a running server notices
+// them within a second.
+var agentsUsage = &usage{
+	name:    "agents",
+	summary: "list and show the agents, message and terminate them",
+	example: `toolhost agents list
+toolhost agents show agent_0123abcd`,
+	subs: []*usage{agentsListUsage, agentsShowUsage, agentsSendUsage, agentsTerminateUsage},
+}
 
-// agentsCmd lists, shows, messages and terminates agents. list and show read
-// the store only; send and terminate go through the runtime, and a running
-// server notices them within a second.
-func agentsCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, agentsUsage)
-		return 2
+var (
+	agentsListUsage = &usage{
+		name:    "agents list",
+		summary: "list the agents: role, status, parent, turns, tokens, task",
+		example: "toolhost agents list -json",
 	}
-	sub := args[0]
-	fs, c := newFlags("agents "+sub, stderr, "warn")
+	agentsShowUsage = &usage{
+		name:    "agents show",
+		args:    "ID",
+		min:     1,
+		max:     1,
+		summary: "show an agent: its task, answer, children, conversation and mailbox",
+		example: "toolhost agents show agent_0123abcd",
+	}
+	agentsSendUsage = &usage{
+		name:    "agents send",
+		args:    "ID MESSAGE",
+		min:     2,
+		max:     2,
+		summary: "put a message in an agent's mailbox",
+		details: `A MESSAGE that starts with "-" goes after "--".`,
+		example: `toolhost agents send agent_0123abcd "also check the tests"`,
+	}
+	agentsTerminateUsage = &usage{
+		name:    "agents terminate",
+		args:    "ID",
+		min:     1,
+		max:     1,
+		summary: "terminate an agent and the agents it spawned",
+		example: "toolhost agents terminate agent_0123abcd",
+	}
+)
+
+func agentsListCmd(args []string, stdout, stderr io.Writer) int {
+	return readAgents(agentsListUsage, args, stdout, stderr, func(ctx context.Context, st *store.Store, _ string, asJSON bool) error {
+		return listAgents(ctx, st, stdout, asJSON)
+	})
+}
+
+func agentsShowCmd(args []string, stdout, stderr io.Writer) int {
+	return readAgents(agentsShowUsage, args, stdout, stderr, func(ctx context.Context, st *store.Store, id string, asJSON bool) error {
+		return showAgent(ctx, st, id, stdout, asJSON)
+	})
+}
+
+// readAgents runs `agents list` or `agents show` (u): f on the store, with
+// the first argument and -json.
+func readAgents(u *usage, args []string, stdout, stderr io.Writer, f func(ctx context.Context, st *store.Store, arg string, asJSON bool) error) int {
+	fs, c := newHostFlags(u, stdout, stderr, "warn")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if fs.Parse(args[1:]) != nil {
-		return 2
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
-	want := map[string]int{"list": 0, "show": 1, "send": 2, "terminate": 1}
-	if n, ok := want[sub]; !ok || fs.NArg() != n {
-		fmt.Fprintln(stderr, agentsUsage)
-		return 2
+	cfg, ok := c.load(stderr)
+	if !ok {
+		return 1
 	}
 	ctx := context.Background()
-	switch sub {
-	case "list", "show":
-		cfg, ok := c.load(stderr)
-		if !ok {
-			return 1
+	return withStore(ctx, cfg, stderr, func(st *store.Store) error { return f(ctx, st, fs.Arg(0), *asJSON) })
+}
+
+func agentsSendCmd(args []string, stdout, stderr io.Writer) int {
+	return withRuntime(agentsSendUsage, args, stdout, stderr, func(ctx context.Context, rt *agents.Runtime, args []string) error {
+		m, err := rt.Send(ctx, "", args[0], args[1])
+		if err == nil {
+			fmt.Fprintf(stdout, "message %d sent to %s\n", m.ID, m.To)
 		}
-		return withStore(ctx, cfg, stderr, func(st *store.Store) error {
-			if sub == "list" {
-				return listAgents(ctx, st, stdout, *asJSON)
-			}
-			return showAgent(ctx, st, fs.Arg(0), stdout, *asJSON)
-		})
+		return err
+	})
+}
+
+func agentsTerminateCmd(args []string, stdout, stderr io.Writer) int {
+	return withRuntime(agentsTerminateUsage, args, stdout, stderr, func(ctx context.Context, rt *agents.Runtime, args []string) error {
+		ids, err := rt.Terminate(ctx, args[0], "terminated from the command line")
+		if err == nil && len(ids) == 0 {
+			fmt.Fprintf(stdout, "agent %s had already ended\n", args[0])
+		}
+		for _, id := range ids {
+			fmt.Fprintf(stdout, "terminated %s\n", id)
+		}
+		return err
+	})
+}
+
+// withRuntime runs `agents send` or `agents terminate` (u): f on a started
+// host's runtime, with the positional arguments.
+func withRuntime(u *usage, args []string, stdout, stderr io.Writer, f func(ctx context.Context, rt *agents.Runtime, args []string) error) int {
+	fs, c := newHostFlags(u, stdout, stderr, "warn")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
+	ctx := context.Background()
 	sess, ok := c.startHost(ctx, stderr, recordAgents, "")
 	if !ok {
 		return 1
 	}
 	defer sess.Close()
-	if sub == "send" {
-		m, err := sess.rt.Send(ctx, "", fs.Arg(0), fs.Arg(1))
-		if err != nil {
-			fmt.Fprintf(stderr, "toolhost: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "message %d sent to %s\n", m.ID, m.To)
-		return 0
-	}
-	ids, err := sess.rt.Terminate(ctx, fs.Arg(0), "terminated from the command line")
-	if err != nil {
+	if err := f(ctx, sess.rt, fs.Args()); err != nil {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return 1
-	}
-	if len(ids) == 0 {
-		fmt.Fprintf(stdout, "agent %s had already ended\n", fs.Arg(0))
-	}
-	for _, id := range ids {
-		fmt.Fprintf(stdout, "terminated %s\n", id)
 	}
 	return 0
 }

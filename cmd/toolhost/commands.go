@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost"
@@ -19,8 +20,10 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/gcpolicy"
+	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/store"
+	"golang.org/x/sys/unix"
 )
 
 // common are the flags every host command takes.
@@ -40,16 +43,14 @@ type common struct {
 	beforeStart func(*session) error
 }
 
-func newFlags(name string, stderr io.Writer, defaultLevel string) (*flag.FlagSet, *common) {
-	fs := flag.NewFlagSet("toolhost "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newHostFlags makes the flag set of a command that reads the config,
+// with the flags every such command takes: -config and -log-level
+// (default level: TOOLHOST_LOG_LEVEL, else defaultLevel).
+func newHostFlags(u *usage, stdout, stderr io.Writer, defaultLevel string) (*flags, *common) {
+	fs := newFlags(u, stdout, stderr)
 	c := &common{}
-	fs.StringVar(&c.config, "config", "config.hcl", "the config file")
-	level := os.Getenv("TOOLHOST_LOG_LEVEL")
-	if level == "" {
-		level = defaultLevel
-	}
-	fs.StringVar(&c.logLevel, "log-level", level, "log level: trace, debug, info, warn, error, off")
+	fs.StringVar(&c.config, "config", "config.hcl", "the config `file`")
+	fs.StringVar(&c.logLevel, "log-level", cmp.Or(os.Getenv("TOOLHOST_LOG_LEVEL"), defaultLevel), "log `level`: trace, debug, info, warn, error, off")
 	return fs, c
 }
 
@@ -195,10 +196,18 @@ func printJSON(w io.Writer, v any) {
 	_ = enc.Encode(v)
 }
 
+// validateUsage is `toolhost validate`.
+var validateUsage = &usage{
+	name:    "validate",
+	summary: "check a config file and say what it declares",
+	details: "Nothing is started: a config with errors prints them (file:line:col) and exits with status 1.",
+	example: "toolhost validate -config config.hcl",
+}
+
 func validateCmd(args []string, stdout, stderr io.Writer) int {
-	fs, c := newFlags("validate", stderr, "warn")
-	if fs.Parse(args) != nil {
-		return 2
+	fs, c := newHostFlags(validateUsage, stdout, stderr, "warn")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	cfg, ok := c.load(stderr)
 	if !ok {
@@ -208,11 +217,20 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// groupsUsage is `toolhost groups`.
+var groupsUsage = &usage{
+	name:    "groups",
+	summary: "start the modules, list the groups they give, and stop them",
+	details: `The TOOLS column is cut to fit the terminal (or $COLUMNS, else 100 columns), ending
+with "… +N more"; -json lists every tool.`,
+	example: "toolhost groups -config config.hcl",
+}
+
 func groupsCmd(args []string, stdout, stderr io.Writer) int {
-	fs, c := newFlags("groups", stderr, "warn")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if fs.Parse(args) != nil {
-		return 2
+	fs, c := newHostFlags(groupsUsage, stdout, stderr, "warn")
+	asJSON := fs.Bool("json", false, "print JSON, with every tool of each group")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	return c.withHost(stderr, func(_ context.Context, h *host.Host) int {
 		diags := stdout
@@ -220,13 +238,7 @@ func groupsCmd(args []string, stdout, stderr io.Writer) int {
 			printJSON(stdout, h.Modules().Groups())
 			diags = stderr
 		} else {
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "GROUP\tSOURCE\tSTATE\tPID\tTOOLS\tDESCRIPTION")
-			for _, g := range h.Modules().Groups() {
-				fmt.Fprintf(tw, "%s\t%s %s\t%s\t%d\t%s\t%s\n", g.ID, g.Source.Kind, g.Source.Name, g.Source.State, g.Source.Pid,
-					strings.Join(g.Tools, ","), g.Description)
-			}
-			_ = tw.Flush()
+			printGroups(stdout, h.Modules().Groups(), termWidth(stdout))
 		}
 		for _, d := range h.Modules().Diagnostics() {
 			fmt.Fprintf(diags, "%s: %s\n", d.Level, d.Message)
@@ -240,22 +252,107 @@ func groupsCmd(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
+// printGroups prints the groups as a table meant to fit in width
+// columns: the TOOLS column takes what the other columns leave, but for
+// room for the start of the description (and at least minToolsWidth),
+// and the description is cut to what is left (at least
+// minDescriptionWidth).
+func printGroups(w io.Writer, groups []host.GroupInfo, width int) {
+	rows := make([][]string, len(groups))
+	cols := []int{len("GROUP"), len("SOURCE"), len("STATE"), len("PID")}
+	for i, g := range groups {
+		rows[i] = []string{g.ID, string(g.Source.Kind) + " " + g.Source.Name, string(g.Source.State), strconv.Itoa(g.Source.Pid)}
+		for j, cell := range rows[i] {
+			cols[j] = max(cols[j], utf8.RuneCountInString(cell))
+		}
+	}
+	rest := width
+	for _, n := range cols {
+		rest -= n + 2
+	}
+	toolsWidth := len("TOOLS")
+	for i, g := range groups {
+		cell := toolsCell(g.Tools, max(rest-descriptionRoom, minToolsWidth))
+		rows[i] = append(rows[i], cell)
+		toolsWidth = max(toolsWidth, utf8.RuneCountInString(cell))
+	}
+	descWidth := max(rest-toolsWidth-2, minDescriptionWidth)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSOURCE\tSTATE\tPID\tTOOLS\tDESCRIPTION")
+	for i, g := range groups {
+		fmt.Fprintf(tw, "%s\t%s\n", strings.Join(rows[i], "\t"), output.OneLine(g.Description, descWidth))
+	}
+	_ = tw.Flush()
+}
+
+const (
+	// descriptionRoom is what the groups table keeps for the start of the
+	// description when it cuts the TOOLS column.
+	descriptionRoom = 30
+	// minToolsWidth is the TOOLS column's width however narrow the table.
+	minToolsWidth = 32
+	// minDescriptionWidth is the DESCRIPTION column's, however narrow.
+	minDescriptionWidth = 20
+)
+
+// toolsCell is names comma-separated in at most width characters: all of
+// them, or as many as fit followed by "… +N more" for the others, or
+// only their number when not even the first fits.
+func toolsCell(names []string, width int) string {
+	if all := strings.Join(names, ", "); utf8.RuneCountInString(all) <= width {
+		return all
+	}
+	cell := fmt.Sprintf("%d %s", len(names), plural(len(names), "tool"))
+	var b strings.Builder
+	for i, name := range names[:len(names)-1] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name)
+		next := fmt.Sprintf("%s, … +%d more", b.String(), len(names)-i-1)
+		if utf8.RuneCountInString(next) > width {
+			break
+		}
+		cell = next
+	}
+	return cell
+}
+
+// termWidth is the width of the terminal w writes to, else $COLUMNS, else
+// 100.
+func termWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+			return int(ws.Col)
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 100
+}
+
+// callUsage is `toolhost call`.
+var callUsage = &usage{
+	name:    "call",
+	args:    "TOOL [JSON-ARGS]",
+	min:     1,
+	max:     2,
+	summary: "call one tool and print its result envelope",
+	details: `JSON-ARGS is the tool's arguments, a JSON object (default {}). The call is made as the CLI
+(credential cli); one that needs approval, its tool's or a rule's, is denied unless -approve.
+Exit status 1 when the call fails.`,
+	example: `toolhost call -role developer read_file '{"path":"README.md"}'`,
+}
+
 func callCmd(args []string, stdout, stderr io.Writer) int {
-	fs, c := newFlags("call", stderr, "warn")
-	role := fs.String("role", "", "call as this role: a tool outside it is refused")
+	fs, c := newHostFlags(callUsage, stdout, stderr, "warn")
+	role := fs.String("role", "", "call as this `role`: a tool outside it is refused")
 	agent := fs.String("agent", "", "call as this agent (and so its role)")
 	approve := fs.Bool("approve", false, "approve the call if it needs approval, its tool's or a rule's (otherwise it is denied)")
-	id := fs.String("id", "", "the call's id: a repeat with the same id and arguments replays the first outcome instead of running again")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolhost call [-config F] [-role R | -agent ID] [-id CALL-ID] TOOL ['JSON-ARGS']")
-		fs.PrintDefaults()
-	}
-	if fs.Parse(args) != nil {
-		return 2
-	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fs.Usage()
-		return 2
+	id := fs.String("id", "", "the call's `id`: a repeat with the same id and arguments replays the first outcome")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	c.approver = host.AlwaysDeny{Reason: "the call needs approval: pass -approve to approve it"}
 	if *approve {
@@ -266,8 +363,7 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 		raw = json.RawMessage(fs.Arg(1))
 		var obj map[string]any
 		if err := json.Unmarshal(raw, &obj); err != nil {
-			fmt.Fprintf(stderr, "toolhost: arguments must be a JSON object: %v\n", err)
-			return 2
+			return fs.fail("JSON-ARGS must be a JSON object: %v", err)
 		}
 	}
 	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
@@ -283,21 +379,31 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-func pluginCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "inspect" {
-		fmt.Fprintln(stderr, "usage: toolhost plugin inspect [-config JSON] PATH")
-		return 2
-	}
-	fs := flag.NewFlagSet("toolhost plugin inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgJSON := fs.String("config", "{}", "the plugin's configuration, a JSON object")
-	level := fs.String("log-level", "warn", "log level")
-	if fs.Parse(args[1:]) != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: toolhost plugin inspect [-config JSON] PATH")
-		return 2
+// pluginUsage is `toolhost plugin`.
+var pluginUsage = &usage{
+	name:    "plugin",
+	summary: "inspect a plugin executable",
+	example: "toolhost plugin inspect bin/plugins/notes",
+	subs:    []*usage{pluginInspectUsage},
+}
+
+// pluginInspectUsage is `toolhost plugin inspect`.
+var pluginInspectUsage = &usage{
+	name:    "plugin inspect",
+	args:    "PATH",
+	min:     1,
+	max:     1,
+	summary: "start a plugin, print the group it describes, and stop it",
+	details: "Nothing is registered: the plugin runs only to describe its group.",
+	example: `toolhost plugin inspect -config '{"max_notes":10}' bin/plugins/notes`,
+}
+
+func pluginInspectCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags(pluginInspectUsage, stdout, stderr)
+	cfgJSON := fs.String("config", "{}", "the plugin's configuration, a `JSON` object")
+	level := fs.String("log-level", "warn", "log `level`: trace, debug, info, warn, error, off")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "toolhost", Output: stderr, Level: hclog.LevelFromString(*level)})
 	spec, err := host.Inspect(context.Background(), fs.Arg(0), json.RawMessage(*cfgJSON), logger)

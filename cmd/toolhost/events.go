@@ -14,10 +14,18 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
+// eventsUsage is `toolhost events`.
+var eventsUsage = &usage{
+	name:    "events",
+	summary: "print the recorded audit events, without starting any module",
+	details: "-follow keeps printing new events until interrupted; -tree prints an agent's event tree instead.",
+	example: "toolhost events -tool run_command -since 10m",
+}
+
 // eventsCmd prints recorded events from the data directory's store, without
 // starting any plugin; -follow keeps printing new ones until interrupted.
 func eventsCmd(args []string, stdout, stderr io.Writer) int {
-	fs, c := newFlags("events", stderr, "warn")
+	fs, c := newHostFlags(eventsUsage, stdout, stderr, "warn")
 	tool := fs.String("tool", "", "only calls of this tool")
 	agent := fs.String("agent", "", "only events of this agent")
 	callID := fs.String("call", "", "only events of this call id")
@@ -27,8 +35,8 @@ func eventsCmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
 	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
 	tree := fs.String("tree", "", "print this agent's event tree (agent → turn → tool_call, with the agents it spawned) instead")
-	if fs.Parse(args) != nil {
-		return 2
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	cfg, ok := c.load(stderr)
 	if !ok {

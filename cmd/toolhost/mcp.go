@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,24 +18,28 @@ import (
 	"github.com/toolhost/toolhost/server"
 )
 
+// mcpUsage is `toolhost mcp`: a command of its own and its subcommands.
+var mcpUsage = &usage{
+	name:    "mcp",
+	args:    "-role R",
+	summary: "serve a role's tools over MCP on stdio; import and inspect MCP servers",
+	details: `Run with -role, it is an MCP server for a client that starts it: only MCP messages go to
+stdout, logs go to stderr, and it ends when stdin closes.`,
+	example: "toolhost mcp -config /etc/toolhost/config.hcl -role developer",
+	subs:    []*usage{mcpImportUsage, mcpInspectUsage},
+}
+
 // mcpCmd runs the host and serves one role's MCP server over the process's
 // stdin and stdout until stdin closes (or SIGINT/SIGTERM). Only MCP messages
-// go to stdout; logs go to stderr. `mcp import` is mcpImportCmd.
+// go to stdout; logs go to stderr.
 func mcpCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "import" {
-		return mcpImportCmd(args[1:], stdout, stderr)
+	fs, c := newHostFlags(mcpUsage, stdout, stderr, "warn")
+	role := fs.String("role", "", "the `role` whose tools to serve (required)")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
-	if len(args) > 0 && args[0] == "inspect" {
-		return mcpInspectCmd(args[1:], stdout, stderr)
-	}
-	fs, c := newFlags("mcp", stderr, "warn")
-	role := fs.String("role", "", "the role whose tools to serve (required)")
-	if fs.Parse(args) != nil {
-		return 2
-	}
-	if *role == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, mcpUsage)
-		return 2
+	if *role == "" {
+		return fs.fail("-role is required")
 	}
 	c.serverGC = true
 	return c.withHost(stderr, func(ctx context.Context, h *host.Host) int {
@@ -50,9 +53,17 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-const mcpUsage = "usage: toolhost mcp -role R [-config F]\n       toolhost mcp import FILE\n       toolhost mcp inspect [-tool-prefix P] (-url URL | -- COMMAND ARGS...)"
-
-const mcpImportUsage = "usage: toolhost mcp import [-config F] [-probe=false] FILE   (FILE: a Claude Desktop, Cursor or VS Code MCP config; - for stdin)"
+// mcpImportUsage is `toolhost mcp import`.
+var mcpImportUsage = &usage{
+	name:    "mcp import",
+	args:    "FILE",
+	min:     1,
+	max:     1,
+	summary: "print mcp_server blocks for a Claude Desktop, Cursor or VS Code config",
+	details: `FILE - reads stdin. Secrets become env("…"). It starts the servers beside -config's modules,
+for their descriptions and a tool_prefix where tool names clash (-probe=false: it starts nothing).`,
+	example: "toolhost mcp import -config config.hcl claude_desktop_config.json >> config.hcl",
+}
 
 // mcpImportCmd prints the mcp_server blocks equivalent to the MCP servers
 // of a client's config file, as [mcpimport.Import] writes them for the
@@ -60,20 +71,11 @@ const mcpImportUsage = "usage: toolhost mcp import [-config F] [-probe=false] FI
 // A file it cannot import is exit status 1, with every problem on stderr
 // and nothing on stdout.
 func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("toolhost mcp import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "config.hcl", "the config file the blocks are for: no sandbox may write what it trusts")
-	probe := fs.Bool("probe", true, "start the servers beside the config's modules, for their descriptions and tool names that clash (false: start nothing, write no tool_prefix)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, mcpImportUsage)
-		fs.PrintDefaults()
-	}
-	if fs.Parse(args) != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, mcpImportUsage)
-		return 2
+	fs := newFlags(mcpImportUsage, stdout, stderr)
+	configFile := fs.String("config", "config.hcl", "the config `file` the blocks are for: no sandbox may write what it trusts")
+	probe := fs.Bool("probe", true, "start the servers beside the config's modules, for their descriptions and tool names that\nclash (false: start nothing, write no tool_prefix)")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	file := fs.Arg(0)
 	var src []byte
@@ -110,21 +112,36 @@ func mcpImportCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// mcpInspectUsage is `toolhost mcp inspect`.
+var mcpInspectUsage = &usage{
+	name:       "mcp inspect",
+	args:       "-- COMMAND [ARGS...]\n-url URL",
+	max:        -1,
+	flagsFirst: true,
+	summary:    "start an MCP server, print the group it would give, and stop it",
+	details: `It starts the server as an mcp_server block would, and prints the tools as agents would
+see them, the server's names, and what would be refused.
+Its flags go before the server's command: everything from "--" (or the first argument that is
+not a flag) on is the command line.`,
+	example: "toolhost mcp inspect -tool-prefix fs_ -- npx @modelcontextprotocol/server-filesystem /tmp",
+}
+
 // mcpInspectCmd starts an MCP server as an mcp_server block would, prints
 // the group it would give (tool names as agents would see them, the
 // server's names, the tools that would be refused) and stops it.
 func mcpInspectCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("toolhost mcp inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags(mcpInspectUsage, stdout, stderr)
 	url := fs.String("url", "", "a streamable HTTP server's endpoint, instead of a command")
 	prefix := fs.String("tool-prefix", "", "the block's tool_prefix")
-	level := fs.String("log-level", "warn", "log level")
-	if fs.Parse(args) != nil {
-		return 2
+	level := fs.String("log-level", "warn", "log `level`: trace, debug, info, warn, error, off")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
-	if (*url == "") == (fs.NArg() == 0) {
-		fmt.Fprintln(stderr, mcpUsage)
-		return 2
+	switch {
+	case *url == "" && fs.NArg() == 0:
+		return fs.fail("give the server's command after \"--\", or -url URL")
+	case *url != "" && fs.NArg() > 0:
+		return fs.fail("give -url URL or a command, not both (the flags go before the command)")
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "toolhost", Output: stderr, Level: hclog.LevelFromString(*level)})
 	ins, err := mcpsource.Inspect(context.Background(), fs.Args(), *url, *prefix, logger)

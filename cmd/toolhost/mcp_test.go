@@ -20,13 +20,21 @@ import (
 )
 
 // TestMCPStdio runs `toolhost mcp -role R` as a real process and talks to it
-// over stdio with the MCP SDK's client, as an MCP client would.
+// over stdio with the MCP SDK's client, as an MCP client would. toolhost
+// is built as scripts/build builds it, with its commit stamped, and its
+// serverInfo.version is what `toolhost version` prints.
 func TestMCPStdio(t *testing.T) {
 	dir := t.TempDir()
+	stamp := "-X github.com/toolhost/toolhost.stampRevision=0123456789abcdef0123456789abcdef01234567 -X github.com/toolhost/toolhost.stampTime=2026-12-01T10:00:00Z"
 	for pkg, out := range map[string]string{".": "bin/toolhost", "../../examples/notes": "bin/notes"} {
-		if b, err := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg).CombinedOutput(); err != nil {
+		if b, err := exec.Command("go", "build", "-ldflags", stamp, "-o", filepath.Join(dir, out), pkg).CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", pkg, err, b)
 		}
+	}
+	b, err := exec.Command(filepath.Join(dir, "bin", "toolhost"), "version", "-json").Output()
+	var build struct{ Version string }
+	if err != nil || json.Unmarshal(b, &build) != nil || build.Version == "" || build.Version == "devel" {
+		t.Fatalf("toolhost version -json: %v, %s", err, b)
 	}
 	cfg := filepath.Join(dir, "config.hcl")
 	src := `plugin_dir = "bin"
@@ -53,6 +61,9 @@ role "scribe" {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	if v := cs.InitializeResult().ServerInfo.Version; v != build.Version {
+		t.Errorf("serverInfo.version %q, toolhost version %q", v, build.Version)
+	}
 	if names := mcptest.ToolNames(t, cs); !slices.Equal(names, []string{"add_note", "get_note"}) {
 		t.Fatalf("tools = %v", names)
 	}
@@ -90,7 +101,7 @@ role "scribe" {
 // group an mcp_server block would give, names prefixed and mapped back.
 func TestMCPInspect(t *testing.T) {
 	var stdout, stderr strings.Builder
-	if code := mcpCmd([]string{"inspect", "-tool-prefix", "mem_", "--", mcptest.NPMServer(t, "mcp-server-memory")}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"mcp", "inspect", "-tool-prefix", "mem_", "--", mcptest.NPMServer(t, "mcp-server-memory")}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	var ins struct {
@@ -105,7 +116,7 @@ func TestMCPInspect(t *testing.T) {
 	if len(ins.Group.Tools) == 0 || ins.Names["mem_create_entities"] != "create_entities" {
 		t.Errorf("inspect printed %s", stdout.String())
 	}
-	if code := mcpCmd([]string{"inspect"}, &stdout, &stderr); code != 2 {
+	if code := run([]string{"mcp", "inspect"}, &stdout, &stderr); code != 2 {
 		t.Errorf("no server: exit %d, want 2 (usage)", code)
 	}
 }
@@ -130,8 +141,8 @@ func TestMCPImportExitStatus(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"mcp", "import", "-probe=false", good}, 0, "toolhost: warning: " + good + `: "x" env A refers to TOOLHOST_TOKEN`},
-		{[]string{"mcp", "import"}, 2, "usage: toolhost mcp import [-config F] [-probe=false] FILE"},
-		{[]string{"mcp", "import", "a.json", "b.json"}, 2, "usage: toolhost mcp import [-config F] [-probe=false] FILE"},
+		{[]string{"mcp", "import"}, 2, "usage: toolhost mcp import [flags] FILE"},
+		{[]string{"mcp", "import", "a.json", "b.json"}, 2, "usage: toolhost mcp import [flags] FILE"},
 		{[]string{"mcp", "import", "-x", good}, 2, "flag provided but not defined: -x"},
 		{[]string{"mcp", "import", filepath.Join(dir, "missing.json")}, 1, "missing.json: no such file"},
 		{[]string{"mcp", "import", bad}, 1, `bad.json: mcpServers."x": has neither command`},

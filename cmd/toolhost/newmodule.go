@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"embed"
 	"errors"
-	"flag"
 	"fmt"
 	"go/format"
 	"io"
@@ -26,43 +25,38 @@ const toolhostModule = "github.com/toolhost/toolhost"
 //go:embed templates/module/*.tmpl
 var moduleTemplates embed.FS
 
-func init() { commands["new"] = newCmd }
+// newUsage is `toolhost new`.
+var newUsage = &usage{
+	name:    "new",
+	summary: "write a new module's skeleton",
+	example: "toolhost new module greeter",
+	subs:    []*usage{newModuleUsage},
+}
 
-const newUsage = "usage: toolhost new module NAME [-dir D] [-toolhost DIR]"
+// newModuleUsage is `toolhost new module`.
+var newModuleUsage = &usage{
+	name:    "new module",
+	args:    "NAME",
+	min:     1,
+	max:     1,
+	summary: "write a module that builds against this toolhost checkout",
+	details: `It writes main.go, main_test.go, go.mod and go.sum into the directory, and prints the next
+steps. NAME is the group's id and the binary's name. It builds and tests offline.`,
+	example: "toolhost new module greeter -dir ~/src/greeter",
+}
 
-// newCmd is `toolhost new module NAME [-dir D] [-toolhost DIR]`: it writes a
-// module skeleton (main.go, main_test.go, go.mod, go.sum) that builds and
-// tests offline against the toolhost checkout this binary came from, and
-// prints the next steps.
-func newCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "module" {
-		fmt.Fprintln(stderr, newUsage)
-		return 2
-	}
-	fs := flag.NewFlagSet("toolhost new module", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, newUsage)
-		fs.PrintDefaults()
-	}
-	dir := fs.String("dir", "", "the directory to write (default ./NAME); it must be empty or absent")
+// newModuleCmd is `toolhost new module NAME [-dir D] [-toolhost DIR]`: it
+// writes a module skeleton (main.go, main_test.go, go.mod, go.sum) that
+// builds and tests offline against the toolhost checkout this binary came
+// from, and prints the next steps.
+func newModuleCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags(newModuleUsage, stdout, stderr)
+	dir := fs.String("dir", "", "the `directory` to write (default ./NAME); it must be empty or absent")
 	src := fs.String("toolhost", "", "the toolhost checkout to build against (default: the one holding this binary)")
-	// Flags may come before or after NAME.
-	if fs.Parse(args[1:]) != nil {
-		return 2
-	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, newUsage)
-		return 2
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	name := fs.Arg(0)
-	if fs.Parse(fs.Args()[1:]) != nil {
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintln(stderr, newUsage)
-		return 2
-	}
 	mod, err := newModule(name, *dir, *src)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: new module: %v\n", err)

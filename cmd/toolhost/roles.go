@@ -12,79 +12,172 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-const rolesUsage = `usage:
-  toolhost roles list [-config F] [-json]
-  toolhost roles show [-config F] [-json] NAME
-  toolhost roles create [-config F] [-description D] [-prompt P] [-groups a,b] [-allow x,y] [-deny x,y] [-read-only] NAME
-  toolhost roles set-groups [-config F] NAME [GROUP...]    (no group: every group is available)
-  toolhost roles set-deferred [-config F] NAME [GROUP...]  (their tools load on demand; no group: none)
-  toolhost roles delete [-config F] NAME`
+// rolesUsage is `toolhost roles`. Roles declared in the config are
+// reconciled into the store first; only the subcommands that name groups
+// start the modules, to check the group ids against them. A running
+// server notices the edits within a second.
+var rolesUsage = &usage{
+	name:    "roles",
+	summary: "list and edit roles: the tool groups each role's agents may use",
+	details: `A role declared in the config file is read-only here (edit the file); the others are the
+store's, shared with the page and the API. A running server notices an edit within a second.`,
+	example: `toolhost roles list
+toolhost roles create tester -groups workspace,command`,
+	subs: []*usage{rolesListUsage, rolesShowUsage, rolesCreateUsage, rolesSetGroupsUsage, rolesSetDeferredUsage, rolesDeleteUsage},
+}
 
-// rolesCmd lists and edits roles. Config roles are reconciled first; only
-// the subcommands that name groups start the modules, to check the group
-// ids against them. A running server notices the edits within a second.
-func rolesCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, rolesUsage)
-		return 2
+var (
+	rolesListUsage = &usage{
+		name:    "roles list",
+		summary: "list the roles: source, tool groups, deferred groups, description",
+		example: "toolhost roles list -json",
 	}
-	sub := args[0]
-	fs, c := newFlags("roles "+sub, stderr, "warn")
+	rolesShowUsage = &usage{
+		name:    "roles show",
+		args:    "NAME",
+		min:     1,
+		max:     1,
+		summary: "show one role",
+		example: "toolhost roles show developer",
+	}
+	rolesCreateUsage = &usage{
+		name:    "roles create",
+		args:    "NAME",
+		min:     1,
+		max:     1,
+		summary: "create a role in the store",
+		details: "With -groups the modules are started to check the group ids against those they give.",
+		example: `toolhost roles create tester -groups workspace,command -description "runs the tests"`,
+	}
+	rolesSetGroupsUsage = &usage{
+		name:    "roles set-groups",
+		args:    "NAME [GROUP...]",
+		min:     1,
+		max:     -1,
+		summary: "set a role's tool groups (no group: every group is available)",
+		details: "Groups may be separate arguments or comma-separated.",
+		example: "toolhost roles set-groups tester workspace command",
+	}
+	rolesSetDeferredUsage = &usage{
+		name:    "roles set-deferred",
+		args:    "NAME [GROUP...]",
+		min:     1,
+		max:     -1,
+		summary: "set the groups whose tools the role's agents load on demand (no group: none)",
+		details: "Groups may be separate arguments or comma-separated.",
+		example: "toolhost roles set-deferred developer chrome network",
+	}
+	rolesDeleteUsage = &usage{
+		name:    "roles delete",
+		args:    "NAME",
+		min:     1,
+		max:     1,
+		summary: "delete a role of the store",
+		example: "toolhost roles delete tester",
+	}
+)
+
+func rolesListCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newHostFlags(rolesListUsage, stdout, stderr, "warn")
 	asJSON := fs.Bool("json", false, "print JSON")
-	desc := fs.String("description", "", "what the role is for (create)")
-	prompt := fs.String("prompt", "", "the role's system prompt (create)")
-	groups := fs.String("groups", "", "comma-separated tool groups; empty: every group (create)")
-	allow := fs.String("allow", "", "comma-separated optional tools, groups or group:plugins to allow (create)")
-	deny := fs.String("deny", "", "comma-separated tools, groups or group:plugins to deny (create)")
-	readOnly := fs.Bool("read-only", false, "keep only the tools marked read-only (MCP's readOnlyHint) of the role's groups (create)")
-	if fs.Parse(args[1:]) != nil {
-		return 2
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
-	want := map[string]int{"list": 0, "show": 1, "create": 1, "delete": 1, "set-groups": -1, "set-deferred": -1}
-	n, ok := want[sub]
-	if !ok || (n >= 0 && fs.NArg() != n) || (n < 0 && fs.NArg() < 1) {
-		fmt.Fprintln(stderr, rolesUsage)
-		return 2
+	return c.withRoles(stderr, func(_ context.Context, h *host.Host) int {
+		printRoles(stdout, h.Roles().List(), *asJSON)
+		return 0
+	})
+}
+
+func rolesShowCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newHostFlags(rolesShowUsage, stdout, stderr, "warn")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := fs.parse(args); !ok {
+		return code
+	}
+	return c.withRoles(stderr, func(_ context.Context, h *host.Host) int {
+		role, err := h.Roles().Get(fs.Arg(0))
+		return roleOutcome(stdout, stderr, role, err, *asJSON)
+	})
+}
+
+func rolesCreateCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newHostFlags(rolesCreateUsage, stdout, stderr, "warn")
+	asJSON := fs.Bool("json", false, "print JSON")
+	desc := fs.String("description", "", "what the role is for")
+	prompt := fs.String("prompt", "", "the role's system prompt")
+	groups := fs.String("groups", "", "comma-separated tool `list` of groups; empty: every group")
+	allow := fs.String("allow", "", "comma-separated optional tools, groups or group:plugins to allow")
+	deny := fs.String("deny", "", "comma-separated tools, groups or group:plugins to deny")
+	readOnly := fs.Bool("read-only", false, "keep only the tools marked read-only (MCP's readOnlyHint) of the role's groups")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	open := c.withRoles
-	if (sub == "create" && *groups != "") || (n < 0 && fs.NArg() > 1) {
+	if *groups != "" {
 		open = c.withHost
 	}
 	return open(stderr, func(ctx context.Context, h *host.Host) int {
-		var role store.Role
-		var err error
-		switch sub {
-		case "list":
-			printRoles(stdout, h.Roles().List(), *asJSON)
-			return 0
-		case "show":
-			role, err = h.Roles().Get(fs.Arg(0))
-		case "create":
-			role, err = h.Roles().Create(ctx, host.RoleSpec{Name: fs.Arg(0), Description: *desc, Prompt: *prompt,
-				ToolGroups: splitList(*groups), Allow: splitList(*allow), Deny: splitList(*deny), ReadOnlyTools: *readOnly, CreatedBy: "cli"})
-		case "set-groups":
-			ids := groupArgs(fs.Args()[1:])
-			role, err = h.Roles().Update(ctx, fs.Arg(0), host.RoleUpdate{ToolGroups: &ids})
-		case "set-deferred":
-			ids := groupArgs(fs.Args()[1:])
-			role, err = h.Roles().Update(ctx, fs.Arg(0), host.RoleUpdate{DeferredGroups: &ids})
-		case "delete":
-			if err = h.Roles().Delete(ctx, fs.Arg(0)); err == nil {
-				fmt.Fprintf(stdout, "deleted role %s\n", fs.Arg(0))
-				return 0
-			}
+		role, err := h.Roles().Create(ctx, host.RoleSpec{Name: fs.Arg(0), Description: *desc, Prompt: *prompt,
+			ToolGroups: splitList(*groups), Allow: splitList(*allow), Deny: splitList(*deny), ReadOnlyTools: *readOnly, CreatedBy: "cli"})
+		return roleOutcome(stdout, stderr, role, err, *asJSON)
+	})
+}
+
+func rolesSetGroupsCmd(args []string, stdout, stderr io.Writer) int {
+	return setRoleGroups(rolesSetGroupsUsage, args, stdout, stderr, func(ids []string) host.RoleUpdate { return host.RoleUpdate{ToolGroups: &ids} })
+}
+
+func rolesSetDeferredCmd(args []string, stdout, stderr io.Writer) int {
+	return setRoleGroups(rolesSetDeferredUsage, args, stdout, stderr, func(ids []string) host.RoleUpdate { return host.RoleUpdate{DeferredGroups: &ids} })
+}
+
+// setRoleGroups runs `roles set-groups` or `roles set-deferred` (u): the
+// role's update made of the groups named after it. Naming groups starts
+// the modules, to check the ids.
+func setRoleGroups(u *usage, args []string, stdout, stderr io.Writer, update func([]string) host.RoleUpdate) int {
+	fs, c := newHostFlags(u, stdout, stderr, "warn")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := fs.parse(args); !ok {
+		return code
+	}
+	open := c.withRoles
+	if fs.NArg() > 1 {
+		open = c.withHost
+	}
+	return open(stderr, func(ctx context.Context, h *host.Host) int {
+		role, err := h.Roles().Update(ctx, fs.Arg(0), update(groupArgs(fs.Args()[1:])))
+		return roleOutcome(stdout, stderr, role, err, *asJSON)
+	})
+}
+
+func rolesDeleteCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newHostFlags(rolesDeleteUsage, stdout, stderr, "warn")
+	if code, ok := fs.parse(args); !ok {
+		return code
+	}
+	return c.withRoles(stderr, func(ctx context.Context, h *host.Host) int {
+		if err := h.Roles().Delete(ctx, fs.Arg(0)); err != nil {
+			return roleOutcome(stdout, stderr, store.Role{}, err, false)
 		}
-		if err != nil {
-			fmt.Fprintf(stderr, "toolhost: %s: %v\n", toolhost.CodeOf(err), err)
-			return 1
-		}
-		if *asJSON {
-			printJSON(stdout, role)
-			return 0
-		}
-		printRole(stdout, role)
+		fmt.Fprintf(stdout, "deleted role %s\n", fs.Arg(0))
 		return 0
 	})
+}
+
+// roleOutcome prints a role subcommand's outcome: its error (exit status
+// 1), or the role, as JSON or as text.
+func roleOutcome(stdout, stderr io.Writer, role store.Role, err error, asJSON bool) int {
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %s: %v\n", toolhost.CodeOf(err), err)
+		return 1
+	}
+	if asJSON {
+		printJSON(stdout, role)
+		return 0
+	}
+	printRole(stdout, role)
+	return 0
 }
 
 // splitList splits a comma-separated flag; empty means nil.
@@ -143,18 +236,21 @@ func printRole(w io.Writer, r store.Role) {
 	}
 }
 
+// toolsUsage is `toolhost tools`.
+var toolsUsage = &usage{
+	name:    "tools",
+	summary: "list the tools a role sees: group, optional, deferred, description",
+	example: "toolhost tools -role developer -tokens",
+}
+
 // toolsCmd lists the tools a role sees.
 func toolsCmd(args []string, stdout, stderr io.Writer) int {
-	fs, c := newFlags("tools", stderr, "warn")
-	role := fs.String("role", "", "the role whose tools to list; empty: a caller without a role")
+	fs, c := newHostFlags(toolsUsage, stdout, stderr, "warn")
+	role := fs.String("role", "", "the `role` whose tools to list; empty: a caller without a role")
 	asJSON := fs.Bool("json", false, "print the role's tool list as JSON (definitions, metadata, token counts)")
-	tokens := fs.Bool("tokens", false, "print the token count of the role's tool definitions beside that of all tools, and, when the role defers groups, of those an agent starts with")
-	if fs.Parse(args) != nil {
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return 2
+	tokens := fs.Bool("tokens", false, "print what the role's tool definitions cost in tokens, beside all tools' (and, when it defers\ngroups, what an agent starts with)")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	return c.withHost(stderr, func(_ context.Context, h *host.Host) int {
 		rt, err := h.Tools(host.ToolQuery{Role: *role, Tokens: true})

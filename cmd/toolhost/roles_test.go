@@ -1,7 +1,7 @@
 package main
 
 import (
-	"io"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,30 +57,41 @@ func TestPrintTokens(t *testing.T) {
 	}
 }
 
-// TestModuleWarningsWhereModulesStart: on the default config, whose chrome
-// block lifts the memory limit, the commands that start no module (roles,
-// tokens, validate) write nothing on stderr; groups, which starts them,
-// still says how chrome's sandbox is loosened.
-func TestModuleWarningsWhereModulesStart(t *testing.T) {
+// TestNoWarningForTheConfigsChoices: on the default config, whose chrome
+// block lifts the memory limit on purpose, the commands that start no
+// module (roles, tokens, validate) write nothing on stderr, and those that
+// start the modules (groups, tools, call) warn of no lifted limit and say
+// no line twice.
+func TestNoWarningForTheConfigsChoices(t *testing.T) {
 	dir := t.TempDir()
+	plugins := filepath.Join(dir, "plugins")
+	b, err := exec.Command("go", "build", "-o", plugins+"/", "../../plugins/workspace", "../../plugins/command", "../../plugins/network", "../../plugins/chrome").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build the modules: %v\n%s", err, b)
+	}
 	t.Setenv("TOOLHOST_DATA_DIR", filepath.Join(dir, "data"))
 	t.Setenv("TOOLHOST_WORKSPACE", filepath.Join(dir, "workspace"))
-	t.Setenv("TOOLHOST_PLUGIN_DIR", filepath.Join(dir, "plugins")) // empty: groups reports the modules failed, after its warning
+	t.Setenv("TOOLHOST_PLUGIN_DIR", plugins)
 	t.Setenv("TOOLHOST_LOG_LEVEL", "")
 	cfg := filepath.Join("..", "..", "config.hcl")
-	for _, args := range [][]string{{"roles", "list"}, {"roles", "show"}, {"tokens", "list"}, {"validate"}} {
-		var stdout, stderr strings.Builder
-		argv := append(slices.Clone(args), "-config", cfg)
-		if len(args) > 1 && args[1] == "show" {
-			argv = append(argv, "developer")
-		}
-		if code := run(argv, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
-			t.Errorf("toolhost %s: exit %d, stderr:\n%s", strings.Join(argv, " "), code, stderr.String())
+	for _, args := range [][]string{{"roles", "list"}, {"roles", "show", "developer"}, {"tokens", "list"}, {"validate"}} {
+		code, _, stderr := runCLI(append(slices.Clone(args), "-config", cfg)...)
+		if code != 0 || stderr != "" {
+			t.Errorf("toolhost %s: exit %d, stderr:\n%s", strings.Join(args, " "), code, stderr)
 		}
 	}
-	var stderr strings.Builder
-	run([]string{"groups", "-config", cfg}, io.Discard, &stderr)
-	if !strings.Contains(stderr.String(), "sandbox: no memory_mb limit: plugin=chrome") {
-		t.Errorf("toolhost groups does not warn about chrome's sandbox; stderr:\n%s", stderr.String())
+	for _, args := range [][]string{{"groups"}, {"tools", "-role", "developer"}, {"call", "-role", "developer", "get_workspace_info", "{}"}} {
+		code, _, stderr := runCLI(append(slices.Clone(args), "-config", cfg)...)
+		if code != 0 || strings.Contains(stderr, "memory_mb") {
+			t.Errorf("toolhost %s: exit %d, stderr:\n%s", strings.Join(args, " "), code, stderr)
+		}
+		seen := map[string]bool{}
+		for _, line := range strings.Split(stderr, "\n") {
+			if _, msg, ok := strings.Cut(line, "] "); ok && seen[msg] { // past the log line's time
+				t.Errorf("toolhost %s says %q twice; stderr:\n%s", strings.Join(args, " "), msg, stderr)
+			} else if ok {
+				seen[msg] = true
+			}
+		}
 	}
 }

@@ -16,12 +16,21 @@ import (
 	"github.com/toolhost/toolhost/server"
 )
 
+// serveUsage is `toolhost serve`.
+var serveUsage = &usage{
+	name:    "serve",
+	summary: "run the host and its HTTP server: API, page, MCP endpoints, metrics",
+	details: `It runs until SIGINT or SIGTERM. It listens at once: /healthz answers then, /readyz once
+the modules have had their first start.`,
+	example: "toolhost serve -config config.hcl",
+}
+
 // serveCmd runs the host and its HTTP server until SIGINT or SIGTERM, then
 // shuts both down gracefully.
-func serveCmd(args []string, _, stderr io.Writer) int {
-	fs, c := newFlags("serve", stderr, "info")
-	if fs.Parse(args) != nil {
-		return 2
+func serveCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newHostFlags(serveUsage, stdout, stderr, "info")
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	c.serverGC = true
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

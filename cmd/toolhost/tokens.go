@@ -13,24 +13,21 @@ import (
 	"github.com/toolhost/toolhost/store"
 )
 
-const tokensUsage = `usage:
-  toolhost tokens create [-config F] -role R [-name N] [-expires 720h]   print a new token for a role, once
-  toolhost tokens create [-config F] -metrics [-name N] [-expires 720h]  print a new token that opens GET /metrics only, once
-  toolhost tokens list [-config F] [-json]                               name, role (or metrics), created, last used, expiry
-  toolhost tokens revoke [-config F] NAME                                it stops working at once (on hosts sharing
-                                                                         a PostgreSQL store, within milliseconds)`
+// tokenUsage is `toolhost token`.
+var tokenUsage = &usage{
+	name:    "token",
+	summary: "print the admin token, or with -url the page's address carrying it",
+	details: "The token is in the address's #fragment, which the browser never sends to the server.",
+	example: "toolhost token -url",
+}
 
 // tokenCmd prints the admin token, or with -url the page's address carrying
 // it in the fragment (which the browser never sends to the server).
 func tokenCmd(args []string, stdout, stderr io.Writer) int {
-	fs, c := newFlags("token", stderr, "warn")
+	fs, c := newHostFlags(tokenUsage, stdout, stderr, "warn")
 	asURL := fs.Bool("url", false, "print the page's address with the token in its fragment (#token=…)")
-	if fs.Parse(args) != nil {
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: toolhost token [-config F] [-url]")
-		return 2
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	cfg, ok := c.load(stderr)
 	if !ok {
@@ -69,63 +66,107 @@ func dialable(listen string) string {
 	return net.JoinHostPort(h, port)
 }
 
-// tokensCmd makes, lists and revokes scoped tokens: role tokens, and
-// metrics tokens for a Prometheus server. It reconciles the roles declared
-// in the config into the store first, and starts no module.
-func tokensCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, tokensUsage)
-		return 2
+// tokensUsage is `toolhost tokens`: scoped tokens, role tokens and
+// metrics tokens for a Prometheus server. Its subcommands reconcile the
+// roles declared in the config into the store first, and start no module.
+var tokensUsage = &usage{
+	name:    "tokens",
+	summary: "make, list and revoke tokens for a role's clients or for Prometheus",
+	example: `toolhost tokens create -role developer -name cursor
+toolhost tokens revoke cursor`,
+	subs: []*usage{tokensCreateUsage, tokensListUsage, tokensRevokeUsage},
+}
+
+var (
+	tokensCreateUsage = &usage{
+		name:    "tokens create",
+		args:    "-role R | -metrics",
+		summary: "make a token that opens a role, or GET /metrics only, and print it once",
+		details: "Give -role or -metrics. Only the token's hash is kept.",
+		example: "toolhost tokens create -role developer -name cursor -expires 720h",
 	}
-	sub := args[0]
-	fs, c := newFlags("tokens "+sub, stderr, "warn")
-	role := fs.String("role", "", "the role the token opens (create)")
-	metrics := fs.Bool("metrics", false, "make a token that opens GET /metrics and nothing else, instead of a role's (create)")
-	name := fs.String("name", "", "the token's name; default ROLE-RANDOM (create)")
-	expires := fs.String("expires", "", "how long the token works, such as 720h; default until revoked (create)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if fs.Parse(args[1:]) != nil {
-		return 2
+	tokensListUsage = &usage{
+		name:    "tokens list",
+		summary: "list the tokens: name, role (or metrics), created, last used, expiry",
+		example: "toolhost tokens list -json",
 	}
-	want := map[string]int{"create": 0, "list": 0, "revoke": 1}
-	if n, ok := want[sub]; !ok || fs.NArg() != n || (sub == "create" && (*role == "") == !*metrics) {
-		fmt.Fprintln(stderr, tokensUsage)
-		return 2
+	tokensRevokeUsage = &usage{
+		name:    "tokens revoke",
+		args:    "NAME",
+		min:     1,
+		max:     1,
+		summary: "revoke a token: it stops working at once",
+		details: "On hosts sharing a PostgreSQL store, within milliseconds on each.",
+		example: "toolhost tokens revoke cursor",
+	}
+)
+
+func tokensCreateCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newHostFlags(tokensCreateUsage, stdout, stderr, "warn")
+	role := fs.String("role", "", "the `role` the token opens")
+	metrics := fs.Bool("metrics", false, "make a token that opens GET /metrics and nothing else, instead of a role's")
+	name := fs.String("name", "", "the token's `name`; default ROLE-RANDOM")
+	expires := fs.String("expires", "", "how long the token works, such as 720h; default until revoked")
+	asJSON := fs.Bool("json", false, "print JSON: the token and its secret")
+	if code, ok := fs.parse(args); !ok {
+		return code
+	}
+	if (*role == "") == !*metrics {
+		return fs.fail("give -role R or -metrics")
 	}
 	return c.withRoles(stderr, func(ctx context.Context, h *host.Host) int {
-		var err error
-		switch sub {
-		case "create":
-			var exp time.Time
-			var secret string
-			var t store.Token
-			if exp, err = server.ExpiryOf(*expires, time.Now()); err == nil && *metrics {
-				secret, t, err = h.Tokens().CreateMetrics(ctx, *name, exp, "cli")
-			} else if err == nil {
-				secret, t, err = h.Tokens().Create(ctx, *name, *role, exp, "cli")
-			}
-			if err == nil {
-				if *asJSON {
-					printJSON(stdout, server.NewToken{Token: t, Secret: secret})
-				} else {
-					fmt.Fprintln(stdout, secret)
-					fmt.Fprintf(stderr, "token %s for %s (%s); it is shown this once, only its hash is kept\n", t.Name, opened(t), expiry(t))
-				}
-			}
-		case "list":
-			var tokens []store.Token
-			if tokens, err = h.Store().Tokens(ctx); err == nil {
-				err = printList(stdout, tokens, *asJSON, "NAME\tROLE\tCREATED\tLAST USED\tEXPIRES", tokenRow)
-			}
-		case "revoke":
-			if err = h.Tokens().Revoke(ctx, fs.Arg(0), "cli"); err == nil {
-				fmt.Fprintf(stdout, "revoked token %s\n", fs.Arg(0))
-			}
+		exp, err := server.ExpiryOf(*expires, time.Now())
+		var secret string
+		var t store.Token
+		if err == nil && *metrics {
+			secret, t, err = h.Tokens().CreateMetrics(ctx, *name, exp, "cli")
+		} else if err == nil {
+			secret, t, err = h.Tokens().Create(ctx, *name, *role, exp, "cli")
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "toolhost: %v\n", err)
 			return 1
 		}
+		if *asJSON {
+			printJSON(stdout, server.NewToken{Token: t, Secret: secret})
+			return 0
+		}
+		fmt.Fprintln(stdout, secret)
+		fmt.Fprintf(stderr, "token %s for %s (%s); it is shown this once, only its hash is kept\n", t.Name, opened(t), expiry(t))
+		return 0
+	})
+}
+
+func tokensListCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newHostFlags(tokensListUsage, stdout, stderr, "warn")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := fs.parse(args); !ok {
+		return code
+	}
+	return c.withRoles(stderr, func(ctx context.Context, h *host.Host) int {
+		tokens, err := h.Store().Tokens(ctx)
+		if err == nil {
+			err = printList(stdout, tokens, *asJSON, "NAME\tROLE\tCREATED\tLAST USED\tEXPIRES", tokenRow)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "toolhost: %v\n", err)
+			return 1
+		}
+		return 0
+	})
+}
+
+func tokensRevokeCmd(args []string, stdout, stderr io.Writer) int {
+	fs, c := newHostFlags(tokensRevokeUsage, stdout, stderr, "warn")
+	if code, ok := fs.parse(args); !ok {
+		return code
+	}
+	return c.withRoles(stderr, func(ctx context.Context, h *host.Host) int {
+		if err := h.Tokens().Revoke(ctx, fs.Arg(0), "cli"); err != nil {
+			fmt.Fprintf(stderr, "toolhost: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "revoked token %s\n", fs.Arg(0))
 		return 0
 	})
 }
