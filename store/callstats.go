@@ -68,6 +68,10 @@ type CallStatsQuery struct {
 	// Bucket is the width of the buckets: [time.Minute], 10 minutes or
 	// [time.Hour].
 	Bucket time.Duration
+
+	// maxEvents is the most events read (0: MaxStatsEvents), lowered by
+	// the store's own tests.
+	maxEvents int64
 }
 
 // MaxStatsWindow is the longest window [Store.CallStats] counts.
@@ -164,7 +168,7 @@ func (s *Store) CallStats(ctx context.Context, q CallStatsQuery) (CallStats, err
 	case span <= 0 || span > MaxStatsWindow:
 		return CallStats{}, fmt.Errorf("store: call stats: a window of %s: %w: want more than 0 and at most %s", span, ErrInvalid, MaxStatsWindow)
 	case !q.Since.Truncate(q.Bucket).Equal(q.Since) || !q.Until.Truncate(q.Bucket).Equal(q.Until):
-		return CallStats{}, fmt.Errorf("store: call stats: the window's bounds must be whole %ss: %w", q.Bucket, ErrInvalid)
+		return CallStats{}, fmt.Errorf("store: call stats: the window's bounds must be whole multiples of the bucket (%s): %w", q.Bucket, ErrInvalid)
 	}
 	st := CallStats{Since: q.Since.UTC(), Until: q.Until.UTC(), Bucket: q.Bucket, Buckets: []CallBucket{}, Roles: []RoleCalls{}, Tools: []ToolCalls{}}
 	index := map[string]int{}
@@ -176,8 +180,9 @@ func (s *Store) CallStats(ctx context.Context, q CallStatsQuery) (CallStats, err
 	if err != nil {
 		return st, fmt.Errorf("store: call stats: %w", err)
 	}
-	if high-low >= MaxStatsEvents {
-		low = high - MaxStatsEvents + 1
+	most := cmp.Or(q.maxEvents, MaxStatsEvents)
+	if high-low >= most {
+		low = high - most + 1
 		var from string
 		if err := s.db.queryRow(ctx, `SELECT ts FROM events WHERE id >= ? ORDER BY id LIMIT 1`, low).Scan(&from); err != nil {
 			return st, fmt.Errorf("store: call stats: %w", err)
