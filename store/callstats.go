@@ -200,7 +200,8 @@ func (s *Store) CallStats(ctx context.Context, q CallStatsQuery) (CallStats, err
 		n                     int64
 	}
 	counts, err := queryAll(ctx, s.db, "call stats", func(row scanner) (c count, err error) {
-		return c, row.Scan(&c.bucket, &c.role, &c.outcome, &c.n)
+		err = row.Scan(&c.bucket, &c.role, &c.outcome, &c.n)
+		return c, err
 	}, `SELECT b, role, outcome, count(*) FROM (SELECT substr(ts, 1, `+strconv.Itoa(prefix)+`) AS b, role, outcome FROM (`+
 		calls+`) c) k GROUP BY b, role, outcome`, args...)
 	if err != nil {
@@ -265,7 +266,8 @@ func (s *Store) toolCalls(ctx context.Context, calls string, args []any) ([]Tool
 		most    sql.NullFloat64
 	}
 	counts, err := queryAll(ctx, s.db, "call stats by tool", func(row scanner) (c count, err error) {
-		return c, row.Scan(&c.tool, &c.group, &c.outcome, &c.lb, &c.n, &c.most)
+		err = row.Scan(&c.tool, &c.group, &c.outcome, &c.lb, &c.n, &c.most)
+		return c, err
 	}, `SELECT tool, group_id, outcome, lb, count(*), max(latency) FROM (
   SELECT CASE WHEN group_id = '' THEN '' ELSE tool END AS tool, group_id, outcome,
     CASE WHEN `+timed+` THEN CAST(floor(ln(CASE WHEN latency < `+least+` THEN `+least+` ELSE latency END) * `+

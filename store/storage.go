@@ -293,7 +293,8 @@ type RoleBytes struct {
 // limit roles that take the most, most first.
 func (s *Store) StorageByRole(ctx context.Context, host string, limit int) ([]RoleBytes, error) {
 	return queryAll(ctx, s.db, "storage by role", func(row scanner) (r RoleBytes, err error) {
-		return r, row.Scan(&r.Role, &r.Bytes)
+		err = row.Scan(&r.Role, &r.Bytes)
+		return r, err
 	}, `SELECT role, SUM(size) AS bytes FROM (SELECT role, size FROM saved_outputs WHERE host_id = ? UNION ALL SELECT role, size FROM artifacts) u
 		GROUP BY role ORDER BY bytes DESC, role LIMIT ?`, host, limit)
 }

@@ -8,12 +8,12 @@
 // API's expires ("": until revoked).
 const TOKEN_LIFETIMES = [['', 'never expires'], ['24h', 'expires in 1 day'], ['720h', 'expires in 30 days'], ['2160h', 'expires in 90 days']];
 
-// ROLE_FIELDS are the fields of the role form, by the name an API error
-// starts with ("name: …", "toolGroups: …").
 // createdRole names the role the page just made, so that its page, opened
 // next, confirms it.
 let createdRole = null;
 
+// ROLE_FIELDS are the fields of the role form, by the name an API error
+// starts with ("name: …", "toolGroups: …").
 const ROLE_FIELDS = { name: '#role-name', description: '#role-description', prompt: '#role-prompt', toolGroups: '#group-list', deferredGroups: '#group-list', rules: '#rule-list', limits: '#limit-list' };
 
 // groupChips shows a role's tool groups (null: all groups), marking those
