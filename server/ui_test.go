@@ -105,21 +105,26 @@ func startBrowser(t *testing.T, base string) *browser {
 	return b
 }
 
-// shot saves a screenshot of the page as name in the browser's directory
-// of screenshots ($TOOLHOST_UI_SHOTS when set), and logs where.
+// shot saves a screenshot of the whole page, beyond the window, as name in
+// the browser's directory of screenshots ($TOOLHOST_UI_SHOTS when set), and
+// logs where.
 func (b *browser) shot(name string) {
 	b.t.Helper()
 	path := filepath.Join(b.shots, name)
-	if err := b.screenshot(path); err != nil {
+	if err := b.capture(path, chromedp.FullScreenshot(100)); err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}
 	b.t.Logf("screenshot: %s", path)
 }
 
-func (b *browser) screenshot(path string) error {
+// screenshot saves a screenshot of the window as path.
+func (b *browser) screenshot(path string) error { return b.capture(path, chromedp.CaptureScreenshot()) }
+
+// capture saves the PNG that shoot takes as path.
+func (b *browser) capture(path string, shoot chromedp.Action[[]byte]) error {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	png, err := chromedp.Run(ctx, shoot)
 	if err != nil {
 		return err
 	}
