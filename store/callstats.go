@@ -80,7 +80,7 @@ const MaxStatsWindow = 25 * time.Hour
 // MaxStatsEvents bounds the events one [Store.CallStats] reads: when the
 // window holds more, the latest MaxStatsEvents are counted and the answer
 // says so (Partial).
-const MaxStatsEvents = 2_000_000
+const MaxStatsEvents = 1_000_000
 
 // bucketPrefix is, for each bucket width, how many leading characters of
 // an event's ts (tsLayout: "2006-01-02T15:04:05…") name its bucket.
@@ -233,14 +233,17 @@ func (s *Store) CallStats(ctx context.Context, q CallStatsQuery) (CallStats, err
 
 // callsSQL selects the calls ended in a window, one row per terminal event:
 // ts, role, tool, group_id, outcome (see the Outcome constants) and
-// latency (ms), from the events with ids in [?, ?] and ts in [?, ?).
+// latency (ms), from the events with ids in [?, ?] and ts in [?, ?). The
+// engines put the inner query's expressions in the outer one's place, so a
+// JSON field is read only where the CASE reaches it: a completed call's
+// code never is.
 func (s *Store) callsSQL() string {
 	e := s.eng
 	return `SELECT ts, role, tool, group_id,
-  CASE WHEN code = 'rate_limited' THEN '` + OutcomeRateLimited + `'
+  CASE WHEN type = '` + EventCallCompleted + `' THEN CASE WHEN approval IS NULL THEN '` + OutcomeOK + `' ELSE '` + OutcomeApproval + `' END
+    WHEN code = 'rate_limited' THEN '` + OutcomeRateLimited + `'
     WHEN code IN ('policy', 'tool_not_available') THEN '` + OutcomeDenied + `'
     WHEN approval IS NOT NULL OR code = 'approval_denied' THEN '` + OutcomeApproval + `'
-    WHEN type = '` + EventCallCompleted + `' THEN '` + OutcomeOK + `'
     ELSE '` + OutcomeFailed + `' END AS outcome,
   CAST(latency AS DOUBLE PRECISION) AS latency
 FROM (SELECT ts, type, role, tool, group_id, ` + e.jsonText("payload", "code") + ` AS code, ` +

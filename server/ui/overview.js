@@ -2,12 +2,14 @@
 // the last hour (by minute) or day (by ten minutes), stacked by outcome and
 // by role; the tools' latency percentiles, the slowest and the most failing
 // tools; approvals waiting, modules not running and storage against its
-// quotas. One request, GET /api/overview, every REFRESH_MS; the charts are
+// quotas. One request, GET /api/overview, every OVERVIEW_REFRESH_MS; the charts are
 // inline SVG drawn here. Loaded after app.js, whose helpers (h, fill, api,
 // …) it uses.
 'use strict';
 
-const OVERVIEW_REFRESH_MS = 15000;
+// OVERVIEW_REFRESH_MS is how often the overview asks again, by window: a
+// day's costs the database more, and changes more slowly.
+const OVERVIEW_REFRESH_MS = { '1h': 15000, '24h': 60000 };
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 // OUTCOMES are the outcomes in the order their bars stack (bottom first):
@@ -97,7 +99,7 @@ async function overviewPage(main, v) {
   await load();
   (async () => {
     while (!v.signal.aborted) {
-      await new Promise((r) => setTimeout(r, OVERVIEW_REFRESH_MS));
+      await new Promise((r) => setTimeout(r, OVERVIEW_REFRESH_MS[overviewState.window] || 15000));
       if (v.signal.aborted) return;
       await load().catch(showLoadError);
     }
