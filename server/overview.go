@@ -51,6 +51,7 @@ type Overview struct {
 // OverviewApprovals are the calls waiting for a decision, on every host
 // sharing the store.
 type OverviewApprovals struct {
+	// Waiting is how many calls wait.
 	Waiting int `json:"waiting"`
 	// Oldest is when the longest waiting call asked; none when none waits.
 	Oldest time.Time `json:"oldest,omitzero"`
@@ -60,6 +61,8 @@ type OverviewApprovals struct {
 // mcp_server blocks) and list those not running: starting, restarting,
 // failed or stopped.
 type OverviewModules struct {
+	// Total is how many are configured, Running how many run, Down the
+	// others with their state, restarts and last error.
 	Total   int                 `json:"total"`
 	Running int                 `json:"running"`
 	Down    []host.PluginStatus `json:"down"`

@@ -29,13 +29,14 @@ const (
 	OutcomeApproval    = "approval"
 )
 
-// OutcomeCounts counts calls by outcome.
+// OutcomeCounts counts calls by outcome, one field for each of the
+// Outcome constants.
 type OutcomeCounts struct {
-	OK          int64 `json:"ok"`
-	Failed      int64 `json:"failed"`
-	Denied      int64 `json:"denied"`
-	RateLimited int64 `json:"rateLimited"`
-	Approval    int64 `json:"approval"`
+	OK          int64 `json:"ok"`          // OutcomeOK
+	Failed      int64 `json:"failed"`      // OutcomeFailed
+	Denied      int64 `json:"denied"`      // OutcomeDenied
+	RateLimited int64 `json:"rateLimited"` // OutcomeRateLimited
+	Approval    int64 `json:"approval"`    // OutcomeApproval
 }
 
 // add counts n calls of outcome.
@@ -88,6 +89,7 @@ var bucketPrefix = map[time.Duration]int{time.Minute: 16, 10 * time.Minute: 15, 
 
 // CallStats are the calls of a window, counted in the database.
 type CallStats struct {
+	// Since, Until and Bucket are the query's window and buckets, in UTC.
 	Since  time.Time     `json:"since"`
 	Until  time.Time     `json:"until"`
 	Bucket time.Duration `json:"-"`
@@ -107,19 +109,24 @@ type CallStats struct {
 	Tools []ToolCalls `json:"tools"`
 	// Partial says that the window held more than [MaxStatsEvents] events:
 	// only the calls that ended from From on were counted.
-	Partial bool      `json:"partial,omitempty"`
-	From    time.Time `json:"from,omitzero"`
+	Partial bool `json:"partial,omitempty"`
+	// From is when the first call counted ended, when Partial.
+	From time.Time `json:"from,omitzero"`
 }
 
 // CallBucket is one bucket's calls.
 type CallBucket struct {
-	Start    time.Time        `json:"start"`
+	// Start is when the bucket begins; it ends a Bucket later.
+	Start time.Time `json:"start"`
+	// Outcomes are its calls by outcome, Roles by the caller's role.
 	Outcomes OutcomeCounts    `json:"outcomes"`
 	Roles    map[string]int64 `json:"roles"`
 }
 
 // RoleCalls are one role's calls in a window.
 type RoleCalls struct {
+	// Role is the role's name ("" for none), Calls its calls, Outcomes
+	// the same by outcome.
 	Role     string        `json:"role"`
 	Calls    int64         `json:"calls"`
 	Outcomes OutcomeCounts `json:"outcomes"`
@@ -131,11 +138,15 @@ type RoleCalls struct {
 // are 1/12 of a natural log wide, so they are within 4.3% of the exact
 // value (nearest rank), and never above Max, which is exact.
 type ToolCalls struct {
+	// Tool and Group name the tool ("" and "" for the calls that reached
+	// no group); Calls are its calls, Outcomes the same by outcome.
 	Tool     string        `json:"tool"`
 	Group    string        `json:"group"`
 	Calls    int64         `json:"calls"`
 	Outcomes OutcomeCounts `json:"outcomes"`
-	// Timed is the number of calls the latencies are of.
+	// Timed is the number of calls the latencies are of; P50, P95 and P99
+	// are their percentiles and Max the largest, in milliseconds (all 0
+	// when none was timed).
 	Timed int64   `json:"timed"`
 	P50   float64 `json:"p50"`
 	P95   float64 `json:"p95"`

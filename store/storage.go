@@ -284,8 +284,8 @@ func (s *Store) StorageUsage(ctx context.Context, host string) (Usage, error) {
 // RoleBytes is the bytes of one role's items, as its role quota counts
 // them.
 type RoleBytes struct {
-	Role  string `json:"role"`
-	Bytes int64  `json:"bytes"`
+	Role  string `json:"role"`  // the role's name ("" for the operator's items)
+	Bytes int64  `json:"bytes"` // the bytes of its items
 }
 
 // StorageByRole returns the bytes each role's items take, as the role quota
