@@ -166,9 +166,10 @@ func TestCallStatsSums(t *testing.T) {
 		ctx := context.Background()
 		run := 0
 		rapid.Check(t, func(rt *rapid.T) {
-			// Each run has a window of its own, later than the last run's
+			// Each run has a window of its own (at most 2h, its events at
+			// most 3 minutes either side), later than the last run's
 			// events, so that the runs share the store without meeting.
-			since := statsBase.Add(time.Duration(run) * 2 * time.Hour)
+			since := statsBase.Add(time.Duration(run) * 3 * time.Hour)
 			run++
 			bucket := rapid.SampledFrom([]time.Duration{time.Minute, 10 * time.Minute}).Draw(rt, "bucket")
 			span := bucket * time.Duration(rapid.IntRange(1, 12).Draw(rt, "buckets"))
