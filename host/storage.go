@@ -297,6 +297,52 @@ func (h *Host) sweepOutputs(ctx context.Context) error {
 	})
 }
 
+// StorageUsage is what the storage quotas count now, against them.
+type StorageUsage struct {
+	// Outputs is the bytes of this host's saved outputs, Artifacts those
+	// of every artifact: together what the host quota counts.
+	Outputs   int64 `json:"outputs"`
+	Artifacts int64 `json:"artifacts"`
+	// Quota and RoleQuota are the store block's quotas, defaults applied
+	// ([config.QuotaOff]: no bound).
+	Quota     int64 `json:"quota"`
+	RoleQuota int64 `json:"roleQuota"`
+	// Roles are the roles whose items take the most, most first (at most
+	// maxUsageRoles), as the role quota counts them.
+	Roles []store.RoleBytes `json:"roles"`
+	// Events is the bytes the audit events take, measured at the last
+	// retention pass; 0 before the first.
+	Events int64 `json:"events"`
+}
+
+// maxUsageRoles bounds the roles [Artifacts.Usage] lists.
+const maxUsageRoles = 10
+
+// Usage returns what the storage quotas count now (this host's saved
+// outputs and every artifact), the quotas, and the roles that take the
+// most.
+func (arts Artifacts) Usage(ctx context.Context) (StorageUsage, error) {
+	h := arts.h
+	q := h.quotas()
+	out := StorageUsage{Quota: q.Host, RoleQuota: q.Role, Events: h.retention.bytes.Load()}
+	id, err := h.storageID()
+	if err != nil {
+		return out, toolhost.Errorf(toolhost.CodeInternal, "storage: %w", err)
+	}
+	u, err := h.store.StorageUsage(ctx, id)
+	if err != nil {
+		return out, toolhost.Errorf(toolhost.CodeInternal, "%w", err)
+	}
+	out.Outputs, out.Artifacts = u.Outputs, u.Artifacts
+	if out.Roles, err = h.store.StorageByRole(ctx, id, maxUsageRoles); err != nil {
+		return out, toolhost.Errorf(toolhost.CodeInternal, "%w", err)
+	}
+	if out.Roles == nil {
+		out.Roles = []store.RoleBytes{}
+	}
+	return out, nil
+}
+
 // The storage metrics, read at each scrape.
 var (
 	storageBytesDesc = prometheus.NewDesc("toolhost_storage_bytes",

@@ -200,6 +200,7 @@ func TestCredentials(t *testing.T) {
 		{name: "developer: approvals", method: "GET", path: "/api/approvals", token: dev, status: 403, code: toolhost.CodePolicy},
 		{name: "developer: decide an approval", method: "POST", path: "/api/approvals/x", token: dev, body: `{"decision":"approve"}`, status: 403, code: toolhost.CodePolicy},
 		{name: "developer: events", method: "GET", path: "/api/events", token: dev, status: 403, code: toolhost.CodePolicy},
+		{name: "developer: the overview", method: "GET", path: "/api/overview", token: dev, status: 403, code: toolhost.CodePolicy},
 		{name: "developer: agents", method: "POST", path: "/api/agents", token: dev, body: `{"role":"developer"}`, status: 403, code: toolhost.CodePolicy},
 		{name: "developer: tokens", method: "GET", path: "/api/auth/tokens", token: dev, status: 403, code: toolhost.CodePolicy},
 		{name: "developer: a token for root", method: "POST", path: "/api/auth/tokens", token: dev, body: `{"role":"root"}`, status: 403, code: toolhost.CodePolicy},

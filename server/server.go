@@ -76,6 +76,7 @@ func New(h *host.Host, opts *Options) (*Server, error) {
 	s.routesAuth()
 	s.routesAgents()
 	s.routesAudit()
+	s.routesOverview()
 	s.routesLive()
 	s.routesMCP()
 	s.routesMetrics()

@@ -29,17 +29,20 @@ const uiWait = 15 * time.Second
 
 // browser is one headless Chromium with one tab, on the page at base.
 type browser struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
+	t     *testing.T
+	ctx   context.Context
+	base  string
+	shots string // the directory of its screenshots
 }
 
 // newBrowser starts a browser whose tab holds testToken, passed to the page
-// in the address's fragment as `toolhost token -url` prints it.
+// in the address's fragment as `toolhost token -url` prints it, which opens
+// the overview; the tab is then on the roles.
 func newBrowser(t *testing.T, base string) *browser {
 	t.Helper()
 	b := startBrowser(t, base)
-	b.open("#token="+testToken, "roles")
+	b.open("#token="+testToken, "overview")
+	b.route("#/roles", "roles")
 	return b
 }
 
@@ -74,7 +77,7 @@ func startBrowser(t *testing.T, base string) *browser {
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(alloc)
-	b := &browser{t: t, ctx: ctx, base: base}
+	b := &browser{t: t, ctx: ctx, base: base, shots: shots}
 	t.Cleanup(func() {
 		if t.Failed() {
 			name := regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(t.Name(), "_") + ".png"
@@ -102,10 +105,26 @@ func startBrowser(t *testing.T, base string) *browser {
 	return b
 }
 
-func (b *browser) screenshot(path string) error {
+// shot saves a screenshot of the whole page, beyond the window, as name in
+// the browser's directory of screenshots ($TOOLHOST_UI_SHOTS when set), and
+// logs where.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	path := filepath.Join(b.shots, name)
+	if err := b.capture(path, chromedp.FullScreenshot(100)); err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	b.t.Logf("screenshot: %s", path)
+}
+
+// screenshot saves a screenshot of the window as path.
+func (b *browser) screenshot(path string) error { return b.capture(path, chromedp.CaptureScreenshot()) }
+
+// capture saves the PNG that shoot takes as path.
+func (b *browser) capture(path string, shoot chromedp.Action[[]byte]) error {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	png, err := chromedp.Run(ctx, shoot)
 	if err != nil {
 		return err
 	}
@@ -217,7 +236,7 @@ func storedGroups(t *testing.T, h *host.Host, name string) []string {
 
 func TestUIFiles(t *testing.T) {
 	srv := newServer(t)
-	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/agents.js": "text/javascript", "/ui/roles.js": "text/javascript", "/ui/rules.js": "text/javascript", "/ui/app.css": "text/css"} {
+	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/agents.js": "text/javascript", "/ui/roles.js": "text/javascript", "/ui/rules.js": "text/javascript", "/ui/overview.js": "text/javascript", "/ui/app.css": "text/css"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -255,6 +274,24 @@ func TestUIRolePage(t *testing.T) {
 		t.Fatal("the saved selection is not ticked")
 	}
 
+	// How an MCP client reaches the role, though it has no token: its
+	// endpoint, and a configuration whose token is a placeholder.
+	if got := b.text("#mcp-url"); got != srv.URL+"/mcp/writer" {
+		t.Errorf("the MCP URL shown = %q", got)
+	}
+	var client struct {
+		MCPServers map[string]struct {
+			Type, URL string
+			Headers   map[string]string
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(eval[string](b, `document.querySelector('#mcp-config').value`)), &client); err != nil {
+		t.Fatalf("the MCP client configuration is not JSON: %v", err)
+	}
+	if c := client.MCPServers["toolhost-writer"]; c.Type != "http" || c.URL != srv.URL+"/mcp/writer" || c.Headers["Authorization"] != "Bearer <TOKEN>" {
+		t.Errorf("the MCP client configuration = %+v", client)
+	}
+
 	// Ticking a group changes the cost.
 	b.wait("the token cost", `document.querySelector('#tokens').dataset.state === 'ready'`)
 	before := b.text("#tokens")
@@ -271,6 +308,11 @@ func TestUIRolePage(t *testing.T) {
 	if got := storedGroups(t, h, "writer"); !slices.Equal(got, []string{"artifact", "console"}) {
 		t.Fatalf("stored groups = %v", got)
 	}
+	// The save is confirmed, with what the role now holds.
+	if got := b.text("#saved-notice"); !b.visible("#saved-notice") || !strings.HasPrefix(got, "Role writer saved at ") ||
+		!strings.Contains(got, ": 2 tool groups (artifact, console), 0 rules, 0 limits.") {
+		t.Errorf("the save's confirmation = %q (visible %v)", got, b.visible("#saved-notice"))
+	}
 	b.do("reload", chromedp.Reload())
 	b.ready("role")
 	if !eval[bool](b, `document.querySelector('input.group[data-group="artifact"]').checked && document.querySelector('input.group[data-group="console"]').checked`) {
@@ -283,12 +325,18 @@ func TestUIRolePage(t *testing.T) {
 	}
 	b.click(`input.group[data-group="artifact"]`)
 	b.click(`input.group[data-group="console"]`)
+	if b.visible("#saved-notice") {
+		t.Error("the last save's confirmation still shows after a change")
+	}
 	b.wait("the token cost", `document.querySelector('#tokens').dataset.state !== 'loading'`)
 	b.wait("the all-groups notice", `(e => !e.hidden && e.getClientRects().length > 0)(document.querySelector('#all-groups-notice'))`)
 	b.click("#save")
 	b.wait("saved", `document.querySelector('#status').textContent === 'Saved'`)
 	if r, _ := h.Roles().Get("writer"); r.ToolGroups != nil {
 		t.Fatalf("stored groups = %#v, want nil", r.ToolGroups)
+	}
+	if got := b.text("#saved-notice"); !strings.Contains(got, ": all tool groups,") {
+		t.Errorf("the save's confirmation = %q", got)
 	}
 	if !strings.Contains(b.text("#current-groups"), "all groups") {
 		t.Errorf("current groups = %q", b.text("#current-groups"))
@@ -343,6 +391,19 @@ func TestUIReadOnlyRoles(t *testing.T) {
 		if !b.visible("#readonly-reason") || !strings.Contains(b.text("#readonly-reason"), reason) {
 			t.Errorf("%s: reason = %q, want %q", name, b.text("#readonly-reason"), reason)
 		}
+		// The badge that says the role is not edited here is worded apart
+		// from the tool policy "reads only" under it.
+		head, policy := b.text("#main h1"), b.text("label.reads-only-toggle")
+		if strings.Contains(head, "read") || !strings.HasPrefix(policy, "Tool policy: reads only") {
+			t.Errorf("%s: heading %q, policy %q", name, head, policy)
+		}
+		if lock := strings.Contains(head, "from config.hcl, edit the file"); lock != (name == "declared") {
+			t.Errorf("%s: heading %q", name, head)
+		}
+	}
+	b.route("#/roles", "roles")
+	if row := b.text(`tr[data-role="declared"] td:nth-child(2)`); !strings.Contains(row, "from config.hcl, edit the file") || strings.Contains(row, "read") {
+		t.Errorf("declared's source in the list = %q", row)
 	}
 }
 
@@ -513,11 +574,11 @@ func TestUIToken(t *testing.T) {
 func TestUIFragmentToken(t *testing.T) {
 	srv, _ := serve(t, &config.Config{}, group("console", "console_print"))
 	b := startBrowser(t, srv.URL)
-	b.open("#token="+testToken, "roles")
-	if b.visible("#auth") || !b.visible(`a[href="#/roles/root"]`) {
-		t.Fatalf("roles = %q", b.text("#main"))
+	b.open("#token="+testToken, "overview")
+	if b.visible("#auth") || !b.visible("#counters") {
+		t.Fatalf("overview = %q", b.text("#main"))
 	}
-	if got := eval[string](b, `location.href`); strings.Contains(got, "token") || !strings.HasSuffix(got, "#/roles") {
+	if got := eval[string](b, `location.href`); strings.Contains(got, "token") || !strings.HasSuffix(got, "#/overview") {
 		t.Errorf("the address still holds the token: %s", got)
 	}
 	if got := eval[int](b, `history.length`); got != 2 { // about:blank, then the page: the token's entry was replaced

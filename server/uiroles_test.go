@@ -85,6 +85,10 @@ func TestUIRoleLifecycle(t *testing.T) {
 	if b.visible("#readonly-reason") || !b.visible("#delete-role") || !b.visible("#no-access-tokens") {
 		t.Errorf("the new role's page = %q", b.text("#main"))
 	}
+	if got := b.text("#saved-notice"); !b.visible("#saved-notice") || !strings.HasPrefix(got, "Role auditor created at ") ||
+		!strings.Contains(got, ": 2 tool groups (artifact, console), 1 loaded on demand, 0 rules, 0 limits.") {
+		t.Errorf("the creation's confirmation = %q", got)
+	}
 
 	// A token, shown once, kept nowhere but on the page and as a hash.
 	b.do("the token's name", chromedp.SendKeys(chromedp.CSS("#token-name"), "ci"))
@@ -252,6 +256,13 @@ func TestUIConfigRoleTokens(t *testing.T) {
 	b.wait("the secret", `(e => !!e && e.value.startsWith('thk_'))(document.querySelector('#new-token-secret'))`)
 	secret := eval[string](b, `document.querySelector('#new-token-secret').value`)
 	attack{name: "the config role's token", method: "GET", path: "/api/roles/declared/tools", token: secret, status: 200}.send(t, srv)
+	// With a token made, the page still shows how a client connects, with
+	// a placeholder for the token it no longer knows once Done.
+	b.click("#new-token-done")
+	if !b.visible("#mcp-client") || b.text("#mcp-url") != srv.URL+"/mcp/declared" ||
+		!eval[bool](b, fmt.Sprintf(`(c => c.includes('"Bearer <TOKEN>"') && !c.includes(%q))(document.querySelector('#mcp-config').value)`, secret)) {
+		t.Errorf("the MCP client section = %q", b.text("#mcp-client"))
+	}
 	if tokens, err := h.Store().Tokens(context.Background()); err != nil || len(tokens) != 1 || tokens[0].Role != "declared" {
 		t.Fatalf("tokens = %+v, %v", tokens, err)
 	}

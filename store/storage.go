@@ -281,6 +281,24 @@ func (s *Store) StorageUsage(ctx context.Context, host string) (Usage, error) {
 	return u, nil
 }
 
+// RoleBytes is the bytes of one role's items, as its role quota counts
+// them.
+type RoleBytes struct {
+	Role  string `json:"role"`  // the role's name ("" for the operator's items)
+	Bytes int64  `json:"bytes"` // the bytes of its items
+}
+
+// StorageByRole returns the bytes each role's items take, as the role quota
+// counts them (the role's saved outputs of host and its artifacts): the
+// limit roles that take the most, most first.
+func (s *Store) StorageByRole(ctx context.Context, host string, limit int) ([]RoleBytes, error) {
+	return queryAll(ctx, s.db, "storage by role", func(row scanner) (r RoleBytes, err error) {
+		err = row.Scan(&r.Role, &r.Bytes)
+		return r, err
+	}, `SELECT role, SUM(size) AS bytes FROM (SELECT role, size FROM saved_outputs WHERE host_id = ? UNION ALL SELECT role, size FROM artifacts) u
+		GROUP BY role ORDER BY bytes DESC, role LIMIT ?`, host, limit)
+}
+
 // SavedOutputs returns the saved outputs of host, oldest first.
 func (s *Store) SavedOutputs(ctx context.Context, host string) ([]Item, error) {
 	return queryAll(ctx, s.db, "saved outputs", func(row scanner) (Item, error) {

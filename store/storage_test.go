@@ -126,6 +126,14 @@ func TestQuotasEvictOldestOutputsFirst(t *testing.T) {
 			t.Fatalf("a replaced output evicted %v", got)
 		}
 		usage(Usage{Outputs: 7, Artifacts: 55})
+		// By role, as the role quota counts them: h1's saved outputs and
+		// every artifact (not h2's outputs), most first, as many as asked.
+		if got, err := s.StorageByRole(ctx, "h1", 10); err != nil || !slices.Equal(got, []RoleBytes{{"qa", 55}, {"dev", 7}}) {
+			t.Fatalf("by role %+v, %v", got, err)
+		}
+		if got, err := s.StorageByRole(ctx, "h1", 1); err != nil || !slices.Equal(got, []RoleBytes{{"qa", 55}}) {
+			t.Fatalf("the first role %+v, %v", got, err)
+		}
 	})
 }
 

@@ -1,6 +1,6 @@
 // toolhost web UI: the helpers, the router, groups, live events and pending
-// approvals (the roles views are in roles.js, the agents views in
-// agents.js).
+// approvals (the overview is in overview.js, the roles views in roles.js,
+// the agents views in agents.js).
 // Plain JavaScript over the server's JSON API; no external resource. The
 // bearer token, from the address's #token= fragment or asked for once, is
 // kept in sessionStorage for the tab and sent on every request.
@@ -177,13 +177,14 @@ function route() {
   const hash = location.hash.replace(/^#\/?/, '');
   const parts = hash.split('/').map((p) => { try { return decodeURIComponent(p); } catch (_) { return p; } });
   switch (parts[0]) {
+    case 'overview': return ['overview', overviewPage];
     case 'roles': return parts[1] ? ['role', (main, v) => rolePage(main, v, parts[1])] : ['roles', rolesPage];
     case 'new-role': return ['new-role', newRolePage];
     case 'agents': return parts[1] ? ['agent', (main, v) => agentPage(main, v, parts[1])] : ['agents', agentsPage];
     case 'groups': return ['groups', groupsPage];
     case 'events': return ['events', eventsPage];
     case 'approvals': return ['approvals', approvalsPage];
-    default: return ['roles', rolesPage];
+    default: return ['overview', overviewPage];
   }
 }
 
@@ -475,14 +476,14 @@ function takeFragmentToken() {
   try { t = decodeURIComponent(t); } catch (_) { /* keep it as it is */ }
   sessionStorage.setItem(TOKEN_KEY, t);
   $('#forget-token').hidden = false;
-  history.replaceState(null, '', location.pathname + location.search + '#/roles');
+  history.replaceState(null, '', location.pathname + location.search + '#/overview');
 }
 
 function start() {
   takeFragmentToken();
   setupAuth();
   window.addEventListener('hashchange', () => { takeFragmentToken(); render(); });
-  if (!location.hash) history.replaceState(null, '', '#/roles');
+  if (!location.hash) history.replaceState(null, '', '#/overview');
   render();
 }
 

@@ -8,6 +8,10 @@
 // API's expires ("": until revoked).
 const TOKEN_LIFETIMES = [['', 'never expires'], ['24h', 'expires in 1 day'], ['720h', 'expires in 30 days'], ['2160h', 'expires in 90 days']];
 
+// createdRole names the role the page just made, so that its page, opened
+// next, confirms it.
+let createdRole = null;
+
 // ROLE_FIELDS are the fields of the role form, by the name an API error
 // starts with ("name: …", "toolGroups: …").
 const ROLE_FIELDS = { name: '#role-name', description: '#role-description', prompt: '#role-prompt', toolGroups: '#group-list', deferredGroups: '#group-list', rules: '#rule-list', limits: '#limit-list' };
@@ -24,9 +28,11 @@ function groupChips(groups, deferred) {
   return groups.map(chip);
 }
 
-// readsOnlyChip marks a role that keeps only its read-only tools.
+// readsOnlyChip marks a role whose tool policy keeps only its read-only
+// tools: a policy on what its agents may call, not whether the role can be
+// edited (lockBadge).
 function readsOnlyChip() {
-  return h('span', { class: 'chip reads-only', title: 'only the tools marked read-only (readOnlyHint)' }, 'reads only');
+  return h('span', { class: 'chip reads-only', title: 'tool policy: only the tools marked read-only (readOnlyHint)' }, 'policy: reads only');
 }
 
 // sourceBadge says where a role comes from: built in (root), the config
@@ -37,7 +43,32 @@ function sourceBadge(r) {
   return h('span', { class: 'badge', title: at ? 'declared in ' + at : null }, r.source || '');
 }
 
+// lockBadge says that a role cannot be edited in this page, and where it
+// is changed instead: a config role's file ("from config.hcl, edit the
+// file"). Root, built in, says so with its source badge alone. It is worded
+// apart from the tool policy "reads only" (readsOnlyChip), which is about
+// the role's tools.
+function lockBadge(r) {
+  if (!r.readOnly || r.builtIn) return null;
+  const title = r.readOnlyReason || '';
+  if (!r.declaredIn) return h('span', { class: 'badge locked', title }, 'not editable here');
+  const file = r.declaredIn.file.split('/').pop();
+  return h('span', { class: 'badge locked', title: 'declared in ' + declaredAt(r.declaredIn) + ': ' + title }, `from ${file}, edit the file`);
+}
+
 function declaredAt(d) { return d.line ? `${d.file}:${d.line}` : d.file; }
+
+// savedSummary says what a role saved holds: its groups, those loaded on
+// demand, its tool policy, its rules and limits.
+function savedSummary(r) {
+  const n = (k, word) => `${k} ${word}${k === 1 ? '' : 's'}`;
+  const parts = [r.toolGroups === null || r.toolGroups === undefined ? 'all tool groups'
+    : r.toolGroups.length ? n(r.toolGroups.length, 'tool group') + ' (' + r.toolGroups.join(', ') + ')' : 'no tool group'];
+  if ((r.deferredGroups || []).length) parts.push(r.deferredGroups.length + ' loaded on demand');
+  if (r.readOnlyTools) parts.push('policy: reads only');
+  parts.push(n((r.rules || []).length, 'rule'), n((r.limits || []).length, 'limit'));
+  return parts.join(', ');
+}
 
 // askFirst makes button ask before it acts: a click puts, in its place, the
 // question with a button that runs action and one that cancels.
@@ -57,7 +88,7 @@ async function rolesPage(main, v) {
   const roles = await api('GET', '/api/roles', undefined, v.signal);
   const rows = roles.map((r) => h('tr', { 'data-role': r.name },
     h('td', {}, h('a', { href: roleHref(r.name), class: 'role-link' }, r.name)),
-    h('td', {}, sourceBadge(r), r.readOnly ? h('span', { class: 'badge ro', title: r.readOnlyReason || '' }, 'read-only') : null),
+    h('td', {}, sourceBadge(r), lockBadge(r)),
     h('td', { class: 'groups' }, groupChips(r.toolGroups, r.deferredGroups), r.readOnlyTools ? readsOnlyChip() : null),
     h('td', {}, r.description || h('span', { class: 'muted' }, '—'))));
   fill(main,
@@ -150,7 +181,7 @@ async function roleEditor(main, v, role, groups) {
   // read-only (readOnlyTools).
   const readsOnly = h('input', { type: 'checkbox', id: 'reads-only', checked: savedReadsOnly, disabled: ro, onchange: changed });
   const readsOnlyBox = h('label', { class: 'reads-only-toggle', title: 'Of its groups\' tools the role keeps those that say they change nothing (MCP\'s readOnlyHint); the others are neither listed nor callable.' },
-    readsOnly, 'Reads only: only the tools marked read-only');
+    readsOnly, h('span', {}, h('strong', {}, 'Tool policy: reads only'), ' — its agents get only the tools marked read-only'));
   // showDefer offers "load on demand" for the role's groups only.
   const showDefer = () => {
     const sel = selected();
@@ -168,6 +199,13 @@ async function roleEditor(main, v, role, groups) {
     draft ? 'No group is ticked: the role will see ALL groups.' : 'No group is ticked: the role will see ALL groups (the tool groups are cleared).');
   const errorEl = h('div', { id: 'error', class: 'error', role: 'alert', hidden: true });
   const status = h('span', { id: 'status', class: 'status' });
+  // savedNotice confirms a save (or the role's creation) with what the
+  // role now holds, until the next change.
+  const savedNotice = h('div', { id: 'saved-notice', class: 'notice ok', role: 'status', hidden: true });
+  const confirmSaved = (what, r) => {
+    savedNotice.textContent = `${what} at ${new Date().toLocaleTimeString()}: ${savedSummary(r)}.`;
+    savedNotice.hidden = false;
+  };
   const save = h('button', { id: 'save', type: 'button', class: 'primary', disabled: ro, onclick: doSave }, draft ? 'Create role' : 'Save');
 
   let seq = 0;
@@ -228,6 +266,7 @@ async function roleEditor(main, v, role, groups) {
   }
 
   function showDirty() {
+    if (dirty()) savedNotice.hidden = true;
     status.textContent = !draft && dirty() ? 'Unsaved changes' : '';
     status.className = 'status' + (!draft && dirty() ? ' dirty' : '');
   }
@@ -268,6 +307,7 @@ async function roleEditor(main, v, role, groups) {
       if (draft) {
         Object.assign(body, { name: nameIn.value.trim(), description: descIn.value.trim(), prompt: promptIn.value.trim() });
         const r = await api('POST', '/api/roles', body, v.signal);
+        createdRole = r.name;
         location.hash = roleHref(r.name);
         return;
       }
@@ -280,6 +320,7 @@ async function roleEditor(main, v, role, groups) {
       updateEager();
       status.textContent = 'Saved';
       status.className = 'status ok';
+      confirmSaved('Role ' + r.name + ' saved', r);
     } catch (e) {
       if (v.signal.aborted) return;
       showSaveError(e);
@@ -311,7 +352,7 @@ async function roleEditor(main, v, role, groups) {
   fill(main,
     h('p', { class: 'crumbs' }, h('a', { href: '#/roles' }, 'Roles'), ' / ', draft ? 'New role' : role.name),
     draft ? h('h1', {}, 'New role')
-      : h('h1', {}, role.name, ' ', sourceBadge(role), ro ? h('span', { class: 'badge ro' }, 'read-only') : null),
+      : h('h1', {}, role.name, ' ', sourceBadge(role), lockBadge(role)),
     ro ? readOnlyNotice(role) : null,
     info,
     h('div', { class: 'role-layout' },
@@ -331,14 +372,18 @@ async function roleEditor(main, v, role, groups) {
         h('p', { class: 'muted small' }, 'The cost of the tool definitions an agent of this role is sent, under the global policy. ' +
           'A group loaded on demand costs nothing until an agent loads its tools.'),
         h('div', { class: 'actions' }, save, status),
+        savedNotice,
         notice,
         errorEl,
         tokenErr)),
     tokens.el,
+    draft ? null : mcpClientSection(role),
     draft || ro ? null : deleteSection(v, role));
   notice.hidden = selected().length !== 0;
   showDefer();
   if (draft) nameIn.focus();
+  if (!draft && createdRole === role.name) confirmSaved('Role ' + role.name + ' created', role);
+  createdRole = null;
   await Promise.all([updateTokens(), updateEager(), tokens.loaded]);
 }
 
@@ -401,7 +446,7 @@ function accessTokens(v, role) {
       },
     }, 'Copy');
     const done = h('button', { type: 'button', id: 'new-token-done', onclick: () => { secret.value = ''; fill(shown); shown.hidden = true; } }, 'Done');
-    const mcpURL = location.origin + '/mcp/' + encodeURIComponent(role.name);
+    const mcpURL = roleMCPURL(role);
     fill(shown,
       h('h3', {}, 'Token ', h('code', {}, t.name), ' for role ', role.name),
       h('p', { class: 'notice ro' }, 'Shown once: toolhost keeps only its hash. Copy it now; if it is lost, revoke it and make another.'),
@@ -432,6 +477,41 @@ function accessTokens(v, role) {
       role.builtIn ? h('strong', {}, 'A root token can create roles and spawn agents of any role (org_management): give it only to what may do that.') : null),
     none, table, errorEl, form, shown);
   return { el, loaded: run() };
+}
+
+// roleMCPURL is the address of the role's MCP endpoint on this server.
+function roleMCPURL(role) { return location.origin + '/mcp/' + encodeURIComponent(role.name); }
+
+// mcpClientConfig is the JSON an MCP client's configuration takes to reach
+// the role (the mcpServers object most clients read), its token written as
+// secret: a placeholder, since the page does not know a token once made.
+function mcpClientConfig(role, secret) {
+  return JSON.stringify({
+    mcpServers: { ['toolhost-' + role.name]: { type: 'http', url: roleMCPURL(role), headers: { Authorization: 'Bearer ' + secret } } },
+  }, null, 2);
+}
+
+// mcpClientSection shows, on every role's page, how an MCP client reaches
+// the role: its endpoint, and a configuration to paste with a token of the
+// role in place of the placeholder.
+function mcpClientSection(role) {
+  const config = h('textarea', { id: 'mcp-config', class: 'mcp-config', readonly: true, rows: 10, spellcheck: 'false' });
+  config.value = mcpClientConfig(role, '<TOKEN>');
+  const copied = h('span', { id: 'mcp-config-status', class: 'status' });
+  const copy = h('button', {
+    type: 'button', id: 'copy-mcp-config', onclick: async () => {
+      const ok = await copyText(config);
+      copied.textContent = ok ? 'Copied' : 'Select it and copy it by hand';
+      copied.className = 'status' + (ok ? ' ok' : ' dirty');
+    },
+  }, 'Copy');
+  return h('section', { id: 'mcp-client', class: 'role-mcp' },
+    h('h2', {}, 'Connect an MCP client'),
+    h('p', {}, 'MCP endpoint (streamable HTTP): ', h('code', { id: 'mcp-url' }, roleMCPURL(role))),
+    h('p', { class: 'muted' }, 'Put this in the client\'s MCP configuration, with a token of this role (Access tokens, above) in place of ',
+      h('code', {}, '<TOKEN>'), ': a token is shown once, when it is made, and this page does not know it after.'),
+    config,
+    h('div', { class: 'actions' }, copy, copied));
 }
 
 // copyText copies the input's text to the clipboard, through the selection
