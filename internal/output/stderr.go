@@ -12,10 +12,10 @@ import (
 // The bounds of what [Stderr.Lines] gives: the last lines a module wrote
 // before it exited, for the error that says why it did not start.
 const (
-	// StderrLines is how many lines it gives, at most.
-	StderrLines = 8
-	// StderrLineBytes is the longest line it gives, escaped, "…" included.
-	StderrLineBytes = 400
+	// stderrLines is how many lines it gives, at most.
+	stderrLines = 8
+	// stderrLineBytes is the longest line it gives, escaped, "…" included.
+	stderrLineBytes = 400
 	// stderrKeep is how many of the last bytes written it keeps.
 	stderrKeep = 4 << 10
 )
@@ -37,9 +37,9 @@ func (s *Stderr) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Lines are the last lines written (at most [StderrLines], blank ones
+// Lines are the last lines written (at most stderrLines, blank ones
 // left out, a run of stack frames as its first frame and their count),
-// each escaped by [Escape] and cut to [StderrLineBytes]: text that can
+// each escaped by escape and cut to stderrLineBytes: text that can
 // neither start another line of a log nor carry a terminal's escape
 // sequences.
 func (s *Stderr) Lines() []string {
@@ -72,9 +72,9 @@ func (s *Stderr) Lines() []string {
 	if frames > 1 {
 		out[len(out)-1] += fmt.Sprintf(" … and %d more frames", frames-1)
 	}
-	out = out[max(0, len(out)-StderrLines):]
+	out = out[max(0, len(out)-stderrLines):]
 	for i, l := range out {
-		out[i] = cutLine(Escape(l), StderrLineBytes)
+		out[i] = cutLine(escape(l), stderrLineBytes)
 	}
 	return slices.Clip(out)
 }
@@ -95,12 +95,12 @@ func cutLine(s string, n int) string {
 	return bytes(s, n-len("…"), false) + "…"
 }
 
-// Escape makes untrusted text printable on one line: control characters
+// escape makes untrusted text printable on one line: control characters
 // (a newline, a carriage return, ESC of a terminal's escape sequence),
 // other unprintable ones (a bidirectional override) and invalid UTF-8
 // become Go escapes (\n, \x1b, \u202e); a backslash is doubled, so that an
 // escape in the output always stands for a character of the input.
-func Escape(s string) string {
+func escape(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -128,14 +128,14 @@ func Escape(s string) string {
 }
 
 // LogLines is an io.Writer that hands each line written to it, escaped
-// ([Escape]) and cut to [StderrLineBytes] (then "…" at its end), to log:
+// (escape) and cut to stderrLineBytes (then "…" at its end), to log:
 // a module's stderr relayed to the host's log line by line, so that its
 // text can start no line of the log of its own, however it is chunked.
 // What follows the last newline waits for the next write, bounded as a
 // line is, whatever is written. It is for one writer at a time.
 type LogLines struct {
 	log  func(line string)
-	line []byte // the line so far, at most StderrLineBytes
+	line []byte // the line so far, at most stderrLineBytes
 	cut  bool   // the line so far was longer
 }
 
@@ -151,7 +151,7 @@ func (w *LogLines) Write(p []byte) (int, error) {
 		if i >= 0 {
 			chunk = p[:i]
 		}
-		if room := StderrLineBytes - len(w.line); len(chunk) > room {
+		if room := stderrLineBytes - len(w.line); len(chunk) > room {
 			chunk, w.cut = chunk[:room], true
 		}
 		w.line = append(w.line, chunk...)
@@ -169,7 +169,7 @@ func (w *LogLines) Write(p []byte) (int, error) {
 func (w *LogLines) emit() {
 	line := strings.TrimRight(string(w.line), "\r")
 	if w.cut || strings.TrimSpace(line) != "" {
-		e := cutLine(Escape(line), StderrLineBytes)
+		e := cutLine(escape(line), stderrLineBytes)
 		if w.cut && !strings.HasSuffix(e, "…") {
 			e += "…"
 		}

@@ -19,8 +19,8 @@ func TestStderrLines(t *testing.T) {
 		{"lines across writes", []string{"first li", "ne\nsecond\n", "third"}, []string{"first line", "second", "third"}},
 		{"the last lines", []string{strings.Repeat("old\n", 20) + "1\n2\n3\n4\n5\n6\n7\n8\n"}, []string{"1", "2", "3", "4", "5", "6", "7", "8"}},
 		{"crlf", []string{"a\r\nb\r\n"}, []string{"a", "b"}},
-		{"a long line", []string{long + "\n"}, []string{strings.Repeat("é", (StderrLineBytes-len("…"))/2) + "…"}},
-		{"megabytes", []string{strings.Repeat("x", 3<<20), "\nend\n"}, []string{"…" + strings.Repeat("x", StderrLineBytes-2*len("…")) + "…", "end"}},
+		{"a long line", []string{long + "\n"}, []string{strings.Repeat("é", (stderrLineBytes-len("…"))/2) + "…"}},
+		{"megabytes", []string{strings.Repeat("x", 3<<20), "\nend\n"}, []string{"…" + strings.Repeat("x", stderrLineBytes-2*len("…")) + "…", "end"}},
 		{"a terminal's escapes", []string{"\x1b[2J\x1b[31mred\x1b[0m\n"}, []string{`\x1b[2J\x1b[31mred\x1b[0m`}},
 		{"a carriage return", []string{"ok\r2026-01-01 [ERROR] forged\n"}, []string{`ok\r2026-01-01 [ERROR] forged`}},
 		{"a bidi override", []string{"a\u202eb\n"}, []string{`a\u202eb`}},
@@ -42,11 +42,11 @@ func TestStderrLines(t *testing.T) {
 			total := 0
 			for _, l := range got {
 				total += len(l)
-				if len(l) > StderrLineBytes {
+				if len(l) > stderrLineBytes {
 					t.Errorf("a line of %d bytes", len(l))
 				}
 			}
-			if len(got) > StderrLines || total > StderrLines*StderrLineBytes {
+			if len(got) > stderrLines || total > stderrLines*stderrLineBytes {
 				t.Errorf("%d lines, %d bytes", len(got), total)
 			}
 		})
@@ -58,10 +58,10 @@ func FuzzEscape(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		e := Escape(s)
+		e := escape(s)
 		for _, r := range e {
 			if !unicode.IsPrint(r) {
-				t.Fatalf("Escape(%q) = %q holds %U", s, e, r)
+				t.Fatalf("escape(%q) = %q holds %U", s, e, r)
 			}
 		}
 	})
@@ -86,11 +86,11 @@ func TestLogLines(t *testing.T) {
 	for range 1 << 10 { // 4 MiB without a newline
 		w.Write([]byte(strings.Repeat("y", 4<<10)))
 	}
-	if len(w.line) > StderrLineBytes {
+	if len(w.line) > stderrLineBytes {
 		t.Fatalf("holds %d bytes of an unended line", len(w.line))
 	}
 	w.Write([]byte("\n"))
-	if len(got) != 1 || got[0] != "half"+strings.Repeat("y", StderrLineBytes-len("half"))+"…" {
+	if len(got) != 1 || got[0] != "half"+strings.Repeat("y", stderrLineBytes-len("half"))+"…" {
 		t.Fatalf("the long line logged as %q", got)
 	}
 }
