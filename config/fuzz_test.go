@@ -6,6 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 func FuzzParse(f *testing.F) {
@@ -43,6 +47,27 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("plugin %q: a sandbox block that parsed is invalid: %v", p.Name, err)
 				}
 			}
+		}
+	})
+}
+
+// FuzzQuote: the HCL string Quote writes has s itself as its value, a
+// template sequence in s included.
+func FuzzQuote(f *testing.F) {
+	for _, s := range []string{"", "/srv/ws", "${x}", "%{if}", "$${", "a\"b\\c\n\t", "\u202e", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return // HCL source is UTF-8
+		}
+		expr, diags := hclsyntax.ParseExpression([]byte(Quote(s)), "q", hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatalf("Quote(%q) = %s does not parse: %v", s, Quote(s), diags)
+		}
+		v, diags := expr.Value(nil)
+		if diags.HasErrors() || v.AsString() != s {
+			t.Fatalf("Quote(%q) = %s has the value %#v (%v)", s, Quote(s), v, diags)
 		}
 	})
 }

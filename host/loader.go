@@ -110,6 +110,7 @@ func (s *supervisor) run() {
 		started := time.Now()
 		proc, err := s.launch()
 		if err != nil {
+			s.explainExit(err)
 			log.Error("plugin refused", "code", toolhost.CodeOf(err), "error", err)
 			s.set(func() { s.lastErr, s.pid = err, 0 })
 			if permanent(err) || s.cfg.Restart == config.RestartNever {

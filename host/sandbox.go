@@ -1,9 +1,17 @@
 package host
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -76,4 +84,161 @@ func (s *supervisor) warnUnconfined() {
 	if s.h.cfg.Unconfined(&s.cfg) {
 		s.h.log.With("plugin", s.cfg.Name).Warn(`sandbox: starts unconfined (sandbox = "off"): it can read and write whatever the host can`)
 	}
+}
+
+// explainExit adds a hint to the error of a module that exited while
+// starting in its sandbox (a [protocol.ExitedError]), when the paths its
+// stderr names point at the sandbox (sandboxHint).
+func (s *supervisor) explainExit(err error) {
+	var exited *protocol.ExitedError
+	pol := s.h.sandboxOf(&s.cfg)
+	if pol == nil || !errors.As(err, &exited) {
+		return
+	}
+	seen := *pol // as the module saw it: with its executable, which its start adds
+	exe := s.cfg.Path
+	if found, err := exec.LookPath(exe); err == nil {
+		exe = found
+	}
+	seen.ReadOnly = append(slices.Clone(seen.ReadOnly), exe)
+	exited.Hint = sandboxHint(&s.cfg, &seen, exited.Stderr)
+}
+
+// maxHintPaths bounds the paths of a module's stderr that sandboxHint looks
+// at: the stderr is bounded already, this bounds the file system lookups.
+const maxHintPaths = 32
+
+// stderrPathRE matches an absolute path in a line of a module's stderr, or
+// a file: URL's: after the start of the line, a space, a quote, a bracket
+// or an equals sign; up to a space, a quote, a colon (a line number), a
+// bracket or a comma.
+var stderrPathRE = regexp.MustCompile(`(?:^|[\s'"` + "`" + `(\[<=])(?:file://)?(/[^\s'"` + "`" + `:;,()<>\[\]|]*)`)
+
+// writeRefusedRE matches the errors of a write the sandbox refused.
+var writeRefusedRE = regexp.MustCompile(`\b(EROFS|EACCES|EPERM)\b|(?i)read-only file system|permission denied`)
+
+// sandboxHint says how the sandbox of the block likely made its module
+// exit while starting, from the paths its stderr lines name, and the
+// sandbox block that fixes it; "" when nothing points at the sandbox.
+// policy is the sandbox the module ran in. A path points at it when:
+//   - it lies in a node_modules directory the sandbox does not show whole
+//     (a package loaded from there fails): that node_modules, read-only;
+//   - the sandbox does not show it, and the host has it: it, read-only;
+//   - a write there was refused and the sandbox shows it read-only: its
+//     directory, read-write, but for a package's own directory, which
+//     stays read-only (a module that could rewrite its code would run
+//     what an agent made it write): a note says to give its data a
+//     directory elsewhere.
+//
+// A path the sandbox hides on purpose (the host's data) and the kernel's
+// (/proc, /dev, /sys) are left alone.
+func sandboxHint(p *config.Plugin, policy *sandbox.Policy, lines []string) string {
+	var readOnly, readWrite, inPackage []string
+	add := func(list *[]string, path string) {
+		if !slices.Contains(*list, path) {
+			*list = append(*list, path)
+		}
+	}
+	looked := 0
+	for _, line := range lines {
+		refused := writeRefusedRE.MatchString(line)
+		for _, m := range stderrPathRE.FindAllStringSubmatch(line, -1) {
+			if looked++; looked > maxHintPaths {
+				break
+			}
+			path := filepath.Clean(strings.TrimRight(m[1], "."))
+			if path == "/" || kernelPath(path) {
+				continue
+			}
+			access := policy.AccessTo(path)
+			pkg := nodeModules(path)
+			switch {
+			case access == sandbox.AccessHidden:
+			case pkg != "" && policy.AccessTo(pkg) == sandbox.AccessNone && exists(pkg):
+				add(&readOnly, pkg)
+			case access == sandbox.AccessNone && exists(path):
+				add(&readOnly, path)
+			case refused && access == sandbox.AccessReadOnly && pkg != "":
+				add(&inPackage, path)
+			case refused && access == sandbox.AccessReadOnly:
+				if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+					path = filepath.Dir(path) // the directory of the file it writes
+				}
+				if exists(path) && !systemPath(path) {
+					add(&readWrite, path)
+				}
+			}
+		}
+	}
+	if len(readOnly)+len(readWrite)+len(inPackage) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	block := fmt.Sprintf("%s %s", p.Kind, config.Quote(p.Name))
+	b.WriteString("the sandbox is the likely cause:")
+	if len(readOnly) > 0 {
+		fmt.Fprintf(&b, " it does not show %s, which the module's stderr names;", strings.Join(readOnly, ", "))
+	}
+	if len(readWrite) > 0 {
+		fmt.Fprintf(&b, " it shows %s read-only, where the module writes;", strings.Join(readWrite, ", "))
+	}
+	if len(readOnly)+len(readWrite) > 0 {
+		own := p.Sandbox // the lists the block has already
+		if own == nil {
+			own = &sandbox.Policy{}
+		}
+		fmt.Fprintf(&b, " in the block %s, say:\n  sandbox {", block)
+		for _, l := range []struct {
+			name      string
+			has, more []string
+		}{{"read_write", own.ReadWrite, readWrite}, {"read_only", own.ReadOnly, readOnly}} {
+			if len(l.more) == 0 {
+				continue
+			}
+			var quoted []string
+			for _, path := range slices.Concat(l.has, l.more) {
+				quoted = append(quoted, config.Quote(path))
+			}
+			fmt.Fprintf(&b, "\n    %s = [%s]", l.name, strings.Join(quoted, ", "))
+		}
+		b.WriteString("\n  }")
+	}
+	if len(inPackage) > 0 {
+		if len(readOnly)+len(readWrite) > 0 {
+			b.WriteString("\nand")
+		}
+		fmt.Fprintf(&b, " the module writes inside its own package (%s), which stays read-only: a module that could rewrite its code would run what an agent made it write."+
+			" Point its data at a directory of its own (its env; npm's server-memory takes MEMORY_FILE_PATH) and give that directory in read_write (docs/mcp-import.md)",
+			strings.Join(inPackage, ", "))
+	}
+	return b.String()
+}
+
+// nodeModules is the outermost node_modules directory path lies in, where
+// node looks for the packages a script there loads; "" for none.
+func nodeModules(path string) string {
+	if i := strings.Index(path+"/", "/node_modules/"); i >= 0 {
+		return path[:i+len("/node_modules")]
+	}
+	return ""
+}
+
+// kernelPath reports whether path is in /proc, /dev or /sys, which are the
+// kernel's, not the host's files.
+func kernelPath(path string) bool {
+	return slices.ContainsFunc([]string{"/proc", "/dev", "/sys"}, func(dir string) bool {
+		return path == dir || strings.HasPrefix(path, dir+"/")
+	})
+}
+
+// systemPath reports whether path is in a system directory, which no
+// module is given to write.
+func systemPath(path string) bool {
+	return (&sandbox.Policy{}).Visible(path)
+}
+
+// exists reports whether the host has a file at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -36,6 +36,8 @@ const (
 	cancelFileEnv = "TOOLHOST_TEST_CANCELFILE"  // the sleep tool writes here when its ctx ends
 	sandboxOutEnv = "TOOLHOST_TEST_SANDBOXFILE" // Configure writes the sandbox it was sent here
 	countFileEnv  = "TOOLHOST_TEST_COUNTFILE"   // when set, a count tool appends a line here per call
+	readFileEnv   = "TOOLHOST_TEST_READFILE"    // needsfiles reads it as it starts
+	writeFileEnv  = "TOOLHOST_TEST_WRITEFILE"   // needsfiles writes it as it starts
 )
 
 type sleepArgs struct {
@@ -216,6 +218,25 @@ func serveTestPlugin(name string) {
 	case "nohandshake":
 		time.Sleep(time.Hour)
 	case "exit":
+		os.Exit(1)
+	case "needsfiles":
+		// A module that reads its settings and writes its state as it
+		// starts, and exits when it cannot, saying why on its stderr.
+		if f := os.Getenv(readFileEnv); f != "" {
+			if _, err := os.ReadFile(f); err != nil {
+				fmt.Fprintf(os.Stderr, "cannot load its settings: %v\n", err)
+				os.Exit(1)
+			}
+		}
+		if f := os.Getenv(writeFileEnv); f != "" {
+			if err := os.WriteFile(f, []byte("state"), 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "cannot keep its state: %v\n", err)
+				os.Exit(1)
+			}
+		}
+		sdk.Serve(testGroup(), nil)
+	case "hostilestderr":
+		hostileStderr(os.Stderr)
 		os.Exit(1)
 	case "dupetools":
 		protocol.Serve(&hostile{spec: toolhost.GroupSpec{ID: "dupes", Tools: []toolhost.ToolSpec{

@@ -247,12 +247,59 @@ func (c *Cmd) prepare() error {
 func (p *Policy) Visible(path string) bool {
 	for _, list := range [][]string{p.ReadWrite, p.ReadOnly, systemDirs} {
 		for _, p := range list {
-			if rel, err := filepath.Rel(p, path); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			if within(p, path) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// Access is what a sandboxed process can do at a host path.
+type Access int
+
+// The accesses, from none to all.
+const (
+	// AccessNone: the sandbox does not show the host's file there (the
+	// process sees nothing, or the sandbox's own /tmp, HOME or /etc).
+	AccessNone Access = iota
+	// AccessHidden: a [Policy.Hidden] path covers it.
+	AccessHidden
+	// AccessReadOnly: a read-only path or a system directory shows it.
+	AccessReadOnly
+	// AccessReadWrite: a read-write path shows it.
+	AccessReadWrite
+)
+
+// AccessTo says what a process in a sandbox of p can do at the host path,
+// from the mounts the sandbox makes: as bindPaths binds them, the most
+// specific of ReadWrite, ReadOnly and the system directories decides (a
+// path in both lists is read-only), and a Hidden path covers what it holds.
+func (p *Policy) AccessTo(path string) Access {
+	path = filepath.Clean(path)
+	for _, h := range p.Hidden {
+		if within(h, path) && p.Visible(h) {
+			return AccessHidden
+		}
+	}
+	best, access := -1, AccessNone
+	for _, l := range []struct {
+		paths  []string
+		access Access
+	}{{p.ReadWrite, AccessReadWrite}, {p.ReadOnly, AccessReadOnly}, {systemDirs, AccessReadOnly}} {
+		for _, m := range l.paths {
+			if d := strings.Count(filepath.Clean(m), "/"); within(m, path) && d >= best {
+				best, access = d, l.access
+			}
+		}
+	}
+	return access
+}
+
+// within reports whether path is dir or inside it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
 // startProxy starts the filtering proxy on a unix socket in a private

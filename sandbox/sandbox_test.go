@@ -455,3 +455,51 @@ func TestArgsProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestAccessTo: what AccessTo says of a host path is what a process in the
+// sandbox finds there: the most specific path decides, a path in both
+// lists is read-only, a hidden path holds nothing; and the sandbox shows
+// nothing of the host elsewhere.
+func TestAccessTo(t *testing.T) {
+	dir := t.TempDir()
+	path := func(rel string) string { return filepath.Join(dir, rel) }
+	for _, d := range []string{"rw/ro", "rw/secret", "ro/rw", "both", "other"} {
+		if err := os.MkdirAll(path(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &Policy{ReadWrite: []string{path("rw"), path("ro/rw"), path("both")}, ReadOnly: []string{path("rw/ro"), path("ro"), path("both")},
+		Hidden: []string{path("rw/secret")}}
+	for _, tc := range []struct {
+		rel  string
+		want Access
+	}{
+		{"rw", AccessReadWrite}, {"rw/ro", AccessReadOnly}, {"rw/secret", AccessHidden}, {"ro", AccessReadOnly},
+		{"ro/rw", AccessReadWrite}, {"both", AccessReadOnly}, {"other", AccessNone}, {".", AccessNone},
+	} {
+		t.Run(tc.rel, func(t *testing.T) {
+			if got := p.AccessTo(path(tc.rel)); got != tc.want {
+				t.Fatalf("AccessTo(%s) = %d, want %d", tc.rel, got, tc.want)
+			}
+			f := path(tc.rel + "/f")
+			if err := os.WriteFile(f, []byte("host\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(f)
+			out, _ := run(t, p, "", fmt.Sprintf("cat %[1]q 2>/dev/null || echo none; echo x 2>/dev/null >> %[1]q && echo wrote", f))
+			want := map[Access]string{AccessHidden: "none\n", AccessReadOnly: "host\n", AccessReadWrite: "host\nwrote\n"}[tc.want]
+			if tc.want == AccessNone { // nothing of the host's, or the sandbox's own /tmp
+				if strings.Contains(out, "host") {
+					t.Errorf("inside the sandbox: %q, the host's file", out)
+				}
+				return
+			}
+			if out != want {
+				t.Errorf("inside the sandbox: %q, want %q", out, want)
+			}
+		})
+	}
+	if got := p.AccessTo("/usr/bin/env"); got != AccessReadOnly {
+		t.Errorf("a system directory: %d", got)
+	}
+}

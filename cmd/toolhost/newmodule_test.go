@@ -136,3 +136,75 @@ func TestWalkUpToolhost(t *testing.T) {
 		t.Errorf("walkUpToolhost(temp) found %s", got)
 	}
 }
+
+// TestNewModuleGrows: the generated module's test keeps passing when its
+// author adds a tool as the scaffold invites, and when the spec is wrong it
+// prints it as JSON, its schemas as text rather than bytes. It runs the
+// module's own go test against this checkout, offline.
+func TestNewModuleGrows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and tests a generated module")
+	}
+	root, _ := filepath.Abs("../..")
+	dir := filepath.Join(t.TempDir(), "grower")
+	if _, err := newModule("grower", dir, root); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(name, old, new string) {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(src, []byte(old)) {
+			t.Fatalf("%s has no %q", name, old)
+		}
+		if err := os.WriteFile(path, bytes.Replace(src, []byte(old), []byte(new), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goTest := func(args ...string) (string, error) {
+		cmd := exec.Command("go", append([]string{"test", "-count=1"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = os.Environ()
+		for k, v := range scriptGoEnv(t) {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Env = append(cmd.Env, "GOPROXY=off", "GOFLAGS=-mod=readonly")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	edit("main.go", `sdk.NewTool("hello", "Greet someone by name.", hello, sdk.Title("Say hello")),`,
+		`sdk.NewTool("hello", "Greet someone by name.", hello, sdk.Title("Say hello")),
+			sdk.NewTool("shout", "Shout a word.", shout),`)
+	edit("main.go", "// main serves the group.", `// ShoutArgs are shout's arguments.
+type ShoutArgs struct {
+	Word string `+"`"+`json:"word"`+"`"+`
+}
+
+func shout(_ context.Context, req *sdk.Request[ShoutArgs]) (*sdk.Result, error) {
+	return sdk.Text(strings.ToUpper(req.Args.Word) + "!"), nil
+}
+
+// main serves the group.`)
+	if out, err := goTest("./..."); err != nil {
+		t.Fatalf("go test with a second tool: %v\n%s", err, out)
+	}
+
+	// A wrong spec: hello's argument renamed, as the table does not say.
+	edit("main.go", "`json:\"name\" jsonschema:\"who to greet\"`", "`json:\"who\" jsonschema:\"who to greet\"`")
+	out, err := goTest("-run", "^TestSpec$", ".")
+	if err == nil {
+		t.Fatalf("go test passed with hello requiring who:\n%s", out)
+	}
+	for _, want := range []string{`tool hello requires ["who"], want ["name"]; spec:`, `"input_schema": {`, `"required": [`, `"who"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the failure lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "[123 34") {
+		t.Errorf("the failure prints a schema as bytes:\n%s", out)
+	}
+}

@@ -1,6 +1,8 @@
 // Package output cuts tool output to the host's limits of lines and bytes,
 // keeping either its beginning (reads) or its end (command output), and never
-// splitting a UTF-8 character.
+// splitting a UTF-8 character; and it keeps what a module writes to its
+// stderr bounded and escaped, for its error ([Stderr]) and the log
+// ([LogLines]).
 package output
 
 import (

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/sandbox"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -49,9 +50,10 @@ type Process struct {
 	cmd       *exec.Cmd
 	conn      *grpc.ClientConn
 	done      context.Context
-	socket    string       // the plugin's unix socket, which a killed plugin leaves behind
-	box       *sandbox.Cmd // the sandbox, when confined
-	socketDir string       // the sandboxed plugin's private socket directory
+	socket    string        // the plugin's unix socket, which a killed plugin leaves behind
+	box       *sandbox.Cmd  // the sandbox, when confined
+	socketDir string        // the sandboxed plugin's private socket directory
+	stderr    output.Stderr // the end of its stderr, for startError
 }
 
 // HostPidEnv passes the host's pid to a plugin, which exits when its parent
@@ -115,6 +117,7 @@ func Launch(opts Options) (*Process, error) {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     opts.StartTimeout,
 		Logger:           opts.Logger,
+		Stderr:           &p.stderr, // besides the log: its end, for startError
 		SkipHostEnv:      true,
 		SecureConfig:     secure,
 		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes))},
@@ -203,7 +206,7 @@ func (p *Process) startError(err error, opts Options) error {
 	case strings.Contains(msg, "timeout while waiting for plugin to start"):
 		return toolhost.Errorf(toolhost.CodeTimeout, "plugin %s: no handshake within the start timeout of %s", opts.Path, opts.StartTimeout)
 	case strings.Contains(msg, "exited before we could connect"), strings.Contains(msg, "Failed to read any lines"):
-		return toolhost.Errorf(toolhost.CodePluginExited, "plugin %s: exited before the handshake (%s)", opts.Path, p.exitStatus())
+		return WithStderr(toolhost.Errorf(toolhost.CodePluginExited, "plugin %s: exited before the handshake (%s)", opts.Path, p.exitStatus()), &p.stderr)
 	case strings.HasPrefix(msg, unrecognized):
 		line, _, _ := strings.Cut(strings.TrimPrefix(msg, unrecognized), "\n")
 		return toolhost.Errorf(toolhost.CodeInvalidGroupDef,
@@ -213,6 +216,48 @@ func (p *Process) startError(err error, opts Options) error {
 	}
 	return toolhost.Errorf(toolhost.CodeInternal, "plugin %s: start: %w", opts.Path, err)
 }
+
+// ExitedError is the error of a module that exited while starting, with
+// the last lines of its stderr and, when the host has found one, a hint at
+// the cause. Its code is its Err's (plugin_exited).
+type ExitedError struct {
+	// Err is the error without them.
+	Err error
+	// Stderr are the last lines the module wrote to its stderr, bounded
+	// and escaped ([output.Stderr.Lines]): its own text, untrusted.
+	Stderr []string
+	// Hint says what likely made it exit and how to fix it (a sandbox
+	// that hides what it needs), or is empty.
+	Hint string
+}
+
+// WithStderr is err with the last lines of the stderr the module wrote
+// (stderr), or err itself when it wrote none.
+func WithStderr(err error, stderr *output.Stderr) error {
+	lines := stderr.Lines()
+	if len(lines) == 0 {
+		return err
+	}
+	return &ExitedError{Err: err, Stderr: lines}
+}
+
+// Error is Err's message, then the stderr lines, each on a line of its
+// own, indented, then the hint.
+func (e *ExitedError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	b.WriteString("\nthe last lines of its stderr:")
+	for _, l := range e.Stderr {
+		b.WriteString("\n  " + l)
+	}
+	if e.Hint != "" {
+		b.WriteString("\n" + e.Hint)
+	}
+	return b.String()
+}
+
+// Unwrap returns Err.
+func (e *ExitedError) Unwrap() error { return e.Err }
 
 // unrecognized starts go-plugin's error for a first stdout line that is not
 // the handshake.

@@ -258,7 +258,10 @@ async function groupsPage(main, v) {
           h('td', {}, p.kind || ''),
           h('td', {}, h('span', { class: 'state ' + (p.state || '') }, p.state || '')),
           h('td', {}, p.restarts || 0),
-          h('td', { class: 'error-text' }, p.lastError || '', p.errorCode ? h('span', { class: 'badge warn' }, p.errorCode) : null))))),
+          // A module that exited while starting: its stderr's last lines
+          // and a hint follow the error's first line, as text.
+          h('td', { class: 'error-text' }, (p.lastError || '').split('\n')[0], p.errorCode ? h('span', { class: 'badge warn' }, p.errorCode) : null,
+            (p.lastError || '').includes('\n') ? h('pre', { class: 'last-error' }, p.lastError.slice(p.lastError.indexOf('\n') + 1)) : null))))),
     h('h2', {}, 'Diagnostics'),
     diags.length === 0 ? h('p', { class: 'muted', id: 'diagnostics' }, 'No conflicts or warnings.') :
       h('table', { id: 'diagnostics', class: 'table' },

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -30,7 +31,7 @@ func (im *importer) write(servers []*mcpServer) []byte {
 		}
 		var attrs [][2]string
 		if s.description != "" {
-			attrs = append(attrs, [2]string{"description", quote(s.description)})
+			attrs = append(attrs, [2]string{"description", config.Quote(s.description)})
 		}
 		if s.entry.URL != "" {
 			attrs = append(attrs, [2]string{"url", s.url.expr()})
@@ -51,9 +52,9 @@ func (im *importer) write(servers []*mcpServer) []byte {
 			}
 		}
 		if s.toolPrefix != "" {
-			attrs = append(attrs, [2]string{"tool_prefix", quote(s.toolPrefix)})
+			attrs = append(attrs, [2]string{"tool_prefix", config.Quote(s.toolPrefix)})
 		}
-		fmt.Fprintf(&b, "mcp_server %s {\n", quote(s.label))
+		fmt.Fprintf(&b, "mcp_server %s {\n", config.Quote(s.label))
 		writeAttrs(&b, attrs, "  ")
 		if s.sandbox != nil {
 			b.WriteByte('\n')
@@ -97,7 +98,7 @@ func (x *box) write(b *strings.Builder, indent string) {
 		attrs = append(attrs, [2]string{"read_only", stringList(x.readOnly)})
 	}
 	if x.network {
-		attrs = append(attrs, [2]string{"network", quote(string(sandbox.NetworkAllowed))})
+		attrs = append(attrs, [2]string{"network", config.Quote(string(sandbox.NetworkAllowed))})
 	}
 	writeAttrs(b, attrs, in)
 	b.WriteString(indent + "}\n")
@@ -112,11 +113,11 @@ func (x *box) readWriteList(indent string) string {
 	var b strings.Builder
 	b.WriteString("[\n")
 	for _, p := range x.readWrite {
-		b.WriteString(indent + "  " + quote(p) + ",\n")
+		b.WriteString(indent + "  " + config.Quote(p) + ",\n")
 	}
 	for _, r := range x.refused {
 		writeComment(&b, indent+"  # toolhost would refuse this one: "+r.why)
-		writeComment(&b, indent+"  # "+quote(r.path)+",")
+		writeComment(&b, indent+"  # "+config.Quote(r.path)+",")
 	}
 	b.WriteString(indent + "]")
 	return b.String()
@@ -129,7 +130,7 @@ func list(elems []string) string { return "[" + strings.Join(elems, ", ") + "]" 
 func stringList(ss []string) string {
 	elems := make([]string, len(ss))
 	for i, s := range ss {
-		elems[i] = quote(s)
+		elems[i] = config.Quote(s)
 	}
 	return list(elems)
 }
@@ -167,7 +168,7 @@ func object(kvs []keyValue, indent string) string {
 	attrs := make([][2]string, len(kvs))
 	oneLine := make([]string, len(kvs))
 	for i, kv := range kvs {
-		key := quote(kv.key)
+		key := config.Quote(kv.key)
 		// A keyword would start another expression: { for = … } is a for.
 		if bareKeyRE.MatchString(kv.key) && !slices.Contains([]string{"for", "if", "in", "true", "false", "null"}, kv.key) {
 			key = kv.key
@@ -193,7 +194,7 @@ var bareKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 func (v value) expr() string {
 	switch {
 	case len(v) == 1 && v[0].env == "":
-		return quote(v[0].text)
+		return config.Quote(v[0].text)
 	case len(v) == 1:
 		return envCall(v[0].env)
 	}
@@ -211,7 +212,8 @@ func (v value) expr() string {
 		if i+1 < len(v) && (strings.HasSuffix(text, "$") || strings.HasSuffix(text, "%")) {
 			text, last = text[:len(text)-1], text[len(text)-1:]
 		}
-		b.WriteString(quoted(text))
+		q := config.Quote(text)
+		b.WriteString(q[1 : len(q)-1]) // inside the template's own quotes
 		if last != "" {
 			b.WriteString(`${"` + last + `"}`)
 		}
@@ -221,44 +223,4 @@ func (v value) expr() string {
 }
 
 // envCall is the expression env("NAME").
-func envCall(name string) string { return "env(" + quote(name) + ")" }
-
-// quote is s as an HCL quoted string, whose value is s itself: no template
-// sequence in s is interpreted.
-func quote(s string) string { return `"` + quoted(s) + `"` }
-
-// quoted escapes s for the inside of an HCL quoted string, as hclwrite
-// does: \n \r \t \" \\, ${ and %{ doubled to $${ and %%{, other
-// unprintable characters as \uNNNN or \UNNNNNNNN.
-func quoted(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch r {
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '$', '%':
-			b.WriteRune(r)
-			if strings.HasPrefix(s[i+1:], "{") {
-				b.WriteRune(r)
-			}
-		default:
-			switch {
-			case unicode.IsPrint(r):
-				b.WriteRune(r)
-			case r < 0x10000:
-				fmt.Fprintf(&b, `\u%04x`, r)
-			default:
-				fmt.Fprintf(&b, `\U%08x`, r)
-			}
-		}
-	}
-	return b.String()
-}
+func envCall(name string) string { return "env(" + config.Quote(name) + ")" }

@@ -39,6 +39,9 @@ import (
 //     says so and how to install the package instead. The operator's own
 //     package cache is not made writable: a server could plant code there
 //     that the operator runs later.
+//   - A server known to keep its state beside its code (state.go): a
+//     file of its own through its environment, and that file's directory
+//     read-write.
 //   - no limits: a module's sandbox block gets the default limits but CPU
 //     time, since the server lives as long as the host.
 
@@ -50,6 +53,9 @@ type machine struct {
 	home   string         // the user's home directory, never made visible whole
 	config *config.Config // the config file the blocks go in: its File, DataDir, PluginDir, Plugins
 	exe    string         // the toolhost binary, which the trust check protects too
+	// mkdir makes a directory a stateful server keeps its state in
+	// (keepState); nil makes none.
+	mkdir func(dir string) error
 	// probe starts the config with the blocks and says what registered
 	// (probeConfig); nil starts nothing, and no tool_prefix is written.
 	probe func(ctx context.Context, blocks []byte) (*learned, error)
@@ -81,7 +87,8 @@ func localMachine(configFile string, probe bool) (m *machine, warning string, er
 	}
 	home, _ := os.UserHomeDir()
 	exe, _ := os.Executable()
-	m = &machine{fsys: os.DirFS("/"), path: os.Getenv("PATH"), home: home, config: cfg, exe: exe}
+	m = &machine{fsys: os.DirFS("/"), path: os.Getenv("PATH"), home: home, config: cfg, exe: exe,
+		mkdir: func(dir string) error { return os.MkdirAll(dir, 0o700) }}
 	if probe {
 		m.probe = func(ctx context.Context, blocks []byte) (*learned, error) { return probeConfig(ctx, file, src, blocks) }
 	}
@@ -348,6 +355,7 @@ func (im *importer) box(s *mcpServer, trust *trustCheck) *box {
 	m, e := im.machine, s.entry
 	b := &box{}
 	script := -1 // the argument that is an interpreter's script
+	pkg := ""    // the npm package the server's code is in
 	if known(s.command, e.Command) {
 		found, ok := m.lookPath(e.Command)
 		switch {
@@ -365,12 +373,15 @@ func (im *importer) box(s *mcpServer, trust *trustCheck) *box {
 					script = i
 					b.addReadOnly(m, path.Clean(e.Args[i])) // unless its package holds it
 					b.program(m, e.Args[i])
+					pkg = m.npmPackage(e.Args[i])
 				}
 			}
 		default:
 			b.program(m, found)
+			pkg = m.npmPackage(found)
 		}
 		if r, ok := fetcher(e.Command, e.Args); ok {
+			pkg = fetched(r, e.Args)
 			b.network = true
 			b.notes = append(b.notes,
 				path.Base(e.Command)+" fetches the server's code each time it starts it: so it may reach the network, through",
@@ -383,6 +394,9 @@ func (im *importer) box(s *mcpServer, trust *trustCheck) *box {
 				"docker needs its daemon's socket, which this sandbox leaves out: whoever may write to it is root",
 				`on this machine. Add read_write = ["/var/run/docker.sock"] only if you accept that.`)
 		}
+	}
+	if st, ok := statefulServers[pkg]; ok {
+		im.keepState(s, b, st, trust)
 	}
 	for i, a := range e.Args {
 		if i == script || !known(s.args[i], a) {

@@ -57,7 +57,10 @@ func testMachine() *machine {
 		"opt/brain/package.json":                                             pkg,
 		"opt/tools/serve.py":                                                 &fstest.MapFile{Data: []byte("print('hi')\n")},
 		"srv/ws":                                                             dir,
-		"srv/conf.yaml":                                                      &fstest.MapFile{},
+		"home/me/mcp/node_modules/.bin/mcp-server-memory":                    link("../@modelcontextprotocol/server-memory/dist/index.js"),
+		"home/me/mcp/node_modules/@modelcontextprotocol/server-memory/dist/index.js": nodeScript,
+		"home/me/mcp/node_modules/@modelcontextprotocol/server-memory/package.json":  pkg,
+		"srv/conf.yaml": &fstest.MapFile{},
 	}
 	return &machine{
 		fsys: fsys, path: "/home/me/.local/bin:/usr/bin:/bin:/home/me/bin", home: "/home/me", exe: "/usr/local/bin/toolhost",

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -32,6 +33,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/mcp/mcpcontent"
 	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
+	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 	"golang.org/x/sys/unix"
@@ -72,8 +74,9 @@ type Options struct {
 type Server struct {
 	opts    Options
 	session *mcp.ClientSession
-	cmd     *exec.Cmd    // the stdio process
-	box     *sandbox.Cmd // its sandbox, when confined
+	cmd     *exec.Cmd     // the stdio process
+	box     *sandbox.Cmd  // its sandbox, when confined
+	stderr  output.Stderr // the end of the stdio process's stderr, for startError
 	done    context.Context
 	end     context.CancelCauseFunc
 
@@ -219,7 +222,8 @@ func (s *Server) transport() (mcp.Transport, error) {
 		// SIGKILL when the host dies.
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
-	s.cmd.Stderr = s.opts.Logger.StandardWriter(&hclog.StandardLoggerOptions{}) // each line at info
+	// Each line at info, escaped; its end kept for startError.
+	s.cmd.Stderr = io.MultiWriter(&s.stderr, output.NewLogLines(func(line string) { s.opts.Logger.Info(line) }))
 	return stdio{s: s, terminate: 2 * time.Second}, nil
 }
 
@@ -261,7 +265,7 @@ func (s *Server) startError(ctx context.Context, err error) error {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return toolhost.Errorf(toolhost.CodeTimeout, "mcp_server %s: no answer within the start timeout of %s", s.opts.ID, s.opts.StartTimeout)
 	case st != nil && st.Exited():
-		return toolhost.Errorf(toolhost.CodePluginExited, "mcp_server %s: exited while starting (%s): %v", s.opts.ID, st, err)
+		return protocol.WithStderr(toolhost.Errorf(toolhost.CodePluginExited, "mcp_server %s: exited while starting (%s): %v", s.opts.ID, st, err), &s.stderr)
 	case s.opts.URL != "" && errors.As(err, &unreachable):
 		return toolhost.Errorf(toolhost.CodePluginExited, "mcp_server %s: unreachable: %v", s.opts.ID, err)
 	}
