@@ -36,9 +36,12 @@ func (b *batchBuf) appendRow(args []any, e Event) []any {
 }
 
 // eventText is an event's text columns between its time and its payload,
-// in eventCopyColumns' order, each cleaned by cleanText.
-func eventText(e Event) [7]string {
-	t := [...]string{e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID}
+// in eventCopyColumns' order, each cleaned by cleanText: the credential
+// column is the one its payload names, kept apart so that the events of a
+// credential are found through an index.
+func eventText(e Event) [8]string {
+	cred, _ := e.Payload["credential"].(string)
+	t := [...]string{e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID, cred}
 	for i, s := range t {
 		t[i] = cleanText(s)
 	}
