@@ -5,7 +5,8 @@
 //	toolhost roles    list|show|create|set-groups|set-deferred|delete   list and edit roles
 //	toolhost tools    [-config F] [-role R] [-json] [-tokens]   the tools a role sees
 //	toolhost call     [-config F] [-role R | -agent ID] TOOL [JSON]  call one tool, print the result envelope
-//	toolhost events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow] [-tree AGENT]   the audit events
+//	toolhost events   [-config F] [FILTERS] [-json] [-follow | -export FILE|-]   the audit events (filters: -tool -agent -role -credential -outcome -call -since -until -after -before -limit)
+//	toolhost events   -story CALL | -tree AGENT         a call's story, an agent's event tree
 //	toolhost plugin inspect [-config JSON] PATH        describe a plugin without registering it
 //	toolhost new module NAME [-dir D] [-toolhost DIR]  write a module skeleton that builds against this checkout
 //	toolhost serve    [-config F]                      run the host and its HTTP server
@@ -58,7 +59,14 @@ commands:
   roles    list|show|create|set-groups|set-deferred|delete   list and edit roles
   tools    [-config F] [-role R] [-json] [-tokens]   the tools a role sees
   call     [-config F] [-role R | -agent ID] TOOL [JSON]   call one tool and print its result envelope
-  events   [-config F] [-tool T] [-agent A] [-since D] [-json] [-follow] [-tree AGENT]   the audit events
+  events   [-config F] [FILTERS] [-json] [-follow | -export FILE|-]
+                                       the audit events: the most recent 100 (-limit), paged back
+                                       with -before ID; FILTERS: -tool -agent -role -credential
+                                       -outcome (ok, failed, failed:CODE, denied, approved,
+                                       rate_limited) -call -since -until -after; -export: every
+                                       match as JSON lines
+  events   -story CALL | -tree AGENT   a call's story (caller, arguments, verdicts, approval,
+                                       outcome, parent, children); an agent's event tree
   plugin inspect [-config JSON] PATH   describe a plugin without registering it
   new module NAME [-dir D] [-toolhost DIR]
                                        write a module (main.go, main_test.go, go.mod) into D (./NAME) that
