@@ -29,9 +29,10 @@ const uiWait = 15 * time.Second
 
 // browser is one headless Chromium with one tab, on the page at base.
 type browser struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
+	t     *testing.T
+	ctx   context.Context
+	base  string
+	shots string // where screenshots go
 }
 
 // newBrowser starts a browser whose tab holds testToken, passed to the page
@@ -74,14 +75,14 @@ func startBrowser(t *testing.T, base string) *browser {
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(alloc)
-	b := &browser{t: t, ctx: ctx, base: base}
+	b := &browser{t: t, ctx: ctx, base: base, shots: shots}
 	t.Cleanup(func() {
 		if t.Failed() {
 			name := regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(t.Name(), "_") + ".png"
-			if err := b.screenshot(filepath.Join(shots, name)); err != nil {
+			if err := b.screenshot(filepath.Join(b.shots, name)); err != nil {
 				t.Logf("no screenshot: %v", err)
 			} else {
-				t.Logf("screenshot of the failure: %s", filepath.Join(shots, name))
+				t.Logf("screenshot of the failure: %s", filepath.Join(b.shots, name))
 			}
 		}
 		cancelTab()
@@ -113,6 +114,17 @@ func (b *browser) screenshot(path string) error {
 		return err
 	}
 	return os.WriteFile(path, png, 0o644)
+}
+
+// keep saves a screenshot of the page as it is, named after the test and
+// name, where failures' go ($TOOLHOST_UI_SHOTS or a temporary directory).
+func (b *browser) keep(name string) {
+	b.t.Helper()
+	path := filepath.Join(b.shots, regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(b.t.Name(), "_")+"-"+name+".png")
+	if err := b.screenshot(path); err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	b.t.Logf("screenshot: %s", path)
 }
 
 // do runs steps, failing the test on an error.
@@ -217,7 +229,7 @@ func storedGroups(t *testing.T, h *host.Host, name string) []string {
 
 func TestUIFiles(t *testing.T) {
 	srv := newServer(t)
-	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/agents.js": "text/javascript", "/ui/roles.js": "text/javascript", "/ui/rules.js": "text/javascript", "/ui/app.css": "text/css"} {
+	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/agents.js": "text/javascript", "/ui/roles.js": "text/javascript", "/ui/rules.js": "text/javascript", "/ui/events.js": "text/javascript", "/ui/app.css": "text/css"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
