@@ -553,7 +553,7 @@ type copier interface {
 // eventFields is how many columns it sets per event.
 const (
 	rowsPerInsert = 64
-	eventFields   = 10
+	eventFields   = 11
 )
 
 // insertSQL returns an INSERT of rows events. OR FAIL spares SQLite a
@@ -561,7 +561,7 @@ const (
 // fail, and a failed batch is rolled back whole anyway.
 func insertSQL(rows int) string {
 	row := "(" + strings.Repeat("?, ", eventFields-1) + "?)"
-	return `INSERT OR FAIL INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, credential, payload) VALUES ` +
+	return `INSERT OR FAIL INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, credential, approval, payload) VALUES ` +
 		strings.Repeat(row+", ", rows-1) + row
 }
 
@@ -616,8 +616,8 @@ const (
 	// tool) or approval_denied (its approver said no).
 	OutcomeDenied = "denied"
 	// OutcomeApproved is a call its approver let run (approved, or with
-	// modified arguments): a terminal event whose payload holds the
-	// approval, and not denied by it; it may have failed after.
+	// modified arguments): a terminal event whose payload's approval has
+	// the decision approve or modify; it may have failed after.
 	OutcomeApproved = "approved"
 	// OutcomeRateLimited is a call refused by a call limit: failed with
 	// code rate_limited.
@@ -630,10 +630,19 @@ func Outcomes() []string {
 	return []string{OutcomeOK, OutcomeFailed, OutcomeDenied, OutcomeApproved, OutcomeRateLimited}
 }
 
+// failedIndexed and approvedIndexed are the conditions of the partial
+// indexes of the failures and of the calls that asked an approver
+// (migrations/*/022), which a query names as they are written there to be
+// served by them.
+const (
+	failedIndexed   = `type = '` + EventCallFailed + `'`
+	approvedIndexed = `approval <> ''`
+)
+
 // outcomeWhere returns the condition of outcome (and code), its
 // literals constant so that the statement's shape stays one of a few.
 func (s *Store) outcomeWhere(outcome, code string) (string, []any, error) {
-	failed := `type = '` + EventCallFailed + `'`
+	failed := failedIndexed
 	codeOf := s.eng.jsonText("payload", "code")
 	switch {
 	case code != "" && outcome != OutcomeFailed:
@@ -649,8 +658,7 @@ func (s *Store) outcomeWhere(outcome, code string) (string, []any, error) {
 	case outcome == OutcomeRateLimited:
 		return failed + ` AND ` + codeOf + ` = 'rate_limited'`, nil, nil
 	case outcome == OutcomeApproved:
-		return `type IN ('` + EventCallCompleted + `', '` + EventCallFailed + `') AND ` + s.eng.jsonText("payload", "approval") +
-			` IS NOT NULL AND COALESCE(` + codeOf + `, '') <> 'approval_denied'`, nil, nil
+		return approvedIndexed + ` AND approval <> 'deny'`, nil, nil
 	}
 	return "", nil, fmt.Errorf("store: event filter: unknown outcome %q (want one of %s)", outcome, strings.Join(Outcomes(), ", "))
 }

@@ -209,7 +209,7 @@ func TestReadable(t *testing.T) {
 }
 
 // TestEventCredentialMigration: the events stored before migration 022
-// are found by the credential their payload names.
+// are found by the credential their payload names, and by their approval.
 func TestEventCredentialMigration(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -225,7 +225,8 @@ func TestEventCredentialMigration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, payload := range []string{`{"credential":"t-dev","arguments":"{}"}`, `{"credential":"t-ops"}`, `{"text":"nul \u0000","credential":"t-dev"}`, `{}`} {
+			for _, payload := range []string{`{"credential":"t-dev","arguments":"{}"}`, `{"approval":{"by":"admin","decision":"approve"},"credential":"t-ops"}`,
+				`{"text":"nul \u0000","credential":"t-dev"}`, `{"approval":{"decision":"deny"}}`, `{}`} {
 				if _, err := old.db.exec(ctx, `INSERT INTO events (ts, type, payload) VALUES (?, ?, ?)`, stamp(time.Now()), EventCallStarted, payload); err != nil {
 					t.Fatal(err)
 				}
@@ -239,6 +240,9 @@ func TestEventCredentialMigration(t *testing.T) {
 			}
 			if err != nil || !slices.Equal(ids(got), want) {
 				t.Fatalf("t-dev's events after the migration: %v, %v; want %v", ids(got), err, want)
+			}
+			if got, err := s.Events(ctx, EventFilter{Outcome: OutcomeApproved}); err != nil || !slices.Equal(ids(got), []int64{2}) {
+				t.Fatalf("the approved calls after the migration: %v, %v; want [2]", ids(got), err)
 			}
 		})
 	}

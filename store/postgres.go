@@ -183,7 +183,7 @@ func (postgres) copyEvents(ctx context.Context, sqlDB *sql.DB, data []byte) erro
 }
 
 // eventCopyColumns are the columns copyEvents fills: all but the id.
-var eventCopyColumns = []string{"ts", "type", "call_id", "agent_id", "role", "tool", "group_id", "parent_id", "credential", "payload"}
+var eventCopyColumns = []string{"ts", "type", "call_id", "agent_id", "role", "tool", "group_id", "parent_id", "credential", "approval", "payload"}
 
 // copySQL takes the events lock, then copies a batch in binary into table.
 func copySQL(table string) string {
