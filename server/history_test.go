@@ -222,6 +222,18 @@ func TestEventsHistoryAPI(t *testing.T) {
 	if code := do(t, "GET", srv.URL+"/api/events/calls/nope", nil, &e); code != 404 || e.Error.Code != toolhost.CodeValidation {
 		t.Fatalf("unknown call's story = %d %+v", code, e)
 	}
+	// A call id is the caller's text: one with a slash and a space is found
+	// escaped in the path.
+	odd := "../x/y z"
+	if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"tool": "console_print", "arguments": map[string]string{"text": "odd"}, "callId": odd}, nil); code != 200 {
+		t.Fatalf("the odd call = %d", code)
+	}
+	if err := h.Events().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code := do(t, "GET", srv.URL+"/api/events/calls/"+url.PathEscape(odd), nil, &story); code != 200 || story.CallID != odd || story.Outcome != "ok" {
+		t.Fatalf("the odd call's story = %d %+v", code, story)
+	}
 
 	// Bad filters: 400, naming the parameter.
 	for _, tc := range []struct{ query, names string }{
