@@ -36,10 +36,14 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 }
 
 // eventStream sends events as they are recorded, as server-sent events
-// (`data: EVENT-JSON`), starting after ?after= (default: the newest event
-// now), filtered like GET /api/events. It ends when the client goes.
+// (`data: EVENT-JSON`, readable: [store.Event.Readable]), starting after
+// ?after= (default: the newest event now), filtered like GET /api/events.
+// It ends when the client goes.
 func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
-	f, err := eventFilterFromQuery(r.URL.Query())
+	f, err := ParseEventFilter(r.URL.Query(), time.Now())
+	if err == nil && r.URL.Query().Has("format") {
+		err = toolhost.Errorf(toolhost.CodeValidation, "event filter: format: the stream is server-sent events only")
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -63,7 +67,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 	_ = s.h.Store().Follow(ctx, f, streamPoll, func(events []store.Event) error {
 		for _, e := range events {
-			b, _ := json.Marshal(e)
+			b, _ := json.Marshal(e.Readable())
 			fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.ID, b)
 		}
 		flusher.Flush()

@@ -81,10 +81,10 @@ func startBrowser(t *testing.T, base string) *browser {
 	t.Cleanup(func() {
 		if t.Failed() {
 			name := regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(t.Name(), "_") + ".png"
-			if err := b.screenshot(filepath.Join(shots, name)); err != nil {
+			if err := b.screenshot(filepath.Join(b.shots, name)); err != nil {
 				t.Logf("no screenshot: %v", err)
 			} else {
-				t.Logf("screenshot of the failure: %s", filepath.Join(shots, name))
+				t.Logf("screenshot of the failure: %s", filepath.Join(b.shots, name))
 			}
 		}
 		cancelTab()
@@ -132,6 +132,17 @@ func (b *browser) capture(path string, shoot chromedp.Action[[]byte]) error {
 		return err
 	}
 	return os.WriteFile(path, png, 0o644)
+}
+
+// keep saves a screenshot of the page as it is, named after the test and
+// name, where failures' go ($TOOLHOST_UI_SHOTS or a temporary directory).
+func (b *browser) keep(name string) {
+	b.t.Helper()
+	path := filepath.Join(b.shots, regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(b.t.Name(), "_")+"-"+name+".png")
+	if err := b.screenshot(path); err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	b.t.Logf("screenshot: %s", path)
 }
 
 // do runs steps, failing the test on an error.
@@ -236,7 +247,7 @@ func storedGroups(t *testing.T, h *host.Host, name string) []string {
 
 func TestUIFiles(t *testing.T) {
 	srv := newServer(t)
-	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/agents.js": "text/javascript", "/ui/roles.js": "text/javascript", "/ui/rules.js": "text/javascript", "/ui/overview.js": "text/javascript", "/ui/app.css": "text/css"} {
+	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/agents.js": "text/javascript", "/ui/roles.js": "text/javascript", "/ui/rules.js": "text/javascript", "/ui/overview.js": "text/javascript", "/ui/events.js": "text/javascript", "/ui/app.css": "text/css"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)

@@ -12,21 +12,17 @@ import (
 	"time"
 )
 
-// The outcomes [Store.CallStats] sorts a call into, by its terminal event
+// [Store.CallStats] sorts each call into one outcome, by its terminal event
 // (tool_call.completed or tool_call.failed), the first that fits:
-//   - rate_limited: a call limit of its role refused it (code rate_limited);
-//   - denied: the role's policy refused it (code policy, such as a rule's
-//     deny, or tool_not_available);
-//   - approval: it waited for an approver's decision, whatever that was and
-//     however the call then ended (approval_denied included);
-//   - ok: its result was ok;
-//   - failed: anything else (a failing tool, validation, timeout, …).
+// [OutcomeRateLimited]; [OutcomeDenied] by the role's policy (code policy or
+// tool_not_available); [OutcomeApproval]; [OutcomeOK]; [OutcomeFailed] for
+// anything else. So its outcomes partition the calls, where
+// [EventFilter.Outcome]'s may overlap: a call its approver refused is
+// denied to the filter and an approval here.
 const (
-	OutcomeOK          = "ok"
-	OutcomeFailed      = "failed"
-	OutcomeDenied      = "denied"
-	OutcomeRateLimited = "rate_limited"
-	OutcomeApproval    = "approval"
+	// OutcomeApproval is a call that waited for an approver's decision,
+	// whatever that was and however the call then ended.
+	OutcomeApproval = "approval"
 )
 
 // OutcomeCounts counts calls by outcome, one field for each of the

@@ -36,9 +36,17 @@ func (b *batchBuf) appendRow(args []any, e Event) []any {
 }
 
 // eventText is an event's text columns between its time and its payload,
-// in eventCopyColumns' order, each cleaned by cleanText.
-func eventText(e Event) [7]string {
-	t := [...]string{e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID}
+// in eventCopyColumns' order, each cleaned by cleanText. Two are read from
+// the payload, so that their events are found through an index: the
+// credential it names, and the decision of its approval (a call's terminal
+// event's, when the call asked an approver).
+func eventText(e Event) [9]string {
+	cred, _ := e.Payload["credential"].(string)
+	var decision string
+	if a, ok := e.Payload["approval"].(map[string]any); ok {
+		decision, _ = a["decision"].(string)
+	}
+	t := [...]string{e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID, cred, decision}
 	for i, s := range t {
 		t[i] = cleanText(s)
 	}

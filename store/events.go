@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime"
 	"runtime/trace"
 	"slices"
@@ -552,7 +553,7 @@ type copier interface {
 // eventFields is how many columns it sets per event.
 const (
 	rowsPerInsert = 64
-	eventFields   = 9
+	eventFields   = 11
 )
 
 // insertSQL returns an INSERT of rows events. OR FAIL spares SQLite a
@@ -560,23 +561,38 @@ const (
 // fail, and a failed batch is rolled back whole anyway.
 func insertSQL(rows int) string {
 	row := "(" + strings.Repeat("?, ", eventFields-1) + "?)"
-	return `INSERT OR FAIL INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload) VALUES ` +
+	return `INSERT OR FAIL INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, credential, approval, payload) VALUES ` +
 		strings.Repeat(row+", ", rows-1) + row
 }
 
 // EventFilter selects events; every set field must match.
 type EventFilter struct {
-	// Tool, Agent and Call match an event's [Event.Tool], [Event.AgentID]
-	// and [Event.CallID] exactly when set.
-	Tool  string
-	Agent string
-	Call  string
+	// Tool, Agent, Call, Role, Credential and Parent match an event's
+	// [Event.Tool], [Event.AgentID], [Event.CallID], [Event.Role], the
+	// credential its payload names and [Event.ParentID] exactly when set.
+	Tool       string
+	Agent      string
+	Call       string
+	Role       string
+	Credential string
+	Parent     string
 	// Type is an exact type, or a prefix ending in "." such as "tool_call.".
 	Type string
+	// Outcome keeps only the terminal events of calls that ended so: one
+	// of the Outcome* constants; "": any event.
+	Outcome string
+	// Code, with [OutcomeFailed], keeps only the failures of that error
+	// code ("timeout"); "": any.
+	Code string
 	// Since keeps events at or after the time; zero: no lower bound.
 	Since time.Time
+	// Until keeps events before the time; zero: no upper bound.
+	Until time.Time
 	// AfterID keeps events with a greater id, for following new events.
 	AfterID int64
+	// BeforeID keeps events with a smaller id, for paging back through
+	// history: the next older page is before the oldest id of the last.
+	BeforeID int64
 	// Limit is the most events returned (0: 1000): when more match, the
 	// last (most recent) Limit are returned ([Store.Follow]'s pages: the
 	// first (oldest) Limit).
@@ -585,6 +601,66 @@ type EventFilter struct {
 	// what Follow wants, paging forward from AfterID through a burst
 	// without skipping any.
 	first bool
+}
+
+// The outcomes of [EventFilter.Outcome], each a set of calls' terminal
+// events, as the host writes them (host/executor.go, emitEnded).
+const (
+	// OutcomeOK is a call that returned an ok result: tool_call.completed.
+	OutcomeOK = "ok"
+	// OutcomeFailed is a call that did not: tool_call.failed, whatever
+	// its code (a tool's failed result, a refusal, an error).
+	OutcomeFailed = "failed"
+	// OutcomeDenied is a call refused by policy: failed with code policy
+	// (a rule denied it), tool_not_available (its role does not offer the
+	// tool) or approval_denied (its approver said no).
+	OutcomeDenied = "denied"
+	// OutcomeApproved is a call its approver let run (approved, or with
+	// modified arguments): a terminal event whose payload's approval has
+	// the decision approve or modify; it may have failed after.
+	OutcomeApproved = "approved"
+	// OutcomeRateLimited is a call refused by a call limit: failed with
+	// code rate_limited.
+	OutcomeRateLimited = "rate_limited"
+)
+
+// Outcomes lists the outcomes an [EventFilter] takes, in the order the
+// documentation gives them.
+func Outcomes() []string {
+	return []string{OutcomeOK, OutcomeFailed, OutcomeDenied, OutcomeApproved, OutcomeRateLimited}
+}
+
+// failedIndexed and approvedIndexed are the conditions of the partial
+// indexes of the failures and of the calls that asked an approver
+// (migrations/*/022), which a query names as they are written there to be
+// served by them.
+const (
+	failedIndexed   = `type = '` + EventCallFailed + `'`
+	approvedIndexed = `approval <> ''`
+)
+
+// outcomeWhere returns the condition of outcome (and code), its
+// literals constant so that the statement's shape stays one of a few.
+func (s *Store) outcomeWhere(outcome, code string) (string, []any, error) {
+	failed := failedIndexed
+	codeOf := s.eng.jsonText("payload", "code")
+	switch {
+	case code != "" && outcome != OutcomeFailed:
+		return "", nil, fmt.Errorf("store: event filter: a code (%q) goes with outcome %q only", code, OutcomeFailed)
+	case outcome == OutcomeOK:
+		return `type = '` + EventCallCompleted + `'`, nil, nil
+	case outcome == OutcomeFailed && code != "":
+		return failed + ` AND ` + codeOf + ` = ?`, []any{code}, nil
+	case outcome == OutcomeFailed:
+		return failed, nil, nil
+	case outcome == OutcomeDenied:
+		return failed + ` AND ` + codeOf + ` IN ('policy', 'tool_not_available', 'approval_denied')`, nil, nil
+	case outcome == OutcomeRateLimited:
+		return failed + ` AND ` + codeOf + ` = 'rate_limited'`, nil, nil
+	case outcome == OutcomeApproved:
+		return approvedIndexed + ` AND approval <> 'deny'`, nil, nil
+	}
+	return "", nil, fmt.Errorf("store: event filter: unknown outcome %q (want one of %s)", outcome, strings.Join(Outcomes(), ", "))
 }
 
 // defaultEventLimit is the Limit of an [EventFilter] that sets none.
@@ -627,18 +703,35 @@ func (s *Store) Follow(ctx context.Context, f EventFilter, every time.Duration, 
 const eventColumns = `id, ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload`
 
 // Events returns the events matching f in ascending id order (oldest first),
-// at most f.Limit of them: the most recent when more match.
+// at most f.Limit of them: the most recent when more match. Each column
+// filter has an index (migrations/*/022) that reads its events backwards
+// from the newest, so that a page costs its rows, not the table.
 func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
+	query, args, err := s.eventsQuery(f)
+	if err != nil {
+		return nil, err
+	}
+	return queryAll(ctx, s.db, "events", scanEvent, query, args...)
+}
+
+// eventsQuery is the statement of [Store.Events] and its arguments.
+func (s *Store) eventsQuery(f EventFilter) (string, []any, error) {
 	var where []string
 	var args []any
 	match := func(cond string, arg any) {
 		where = append(where, cond)
 		args = append(args, arg)
 	}
-	for _, eq := range []struct{ column, value string }{{"tool", f.Tool}, {"agent_id", f.Agent}, {"call_id", f.Call}} {
+	for _, eq := range []struct{ column, value string }{{"tool", f.Tool}, {"agent_id", f.Agent}, {"call_id", f.Call},
+		{"role", f.Role}, {"credential", f.Credential}} {
 		if eq.value != "" {
 			match(eq.column+" = ?", eq.value)
 		}
+	}
+	if f.Parent != "" {
+		// The literal term lets both engines use the partial index.
+		where = append(where, "parent_id <> ''")
+		match("parent_id = ?", f.Parent)
 	}
 	if prefix, ok := strings.CutSuffix(f.Type, "."); ok {
 		// The types starting with "x." sort from "x." up to, not including, "x/".
@@ -647,11 +740,25 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	} else if f.Type != "" {
 		match("type = ?", f.Type)
 	}
+	if f.Outcome != "" || f.Code != "" {
+		cond, cargs, err := s.outcomeWhere(f.Outcome, f.Code)
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, cond)
+		args = append(args, cargs...)
+	}
 	if !f.Since.IsZero() {
 		match("ts >= ?", stamp(f.Since))
 	}
+	if !f.Until.IsZero() {
+		match("ts < ?", stamp(f.Until))
+	}
 	if f.AfterID > 0 {
 		match("id > ?", f.AfterID)
+	}
+	if f.BeforeID > 0 {
+		match("id < ?", f.BeforeID)
 	}
 	limit := f.Limit
 	if limit <= 0 {
@@ -666,7 +773,65 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	} else {
 		query = `SELECT * FROM (` + query + ` ORDER BY id DESC LIMIT ?) AS recent ORDER BY id`
 	}
-	return queryAll(ctx, s.db, "events", scanEvent, query, append(args, limit)...)
+	return query, append(args, limit), nil
+}
+
+// EachEvent calls emit with the events matching f, oldest first, a page
+// (f.Limit, 0: 1000) at a time, up to the newest event written when it
+// starts: what an export reads, in memory one page at a time. It returns
+// the first error of a read or of emit, or ctx's.
+func (s *Store) EachEvent(ctx context.Context, f EventFilter, emit func([]Event) error) error {
+	newest, err := s.Events(ctx, EventFilter{Limit: 1})
+	if err != nil || len(newest) == 0 {
+		return err
+	}
+	if f.BeforeID <= 0 || f.BeforeID > newest[0].ID {
+		f.BeforeID = newest[0].ID + 1
+	}
+	f.first = true
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		events, err := s.Events(ctx, f)
+		if err != nil {
+			return err
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		if err := emit(events); err != nil {
+			return err
+		}
+		f.AfterID = events[len(events)-1].ID
+	}
+}
+
+// jsonTextKeys are the payload keys whose values the host writes as JSON
+// text: a call's arguments, cut to a bound (host/executor.go).
+var jsonTextKeys = []string{"arguments"}
+
+// Readable returns e with the payload values that carry JSON as text (a
+// call's arguments) decoded into JSON values, as they were redacted and
+// stored; a value that does not decode (arguments cut at their bound, said
+// by arguments_truncated) stays text. e's payload is not modified.
+func (e Event) Readable() Event {
+	var decoded map[string]any
+	for _, k := range jsonTextKeys {
+		text, ok := e.Payload[k].(string)
+		var v any
+		if !ok || json.Unmarshal([]byte(text), &v) != nil {
+			continue
+		}
+		if decoded == nil {
+			decoded = maps.Clone(e.Payload)
+		}
+		decoded[k] = v
+	}
+	if decoded != nil {
+		e.Payload = decoded
+	}
+	return e
 }
 
 func scanEvent(row scanner) (Event, error) {

@@ -199,7 +199,8 @@ func TestEventsFilter(t *testing.T) {
 func matches(e Event, f EventFilter) bool {
 	typeOK := e.Type == f.Type || f.Type == "" || strings.HasSuffix(f.Type, ".") && strings.HasPrefix(e.Type, f.Type)
 	return typeOK && (f.Tool == "" || e.Tool == f.Tool) && (f.Agent == "" || e.AgentID == f.Agent) &&
-		(f.Call == "" || e.CallID == f.Call) && !e.Time.Before(f.Since) && e.ID > f.AfterID
+		(f.Call == "" || e.CallID == f.Call) && (f.Role == "" || e.Role == f.Role) && !e.Time.Before(f.Since) &&
+		(f.Until.IsZero() || e.Time.Before(f.Until)) && e.ID > f.AfterID && (f.BeforeID == 0 || e.ID < f.BeforeID)
 }
 
 // TestPropertyEventsFilter: for any filter, Events returns the last Limit
@@ -211,25 +212,30 @@ func TestPropertyEventsFilter(t *testing.T) {
 		base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 		types := []string{EventCallStarted, EventCallCompleted, EventCallFailed, EventGroupRegistered, EventGroupUnregistered,
 			EventPluginExited, EventPluginRestarted, "tool_call", "tool_callx"}
-		tools, agents := []string{"", "read", "write", "grep"}, []string{"", "a1", "a2", "a3"}
+		tools, agents, roles := []string{"", "read", "write", "grep"}, []string{"", "a1", "a2", "a3"}, []string{"", "dev", "ops"}
 		var emitted []Event
 		for i := range 240 {
 			emitted = append(emitted, Event{Time: base.Add(time.Duration(i/2) * 500 * time.Millisecond), Type: types[i%len(types)],
-				Tool: tools[i%len(tools)], AgentID: agents[i/3%len(agents)], CallID: fmt.Sprintf("c%d", i/5)})
+				Tool: tools[i%len(tools)], AgentID: agents[i/3%len(agents)], CallID: fmt.Sprintf("c%d", i/5), Role: roles[i/7%len(roles)]})
 		}
 		stored := writeEvents(t, s, emitted)
 		rapid.Check(t, func(t *rapid.T) {
 			f := EventFilter{
-				Tool:    rapid.SampledFrom(append(tools, "nope")).Draw(t, "tool"),
-				Agent:   rapid.SampledFrom(append(agents, "nope")).Draw(t, "agent"),
-				Call:    rapid.SampledFrom([]string{"", "c0", "c7", "c47", "nope"}).Draw(t, "call"),
-				Type:    rapid.SampledFrom(append(types, "", "tool_call.", "group.", "plugin.", "nope.")).Draw(t, "type"),
-				AfterID: rapid.Int64Range(0, int64(len(stored))+1).Draw(t, "after"),
-				Limit:   rapid.IntRange(0, len(stored)+2).Draw(t, "limit"),
-				first:   rapid.Bool().Draw(t, "first"),
+				Tool:     rapid.SampledFrom(append(tools, "nope")).Draw(t, "tool"),
+				Agent:    rapid.SampledFrom(append(agents, "nope")).Draw(t, "agent"),
+				Call:     rapid.SampledFrom([]string{"", "c0", "c7", "c47", "nope"}).Draw(t, "call"),
+				Role:     rapid.SampledFrom(append(roles, "nope")).Draw(t, "role"),
+				Type:     rapid.SampledFrom(append(types, "", "tool_call.", "group.", "plugin.", "nope.")).Draw(t, "type"),
+				AfterID:  rapid.Int64Range(0, int64(len(stored))+1).Draw(t, "after"),
+				BeforeID: rapid.Int64Range(0, int64(len(stored))+2).Draw(t, "before"),
+				Limit:    rapid.IntRange(0, len(stored)+2).Draw(t, "limit"),
+				first:    rapid.Bool().Draw(t, "first"),
 			}
 			if rapid.Bool().Draw(t, "since") {
 				f.Since = base.Add(time.Duration(rapid.IntRange(-1, 130).Draw(t, "since_ms")) * 500 * time.Millisecond)
+			}
+			if rapid.Bool().Draw(t, "until") {
+				f.Until = base.Add(time.Duration(rapid.IntRange(-1, 130).Draw(t, "until_ms")) * 500 * time.Millisecond)
 			}
 			var want []int64
 			for _, e := range stored {

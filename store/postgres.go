@@ -26,8 +26,11 @@ type postgres struct{}
 
 func (postgres) name() string           { return "postgres" }
 func (postgres) rebind(q string) string { return rebindDollar(q) }
+
+// jsonText reads the column as json, not jsonb: json keeps a payload
+// holding \u0000 (a caller's text), which jsonb refuses, readable.
 func (postgres) jsonText(column, key string) string {
-	return "(" + column + "::jsonb ->> '" + key + "')"
+	return "(" + column + "::json ->> '" + key + "')"
 }
 func (postgres) forUpdate() string { return " FOR UPDATE" }
 
@@ -180,7 +183,7 @@ func (postgres) copyEvents(ctx context.Context, sqlDB *sql.DB, data []byte) erro
 }
 
 // eventCopyColumns are the columns copyEvents fills: all but the id.
-var eventCopyColumns = []string{"ts", "type", "call_id", "agent_id", "role", "tool", "group_id", "parent_id", "payload"}
+var eventCopyColumns = []string{"ts", "type", "call_id", "agent_id", "role", "tool", "group_id", "parent_id", "credential", "approval", "payload"}
 
 // copySQL takes the events lock, then copies a batch in binary into table.
 func copySQL(table string) string {

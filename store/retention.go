@@ -98,7 +98,7 @@ func (s *Store) PruneEvents(ctx context.Context, r Retention) (RetentionResult, 
 }
 
 // EventBytes returns the bytes the events take on disk: on SQLite the
-// pages of the events table and its index (dbstat), on PostgreSQL the
+// pages of the events table and its indexes (dbstat), on PostgreSQL the
 // total size of its partitions with their indexes and TOAST.
 func (s *Store) EventBytes(ctx context.Context) (int64, error) {
 	n, err := s.eng.(eventRetention).eventBytes(ctx, s)

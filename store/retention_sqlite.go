@@ -85,10 +85,11 @@ func deleteExported(ctx context.Context, s *Store, r Retention, cutoff string, f
 	return nil
 }
 
-// eventBytes sums the pages of the events table and its index, as the
+// eventBytes sums the pages of the events table and its indexes, as the
 // dbstat table counts them.
 func (sqlite) eventBytes(ctx context.Context, s *Store) (int64, error) {
 	var n int64
-	err := s.db.queryRow(ctx, `SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN ('events', 'events_call')`).Scan(&n)
+	err := s.db.queryRow(ctx, `SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = 'events'
+		OR name IN (SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events')`).Scan(&n)
 	return n, err
 }

@@ -191,7 +191,19 @@ func TestEventsMigrationToPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	events, _ := agedEvents()
-	before := writeEvents(t, old, events)
+	// The writer writes the columns of today's table (migration 022): the
+	// events of that older table are inserted with its own.
+	for _, e := range events {
+		var b batchBuf
+		if _, err := old.db.exec(ctx, `INSERT INTO events (ts, type, call_id, agent_id, role, tool, group_id, parent_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			stamp(e.Time), e.Type, e.CallID, e.AgentID, e.Role, e.Tool, e.Group, e.ParentID, string(b.appendPayload(nil, e.Payload))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := old.Events(ctx, EventFilter{Limit: len(events) + 1})
+	if err != nil || len(before) != len(events) {
+		t.Fatalf("stored %d events, %v; want %d", len(before), err, len(events))
+	}
 	var kind string
 	if err := old.db.queryRow(ctx, `SELECT relkind::text FROM pg_class WHERE relname = 'events'`).Scan(&kind); err != nil || kind != "r" {
 		t.Fatalf("events before 014: relkind %q, %v: want an ordinary table", kind, err)

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,46 +22,98 @@ import (
 var eventsUsage = &usage{
 	name:    "events",
 	summary: "print the recorded audit events, without starting any module",
-	details: "-follow keeps printing new events until interrupted; -tree prints an agent's event tree instead.",
-	example: "toolhost events -tool run_command -since 10m",
+	details: "-follow keeps printing new events until interrupted; -export writes every matching event as JSON lines; -story tells one call; -tree prints an agent's event tree.",
+	example: "toolhost events -role researcher -outcome denied -since 24h",
+}
+
+// eventFlags are the flags of `toolhost events` that are GET /api/events'
+// query parameters, read by the same parser (server.ParseEventFilter).
+var eventFlags = []struct{ name, usage string }{
+	{"tool", "only calls of this tool"},
+	{"agent", "only events of this agent"},
+	{"call", "only events of this call id"},
+	{"role", "only events of this role"},
+	{"credential", "only events of calls made with this credential as events name it (admin, token/NAME/ID, oidc/SUBJECT)"},
+	{"type", `only this type, or a prefix such as "tool_call."`},
+	{"outcome", "only calls' terminal events that ended so: ok, failed, failed:CODE, denied, approved, rate_limited"},
+	{"since", "only events since: a duration back from now (10m) or an RFC 3339 time"},
+	{"until", "only events before: a duration back from now (10m) or an RFC 3339 time"},
+	{"after", "only events after this event id"},
+	{"before", "only events before this event id (the next page back: the first id printed)"},
+	{"limit", "at most this many of the most recent events, 1 to 1000 (default 100)"},
 }
 
 // eventsCmd prints recorded events from the data directory's store, without
-// starting any plugin; -follow keeps printing new ones until interrupted.
+// starting any plugin; -follow keeps printing new ones until interrupted,
+// -export writes every matching event as JSON lines, -story tells one call.
 func eventsCmd(args []string, stdout, stderr io.Writer) int {
 	fs, c := newHostFlags(eventsUsage, stdout, stderr, "warn")
-	tool := fs.String("tool", "", "only calls of this tool")
-	agent := fs.String("agent", "", "only events of this agent")
-	callID := fs.String("call", "", "only events of this call id")
-	typ := fs.String("type", "", `only this type, or a prefix such as "tool_call."`)
-	since := fs.String("since", "", "only events since: a duration back from now (10m) or an RFC 3339 time")
-	limit := fs.Int("limit", 100, "at most this many of the most recent events")
+	for _, f := range eventFlags {
+		fs.String(f.name, "", f.usage)
+	}
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
 	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
+	export := fs.String("export", "", "write every matching event (no limit), oldest first, as JSON lines to this file (- for stdout)")
+	story := fs.String("story", "", "tell this call id's story: caller, arguments, verdicts, approval, outcome, parent and children")
 	tree := fs.String("tree", "", "print this agent's event tree (agent → turn → tool_call, with the agents it spawned) instead")
 	if code, ok := fs.parse(args); !ok {
 		return code
+	}
+	q := url.Values{"limit": {"100"}}
+	limited := false
+	fs.Visit(func(f *flag.Flag) {
+		limited = limited || f.Name == "limit"
+		for _, ef := range eventFlags {
+			if ef.name == f.Name {
+				q.Set(f.Name, f.Value.String())
+			}
+		}
+	})
+	if *export != "" {
+		if *follow || limited {
+			return fs.fail("-export writes every matching event: without -follow or -limit")
+		}
+		q.Del("limit")
+	}
+	f, err := server.ParseEventFilter(q, time.Now())
+	if err != nil {
+		return fs.fail("%v", err)
 	}
 	cfg, ok := c.load(stderr)
 	if !ok {
 		return 1
 	}
-	if *tree != "" {
-		ctx := context.Background()
-		return withStore(ctx, cfg, stderr, func(st *store.Store) error { return writeTree(ctx, st, *tree, stdout) })
-	}
-	f := store.EventFilter{Tool: *tool, Agent: *agent, Call: *callID, Type: *typ, Limit: *limit}
-	if *since != "" {
-		t, err := server.ParseSince(*since, time.Now())
-		if err != nil {
-			fmt.Fprintf(stderr, "toolhost: %v\n", err)
-			return 2
-		}
-		f.Since = t
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	switch {
+	case *tree != "":
+		return withStore(ctx, cfg, stderr, func(st *store.Store) error { return writeTree(ctx, st, *tree, stdout) })
+	case *story != "":
+		return withStore(ctx, cfg, stderr, func(st *store.Store) error { return writeStory(ctx, st, *story, *asJSON, stdout) })
+	case *export != "":
+		return withStore(ctx, cfg, stderr, func(st *store.Store) error { return exportEvents(ctx, st, f, *export, stdout) })
+	}
 	return printEvents(ctx, cfg, f, *asJSON, *follow, stdout, stderr)
+}
+
+// exportEvents writes every event matching f to the file path (- for
+// stdout) as JSON lines, as GET /api/events?format=jsonl does.
+func exportEvents(ctx context.Context, st *store.Store, f store.EventFilter, path string, stdout io.Writer) error {
+	write := func(w io.Writer) error {
+		return st.EachEvent(ctx, f, func(events []store.Event) error { return server.WriteJSONLines(w, events) })
+	}
+	if path == "-" {
+		return write(stdout)
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(file)
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func printEvents(ctx context.Context, cfg *config.Config, f store.EventFilter, asJSON, follow bool, stdout, stderr io.Writer) int {
@@ -79,7 +135,7 @@ func printEvents(ctx context.Context, cfg *config.Config, f store.EventFilter, a
 		err = show(events)
 	}
 	if err == nil && follow {
-		f.Limit = 0
+		f.Limit, f.BeforeID = 0, 0
 		err = st.Follow(ctx, f, 250*time.Millisecond, show)
 	}
 	if err != nil && ctx.Err() == nil {
@@ -89,7 +145,10 @@ func printEvents(ctx context.Context, cfg *config.Config, f store.EventFilter, a
 	return 0
 }
 
+// printEvent prints an event, readable ([store.Event.Readable]): as one
+// JSON object, or as one line of text.
 func printEvent(w io.Writer, e store.Event, asJSON bool) {
+	e = e.Readable()
 	if asJSON {
 		b, _ := json.Marshal(e)
 		fmt.Fprintln(w, string(b))
@@ -109,4 +168,71 @@ func printEvent(w io.Writer, e store.Event, asJSON bool) {
 		fmt.Fprintf(w, " %s", b)
 	}
 	fmt.Fprintln(w)
+}
+
+// writeStory prints the story of the call id ([store.Store.CallStory]):
+// as one JSON object, or as lines of text followed by its events.
+func writeStory(ctx context.Context, st *store.Store, id string, asJSON bool, w io.Writer) error {
+	s, err := st.CallStory(ctx, id)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		b, err := json.MarshalIndent(s, "", "  ")
+		fmt.Fprintln(w, string(b))
+		return err
+	}
+	line := func(label string, v any) {
+		if b, _ := json.Marshal(v); v != nil && v != "" && string(b) != "null" {
+			if text, ok := v.(string); ok {
+				b = []byte(text)
+			}
+			fmt.Fprintf(w, "%-11s %s\n", label+":", b)
+		}
+	}
+	line("call", s.CallID)
+	line("tool", strings.TrimSuffix(s.Tool+" (group "+s.Group+")", " (group )"))
+	line("caller", strings.Join(nonEmpty("agent", s.AgentID, "role", s.Role, "credential", s.Credential, "principal", s.Principal, "channel", s.Channel), " "))
+	line("arguments", s.Arguments)
+	line("rule", strings.TrimSpace(s.Rule+" "+s.RuleAction))
+	line("limits", s.Limits)
+	line("approval", s.Approval)
+	outcome := s.Outcome
+	if s.Code != "" {
+		outcome += " (" + s.Code + "): " + s.Error
+	}
+	line("outcome", outcome)
+	if s.Started != nil {
+		line("started", s.Started.Local().Format(time.RFC3339Nano))
+	}
+	if s.LatencyMs != nil {
+		line("took", fmt.Sprintf("%.3f ms", *s.LatencyMs))
+	}
+	if s.Replays > 0 {
+		line("replays", s.Replays)
+	}
+	line("result", s.Result)
+	line("parent", s.ParentCall)
+	if len(s.Children) > 0 {
+		fmt.Fprintln(w, "children:")
+	}
+	for _, e := range s.Children {
+		printEvent(w, e, false)
+	}
+	fmt.Fprintln(w, "events:")
+	for _, e := range s.Events {
+		printEvent(w, e, false)
+	}
+	return nil
+}
+
+// nonEmpty returns "key=value" for each pair of kv whose value is set.
+func nonEmpty(kv ...string) []string {
+	var out []string
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			out = append(out, kv[i]+"="+kv[i+1])
+		}
+	}
+	return out
 }

@@ -10,7 +10,7 @@
 //	toolhost token [-url]                 the admin token (-url: the page's address with it)
 //	toolhost agents list|show|send|terminate   the agents, their conversations and mailboxes
 //	toolhost run -role R "TASK"           run an agent until it and its agents are idle
-//	toolhost events                       the audit events
+//	toolhost events [FILTERS] [-follow | -export FILE | -story CALL | -tree AGENT]   the audit trail
 //	toolhost mcp -role R                  serve a role's MCP over stdio
 //	toolhost mcp import FILE              print mcp_server blocks for a client's MCP servers
 //	toolhost mcp inspect -- CMD ARGS      what an MCP server would give as a group (or -url URL)

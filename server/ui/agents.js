@@ -158,7 +158,7 @@ function treeNode(n) {
   return h('li', { class: 'node ' + n.kind + (bad ? ' bad' : ''), 'data-kind': n.kind, 'data-status': n.status || '' },
     h('span', { class: 'node-title' },
       bad ? h('span', { class: 'badge bad' }, n.status) : null,
-      n.kind === 'call' ? h('code', {}, n.title) : n.title,
+      n.kind === 'call' ? h('a', { href: callHref(n.id), class: 'call-link', title: 'the call\'s story' }, h('code', {}, n.title)) : n.title,
       n.status === 'running' ? h('span', { class: 'badge' }, 'running') : null),
     kids.length ? h('ul', { class: 'tree' }, kids.map(treeNode)) : null);
 }

@@ -1,13 +1,12 @@
-// toolhost web UI: the helpers, the router, groups, live events and pending
-// approvals (the overview is in overview.js, the roles views in roles.js,
-// the agents views in agents.js).
+// toolhost web UI: the helpers, the router, groups, the event stream and
+// pending approvals (the overview is in overview.js, the roles views in
+// roles.js, the agents views in agents.js, the events views in events.js).
 // Plain JavaScript over the server's JSON API; no external resource. The
 // bearer token, from the address's #token= fragment or asked for once, is
 // kept in sessionStorage for the tab and sent on every request.
 'use strict';
 
 const TOKEN_KEY = 'toolhost.token';
-const MAX_EVENTS = 300;
 const TOOL_SEARCH = 'tool_search'; // the group that finds and loads deferred tools
 
 // ---- small DOM helpers ----------------------------------------------------
@@ -174,7 +173,7 @@ function setupAuth() {
 let view = null; // {abort: AbortController} of the page shown
 
 function route() {
-  const hash = location.hash.replace(/^#\/?/, '');
+  const hash = location.hash.replace(/^#\/?/, '').split('?')[0]; // a view's own parameters follow "?"
   const parts = hash.split('/').map((p) => { try { return decodeURIComponent(p); } catch (_) { return p; } });
   switch (parts[0]) {
     case 'overview': return ['overview', overviewPage];
@@ -182,7 +181,7 @@ function route() {
     case 'new-role': return ['new-role', newRolePage];
     case 'agents': return parts[1] ? ['agent', (main, v) => agentPage(main, v, parts[1])] : ['agents', agentsPage];
     case 'groups': return ['groups', groupsPage];
-    case 'events': return ['events', eventsPage];
+    case 'events': return parts[1] === 'calls' && parts[2] ? ['call', (main, v) => callPage(main, v, parts[2])] : ['events', eventsPage];
     case 'approvals': return ['approvals', approvalsPage];
     default: return ['overview', overviewPage];
   }
@@ -191,7 +190,7 @@ function route() {
 function render() {
   if (view) view.abort.abort();
   const [name, page] = route();
-  const nav = { role: 'roles', 'new-role': 'roles', agent: 'agents' }[name] || name;
+  const nav = { role: 'roles', 'new-role': 'roles', agent: 'agents', call: 'events' }[name] || name;
   for (const a of $$('nav a')) a.classList.toggle('active', a.dataset.nav === nav);
   const main = $('#main');
   fill(main, h('p', { class: 'muted' }, 'Loading…'));
@@ -314,74 +313,6 @@ async function follow(signal, o) {
       await new Promise((r) => setTimeout(r, 2000));
     }
   }
-}
-
-// ---- Events ---------------------------------------------------------------
-
-const eventLog = { items: [], lastId: 0, filter: { type: '', tool: '', agent: '' } };
-
-function eventRow(e) {
-  let payload = '';
-  if (e.payload !== undefined && e.payload !== null) payload = pretty(e.payload);
-  return h('tr', { 'data-id': e.id, class: 'ev ' + String(e.type || '').replace(/[^a-z_]/gi, '-') },
-    h('td', { class: 'nowrap' }, when(e.time)),
-    h('td', {}, h('span', { class: 'badge' }, e.type || ''),
-      e.payload && e.payload.replayed === true ? h('span', { class: 'badge warn replay', title: 'a replay of call ' + e.payload.replay_of + ': nothing ran' }, 'replay') : null),
-    h('td', {}, e.tool ? h('code', {}, e.tool) : '', e.group ? h('div', { class: 'muted small' }, e.group) : null),
-    h('td', {}, e.agentId || '', e.role ? h('div', { class: 'muted small' }, e.role) : null),
-    h('td', { class: 'small' }, e.callId || ''),
-    h('td', {}, payload ? h('details', {}, h('summary', {}, payload.length > 60 ? payload.slice(0, 60).replace(/\s+/g, ' ') + '…' : payload.replace(/\s+/g, ' ')), h('pre', {}, payload)) : ''));
-}
-
-async function eventsPage(main, v) {
-  const status = h('span', { id: 'stream-status', class: 'status' }, 'connecting…');
-  const body = h('tbody', {}, eventLog.items.map(eventRow));
-  const input = (name, ph) => h('input', { type: 'text', name, placeholder: ph, value: eventLog.filter[name] });
-  const form = h('form', { class: 'filters', id: 'event-filters' },
-    input('type', 'type (prefix, e.g. tool_call.)'), input('tool', 'tool'), input('agent', 'agent id'),
-    h('button', { type: 'submit' }, 'Filter'), status);
-  let stream = new AbortController();
-  v.signal.addEventListener('abort', () => stream.abort());
-  form.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    for (const k of Object.keys(eventLog.filter)) eventLog.filter[k] = form.elements[k].value.trim();
-    eventLog.items = [];
-    eventLog.lastId = 0;
-    fill(body);
-    stream.abort();
-    stream = new AbortController();
-    run(stream.signal);
-  });
-  fill(main,
-    h('h1', {}, 'Events'),
-    h('p', { class: 'muted' }, `Live, newest first (the last ${MAX_EVENTS} kept while this tab is open).`),
-    form,
-    h('table', { id: 'events', class: 'table events' },
-      h('thead', {}, h('tr', {}, ['Time', 'Type', 'Tool', 'Agent / role', 'Call', 'Payload'].map((c) => h('th', {}, c)))),
-      body));
-
-  const add = (e) => {
-    if (e.id && e.id <= eventLog.lastId) return;
-    if (e.id) eventLog.lastId = e.id;
-    eventLog.items.unshift(e);
-    body.prepend(eventRow(e));
-    while (eventLog.items.length > MAX_EVENTS) {
-      eventLog.items.pop();
-      if (body.lastChild) body.lastChild.remove();
-    }
-  };
-
-  const run = (signal) => follow(signal, {
-    query() {
-      const q = new URLSearchParams();
-      for (const [k, val] of Object.entries(eventLog.filter)) if (val) q.set(k, val);
-      if (eventLog.lastId) q.set('after', eventLog.lastId);
-      return q;
-    },
-    onEvent: add,
-    status,
-  });
-  run(stream.signal);
 }
 
 // ---- Approvals ------------------------------------------------------------
