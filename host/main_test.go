@@ -10,8 +10,9 @@ import (
 	"github.com/toolhost/toolhost/internal/pgtest"
 )
 
-// minPropertyRuns is the least number of runs of each rapid property.
-const minPropertyRuns = 200
+// minPropertyRuns is the least number of runs of each rapid property (the
+// design's floor; the heaviest properties run in parallel, t.Parallel).
+const minPropertyRuns = 100
 
 // TestMain either serves a test plugin, when this binary was re-executed as
 // one (see testplugin_test.go), or runs the tests with enough property runs,

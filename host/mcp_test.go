@@ -128,6 +128,7 @@ func TestMCPServerModule(t *testing.T) {
 // it succeeds, and the module keeps its process and its restart budget,
 // however often the caller tries.
 func TestMCPAnswerOverMaxLine(t *testing.T) {
+	t.Parallel()
 	// A call answered with 17 MiB, made and read through by race-built
 	// binaries on a loaded machine, may take longer than startHost's 10 s.
 	p := testMCP("gomcp", "good")

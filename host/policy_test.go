@@ -424,6 +424,7 @@ func propertyStore(t *testing.T) *store.Store {
 // callable for a role if and only if it is listed for it; otherwise the call
 // is refused with tool_not_available (the tool exists) or unknown_tool.
 func TestPropertyListingEqualsCalling(t *testing.T) {
+	t.Parallel()
 	st := propertyStore(t)
 	runProperty(t, func(rt *rapid.T) {
 		h := worldHost(rt, st)
@@ -449,6 +450,7 @@ func TestPropertyListingEqualsCalling(t *testing.T) {
 // tools of its role's groups, no duplicates, and every non-optional,
 // undenied tool those groups serve.
 func TestPropertyAgentToolDefinitions(t *testing.T) {
+	t.Parallel()
 	st := propertyStore(t)
 	runProperty(t, func(rt *rapid.T) {
 		h := worldHost(rt, st)
@@ -498,6 +500,7 @@ func TestPropertyAgentToolDefinitions(t *testing.T) {
 // Property: a call to a tool outside the agent's role is refused with an
 // error naming the tool.
 func TestPropertyUnauthorizedCallRefused(t *testing.T) {
+	t.Parallel()
 	st := propertyStore(t)
 	runProperty(t, func(rt *rapid.T) {
 		h := worldHost(rt, st)
@@ -520,6 +523,7 @@ func TestPropertyUnauthorizedCallRefused(t *testing.T) {
 // Property: a non-root role without tool groups gets the tools of every
 // group.
 func TestPropertyDefaultIsEveryGroup(t *testing.T) {
+	t.Parallel()
 	st := propertyStore(t)
 	runProperty(t, func(rt *rapid.T) {
 		h := worldHost(rt, st)

@@ -346,6 +346,7 @@ func annotatedWorld(rt *rapid.T, h *Host) map[[2]string]bool {
 // readOnlyHint, and listing equals calling: a listed tool runs, any other
 // is refused with tool_not_available (or unknown_tool when no group has it).
 func TestPropertyReadOnlyRole(t *testing.T) {
+	t.Parallel()
 	st := propertyStore(t)
 	runProperty(t, func(rt *rapid.T) {
 		h := worldHost(rt, st)

@@ -92,6 +92,7 @@ func TestRuleSpellingAttacks(t *testing.T) {
 // refused (policy, fail closed), and the host goes on serving calls. Each
 // row would, unbounded, build gigabytes or run for minutes.
 func TestRuleCostAttacks(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("a", 1<<20)
 	ten := "[0,1,2,3,4,5,6,7,8,9]"
 	tests := []struct {

@@ -30,6 +30,7 @@ func defNames(defs []ToolDefinition) []string {
 // may load split them exactly; loading makes a loadable tool a definition
 // and nothing else; a name that is not loadable is refused.
 func TestPropertyDeferringNeverWidens(t *testing.T) {
+	t.Parallel()
 	st := propertyStore(t)
 	runProperty(t, func(rt *rapid.T) {
 		h := worldHost(rt, st)
