@@ -16,9 +16,9 @@ const EVENT_FILTERS = [
   ['call', 'call id'], ['type', 'type (or tool_call.)'],
   ['since', 'since (e.g. 10m)'], ['until', 'until (e.g. 1h)'],
 ];
-// OUTCOMES are the outcome filter's choices (store.Outcomes, and a failure
+// EVENT_OUTCOMES are the outcome filter's choices (store.Outcomes, and a failure
 // by code).
-const OUTCOMES = [
+const EVENT_OUTCOMES = [
   ['', 'any outcome'], ['ok', 'ok'], ['failed', 'failed'], ['denied', 'denied'], ['approved', 'approved'],
   ['rate_limited', 'rate limited'], ['failed:tool_exec', 'failed: tool_exec'], ['failed:timeout', 'failed: timeout'],
   ['failed:validation', 'failed: validation'], ['failed:cancelled', 'failed: cancelled'],
@@ -77,9 +77,9 @@ async function eventsPage(main, v) {
   const input = ([name, ph]) => h('input', { type: 'text', name, placeholder: ph, value: q.get(name) || '',
     title: name === 'since' || name === 'until' ? name + ': a duration back from now, or an RFC 3339 time such as 2026-01-02T15:04:05Z' : ph });
   const outcome = h('select', { name: 'outcome', title: 'outcome' },
-    OUTCOMES.map(([val, label]) => h('option', { value: val, selected: (q.get('outcome') || '') === val }, label)));
+    EVENT_OUTCOMES.map(([val, label]) => h('option', { value: val, selected: (q.get('outcome') || '') === val }, label)));
   // A linked failure code the list does not offer is still shown.
-  if (q.get('outcome') && !OUTCOMES.some(([val]) => val === q.get('outcome'))) outcome.append(h('option', { value: q.get('outcome'), selected: true }, q.get('outcome')));
+  if (q.get('outcome') && !EVENT_OUTCOMES.some(([val]) => val === q.get('outcome'))) outcome.append(h('option', { value: q.get('outcome'), selected: true }, q.get('outcome')));
   const bounded = q.has('until');
   const followBox = h('input', { type: 'checkbox', id: 'events-follow', checked: !bounded, disabled: bounded });
   const status = h('span', { id: 'stream-status', class: 'status' }, bounded ? 'not following: until is set' : '');

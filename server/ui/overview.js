@@ -12,9 +12,9 @@
 const OVERVIEW_REFRESH_MS = { '1h': 15000, '24h': 60000 };
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
-// OUTCOMES are the outcomes in the order their bars stack (bottom first):
+// CALL_OUTCOMES are the outcomes in the order their bars stack (bottom first):
 // the API's field, the label, the colour.
-const OUTCOMES = [
+const CALL_OUTCOMES = [
   ['ok', 'ok', '#3a9a5b'],
   ['failed', 'failed', '#c8423a'],
   ['denied', 'denied', '#e08a2c'],
@@ -116,7 +116,7 @@ function drawOverview(el, o) {
       `More events than one overview reads: only the calls that ended from ${when(c.from)} on are counted.`) : null,
     h('section', { class: 'card chart-card' },
       h('h3', {}, `Calls per ${per}, by outcome`),
-      stackedBars('chart-outcomes', c.buckets, OUTCOMES.map(([k, label, color]) => ({ key: k, label, color, n: (b) => b.outcomes[k] || 0 })))),
+      stackedBars('chart-outcomes', c.buckets, CALL_OUTCOMES.map(([k, label, color]) => ({ key: k, label, color, n: (b) => b.outcomes[k] || 0 })))),
     h('section', { class: 'card chart-card' },
       h('h3', {}, `Calls per ${per}, by role`),
       stackedBars('chart-roles', c.buckets, roleSeries(c))),
@@ -141,7 +141,7 @@ function counters(o) {
   const used = st.outputs + st.artifacts;
   return h('div', { id: 'counters', class: 'counters' },
     counter('count-calls', 'calls ended', c.calls),
-    OUTCOMES.map(([k, label, color]) => {
+    CALL_OUTCOMES.map(([k, label, color]) => {
       const el = counter('count-' + k, label, c.outcomes[k] || 0);
       el.prepend(swatch(color));
       return el;
@@ -239,7 +239,7 @@ function toolsTable(tools) {
     h('tbody', {}, tools.map((t) => h('tr', { 'data-tool': t.tool, 'data-group': t.group, 'data-calls': t.calls },
       h('td', {}, h('code', {}, toolName(t)), t.group ? h('div', { class: 'muted small' }, t.group) : null),
       h('td', { class: 'num' }, fmt(t.calls)),
-      h('td', {}, OUTCOMES.filter(([k]) => t.outcomes[k]).map(([k, label, color]) =>
+      h('td', {}, CALL_OUTCOMES.filter(([k]) => t.outcomes[k]).map(([k, label, color]) =>
         h('span', { class: 'outcome', title: label }, swatch(color), fmt(t.outcomes[k])))),
       t.timed ? [h('td', { class: 'num' }, fmtMs(t.p50)), h('td', { class: 'num' }, fmtMs(t.p95)), h('td', { class: 'num' }, fmtMs(t.p99)), h('td', {}, bar(t))]
         : h('td', { colspan: 4, class: 'muted' }, 'none ran')))));

@@ -259,22 +259,7 @@ func TestMCPImportRunsConfined(t *testing.T) {
 			t.Errorf("no line %q in\n%s", line, blocks)
 		}
 	}
-	if err := os.WriteFile(file, blocks, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Plugins[0].StartTimeout = proctest.Patience // node, on a loaded machine
-	h, err := host.New(cfg, &host.Options{DescribeTimeout: proctest.Patience})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	h := startImported(t, file, blocks)
 	st := h.Modules().List()[0]
 	if st.State != host.StateRunning {
 		t.Fatalf("files: %s %s\n%s", st.State, st.LastError, blocks)
@@ -298,4 +283,27 @@ func TestMCPImportRunsConfined(t *testing.T) {
 	if out := call("list_directory", map[string]any{"path": root}); !strings.Contains(out, "hello.txt") {
 		t.Errorf("list_directory: %s", out)
 	}
+}
+
+// startImported writes the blocks an import printed to file, as the config
+// they were written for, and starts a host on it, with node's patience.
+func startImported(t *testing.T, file string, blocks []byte) *host.Host {
+	t.Helper()
+	if err := os.WriteFile(file, blocks, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Plugins[0].StartTimeout = proctest.Patience // node, on a loaded machine
+	h, err := host.New(cfg, &host.Options{DescribeTimeout: proctest.Patience})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/mcp/mcptest"
-	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // TestMCPImportStatefulServers: npm's memory server, installed, run by
@@ -93,22 +92,7 @@ func TestMCPImportMemoryWrites(t *testing.T) {
 	if fi, err := os.Stat(state); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("the state directory: %v, %v", fi, err)
 	}
-	if err := os.WriteFile(file, blocks, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Plugins[0].StartTimeout = proctest.Patience // node, on a loaded machine
-	h, err := host.New(cfg, &host.Options{DescribeTimeout: proctest.Patience})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	h := startImported(t, file, blocks)
 	if st := h.Modules().List()[0]; st.State != host.StateRunning {
 		t.Fatalf("memory: %s %s\n%s", st.State, st.LastError, blocks)
 	}
