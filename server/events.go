@@ -53,10 +53,13 @@ func ParseEventFilter(q url.Values, now time.Time) (store.EventFilter, error) {
 		if len(v) > 1 {
 			return bad("%s: given %d times; give it once", k, len(v))
 		}
+		if v[0] == "" {
+			return bad("%s: empty; leave it out to filter nothing by it", k)
+		}
 	}
 	if v := q.Get("outcome"); v != "" {
-		outcome, code, _ := strings.Cut(v, ":")
-		if !slices.Contains(store.Outcomes(), outcome) {
+		outcome, code, coded := strings.Cut(v, ":")
+		if !slices.Contains(store.Outcomes(), outcome) || coded && code == "" {
 			return bad("outcome: %q is none of %s, failed:CODE", v, strings.Join(store.Outcomes(), ", "))
 		}
 		if code != "" && (outcome != store.OutcomeFailed || !slices.Contains(toolhost.Codes(), toolhost.Code(code))) {
@@ -80,8 +83,8 @@ func ParseEventFilter(q url.Values, now time.Time) (store.EventFilter, error) {
 		to   *int64
 	}{{"after", &f.AfterID}, {"before", &f.BeforeID}} {
 		if v := q.Get(id.name); v != "" {
-			if *id.to, err = strconv.ParseInt(v, 10, 64); err != nil || *id.to < 0 {
-				return bad("%s: %q is not an event id", id.name, v)
+			if *id.to, err = strconv.ParseInt(v, 10, 64); err != nil || *id.to < 0 || id.name == "before" && *id.to == 0 {
+				return bad("%s: %q is not an event id (they count from 1)", id.name, v)
 			}
 		}
 	}

@@ -250,6 +250,9 @@ func TestEventsHistoryAPI(t *testing.T) {
 		{"role=a&role=b", "role"},
 		{"format=xml", "format"},
 		{"format=jsonl&limit=5", "limit"},
+		{"role=", "role"},
+		{"before=0", "before"},
+		{"outcome=failed:", "outcome"},
 	} {
 		if code := do(t, "GET", srv.URL+"/api/events?"+tc.query, nil, &e); code != 400 || e.Error.Code != toolhost.CodeValidation ||
 			!strings.Contains(e.Error.Message, tc.names+":") && !strings.Contains(e.Error.Message, tc.names+" ") {

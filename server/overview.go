@@ -76,7 +76,17 @@ func (s *Server) routesOverview() {
 // of the window by bucket, outcome, role and tool, counted in the store,
 // and the state the host keeps now.
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
-	name := cmp.Or(r.URL.Query().Get("window"), "1h")
+	q := r.URL.Query()
+	for k, v := range q {
+		if k != "window" || len(v) > 1 {
+			writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "%s: the overview takes one parameter, window, once", k))
+			return
+		}
+	}
+	name := "1h"
+	if q.Has("window") {
+		name = q.Get("window")
+	}
 	win, ok := overviewWindows[name]
 	if !ok {
 		writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "window: %q: want 1h or 24h", name))

@@ -100,7 +100,11 @@ func TestOverviewAPI(t *testing.T) {
 	}{{"", 60, 60}, {"1h", 60, 60}, {"24h", 600, 144}} {
 		t.Run("window="+c.window, func(t *testing.T) {
 			var o Overview
-			if code := get(t, srv.URL+"/api/overview?window="+c.window, &o); code != 200 {
+			path := "/api/overview"
+			if c.window != "" {
+				path += "?window=" + c.window
+			}
+			if code := get(t, srv.URL+path, &o); code != 200 {
 				t.Fatalf("GET = %d", code)
 			}
 			if o.Window != cmp.Or(c.window, "1h") || o.BucketSeconds != c.bucket || len(o.Calls.Buckets) != c.buckets ||
@@ -148,6 +152,9 @@ func TestOverviewAPI(t *testing.T) {
 	}
 	for _, a := range []attack{
 		{name: "a window it does not count", method: "GET", path: "/api/overview?window=7d", token: testToken, status: 400, code: toolhost.CodeValidation, message: `window: "7d": want 1h or 24h`},
+		{name: "an empty window", method: "GET", path: "/api/overview?window=", token: testToken, status: 400, code: toolhost.CodeValidation, message: `window: "": want 1h or 24h`},
+		{name: "a window given twice", method: "GET", path: "/api/overview?window=1h&window=24h", token: testToken, status: 400, code: toolhost.CodeValidation, message: "window, once"},
+		{name: "a parameter it does not take", method: "GET", path: "/api/overview?role=dev", token: testToken, status: 400, code: toolhost.CodeValidation, message: "role: the overview takes one parameter"},
 		{name: "a role token", method: "GET", path: "/api/overview", token: roleSecret, status: 403, code: toolhost.CodePolicy},
 		{name: "a metrics token", method: "GET", path: "/api/overview", token: metricsSecret, status: 403, code: toolhost.CodePolicy, message: "metrics token"},
 		{name: "no token", method: "GET", path: "/api/overview", status: 401, code: toolhost.CodePolicy},

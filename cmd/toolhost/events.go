@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -29,18 +28,18 @@ var eventsUsage = &usage{
 // eventFlags are the flags of `toolhost events` that are GET /api/events'
 // query parameters, read by the same parser (server.ParseEventFilter).
 var eventFlags = []struct{ name, usage string }{
-	{"tool", "only calls of this tool"},
-	{"agent", "only events of this agent"},
-	{"call", "only events of this call id"},
-	{"role", "only events of this role"},
-	{"credential", "only events of calls made with this credential as events name it (admin, token/NAME/ID, oidc/SUBJECT)"},
-	{"type", `only this type, or a prefix such as "tool_call."`},
-	{"outcome", "only calls' terminal events that ended so: ok, failed, failed:CODE, denied, approved, rate_limited"},
-	{"since", "only events since: a duration back from now (10m) or an RFC 3339 time"},
-	{"until", "only events before: a duration back from now (10m) or an RFC 3339 time"},
-	{"after", "only events after this event id"},
-	{"before", "only events before this event id (the next page back: the first id printed)"},
-	{"limit", "at most this many of the most recent events, 1 to 1000 (default 100)"},
+	{"tool", "only calls of this `tool`"},
+	{"agent", "only events of this `agent` id"},
+	{"call", "only events of this call `id`"},
+	{"role", "only events of this `role`"},
+	{"credential", "only events of calls made with this `credential` as events name it (admin, token/NAME/ID, oidc/SUBJECT)"},
+	{"type", "only this event `type`, or a prefix such as \"tool_call.\""},
+	{"outcome", "only calls' terminal events that ended so (the `outcome`): ok, failed, failed:CODE, denied, approved, rate_limited"},
+	{"since", "only events since a `time`: a duration back from now (10m) or an RFC 3339 time"},
+	{"until", "only events before a `time`: a duration back from now (10m) or an RFC 3339 time"},
+	{"after", "only events after this event `id`"},
+	{"before", "only events before this event `id` (the next page back: the first id printed)"},
+	{"limit", "at most `n` of the most recent events, 1 to 1000 (default 100)"},
 }
 
 // eventsCmd prints recorded events from the data directory's store, without
@@ -48,8 +47,9 @@ var eventFlags = []struct{ name, usage string }{
 // -export writes every matching event as JSON lines, -story tells one call.
 func eventsCmd(args []string, stdout, stderr io.Writer) int {
 	fs, c := newHostFlags(eventsUsage, stdout, stderr, "warn")
+	q := url.Values{}
 	for _, f := range eventFlags {
-		fs.String(f.name, "", f.usage)
+		fs.Var(queryFlag{q, f.name}, f.name, f.usage)
 	}
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
 	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
@@ -59,21 +59,11 @@ func eventsCmd(args []string, stdout, stderr io.Writer) int {
 	if code, ok := fs.parse(args); !ok {
 		return code
 	}
-	q := url.Values{"limit": {"100"}}
-	limited := false
-	fs.Visit(func(f *flag.Flag) {
-		limited = limited || f.Name == "limit"
-		for _, ef := range eventFlags {
-			if ef.name == f.Name {
-				q.Set(f.Name, f.Value.String())
-			}
-		}
-	})
-	if *export != "" {
-		if *follow || limited {
-			return fs.fail("-export writes every matching event: without -follow or -limit")
-		}
-		q.Del("limit")
+	if *export != "" && (*follow || q.Has("limit")) {
+		return fs.fail("-export writes every matching event: without -follow or -limit")
+	}
+	if *export == "" && !q.Has("limit") {
+		q.Set("limit", "100")
 	}
 	f, err := server.ParseEventFilter(q, time.Now())
 	if err != nil {
@@ -96,6 +86,28 @@ func eventsCmd(args []string, stdout, stderr io.Writer) int {
 	return printEvents(ctx, cfg, f, *asJSON, *follow, stdout, stderr)
 }
 
+// queryFlag is a filter flag of `toolhost events`: each use adds its value
+// to the query, so that server.ParseEventFilter refuses a repeated or empty
+// one as GET /api/events does.
+type queryFlag struct {
+	q    url.Values
+	name string
+}
+
+// String is the flag's value, for flag's help.
+func (f queryFlag) String() string {
+	if f.q == nil {
+		return ""
+	}
+	return f.q.Get(f.name)
+}
+
+// Set adds a use of the flag to the query.
+func (f queryFlag) Set(v string) error {
+	f.q.Add(f.name, v)
+	return nil
+}
+
 // exportEvents writes every event matching f to the file path (- for
 // stdout) as JSON lines, as GET /api/events?format=jsonl does.
 func exportEvents(ctx context.Context, st *store.Store, f store.EventFilter, path string, stdout io.Writer) error {
@@ -105,7 +117,7 @@ func exportEvents(ctx context.Context, st *store.Store, f store.EventFilter, pat
 	if path == "-" {
 		return write(stdout)
 	}
-	file, err := os.Create(path)
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // the audit trail: its owner only
 	if err != nil {
 		return err
 	}
