@@ -534,3 +534,22 @@ func TestMCPImportNamesNotHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPImportOwnRefs finds the references to toolhost's variables a
+// client or a shell would expand, each cut whole, and only those.
+func TestMCPImportOwnRefs(t *testing.T) {
+	for _, tc := range []struct{ in, names, cut string }{
+		{"${MY_TOOLHOST_DIR}/x $HOST_TOOLHOST_X TOOLHOST_TOKEN", "", "${MY_TOOLHOST_DIR}/x $HOST_TOOLHOST_X TOOLHOST_TOKEN"},
+		{"a${TOOLHOST_TOKEN:-${HOME}}b", "TOOLHOST_TOKEN", "ab"},
+		{"${A:-x}${B:+$TOOLHOST_LISTEN}/$TOOLHOST_DATA_DIR.d", "TOOLHOST_LISTEN,TOOLHOST_DATA_DIR", "${A:-x}/.d"},
+		{"$(cat $(echo TOOLHOST_TOKEN)) `x`", "TOOLHOST_TOKEN", " `x`"},
+		{"--t=${TOOLHOST_TOKEN", "TOOLHOST_TOKEN", "--t="},
+	} {
+		if got := strings.Join(ownVars(tc.in), ","); got != tc.names {
+			t.Errorf("ownVars(%q) = %q, want %q", tc.in, got, tc.names)
+		}
+		if got := cutOwnVars(tc.in); got != tc.cut {
+			t.Errorf("cutOwnVars(%q) = %q, want %q", tc.in, got, tc.cut)
+		}
+	}
+}
