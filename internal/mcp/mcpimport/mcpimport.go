@@ -120,6 +120,7 @@ type mcpServer struct {
 	label   string // the mcp_server block's label: a group id
 	entry   entry
 	ignored []string // the entry's keys that toolhost does not carry over
+	cutArgs []int    // the args a reference to toolhost's variables was cut from
 
 	comments    []string // written above the block
 	description string   // what the probe learned, "" when it did not start

@@ -429,7 +429,10 @@ func TestMCPImportLeavesOutOwnVars(t *testing.T) {
   "env": {"command": "x", "env": {"API_TOKEN": "${TOOLHOST_TOKEN}", "TOOLHOST_LOG_LEVEL": "debug", "HOME_DIR": "$TOOLHOST_DATA_DIR/h", "KEEP": "1"}},
   "args": {"command": "x", "args": ["--token", "$TOOLHOST_TOKEN", "--dir=${env:TOOLHOST_WORKSPACE}/w", "plain"]},
   "headers": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:TOOLHOST_TOKEN}", "Accept-Language": "en"}},
-  "itself": {"url": "${TOOLHOST_URL}/mcp/root"}
+  "itself": {"url": "${TOOLHOST_URL}/mcp/root"},
+  "shell": {"command": "x", "args": ["${TOOLHOST_TOKEN:-x}", "${TOOLHOST_TOKEN-y}", "--dir=${TOOLHOST_DATA_DIR:=/d}/w", "$(printenv TOOLHOST_TOKEN)", "${#TOOLHOST_LISTEN}", "${HOME:-$TOOLHOST_WORKSPACE}", "a${X:-${TOOLHOST_PLUGIN_DIR}}"],
+    "env": {"B": "${TOOLHOST_TOKEN:?unset}", "C": "` + "`" + `cat $TOOLHOST_DATA_DIR/t` + "`" + `"}},
+  "secret": {"command": "x", "args": ["--api-key", "ak${TOOLHOST_TOKEN:-x}", "sk-proj-Zq3fT9uVb2WcXe7YhRj5KmNp${TOOLHOST_TOKEN}"]}
 }}`
 	out, warnings, err := Import(context.Background(), []byte(src), file, Options{ConfigFile: filepath.Join(t.TempDir(), "config.hcl")})
 	if err != nil {
@@ -454,6 +457,20 @@ func TestMCPImportLeavesOutOwnVars(t *testing.T) {
 	if got := stringsIn(blocks["args"]["args"]); !slices.Equal(got, []string{"--token", "", "--dir=/w", "plain"}) {
 		t.Errorf("args = %q", got)
 	}
+	if got := stringsIn(blocks["shell"]["args"]); !slices.Equal(got, []string{"", "", "--dir=/w", "", "", "", "a"}) {
+		t.Errorf("shell args = %q", got)
+	}
+	if _, ok := blocks["shell"]["env"]; ok {
+		t.Errorf("shell env = %#v", blocks["shell"]["env"])
+	}
+	// The file still holds a secret argument's reference: an export
+	// copied from it would expand to toolhost's own.
+	if got := stringsIn(blocks["secret"]["args"]); !slices.Equal(got, []string{"--api-key", "", ""}) {
+		t.Errorf("secret args = %q", got)
+	}
+	if strings.Contains(string(out), "# export ") {
+		t.Errorf("an export for a value that refers to toolhost's variables:\n%s", out)
+	}
 	if h := blocks["headers"]["headers"]; h.LengthInt() != 1 || h.GetAttr("Accept-Language").AsString() != "en" {
 		t.Errorf("headers = %#v", h)
 	}
@@ -465,9 +482,74 @@ func TestMCPImportLeavesOutOwnVars(t *testing.T) {
 		`"args" args[2] refers to TOOLHOST_WORKSPACE`,
 		`"headers" header Authorization refers to TOOLHOST_TOKEN`,
 		`"itself" url refers to TOOLHOST_URL, toolhost's own: the server is left out`,
+		`"shell" args[0] refers to TOOLHOST_TOKEN`,
+		`"shell" args[1] refers to TOOLHOST_TOKEN`,
+		`"shell" args[2] refers to TOOLHOST_DATA_DIR`,
+		`"shell" args[3] refers to TOOLHOST_TOKEN`,
+		`"shell" args[4] refers to TOOLHOST_LISTEN`,
+		`"shell" args[5] refers to TOOLHOST_WORKSPACE`,
+		`"shell" args[6] refers to TOOLHOST_PLUGIN_DIR`,
+		`"shell" env B refers to TOOLHOST_TOKEN`,
+		`"shell" env C refers to TOOLHOST_DATA_DIR`,
+		`"secret" args[1] refers to TOOLHOST_TOKEN`,
+		`"secret" args[2] refers to TOOLHOST_TOKEN`,
 	} {
 		if !slices.ContainsFunc(warnings, func(w string) bool { return strings.HasPrefix(w, file+": "+want) }) {
 			t.Errorf("no warning %q in\n%s", want, strings.Join(warnings, "\n"))
+		}
+	}
+}
+
+// TestMCPImportNamesNotHosts: a variable made for a secret is never one
+// toolhost reads, whatever the server's label: following the export would
+// set toolhost's own (TOOLHOST_TOKEN, TOOLHOST_DATA_DIR), and the host
+// would pass its value to the server.
+func TestMCPImportNamesNotHosts(t *testing.T) {
+	secrets := `{"command": "/bin/echo", "args": ["--token", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"],
+    "env": {"TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "DATA_DIR": "sk-proj-Zq3fT9uVb2WcXe7YhRj5KmNp", "LISTEN": "xoxb-123456789012-123456789012-abcdefghijklmnop"}}`
+	src := `{"mcpServers": {"toolhost": ` + secrets + `, "TOOLHOST": ` + secrets + `, "tool-host": ` + secrets + `,
+  "https": {"command": "/bin/echo", "env": {"PROXY": "sk-proj-Zq3fT9uVb2WcXe7YhRj5KmNp"}},
+  "openai": {"command": "/bin/echo", "env": {"API_KEY": "sk-proj-Zq3fT9uVb2WcXe7YhRj5KmNp"}},
+  "otel": {"command": "/bin/echo", "env": {"SERVICE_NAME": "sk-proj-Zq3fT9uVb2WcXe7YhRj5KmNp"}}}}`
+	out, _, err := Import(context.Background(), []byte(src), "claude.json", Options{ConfigFile: filepath.Join(t.TempDir(), "config.hcl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range regexp.MustCompile(`env\("([^"]*)"\)|# export ([A-Z0-9_]+)=`).FindAllStringSubmatch(string(out), -1) {
+		names = append(names, m[1]+m[2])
+	}
+	if len(names) != 2*(3*4+3) {
+		t.Errorf("%d references and exports, want %d:\n%s", len(names), 2*(3*4+3), out)
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, "TOOLHOST_") || strings.HasPrefix(name, "OTEL_") || slices.Contains([]string{"HTTPS_PROXY", "OPENAI_API_KEY"}, name) {
+			t.Errorf("a secret's variable is toolhost's %s:\n%s", name, out)
+		}
+	}
+	for _, want := range []string{`env("MCP_TOOLHOST_TOKEN")`, `env("MCP_TOOLHOST_DATA_DIR")`, `env("MCP_TOOLHOST_2_TOKEN")`,
+		`env("TOOL_HOST_TOKEN")`, `env("MCP_HTTPS_PROXY")`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no %s in\n%s", want, out)
+		}
+	}
+}
+
+// TestMCPImportOwnRefs finds the references to toolhost's variables a
+// client or a shell would expand, each cut whole, and only those.
+func TestMCPImportOwnRefs(t *testing.T) {
+	for _, tc := range []struct{ in, names, cut string }{
+		{"${MY_TOOLHOST_DIR}/x $HOST_TOOLHOST_X TOOLHOST_TOKEN", "", "${MY_TOOLHOST_DIR}/x $HOST_TOOLHOST_X TOOLHOST_TOKEN"},
+		{"a${TOOLHOST_TOKEN:-${HOME}}b", "TOOLHOST_TOKEN", "ab"},
+		{"${A:-x}${B:+$TOOLHOST_LISTEN}/$TOOLHOST_DATA_DIR.d", "TOOLHOST_LISTEN,TOOLHOST_DATA_DIR", "${A:-x}/.d"},
+		{"$(cat $(echo TOOLHOST_TOKEN)) `x`", "TOOLHOST_TOKEN", " `x`"},
+		{"--t=${TOOLHOST_TOKEN", "TOOLHOST_TOKEN", "--t="},
+	} {
+		if got := strings.Join(ownVars(tc.in), ","); got != tc.names {
+			t.Errorf("ownVars(%q) = %q, want %q", tc.in, got, tc.names)
+		}
+		if got := cutOwnVars(tc.in); got != tc.cut {
+			t.Errorf("cutOwnVars(%q) = %q, want %q", tc.in, got, tc.cut)
 		}
 	}
 }

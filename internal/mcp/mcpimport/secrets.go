@@ -164,6 +164,12 @@ func (im *importer) value(s *mcpServer, st site, raw string) value {
 		}
 		return parts
 	}
+	// The file's value still holds the reference cut from it: an export
+	// of it, copied into a shell, would expand to toolhost's own.
+	if st.attr == "args" && slices.Contains(s.cutArgs, st.index) {
+		s.comments = append(s.comments, fmt.Sprintf("# %s is left empty: a secret beside a reference to toolhost's own variables in %s, never exported from there", st.where(s), im.file))
+		return value{{}}
+	}
 	// --token=SECRET keeps its flag.
 	var prefix value
 	from := "the value of " + st.where(s) + " in " + im.file
@@ -185,7 +191,8 @@ func (im *importer) value(s *mcpServer, st site, raw string) value {
 }
 
 // newName returns a variable name LABEL_KEY, upper case with every
-// character but letters and digits as _, unique in the output.
+// character but letters and digits as _, unique in the output: MCP_ before
+// it when toolhost reads that name (readByHost).
 func (im *importer) newName(label, key string) string {
 	var b strings.Builder
 	for _, r := range strings.ToUpper(label + "_" + key) {
@@ -195,9 +202,13 @@ func (im *importer) newName(label, key string) string {
 			b.WriteByte('_')
 		}
 	}
-	name := b.String()
+	base := b.String()
+	if readByHost(base) {
+		base = "MCP_" + base
+	}
+	name := base
 	for n := 2; im.names[name]; n++ {
-		name = b.String() + "_" + strconv.Itoa(n)
+		name = base + "_" + strconv.Itoa(n)
 	}
 	im.names[name] = true
 	return name
