@@ -111,7 +111,7 @@ func killUnderLoad(t *testing.T, audit string) limbo {
 
 	srv.start() // on the same data directory
 	var events []store.Event
-	sc := bufio.NewScanner(strings.NewReader(srv.cli("events", "-type", "tool_call.", "-json", "-limit", "1000000")))
+	sc := bufio.NewScanner(strings.NewReader(srv.cli("events", "-type", "tool_call.", "-export", "-")))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var e store.Event
