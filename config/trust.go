@@ -175,12 +175,25 @@ func trustedAs(t trustPath) []string {
 	return []string{real, named}
 }
 
-// executables lists the files that run when block p's module starts: its
-// executable (a bare mcp_server command as found in PATH; none when it is
-// not there, the start says so) and, for a `#!` script, its interpreter
-// (the program `#!/usr/bin/env` names, as found in PATH, too). An HTTP
-// mcp_server has none.
+// executables is [Plugin.Executables] as trusted paths.
 func executables(p *Plugin) []trustPath {
+	var out []trustPath
+	for i, path := range p.Executables() {
+		what := fmt.Sprintf("the executable of %s %q", p.Kind, p.Name)
+		if i > 0 {
+			what = fmt.Sprintf("the interpreter of %s %q's executable", p.Kind, p.Name)
+		}
+		out = append(out, trustPath{path: path, what: what})
+	}
+	return out
+}
+
+// Executables lists the files that run when the block's module starts:
+// its executable first (a bare mcp_server command as found in PATH; none
+// when it is not there, the start says so), then, for a `#!` script, its
+// interpreter (and the program `#!/usr/bin/env` names, as found in PATH).
+// An HTTP mcp_server has none.
+func (p *Plugin) Executables() []string {
 	path := p.Path
 	if p.Kind == KindMCP && !strings.Contains(path, "/") {
 		found, err := exec.LookPath(path)
@@ -192,11 +205,7 @@ func executables(p *Plugin) []trustPath {
 	if path == "" {
 		return nil
 	}
-	out := []trustPath{{path: path, what: fmt.Sprintf("the executable of %s %q", p.Kind, p.Name)}}
-	for _, in := range interpreter(path) {
-		out = append(out, trustPath{path: in, what: fmt.Sprintf("the interpreter of %s %q's executable", p.Kind, p.Name)})
-	}
-	return out
+	return append([]string{path}, interpreter(path)...)
 }
 
 // interpreter is what the `#!` line of the script at path runs: the
