@@ -1,8 +1,12 @@
 package config
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -77,9 +81,14 @@ type trustPath struct {
 // plugin and data directories, a module's executable, the toolhost binary
 // exe), or lies inside the plugin or data directory: an agent that can
 // write there could change what the host runs or trusts, and get it run
-// unconfined. Paths are compared after resolving symbolic links. Each
-// conflict is one [Diagnostic], at the block or attribute that declares the
-// writable path.
+// unconfined. A module's executable counts as written (a bare mcp_server
+// command as found in PATH), as its symbolic links resolve, and, for a
+// `#!` script, its interpreter: replacing any of them changes what runs.
+// It also refuses a sandbox path (read_only or read_write) that is the
+// data directory or lies inside it (readable checks it). Paths are
+// compared after resolving symbolic links, a trusted file's own link both
+// resolved and not. Each conflict is one [Diagnostic], at the block or
+// attribute that declares the path.
 func (c *Config) CheckTrust(exe string) Diagnostics {
 	trusted := []trustPath{
 		{path: c.File, what: "the config file"},
@@ -89,9 +98,7 @@ func (c *Config) CheckTrust(exe string) Diagnostics {
 		{path: exe, what: "the toolhost binary"},
 	}
 	for _, p := range c.Plugins {
-		if p.Kind != KindMCP || filepath.IsAbs(p.Path) {
-			trusted = append(trusted, trustPath{path: p.Path, what: fmt.Sprintf("the executable of %s %q", p.Kind, p.Name)})
-		}
+		trusted = append(trusted, executables(&p)...)
 	}
 	var diags Diagnostics
 	seen := map[[2]string]bool{}
@@ -101,25 +108,137 @@ func (c *Config) CheckTrust(exe string) Diagnostics {
 			if t.path == "" {
 				continue
 			}
-			tp := realPath(t.path)
-			var verb string
-			switch {
-			case within(wp, tp):
-				verb = "holds"
-			case t.dir && w.dir && within(tp, wp):
-				verb = "lies inside"
-			default:
-				continue
+			for _, tp := range trustedAs(t) {
+				var verb string
+				switch {
+				case within(wp, tp):
+					verb = "holds"
+				case t.dir && w.dir && within(tp, wp):
+					verb = "lies inside"
+				default:
+					continue
+				}
+				if key := [2]string{wp, realPath(t.path)}; !seen[key] {
+					seen[key] = true
+					diags = append(diags, diagAt(w.pos, c.File, "An agent could write what the host trusts", fmt.Sprintf(
+						"%s %s %s %s %s: an agent that writes there could change what the host runs or trusts. Keep them apart (the default config.hcl keeps agents in workspace/ beside it).",
+						w.what, w.path, verb, t.what, t.path)))
+				}
 			}
-			if key := [2]string{wp, tp}; !seen[key] {
-				seen[key] = true
-				diags = append(diags, diagAt(w.pos, c.File, "An agent could write what the host trusts", fmt.Sprintf(
-					"%s %s %s %s %s: an agent that writes there could change what the host runs or trusts. Keep them apart (the default config.hcl keeps agents in workspace/ beside it).",
-					w.what, w.path, verb, t.what, t.path)))
+		}
+	}
+	return append(diags, c.readable()...)
+}
+
+// readable refuses each sandbox path, read_only or read_write, that is the
+// data directory or lies inside it: the directory holds the admin token,
+// the database and the audit trail, and a sandbox covers it with an empty
+// directory; a path named inside it would show the module those files.
+func (c *Config) readable() Diagnostics {
+	if c.DataDir == "" {
+		return nil
+	}
+	data := realPath(c.DataDir)
+	var diags Diagnostics
+	for _, p := range c.Plugins {
+		if p.Sandbox == nil || p.Sandbox.Off {
+			continue
+		}
+		for _, l := range []struct {
+			name  string
+			paths []string
+		}{{"read_only", p.Sandbox.ReadOnly}, {"read_write", p.Sandbox.ReadWrite}} {
+			for _, path := range l.paths {
+				if within(data, realPath(path)) {
+					diags = append(diags, diagAt(p.Pos, c.File, "A sandbox path in the data directory", fmt.Sprintf(
+						"%s %q's sandbox %s names %s, which lies inside the data directory %s: it holds the admin token, the database and the audit trail, which no module may read or write. Give the module a directory of its own.",
+						p.Kind, p.Name, l.name, path, c.DataDir)))
+				}
 			}
 		}
 	}
 	return diags
+}
+
+// trustedAs is what a trusted path is compared as: resolved, and for a
+// file, also as named (its directory resolved, not the file itself), since
+// replacing a symbolic link changes what it points at.
+func trustedAs(t trustPath) []string {
+	real := realPath(t.path)
+	if t.dir {
+		return []string{real}
+	}
+	named := filepath.Join(realPath(filepath.Dir(t.path)), filepath.Base(t.path))
+	if named == real {
+		return []string{real}
+	}
+	return []string{real, named}
+}
+
+// executables is [Plugin.Executables] as trusted paths.
+func executables(p *Plugin) []trustPath {
+	var out []trustPath
+	for i, path := range p.Executables() {
+		what := fmt.Sprintf("the executable of %s %q", p.Kind, p.Name)
+		if i > 0 {
+			what = fmt.Sprintf("the interpreter of %s %q's executable", p.Kind, p.Name)
+		}
+		out = append(out, trustPath{path: path, what: what})
+	}
+	return out
+}
+
+// Executables lists the files that run when the block's module starts:
+// its executable first (a bare mcp_server command as found in PATH; none
+// when it is not there, the start says so), then, for a `#!` script, its
+// interpreter (and the program `#!/usr/bin/env` names, as found in PATH).
+// An HTTP mcp_server has none.
+func (p *Plugin) Executables() []string {
+	path := p.Path
+	if p.Kind == KindMCP && !strings.Contains(path, "/") {
+		found, err := exec.LookPath(path)
+		if err != nil {
+			return nil
+		}
+		path = found
+	}
+	if path == "" {
+		return nil
+	}
+	return append([]string{path}, interpreter(path)...)
+}
+
+// interpreter is what the `#!` line of the script at path runs: the
+// program it names and, when that is env, the program env runs, looked up
+// in PATH; nil for a file that is not a script.
+func interpreter(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadSlice('\n')
+	rest, ok := bytes.CutPrefix(line, []byte("#!"))
+	if !ok {
+		return nil
+	}
+	fields := strings.Fields(string(rest))
+	if len(fields) == 0 {
+		return nil
+	}
+	out := fields[:1]
+	if filepath.Base(fields[0]) == "env" {
+		for _, f := range fields[1:] {
+			if strings.HasPrefix(f, "-") || strings.Contains(f, "=") {
+				continue
+			}
+			if found, err := exec.LookPath(f); err == nil {
+				out = append(out, found)
+			}
+			break
+		}
+	}
+	return out
 }
 
 // writable lists the paths agents can write through the configured modules.

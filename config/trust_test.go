@@ -93,3 +93,72 @@ func TestDefaultConfigKeepsAgentsApart(t *testing.T) {
 		t.Fatalf("workspace %s, want %s", cfg.Workspace, want)
 	}
 }
+
+// TestTrustExecutableLinks: a read_write directory that holds a module's
+// command as written (a bare mcp_server command found in PATH, a symbolic
+// link to a script elsewhere) or the interpreter its `#!` line runs is
+// refused like one that holds the script itself.
+func TestTrustExecutableLinks(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"npmbin", "lib", "interp"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(rel, body string) {
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("lib/tool.js", "#!/usr/bin/env -S fakenode --flag\n")
+	write("interp/fakenode", "#!/bin/sh\n")
+	if err := os.Symlink("../lib/tool.js", filepath.Join(dir, "npmbin", "tool")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(dir, "npmbin")+":"+filepath.Join(dir, "interp")+":"+os.Getenv("PATH"))
+	for _, tt := range []struct{ rw, want string }{
+		{"npmbin", "holds the executable of mcp_server \"m\" " + filepath.Join(dir, "npmbin", "tool")},
+		{"lib", "holds the executable of mcp_server \"m\""},
+		{"interp", "holds the interpreter of mcp_server \"m\"'s executable " + filepath.Join(dir, "interp", "fakenode")},
+	} {
+		src := "mcp_server \"m\" {\n  command = \"tool\"\n  sandbox {\n    read_write = [\"" + tt.rw + "\"]\n  }\n}\n"
+		_, err := Parse([]byte(src), filepath.Join(dir, "config.hcl"), &Options{Getenv: func(string) string { return "" }})
+		if err == nil || !strings.Contains(err.Error(), ":1,1: An agent could write what the host trusts") || !strings.Contains(err.Error(), tt.want) {
+			t.Fatalf("read_write %s: %v\nwant %q", tt.rw, err, tt.want)
+		}
+	}
+}
+
+// TestSandboxPathInDataDir: a sandbox path that is the data directory or
+// lies inside it, read-only or read-write, directly or through a symbolic
+// link, is refused at its block, naming the path; one beside it is
+// accepted.
+func TestSandboxPathInDataDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data", "admin.token"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("data", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ list, path, want string }{
+		{"read_only", "data/admin.token", "read_only names " + filepath.Join(dir, "data", "admin.token") + ", which lies inside the data directory"},
+		{"read_only", "data/toolhost.db", "lies inside the data directory"},
+		{"read_only", "data", "read_only names " + filepath.Join(dir, "data") + ","},
+		{"read_only", "link/admin.token", "read_only names " + filepath.Join(dir, "link", "admin.token")},
+		{"read_write", "data/cache", "read_write names"},
+		{"read_only", "elsewhere", ""},
+	} {
+		src := "data_dir = \"data\"\nmcp_server \"m\" {\n  command = \"/bin/true\"\n  sandbox {\n    " + tt.list + " = [\"" + tt.path + "\"]\n  }\n}\n"
+		_, err := Parse([]byte(src), filepath.Join(dir, "config.hcl"), &Options{Getenv: func(string) string { return "" }})
+		switch {
+		case tt.want == "" && err != nil:
+			t.Fatalf("%s %s refused: %v", tt.list, tt.path, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), ":2,1: A sandbox path in the data directory") || !strings.Contains(err.Error(), tt.want)):
+			t.Fatalf("%s %s: %v\nwant %q", tt.list, tt.path, err, tt.want)
+		}
+	}
+}

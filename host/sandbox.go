@@ -101,7 +101,96 @@ func (s *supervisor) explainExit(err error) {
 		exe = found
 	}
 	seen.ReadOnly = append(slices.Clone(seen.ReadOnly), exe)
-	exited.Hint = sandboxHint(&s.cfg, &seen, exited.Stderr)
+	exited.Hint = sandboxHint(&s.cfg, &seen, s.h.hintScope(&s.cfg, &seen), exited.Stderr)
+}
+
+// hintScope is where sandboxHint may point a block's sandbox. A module's
+// stderr is its own to write, so a hint must never be a way to talk an
+// operator into showing it what it should not see:
+//   - roots: a hint names only a path under the host user's home, the
+//     workspace, the config file's directory, /opt, /srv or the temporary
+//     directories, where modules and their data live, or a node_modules
+//     directory (read-only); never a system directory (/etc, /usr, /var,
+//     /root…), which the sandbox shows read-only where a module needs it;
+//   - secret: never a path that is, holds or lies in the host's data (the
+//     data and artifact directories: the admin token, the database) or the
+//     config file, nor one through a dot directory (~/.ssh, ~/.aws,
+//     .env…; but for a node_modules directory, which npm caches keep in
+//     ~/.cache) or with a name that says it holds a secret (secretNameRE);
+//   - exes: never read_write for a directory that holds the module's
+//     command or its interpreter, as written or resolved.
+type hintScope struct {
+	roots, secret, exes []string
+}
+
+// hintScope is the scope of the hints for block p, which ran in policy.
+func (h *Host) hintScope(p *config.Plugin, policy *sandbox.Policy) hintScope {
+	sc := hintScope{roots: []string{"/opt", "/srv", "/tmp", "/var/tmp", os.TempDir()}}
+	if home, err := os.UserHomeDir(); err == nil {
+		sc.roots = append(sc.roots, home)
+	}
+	if h.cfg.Workspace != "" {
+		sc.roots = append(sc.roots, h.cfg.Workspace)
+	}
+	if h.cfg.File != "" {
+		sc.roots = append(sc.roots, filepath.Dir(h.cfg.File))
+		sc.secret = append(sc.secret, h.cfg.File)
+	}
+	sc.secret = append(sc.secret, policy.Hidden...) // the host's data (hostPaths)
+	sc.exes = p.Executables()
+	return sc
+}
+
+// secretNameRE matches a file or directory name that says it holds a
+// secret: keys, tokens, passwords, credentials.
+var secretNameRE = regexp.MustCompile(`(?i)secret|token|passw|credential|private|shadow|\.pem$|\.key$|^id_(rsa|dsa|ecdsa|ed25519)`)
+
+// allows reports whether a hint may name path: read-only, or read-write
+// when write is set.
+func (sc hintScope) allows(path string, write bool) bool {
+	forms := []string{path}
+	if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
+		forms = append(forms, real)
+	}
+	for _, f := range forms {
+		for _, s := range sc.secret {
+			if s = filepath.Clean(s); within(s, f) || within(f, s) || within(realOr(s), f) || within(f, realOr(s)) {
+				return false
+			}
+		}
+		pkg := !write && nodeModules(f) == f // code: an npm cache such as ~/.cache/… may hold it
+		for _, c := range strings.Split(f, "/") {
+			if strings.HasPrefix(c, ".") && !pkg || secretNameRE.MatchString(c) {
+				return false
+			}
+		}
+		if write {
+			for _, e := range sc.exes {
+				if within(f, e) || within(f, realOr(e)) {
+					return false
+				}
+			}
+		}
+		inRoot := slices.ContainsFunc(sc.roots, func(r string) bool { return within(filepath.Clean(r), f) || within(realOr(r), f) })
+		if !inRoot && !pkg {
+			return false
+		}
+	}
+	return true
+}
+
+// within reports whether path is dir or inside it.
+func within(dir, path string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// realOr is path with its symbolic links resolved, or path when it does
+// not resolve.
+func realOr(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return filepath.Clean(path)
 }
 
 // maxHintPaths bounds the paths of a module's stderr that sandboxHint looks
@@ -130,9 +219,9 @@ var writeRefusedRE = regexp.MustCompile(`\b(EROFS|EACCES|EPERM)\b|(?i)read-only 
 //     what an agent made it write): a note says to give its data a
 //     directory elsewhere.
 //
-// A path the sandbox hides on purpose (the host's data) and the kernel's
-// (/proc, /dev, /sys) are left alone.
-func sandboxHint(p *config.Plugin, policy *sandbox.Policy, lines []string) string {
+// A path the sandbox hides on purpose (the host's data), the kernel's
+// (/proc, /dev, /sys) and whatever scope does not allow are left alone.
+func sandboxHint(p *config.Plugin, policy *sandbox.Policy, scope hintScope, lines []string) string {
 	var readOnly, readWrite, inPackage []string
 	add := func(list *[]string, path string) {
 		if !slices.Contains(*list, path) {
@@ -155,16 +244,20 @@ func sandboxHint(p *config.Plugin, policy *sandbox.Policy, lines []string) strin
 			switch {
 			case access == sandbox.AccessHidden:
 			case pkg != "" && policy.AccessTo(pkg) == sandbox.AccessNone && exists(pkg):
-				add(&readOnly, pkg)
+				if scope.allows(pkg, false) {
+					add(&readOnly, pkg)
+				}
 			case access == sandbox.AccessNone && exists(path):
-				add(&readOnly, path)
+				if scope.allows(path, false) {
+					add(&readOnly, path)
+				}
 			case refused && access == sandbox.AccessReadOnly && pkg != "":
 				add(&inPackage, path)
 			case refused && access == sandbox.AccessReadOnly:
 				if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
 					path = filepath.Dir(path) // the directory of the file it writes
 				}
-				if exists(path) && !systemPath(path) {
+				if exists(path) && !systemPath(path) && scope.allows(path, true) {
 					add(&readWrite, path)
 				}
 			}

@@ -206,7 +206,10 @@ func TestStartFailureHostileStderr(t *testing.T) {
 }
 
 // TestSandboxHint: what sandboxHint makes of a module's last stderr lines,
-// by the paths they name and the sandbox the module ran in.
+// by the paths they name and the sandbox the module ran in. The stderr is
+// the module's to write: a path in the host's data or its config file, a
+// system file, a dot directory or one that holds the module's command is
+// never hinted, whatever the line says.
 func TestSandboxHint(t *testing.T) {
 	dir := t.TempDir()
 	mk := func(rel string) string {
@@ -220,6 +223,16 @@ func TestSandboxHint(t *testing.T) {
 	modules := mk("app/node_modules")
 	pkg := mk("app/node_modules/srv/dist")
 	odd := mk("odd${x}")
+	hostData, bin, ssh := mk("hostdata"), mk("app/bin"), mk("home/.ssh")
+	npmCache := mk("home/.cache/npm/node_modules/srv")
+	conf, token, key := filepath.Join(dir, "config.hcl"), filepath.Join(hostData, "admin.token"), filepath.Join(ssh, "id_ed25519")
+	server := filepath.Join(bin, "server")
+	for _, f := range []string{conf, token, key, server} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scope := hintScope{roots: []string{dir}, secret: []string{hostData, conf}}
 	block := func(lists ...string) string {
 		return "in the block mcp_server \"m\", say:\n  sandbox {\n    " + strings.Join(lists, "\n    ") + "\n  }"
 	}
@@ -249,6 +262,16 @@ func TestSandboxHint(t *testing.T) {
 		{name: "a path that is no HCL template", lines: []string{"cannot open " + odd},
 			want: []string{`read_only = ["` + strings.ReplaceAll(odd, "${", "$${") + `"]`}},
 		{name: "paths looked at are bounded", lines: []string{strings.Repeat("/nonexistent/x ", maxHintPaths) + outside}},
+		{name: "the admin token, its data directory not shown", own: &sandbox.Policy{Hidden: []string{hostData}},
+			lines: []string{"open " + token + ": no such file or directory", "ENOENT " + hostData + "/toolhost.db"}},
+		{name: "the config file", lines: []string{"cannot read " + conf}},
+		{name: "a directory holding the config file", lines: []string{"ENOENT: " + dir}},
+		{name: "a system file", lines: []string{"open /etc/shadow: no such file or directory", "open /etc/passwd: no such file", "open /root: permission denied"}},
+		{name: "a system directory to write", lines: []string{"bwrap: Can't create file at /etc/shadow: Read-only file system"}},
+		{name: "a dot directory", lines: []string{"open " + key + ": no such file", "open " + ssh + ": no such file"}},
+		{name: "a write beside the module's command", own: &sandbox.Policy{ReadOnly: []string{bin}}, lines: []string{"EROFS: read-only file system, open '" + bin + "/state.json'"}},
+		{name: "a node_modules in an npm cache", lines: []string{"Cannot find module " + npmCache + "/index.js"},
+			want: []string{block(`read_only = ["` + filepath.Dir(npmCache) + `"]`)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &config.Plugin{Name: "m", Kind: config.KindMCP, Sandbox: tc.own}
@@ -256,7 +279,9 @@ func TestSandboxHint(t *testing.T) {
 			if pol == nil {
 				pol = &sandbox.Policy{}
 			}
-			hint := sandboxHint(p, pol, tc.lines)
+			sc := scope
+			sc.exes = []string{server}
+			hint := sandboxHint(p, pol, sc, tc.lines)
 			if len(tc.want) == 0 && hint != "" {
 				t.Fatalf("a hint:\n%s", hint)
 			}
