@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -111,3 +113,35 @@ func TestEventsAPI(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestSecretToolNameIsRedactedInEvents: a secret sent as a tool's name is
+// redacted in the call's error and in everything that shows its events
+// (GET /api/events, its jsonl export and the call's story); a secret sent as
+// a call id is refused, and its refusal does not repeat it.
+func TestSecretToolNameIsRedactedInEvents(t *testing.T) {
+	srv, h := approvalServer(t)
+	const secret = "sk-WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW"
+	var e apiError
+	if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"tool": secret, "callId": "k2", "arguments": map[string]any{}}, &e); code != 404 ||
+		e.Error.Code != toolhost.CodeUnknownTool || strings.Contains(e.Error.Message, "sk-") {
+		t.Fatalf("a secret as a tool's name = %d %+v", code, e)
+	}
+	if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"tool": "console_print", "callId": secret, "arguments": map[string]string{"text": "x"}}, &e); code != 400 ||
+		e.Error.Code != toolhost.CodeValidation || strings.Contains(e.Error.Message, "sk-") {
+		t.Fatalf("a secret as a call id = %d %+v", code, e)
+	}
+	if err := h.Events().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/api/events?type=tool_call.", "/api/events?format=jsonl", "/api/events/calls/k2"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.Contains(string(body), "WWWWWWWW") || !strings.Contains(string(body), "REDACTED") {
+			t.Fatalf("GET %s = %d %s; want the tool's name redacted", path, resp.StatusCode, body)
+		}
+	}
+}
