@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
@@ -143,5 +145,31 @@ func TestSecretToolNameIsRedactedInEvents(t *testing.T) {
 		if resp.StatusCode != 200 || strings.Contains(string(body), "WWWWWWWW") || !strings.Contains(string(body), "REDACTED") {
 			t.Fatalf("GET %s = %d %s; want the tool's name redacted", path, resp.StatusCode, body)
 		}
+	}
+}
+
+// TestSecretToolNameIsRedactedThroughMCP: a role's MCP client calling a
+// secret as a tool's name gets an error that does not repeat it, and the
+// events (the jsonl export) keep it redacted.
+func TestSecretToolNameIsRedactedThroughMCP(t *testing.T) {
+	srv, h := serve(t, mcpConfig, group("console", "console_print"))
+	cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
+	const secret = "sk-WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW"
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: secret, Arguments: map[string]any{}})
+	answer, _ := json.Marshal(res)
+	if err == nil && (res == nil || !res.IsError) || strings.Contains(fmt.Sprint(err)+string(answer), "WWWWWWWW") {
+		t.Fatalf("tools/call of a secret: %s, %v; want an error that does not repeat it", answer, err)
+	}
+	if err := h.Events().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(srv.URL + "/api/events?format=jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Contains(string(body), "WWWWWWWW") || !strings.Contains(string(body), "REDACTED") {
+		t.Fatalf("the events = %d %s; want the tool's name redacted", resp.StatusCode, body)
 	}
 }
