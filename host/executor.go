@@ -71,7 +71,7 @@ func (h *Host) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.R
 	defer h.inflight.Done()
 	h.metrics.callStarted()
 	c := &call{h: h, req: *req, start: time.Now(), chosenID: req.Context.CallID != ""}
-	c.req.Tool = cutToolName(c.req.Tool)
+	c.req.Tool = h.shownToolName(c.req.Tool)
 	idErr := checkCallID(req.Context.CallID)
 	if !c.chosenID || idErr != nil {
 		// A refused id is not used: the refusal is recorded under a new one.
@@ -142,13 +142,27 @@ func cutToolName(name string) string {
 	return name[:n] + "… (" + strconv.Itoa(len(name)) + " bytes)"
 }
 
+// shownToolName is the tool name a call keeps for its error, events, span
+// and metrics: a registered tool's as it is; any other redacted (a caller
+// may send a secret as a tool's name, and the name leaves the host in all
+// of them), then cut (cutToolName).
+func (h *Host) shownToolName(name string) string {
+	if _, _, ok := h.mgr.lookup(name); !ok {
+		name, _ = redact.String(name)
+	}
+	return cutToolName(name)
+}
+
 // maxCallIDLen is the longest call id a caller may choose, in bytes.
 const maxCallIDLen = 256
 
 // checkCallID refuses a caller-chosen call id that is too long or holds
 // invalid UTF-8 or a control character: the id goes into the audit events,
 // the stored results and the plugin's request, where such text breaks
-// things or hides what it says. Empty (the host chooses) is fine.
+// things or hides what it says. It refuses one that holds what the
+// redactor takes for a secret too: the id is how its caller finds the call
+// again, so it is not rewritten, and its refusal does not repeat it.
+// Empty (the host chooses) is fine.
 func checkCallID(id string) error {
 	switch {
 	case len(id) > maxCallIDLen:
@@ -160,6 +174,9 @@ func checkCallID(id string) error {
 		if unicode.IsControl(r) {
 			return toolhost.Errorf(toolhost.CodeValidation, "call_id: a control character (%U) at byte %d", r, i)
 		}
+	}
+	if _, secret := redact.String(id); secret {
+		return toolhost.Errorf(toolhost.CodeValidation, "call_id: holds what looks like a secret (a key, token or password); choose an id that does not")
 	}
 	return nil
 }

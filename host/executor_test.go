@@ -286,9 +286,10 @@ func TestIdempotency(t *testing.T) {
 // operator) used gets a validation error, not the other's stored result.
 // TestHostileCallIDsAreRefused: a call id a caller chooses goes into the
 // audit events, the stored results and the plugin's request, so one with a
-// NUL, another control character (a forged line in a log), invalid UTF-8 or
-// a megabyte of text is refused with validation, naming call_id, before
-// anything runs; the refusal is audited under an id the host chose.
+// NUL, another control character (a forged line in a log), invalid UTF-8,
+// a megabyte of text or a secret (which the id's refusal does not repeat)
+// is refused with validation, naming call_id, before anything runs; the
+// refusal is audited under an id the host chose.
 func TestHostileCallIDsAreRefused(t *testing.T) {
 	h, p := probeHost(t, nil, nil)
 	for id, want := range map[string]string{
@@ -296,9 +297,10 @@ func TestHostileCallIDsAreRefused(t *testing.T) {
 		"ok\ntool_call.completed":  "a control character (U+000A) at byte 2",
 		"\xff":                     "not valid UTF-8",
 		strings.Repeat("a", 1<<20): "1048576 bytes; at most 256",
+		secretToolName:             "holds what looks like a secret",
 	} {
 		_, err := do(h, "echo", `{"text":"x"}`, id)
-		if !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "call_id: "+want) {
+		if !errors.Is(err, toolhost.ErrValidation) || !strings.Contains(err.Error(), "call_id: "+want) || strings.Contains(err.Error(), "sk-") {
 			t.Errorf("call id %.20q: %v; want validation %q", id, err, want)
 		}
 	}
@@ -309,8 +311,8 @@ func TestHostileCallIDsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs, _ := h.Events().List(context.Background(), store.EventFilter{Type: "tool_call.", Limit: 100})
-	if len(evs) != 8 {
-		t.Fatalf("%d events, want a started and a failed for each of the 4 calls", len(evs))
+	if len(evs) != 10 {
+		t.Fatalf("%d events, want a started and a failed for each of the 5 calls", len(evs))
 	}
 	for _, e := range evs {
 		if !strings.HasPrefix(e.CallID, "call_") || len(e.CallID) > 64 {
@@ -349,6 +351,37 @@ func TestLongToolNamesAreCut(t *testing.T) {
 	// A name at the limit is a name like any other.
 	if got := cutToolName(strings.Repeat("a", maxToolNameShown)); got != strings.Repeat("a", maxToolNameShown) {
 		t.Fatalf("cutToolName cut a 64-byte name: %q", got)
+	}
+}
+
+// secretToolName is a caller's secret sent where a tool's name (or a call
+// id) goes.
+const secretToolName = "sk-WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW"
+
+// TestSecretToolNamesAreRedacted: a caller sending a secret as a tool's
+// name gets unknown_tool naming it redacted, and the call's events keep it
+// redacted too (their tool and payload), as they do one longer than any
+// tool's name, cut after its redaction.
+func TestSecretToolNamesAreRedacted(t *testing.T) {
+	h, _ := probeHost(t, nil, nil)
+	ctx := context.Background()
+	for _, name := range []string{secretToolName, secretToolName + strings.Repeat("W", 200)} {
+		_, err := h.Call(ctx, &toolhost.CallRequest{Tool: name, Arguments: []byte(`{}`)})
+		if !errors.Is(err, toolhost.ErrUnknownTool) || strings.Contains(err.Error(), "sk-") || !strings.Contains(err.Error(), "REDACTED") {
+			t.Fatalf("a secret as a tool's name: %v; want unknown_tool naming it redacted", err)
+		}
+	}
+	if err := h.Events().Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := h.Events().List(ctx, store.EventFilter{Type: "tool_call.", Limit: 10})
+	if len(evs) != 4 {
+		t.Fatalf("%d events, want a started and a failed for each of the 2 calls", len(evs))
+	}
+	for _, e := range evs {
+		if b, _ := json.Marshal(e); strings.Contains(string(b), "WWWWWWWW") || !strings.Contains(e.Tool, "REDACTED") {
+			t.Fatalf("event %s keeps the secret: %s", e.Type, b)
+		}
 	}
 }
 

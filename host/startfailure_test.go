@@ -1,6 +1,7 @@
 package host
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,10 +22,16 @@ import (
 // returns its status and what the host logged.
 func failedStart(t *testing.T, p config.Plugin) (PluginStatus, string) {
 	t.Helper()
+	return failedStartAt(t, p, hclog.Info)
+}
+
+// failedStartAt is failedStart with the host logging at level.
+func failedStartAt(t *testing.T, p config.Plugin, level hclog.Level) (PluginStatus, string) {
+	t.Helper()
 	p.Restart = config.RestartNever
 	var buf proctest.Buffer
 	opts := testOptions(t)
-	opts.Logger = hclog.New(&hclog.LoggerOptions{Output: io.MultiWriter(&buf, testLog{t}), Level: hclog.Info})
+	opts.Logger = hclog.New(&hclog.LoggerOptions{Output: io.MultiWriter(&buf, testLog{t}), Level: level})
 	h := runHost(t, &config.Config{Limits: config.Limits{Timeout: proctest.Patience}, Plugins: []config.Plugin{p}}, opts)
 	st := plugin(h, p.Name)
 	if st.State != StateFailed || st.ErrorCode != toolhost.CodePluginExited {
@@ -202,6 +209,41 @@ func TestStartFailureHostileStderr(t *testing.T) {
 	}
 	if !errorLogged(log, `\x1b[2J`) {
 		t.Errorf("no error line in the log with the stderr:\n%s", log)
+	}
+}
+
+// hostileLog is what the hostilelog test plugin writes to its stderr
+// before it exits: hclog JSON whose message, module and argument (its key
+// too) would forge a line of the host's log, with a terminal's escapes and
+// a carriage return, and a line that is not JSON with a terminal's escapes.
+func hostileLog(w io.Writer) {
+	forged := "\n2026-12-03T00:00:00.000Z [ERROR] toolhost: FORGED LINE \x1b[31mred\x1b[0m\r"
+	line, _ := json.Marshal(map[string]any{"@level": "error", "@message": "forged" + forged, "@module": "toolhost" + forged,
+		"arg" + forged: "value" + forged, "list": []string{"item" + forged}})
+	fmt.Fprintf(w, "%s\n", line)
+	fmt.Fprint(w, "\x1b[2J\x1b[31mnot json\x1b[0m\r\n")
+}
+
+// TestPluginLogIsEscaped: a plugin's hclog messages, their module and
+// arguments, and its other stderr lines reach the host's log (at trace, so
+// that all of them do) escaped: none starts a line of the log of its own or
+// carries ESC or a carriage return.
+func TestPluginLogIsEscaped(t *testing.T) {
+	_, log := failedStartAt(t, testPlugin("hostilelog", "hostilelog", nil), hclog.Trace)
+	for _, raw := range []string{"\x1b", "\r"} {
+		if strings.Contains(log, raw) {
+			t.Errorf("%q reached the log:\n%q", raw, log)
+		}
+	}
+	for _, l := range strings.Split(log, "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, " |"), "2026-12-03T00:00:00.000Z") {
+			t.Errorf("a log line of the plugin's: %q", l)
+		}
+	}
+	for _, want := range []string{`forged\n2026-12-03T00:00:00.000Z [ERROR] toolhost: FORGED LINE \x1b[31mred\x1b[0m\r`, `\x1b[2J\x1b[31mnot json\x1b[0m`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
 	}
 }
 

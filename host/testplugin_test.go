@@ -238,6 +238,9 @@ func serveTestPlugin(name string) {
 	case "hostilestderr":
 		hostileStderr(os.Stderr)
 		os.Exit(1)
+	case "hostilelog":
+		hostileLog(os.Stderr)
+		os.Exit(1)
 	case "dupetools":
 		protocol.Serve(&hostile{spec: toolhost.GroupSpec{ID: "dupes", Tools: []toolhost.ToolSpec{
 			{Name: "a", InputSchema: obj}, {Name: "a", InputSchema: obj}}}}, logger)

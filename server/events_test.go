@@ -3,12 +3,16 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
@@ -111,3 +115,61 @@ func TestEventsAPI(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestSecretToolNameIsRedactedInEvents: a secret sent as a tool's name is
+// redacted in the call's error and in everything that shows its events
+// (GET /api/events, its jsonl export and the call's story); a secret sent as
+// a call id is refused, and its refusal does not repeat it.
+func TestSecretToolNameIsRedactedInEvents(t *testing.T) {
+	srv, h := approvalServer(t)
+	const secret = "sk-WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW"
+	var e apiError
+	if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"tool": secret, "callId": "k2", "arguments": map[string]any{}}, &e); code != 404 ||
+		e.Error.Code != toolhost.CodeUnknownTool || strings.Contains(e.Error.Message, "sk-") {
+		t.Fatalf("a secret as a tool's name = %d %+v", code, e)
+	}
+	if code := do(t, "POST", srv.URL+"/api/call", map[string]any{"tool": "console_print", "callId": secret, "arguments": map[string]string{"text": "x"}}, &e); code != 400 ||
+		e.Error.Code != toolhost.CodeValidation || strings.Contains(e.Error.Message, "sk-") {
+		t.Fatalf("a secret as a call id = %d %+v", code, e)
+	}
+	if err := h.Events().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/api/events?type=tool_call.", "/api/events?format=jsonl", "/api/events/calls/k2"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.Contains(string(body), "WWWWWWWW") || !strings.Contains(string(body), "REDACTED") {
+			t.Fatalf("GET %s = %d %s; want the tool's name redacted", path, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestSecretToolNameIsRedactedThroughMCP: a role's MCP client calling a
+// secret as a tool's name gets an error that does not repeat it, and the
+// events (the jsonl export) keep it redacted.
+func TestSecretToolNameIsRedactedThroughMCP(t *testing.T) {
+	srv, h := serve(t, mcpConfig, group("console", "console_print"))
+	cs, _ := connect(t, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/printer"})
+	const secret = "sk-WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW"
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: secret, Arguments: map[string]any{}})
+	answer, _ := json.Marshal(res)
+	if err == nil && (res == nil || !res.IsError) || strings.Contains(fmt.Sprint(err)+string(answer), "WWWWWWWW") {
+		t.Fatalf("tools/call of a secret: %s, %v; want an error that does not repeat it", answer, err)
+	}
+	if err := h.Events().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(srv.URL + "/api/events?format=jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Contains(string(body), "WWWWWWWW") || !strings.Contains(string(body), "REDACTED") {
+		t.Fatalf("the events = %d %s; want the tool's name redacted", resp.StatusCode, body)
+	}
+}

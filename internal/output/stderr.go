@@ -39,7 +39,7 @@ func (s *Stderr) Write(p []byte) (int, error) {
 
 // Lines are the last lines written (at most stderrLines, blank ones
 // left out, a run of stack frames as its first frame and their count),
-// each escaped by escape and cut to stderrLineBytes: text that can
+// each escaped by [Escape] and cut to stderrLineBytes: text that can
 // neither start another line of a log nor carry a terminal's escape
 // sequences.
 func (s *Stderr) Lines() []string {
@@ -74,7 +74,7 @@ func (s *Stderr) Lines() []string {
 	}
 	out = out[max(0, len(out)-stderrLines):]
 	for i, l := range out {
-		out[i] = cutLine(escape(l), stderrLineBytes)
+		out[i] = cutLine(Escape(l), stderrLineBytes)
 	}
 	return slices.Clip(out)
 }
@@ -95,12 +95,12 @@ func cutLine(s string, n int) string {
 	return bytes(s, n-len("…"), false) + "…"
 }
 
-// escape makes untrusted text printable on one line: control characters
+// Escape makes untrusted text printable on one line: control characters
 // (a newline, a carriage return, ESC of a terminal's escape sequence),
 // other unprintable ones (a bidirectional override) and invalid UTF-8
 // become Go escapes (\n, \x1b, \u202e); a backslash is doubled, so that an
 // escape in the output always stands for a character of the input.
-func escape(s string) string {
+func Escape(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -169,7 +169,7 @@ func (w *LogLines) Write(p []byte) (int, error) {
 func (w *LogLines) emit() {
 	line := strings.TrimRight(string(w.line), "\r")
 	if w.cut || strings.TrimSpace(line) != "" {
-		e := cutLine(escape(line), stderrLineBytes)
+		e := cutLine(Escape(line), stderrLineBytes)
 		if w.cut && !strings.HasSuffix(e, "…") {
 			e += "…"
 		}

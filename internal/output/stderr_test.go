@@ -58,10 +58,10 @@ func FuzzEscape(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		e := escape(s)
+		e := Escape(s)
 		for _, r := range e {
 			if !unicode.IsPrint(r) {
-				t.Fatalf("escape(%q) = %q holds %U", s, e, r)
+				t.Fatalf("Escape(%q) = %q holds %U", s, e, r)
 			}
 		}
 	})

@@ -116,8 +116,8 @@ func Launch(opts Options) (*Process, error) {
 		Cmd:              p.cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     opts.StartTimeout,
-		Logger:           opts.Logger,
-		Stderr:           &p.stderr, // besides the log: its end, for startError
+		Logger:           escapingLogger{opts.Logger}, // the plugin's text, escaped
+		Stderr:           &p.stderr,                   // besides the log: its end, for startError
 		SkipHostEnv:      true,
 		SecureConfig:     secure,
 		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes))},
