@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // placeWorkspace makes the first-party modules work in c.Workspace unless
@@ -111,9 +113,9 @@ func (c *Config) CheckTrust(exe string) Diagnostics {
 			for _, tp := range trustedAs(t) {
 				var verb string
 				switch {
-				case within(wp, tp):
+				case sandbox.Within(wp, tp):
 					verb = "holds"
-				case t.dir && w.dir && within(tp, wp):
+				case t.dir && w.dir && sandbox.Within(tp, wp):
 					verb = "lies inside"
 				default:
 					continue
@@ -149,7 +151,7 @@ func (c *Config) readable() Diagnostics {
 			paths []string
 		}{{"read_only", p.Sandbox.ReadOnly}, {"read_write", p.Sandbox.ReadWrite}} {
 			for _, path := range l.paths {
-				if within(data, realPath(path)) {
+				if sandbox.Within(data, realPath(path)) {
 					diags = append(diags, diagAt(p.Pos, c.File, "A sandbox path in the data directory", fmt.Sprintf(
 						"%s %q's sandbox %s names %s, which lies inside the data directory %s: it holds the admin token, the database and the audit trail, which no module may read or write. Give the module a directory of its own.",
 						p.Kind, p.Name, l.name, path, c.DataDir)))
@@ -295,11 +297,6 @@ func realPath(p string) string {
 		}
 		rest = filepath.Join(filepath.Base(dir), rest)
 	}
-}
-
-// within reports whether p is dir or lies below it.
-func within(dir, p string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
 }
 
 // diagAt is a diagnostic at pos ("file:line,col"), or about file when pos

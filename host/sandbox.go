@@ -154,7 +154,7 @@ func (sc hintScope) allows(path string, write bool) bool {
 	}
 	for _, f := range forms {
 		for _, s := range sc.secret {
-			if s = filepath.Clean(s); within(s, f) || within(f, s) || within(realOr(s), f) || within(f, realOr(s)) {
+			if s = filepath.Clean(s); sandbox.Within(s, f) || sandbox.Within(f, s) || sandbox.Within(realOr(s), f) || sandbox.Within(f, realOr(s)) {
 				return false
 			}
 		}
@@ -166,22 +166,17 @@ func (sc hintScope) allows(path string, write bool) bool {
 		}
 		if write {
 			for _, e := range sc.exes {
-				if within(f, e) || within(f, realOr(e)) {
+				if sandbox.Within(f, e) || sandbox.Within(f, realOr(e)) {
 					return false
 				}
 			}
 		}
-		inRoot := slices.ContainsFunc(sc.roots, func(r string) bool { return within(filepath.Clean(r), f) || within(realOr(r), f) })
+		inRoot := slices.ContainsFunc(sc.roots, func(r string) bool { return sandbox.Within(filepath.Clean(r), f) || sandbox.Within(realOr(r), f) })
 		if !inRoot && !pkg {
 			return false
 		}
 	}
 	return true
-}
-
-// within reports whether path is dir or inside it.
-func within(dir, path string) bool {
-	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // realOr is path with its symbolic links resolved, or path when it does

@@ -247,7 +247,7 @@ func (c *Cmd) prepare() error {
 func (p *Policy) Visible(path string) bool {
 	for _, list := range [][]string{p.ReadWrite, p.ReadOnly, systemDirs} {
 		for _, p := range list {
-			if within(p, path) {
+			if Within(p, path) {
 				return true
 			}
 		}
@@ -278,7 +278,7 @@ const (
 func (p *Policy) AccessTo(path string) Access {
 	path = filepath.Clean(path)
 	for _, h := range p.Hidden {
-		if within(h, path) && p.Visible(h) {
+		if Within(h, path) && p.Visible(h) {
 			return AccessHidden
 		}
 	}
@@ -288,7 +288,7 @@ func (p *Policy) AccessTo(path string) Access {
 		access Access
 	}{{p.ReadWrite, AccessReadWrite}, {p.ReadOnly, AccessReadOnly}, {systemDirs, AccessReadOnly}} {
 		for _, m := range l.paths {
-			if d := strings.Count(filepath.Clean(m), "/"); within(m, path) && d >= best {
+			if d := strings.Count(filepath.Clean(m), "/"); Within(m, path) && d >= best {
 				best, access = d, l.access
 			}
 		}
@@ -296,8 +296,8 @@ func (p *Policy) AccessTo(path string) Access {
 	return access
 }
 
-// within reports whether path is dir or inside it.
-func within(dir, path string) bool {
+// Within reports whether path is dir or lies under it (both absolute).
+func Within(dir, path string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
