@@ -282,8 +282,6 @@ func TestIdempotency(t *testing.T) {
 	}
 }
 
-// TestCallIDsAreTheRolesOwn: a role repeating a call id another role (or an
-// operator) used gets a validation error, not the other's stored result.
 // TestHostileCallIDsAreRefused: a call id a caller chooses goes into the
 // audit events, the stored results and the plugin's request, so one with a
 // NUL, another control character (a forged line in a log), invalid UTF-8,
@@ -385,6 +383,8 @@ func TestSecretToolNamesAreRedacted(t *testing.T) {
 	}
 }
 
+// TestCallIDsAreTheRolesOwn: a role repeating a call id another role (or an
+// operator) used gets a validation error, not the other's stored result.
 func TestCallIDsAreTheRolesOwn(t *testing.T) {
 	h, p := probeHost(t, nil, nil)
 	ctx := context.Background()
