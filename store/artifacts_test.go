@@ -5,8 +5,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-
-	"github.com/toolhost/toolhost/internal/pgtest"
 )
 
 // TestArtifactsBelongToRoles: an artifact is read by the role that owns it
@@ -102,42 +100,34 @@ func TestArtifactsBelongToRoles(t *testing.T) {
 // belongs to the role of its name, read by no other; one of a role since
 // deleted, or of none, belongs to the operator (no role).
 func TestArtifactOwnersMigration(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		o    func(t *testing.T) Options
-	}{
-		{DriverSQLite, func(*testing.T) Options { return Options{} }},
-		{DriverPostgres, func(t *testing.T) Options { return Options{Driver: DriverPostgres, DSN: pgtest.Start(t)} }},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
-			dir, o := t.TempDir(), tt.o(t)
-			old, err := openUpTo(ctx, dir, o, 17)
-			if err != nil {
+	engineOptions(t, func(t *testing.T, o Options) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		old, err := openUpTo(ctx, dir, o, 17)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev, err := old.CreateRole(ctx, Role{Name: "dev"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range [][]any{{"old-dev", "dev"}, {"old-gone", "gone"}} {
+			if _, err := old.db.exec(ctx, `INSERT INTO artifacts (id, size, role, created_at) VALUES (?, 1, ?, ?)`, row[0], row[1], now()); err != nil {
 				t.Fatal(err)
 			}
-			dev, err := old.CreateRole(ctx, Role{Name: "dev"})
-			if err != nil {
-				t.Fatal(err)
+		}
+		if _, err := old.db.exec(ctx, `INSERT INTO evicted_artifacts (id, evicted_at) VALUES ('old-evicted', ?)`, now()); err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		s := openWith(t, dir, o)
+		for _, r := range []struct {
+			id, role string
+			want     bool
+		}{{"old-dev", dev.ID, true}, {"old-dev", "", false}, {"old-gone", "", true}, {"old-gone", dev.ID, false}} {
+			if _, err := s.Artifact(ctx, r.id, r.role); (err == nil) != r.want {
+				t.Errorf("%s read by %q after the migration: %v, want %v", r.id, r.role, err, r.want)
 			}
-			for _, row := range [][]any{{"old-dev", "dev"}, {"old-gone", "gone"}} {
-				if _, err := old.db.exec(ctx, `INSERT INTO artifacts (id, size, role, created_at) VALUES (?, 1, ?, ?)`, row[0], row[1], now()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := old.db.exec(ctx, `INSERT INTO evicted_artifacts (id, evicted_at) VALUES ('old-evicted', ?)`, now()); err != nil {
-				t.Fatal(err)
-			}
-			old.Close()
-			s := openWith(t, dir, o)
-			for _, r := range []struct {
-				id, role string
-				want     bool
-			}{{"old-dev", dev.ID, true}, {"old-dev", "", false}, {"old-gone", "", true}, {"old-gone", dev.ID, false}} {
-				if _, err := s.Artifact(ctx, r.id, r.role); (err == nil) != r.want {
-					t.Errorf("%s read by %q after the migration: %v, want %v", r.id, r.role, err, r.want)
-				}
-			}
-		})
-	}
+		}
+	})
 }

@@ -37,6 +37,13 @@ func engines(t *testing.T, f func(t *testing.T, open opener)) {
 	})
 }
 
+// engineOptions runs f on each engine, as a subtest named after it, with the
+// Options of a fresh store of it (on PostgreSQL, a database of its own).
+func engineOptions(t *testing.T, f func(t *testing.T, o Options)) {
+	t.Run(DriverSQLite, func(t *testing.T) { f(t, Options{}) })
+	t.Run(DriverPostgres, func(t *testing.T) { f(t, Options{Driver: DriverPostgres, DSN: pgtest.Start(t)}) })
+}
+
 func open(t testing.TB, dir string) *Store { return openWith(t, dir, Options{}) }
 
 func openWith(t testing.TB, dir string, o Options) *Store {

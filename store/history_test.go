@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/toolhost/toolhost/internal/pgtest"
 )
 
 // historyEvents are the events the history tests query, with ids 1 to 14
@@ -211,39 +209,31 @@ func TestReadable(t *testing.T) {
 // TestEventCredentialMigration: the events stored before migration 022
 // are found by the credential their payload names, and by their approval.
 func TestEventCredentialMigration(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		o    func(t *testing.T) Options
-	}{
-		{DriverSQLite, func(*testing.T) Options { return Options{} }},
-		{DriverPostgres, func(t *testing.T) Options { return Options{Driver: DriverPostgres, DSN: pgtest.Start(t)} }},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
-			dir, o := t.TempDir(), tt.o(t)
-			old, err := openUpTo(ctx, dir, o, 21)
-			if err != nil {
+	engineOptions(t, func(t *testing.T, o Options) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		old, err := openUpTo(ctx, dir, o, 21)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, payload := range []string{`{"credential":"t-dev","arguments":"{}"}`, `{"approval":{"by":"admin","decision":"approve"},"credential":"t-ops"}`,
+			`{"text":"nul \u0000","credential":"t-dev"}`, `{"approval":{"decision":"deny"}}`, `{}`} {
+			if _, err := old.db.exec(ctx, `INSERT INTO events (ts, type, payload) VALUES (?, ?, ?)`, stamp(time.Now()), EventCallStarted, payload); err != nil {
 				t.Fatal(err)
 			}
-			for _, payload := range []string{`{"credential":"t-dev","arguments":"{}"}`, `{"approval":{"by":"admin","decision":"approve"},"credential":"t-ops"}`,
-				`{"text":"nul \u0000","credential":"t-dev"}`, `{"approval":{"decision":"deny"}}`, `{}`} {
-				if _, err := old.db.exec(ctx, `INSERT INTO events (ts, type, payload) VALUES (?, ?, ?)`, stamp(time.Now()), EventCallStarted, payload); err != nil {
-					t.Fatal(err)
-				}
-			}
-			old.Close()
-			s := openWith(t, dir, o)
-			got, err := s.Events(ctx, EventFilter{Credential: "t-dev"})
-			want := []int64{1}
-			if tt.name == DriverSQLite {
-				want = []int64{1, 3} // SQLite reads a payload holding \u0000 too
-			}
-			if err != nil || !slices.Equal(ids(got), want) {
-				t.Fatalf("t-dev's events after the migration: %v, %v; want %v", ids(got), err, want)
-			}
-			if got, err := s.Events(ctx, EventFilter{Outcome: OutcomeApproved}); err != nil || !slices.Equal(ids(got), []int64{2}) {
-				t.Fatalf("the approved calls after the migration: %v, %v; want [2]", ids(got), err)
-			}
-		})
-	}
+		}
+		old.Close()
+		s := openWith(t, dir, o)
+		got, err := s.Events(ctx, EventFilter{Credential: "t-dev"})
+		want := []int64{1}
+		if o.Driver != DriverPostgres {
+			want = []int64{1, 3} // SQLite reads a payload holding \u0000 too
+		}
+		if err != nil || !slices.Equal(ids(got), want) {
+			t.Fatalf("t-dev's events after the migration: %v, %v; want %v", ids(got), err, want)
+		}
+		if got, err := s.Events(ctx, EventFilter{Outcome: OutcomeApproved}); err != nil || !slices.Equal(ids(got), []int64{2}) {
+			t.Fatalf("the approved calls after the migration: %v, %v; want [2]", ids(got), err)
+		}
+	})
 }
