@@ -574,7 +574,10 @@ func (r *mcpRole) agentKeyOf(ctx context.Context, ss *mcp.ServerSession, extra *
 	if err != nil {
 		return agentKey{}, Caller{}, err
 	}
-	k := agentKey{scope: ss.ID()}
+	var k agentKey
+	if ss != nil { // none for a call the front answers itself (callDirect)
+		k.scope = ss.ID()
+	}
 	if k.scope == "" && r.open != nil {
 		k.scope = credScope + c.Credential
 	}

@@ -384,7 +384,18 @@ func (r *mcpRole) end(ss *mcp.ServerSession, why string) {
 func (f *Front) serveHTTP(w http.ResponseWriter, req *http.Request, r *mcpRole, cred string) {
 	id := req.Header.Get("Mcp-Session-Id")
 	if id == "" && sessionless(req.Header) {
-		f.serve(w, req, r, r.stateless, cred, credScope+cred, nil)
+		var body *postBody
+		if req.Method == http.MethodPost {
+			var ok bool
+			if body, ok = readBody(w, req); !ok {
+				return
+			}
+		}
+		f.serve(w, req, r, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if !r.callDirect(w, req, body) {
+				r.stateless.ServeHTTP(w, req)
+			}
+		}), cred, credScope+cred, body)
 		return
 	}
 	sw := &sseWriter{ResponseWriter: w}
