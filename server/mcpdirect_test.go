@@ -4,11 +4,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/mcp/mcptest"
+	"github.com/toolhost/toolhost/internal/proctest"
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // TestMCPDirectCallsAsTheSDK: a plain sessionless tools/call, which the
@@ -42,7 +47,7 @@ func TestMCPDirectCallsAsTheSDK(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		ct := resp.Header.Get("Content-Type")
 		data := sseData(ct, body)
-		if resp.StatusCode != http.StatusOK || len(data) != 1 {
+		if len(data) != 1 {
 			return resp.StatusCode, ct, map[string]any{"body": string(body)}
 		}
 		var m map[string]any
@@ -79,6 +84,43 @@ func TestMCPDirectCallsAsTheSDK(t *testing.T) {
 			}
 		})
 	}
+	// The conformance fixture's tools: a server's protocol error (a client
+	// capability the call needs, whose HTTP status is 400), and a round of
+	// requests for the client (input_required; its requestState is the
+	// front's, a new one for each call).
+	exe := filepath.Join(t.TempDir(), "conformserver")
+	if out, err := exec.Command("go", "build", "-o", exe, "github.com/toolhost/toolhost/internal/mcp/mcptest/conformserver/cmd").CombinedOutput(); err != nil {
+		t.Fatalf("go build conformserver: %v\n%s", err, out)
+	}
+	conform, _ := serve(t, &config.Config{
+		Limits: config.Limits{Timeout: proctest.Patience},
+		Plugins: []config.Plugin{{Name: "conform", Kind: config.KindMCP, Path: exe, StartTimeout: proctest.Patience, Sandbox: &sandbox.Policy{Off: true},
+			ClientRequests: []string{config.ClientRequestLogging, config.ClientRequestElicitation, config.ClientRequestSampling, config.ClientRequestRoots}}},
+		Roles: []config.Role{{Name: "conformance", ToolGroups: []string{"conform"}}},
+	})
+	url = conform.URL + "/mcp/conformance"
+	for _, c := range []struct{ tool, caps string }{
+		{"test_simple_text", "{}"},
+		{"test_error_handling", "{}"},
+		{"test_missing_capability", "{}"},
+		{"test_input_required_result_elicitation", `{"elicitation":{}}`},
+	} {
+		msg := strings.Replace(call("8", `{"name":"`+c.tool+`","arguments":{}}`), `Capabilities":{}`, `Capabilities":`+c.caps, 1)
+		status, ct, direct := post(msg, nil)
+		sdkStatus, _, viaSDK := post(sdkOnly(msg), nil)
+		for _, m := range []map[string]any{direct, viaSDK} {
+			if res, ok := m["result"].(map[string]any); ok && res["requestState"] != nil {
+				res["requestState"] = "(the front's)"
+			}
+		}
+		if !strings.HasPrefix(ct, "application/json") || status != sdkStatus || !reflect.DeepEqual(direct, viaSDK) {
+			t.Errorf("%s: the front answered %d %v, the SDK %d %v", c.tool, status, direct, sdkStatus, viaSDK)
+		}
+		if c.tool == "test_missing_capability" && status != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", c.tool, status)
+		}
+	}
+	url = srv.URL + "/mcp/reader"
 	plain := call("9", `{"name":"blocks","arguments":{"text":"x"}}`)
 	for _, c := range []struct {
 		name   string

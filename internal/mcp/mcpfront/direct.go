@@ -179,18 +179,35 @@ func (r *mcpRole) offersPlain(name string) bool {
 // server impl, or the error, as the SDK's JSON-RPC connection makes it of a
 // handler's.
 func writeDirect(w http.ResponseWriter, id json.RawMessage, res *mcp.CallToolResult, err error, impl *mcp.Implementation) {
-	member, out := `,"result":`, []byte("null") // a nil result, as the SDK writes one
+	member, out, status := `,"result":`, []byte("null"), http.StatusOK // a nil result, as the SDK writes one
 	if err == nil && res != nil {
 		out, err = typedResult(res, impl)
 	}
 	if err != nil {
-		member = `,"error":`
-		out, _ = json.Marshal(wireError(err))
+		e := wireError(err)
+		member, status = `,"error":`, errorStatus(e.Code)
+		out, _ = json.Marshal(e)
 	}
 	buf := make([]byte, 0, len(`{"jsonrpc":"2.0","id":}`)+len(id)+len(member)+len(out))
 	buf = append(append(append(append(append(buf, `{"jsonrpc":"2.0","id":`...), id...), member...), out...), '}')
 	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
 	_, _ = w.Write(buf)
+}
+
+// errorStatus is the HTTP status of a sessionless request's error answer
+// of the code, as the protocol has it (and the SDK sends it): 404 for an
+// unknown method, 400 for invalid params, an unsupported protocol version
+// or a client capability the request needs and the client did not
+// declare; else 200.
+func errorStatus(code int64) int {
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 // typedResult encodes a call's result as the SDK completes its handlers'
