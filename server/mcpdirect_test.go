@@ -47,7 +47,7 @@ func TestMCPDirectCallsAsTheSDK(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		ct := resp.Header.Get("Content-Type")
 		data := sseData(ct, body)
-		if len(data) != 1 {
+		if len(data) != 1 || !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "text/event-stream") {
 			return resp.StatusCode, ct, map[string]any{"body": string(body)}
 		}
 		var m map[string]any
@@ -59,7 +59,9 @@ func TestMCPDirectCallsAsTheSDK(t *testing.T) {
 	call := func(id, params string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + strings.Replace(params, "{", `{"_meta":{`+meta2026("")+`},`, 1) + `}`
 	}
-	sdkOnly := func(msg string) string { return strings.Replace(msg, `"params":{`, `"params":{"toolhost-test-unknown":1,`, 1) }
+	sdkOnly := func(msg string) string {
+		return strings.Replace(msg, `"params":{`, `"params":{"toolhost-test-unknown":1,`, 1)
+	}
 	for _, c := range []struct{ name, id, params string }{
 		{"every content type", "1", `{"name":"blocks","arguments":{"text":"hello"}}`},
 		{"the server's error result", "2", `{"name":"blocks","arguments":{"text":"no","error":true}}`},
@@ -130,6 +132,7 @@ func TestMCPDirectCallsAsTheSDK(t *testing.T) {
 	}{
 		{"Mcp-Name names another tool", plain, map[string]string{"Mcp-Name": "sized"}, http.StatusBadRequest},
 		{"no Mcp-Name", plain, map[string]string{"Mcp-Name": ""}, http.StatusBadRequest},
+		{"arguments nested deeper than the SDK decodes", call("9", `{"name":"blocks","arguments":{"text":"x","deep":`+strings.Repeat("[", 1001)+strings.Repeat("]", 1001)+`}}`), nil, http.StatusBadRequest},
 		{"a tool the role does not have", call("9", `{"name":"nope","arguments":{}}`), nil, http.StatusBadRequest},
 		{"a client that takes tasks", strings.Replace(plain, `Capabilities":{}`, `Capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}`, 1), nil, http.StatusOK},
 	} {

@@ -7,12 +7,11 @@ import (
 	"errors"
 	"maps"
 	"net/http"
-	"runtime/debug"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/mcp/jsondepth"
 	"github.com/toolhost/toolhost/internal/mcp/mcpversion"
 )
 
@@ -37,8 +36,9 @@ import (
 // headers are those the SDK requires (Content-Type, Accept, Mcp-Method and
 // Mcp-Name naming the call), and the tool is one the role's server offers
 // without parameter headers (x-mcp-header, which the SDK checks against the
-// request's headers). Anything else, malformed or not, the SDK answers, so
-// its errors stay its own.
+// request's headers); and the body nests no deeper than the SDK decodes
+// (jsondepth.Max). Anything else, malformed or not, the SDK answers, so its
+// errors stay its own.
 func (r *mcpRole) callDirect(w http.ResponseWriter, req *http.Request, body *postBody) bool {
 	if body == nil || req.Header.Get("Mcp-Method") != "tools/call" || !plainHeaders(req.Header) {
 		return false
@@ -58,8 +58,7 @@ func (r *mcpRole) callDirect(w http.ResponseWriter, req *http.Request, body *pos
 func (r *mcpRole) answerDirect(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.h.Logger().Error("mcp: a request's handler panicked", "role", r.role, "method", "tools/call", "panic", p, "stack", string(debug.Stack()))
-			res, err = nil, toolhost.Errorf(toolhost.CodeInternal, "mcp: tools/call failed inside the server")
+			res, err = nil, r.panicked("tools/call", p)
 		}
 	}()
 	return r.call(ctx, req)
@@ -97,7 +96,7 @@ func baseType(v string) string {
 // other body.
 func plainCall(raw []byte) (json.RawMessage, *mcp.CallToolParamsRaw, bool) {
 	var msg map[string]json.RawMessage
-	if !bytes.Contains(raw, []byte(`"tools/call"`)) || json.Unmarshal(raw, &msg) != nil || len(msg) != 4 ||
+	if !bytes.Contains(raw, []byte(`"tools/call"`)) || jsondepth.Of(raw) > jsondepth.Max || json.Unmarshal(raw, &msg) != nil || len(msg) != 4 ||
 		string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` || !plainID(msg["id"]) {
 		return nil, nil, false
 	}

@@ -320,8 +320,7 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 			defer func() {
 				if p := recover(); p != nil {
-					r.h.Logger().Error("mcp: a request's handler panicked", "role", r.role, "method", method, "panic", p, "stack", string(debug.Stack()))
-					res, err = nil, toolhost.Errorf(toolhost.CodeInternal, "mcp: %s failed inside the server", method)
+					res, err = nil, r.panicked(method, p)
 				}
 			}()
 			return next(ctx, method, req)
@@ -350,6 +349,13 @@ func newMCPRole(h *host.Host, role string, open *sessionTable) *mcpRole {
 	r.cancel = h.Watch(r.sync)
 	r.sync()
 	return r
+}
+
+// panicked logs the panic p of a request's handler, with its stack, and
+// returns the error that answers the request.
+func (r *mcpRole) panicked(method string, p any) error {
+	r.h.Logger().Error("mcp: a request's handler panicked", "role", r.role, "method", method, "panic", p, "stack", string(debug.Stack()))
+	return toolhost.Errorf(toolhost.CodeInternal, "mcp: %s failed inside the server", method)
 }
 
 // offers reports whether srv has the tool.
