@@ -784,12 +784,18 @@ var sdkCost = struct {
 	// as released and as patched: one run of each build, one after the
 	// other (-paths 'everything \(20' -calls 4000 -rounds 4)
 	ours, floor [2][2]int
+	// per call of BenchmarkGatewayCall in 2026-07-28, as released, since
+	// the front answers plain sessionless calls itself and before: bytes
+	// and objects each; measured on directDate
+	direct     [4]int
+	directDate string
 }{
 	sdk: "v1.8.0", commit: "c105835", date: "2026-12-02",
 	bytes:  [2][2]int{{434_000, 39_000}, {746_000, 87_000}},
 	allocs: [2][2]int{{464, 434}, {676, 627}},
 	ours:   [2][2]int{{2696, 4230}, {1843, 3435}},
 	floor:  [2][2]int{{2068, 6189}, {1181, 4548}},
+	direct: [4]int{283469, 474, 747162, 681}, directDate: "2026-12-03",
 }
 
 // writeSDKCost writes what the go-sdk's JSON decoding costs a call, for an
@@ -818,6 +824,10 @@ func writeSDKCost(p func(string, ...any)) {
 		p("| %s | %d/s | %d/s (%.1f ×) | %d/s | %d/s (%.1f ×) |", era, c.ours[i][0], c.ours[i][1], float64(c.ours[i][1])/float64(c.ours[i][0]),
 			c.floor[i][0], c.floor[i][1], float64(c.floor[i][1])/float64(c.floor[i][0]))
 	}
+	p("\nSince then the front answers a plain sessionless `tools/call` itself, without the session the SDK makes for each "+
+		"sessionless request (docs/mcp.md), and the SDK as released allocates less on that path: in 2026-07-28, `BenchmarkGatewayCall` "+
+		"allocates %s and %d objects per call, against %s and %d before (%s, three runs each, the same in each run); the 2025 "+
+		"sessions are the SDK's as before.\n", kib(c.direct[0]), c.direct[1], kib(c.direct[2]), c.direct[3], c.directDate)
 }
 
 // kib writes n bytes in KiB.
