@@ -318,3 +318,105 @@ func TestScriptEventTree(t *testing.T) {
 		t.Errorf("%d calls under the script, want 2: %v", inner, parents)
 	}
 }
+
+// TestRunScriptDescription: run_script's description lists the functions
+// of the caller's tools, deferred ones once loaded; only a role that names
+// the code group gets it.
+func TestRunScriptDescription(t *testing.T) {
+	e, agent := scripter(t, host.RoleSpec{DeferredGroups: []string{"command"}}, []string{"workspace", "command"})
+	describe := func() string {
+		t.Helper()
+		list, err := e.h.Tools(host.ToolQuery{Agent: agent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range list.Tools {
+			if d.Function.Name == "run_script" {
+				return d.Function.Description
+			}
+		}
+		t.Fatalf("no run_script among %v", list.Tools)
+		return ""
+	}
+	d := describe()
+	for _, want := range []string{"\nFunctions:\n", "\nread_file(path: str, limit: int = None, offset: int = None) # Read lines of a text file", "\nfind_tools(query: str, limit: int = None)"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("the description has no %q:\n%s", want, d)
+		}
+	}
+	if strings.Contains(d, "run_command(") || strings.Contains(d, "run_script(") {
+		t.Errorf("the description names an unloaded tool or itself:\n%s", d)
+	}
+	// A deferred tool is the script's all the same, and in the
+	// description once loaded.
+	if res, out := e.runScript(agent, "", `result = "hi" in run_command(command = "echo hi")`); !res.OK || out["result"] != true {
+		t.Errorf("a deferred tool from a script: %+v %v", res.Error, out)
+	}
+	if _, err := e.h.Agents().LoadTools(context.Background(), agent, []string{"run_command"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := describe(); !strings.Contains(d, "\nrun_command(command: str") {
+		t.Errorf("run_command loaded, not described:\n%s", d)
+	}
+	// No code group for roles that do not name it.
+	e.createRole("everything")
+	for _, q := range []host.ToolQuery{{Role: "everything"}, {Role: store.RootRole}, {}} {
+		list, err := e.h.Tools(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range list.Tools {
+			if d.Function.Name == "run_script" {
+				t.Errorf("%+v is offered run_script", q)
+			}
+		}
+	}
+}
+
+// TestCodeModeAttacks: what a script might try, one row each: it gets
+// nothing but its role's tools, through the pipeline, under its own call.
+func TestCodeModeAttacks(t *testing.T) {
+	spec := host.RoleSpec{Limits: []rules.Limit{{Target: "list_files", Calls: 2, Per: time.Hour}}}
+	e, agent := scripter(t, spec, []string{"workspace"})
+	outside := filepath.Join(t.TempDir(), "pwned")
+	for _, tt := range []struct {
+		name, src string
+		code      toolhost.Code // "": the script succeeds
+		msg       string        // in its error, or in its result
+	}{
+		{"load", `load("@stdlib//os.star", "system")`, toolhost.CodeToolExec, "load() is not available"},
+		{"open a file", `result = open("/etc/passwd")`, toolhost.CodeValidation, "undefined: open"},
+		{"write a file", `write_file(path = "` + outside + `", content = "x")` + "\nresult = 1", "", ""},
+		{"the network", `result = http.get("http://127.0.0.1/")`, toolhost.CodeValidation, "undefined: http"},
+		{"recursion", "def f(n):\n  return f(n - 1)\nresult = f(3)", toolhost.CodeToolExec, "called recursively"},
+		{"a script from a script", `result = run_script(script = "result = 1")`, toolhost.CodeValidation, "undefined: run_script"},
+		{"a tool outside the role", `result = call("run_command", command = "touch ` + outside + `")`, toolhost.CodeToolExec, "not one of your tools"},
+		{"past the call limit in parallel", `result = [r["error"]["code"] for r in parallel([("list_files", {"path": "."})] * 6) if failed(r)]`, "", `["rate_limited","rate_limited","rate_limited","rate_limited"]`},
+		{"forging a parent", `result = read_file(path = "a.txt", parent_id = "someone-else")`, "", "validation"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := "attack-" + strings.ReplaceAll(tt.name, " ", "-")
+			res, out := e.runScript(agent, id, tt.src)
+			switch {
+			case tt.code != "" && (res.OK || res.Error.Code != tt.code || !strings.Contains(res.Error.Message, tt.msg)):
+				t.Errorf("%+v, want %s %q", res.Error, tt.code, tt.msg)
+			case tt.code == "" && !res.OK:
+				t.Errorf("%+v", res.Error)
+			case tt.code == "":
+				if b, _ := json.Marshal(out["result"]); !strings.Contains(string(b), tt.msg) {
+					t.Errorf("result %s, want %s", b, tt.msg)
+				}
+			}
+		})
+	}
+	// Unchanged: nothing written outside the workspace's root, and every
+	// call a script made is under that script's call.
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("%s: %v; want it absent", outside, err)
+	}
+	for _, ev := range e.events(agent, "tool_call.started") {
+		if ev.Tool != "run_script" && !strings.HasPrefix(ev.ParentID, "attack-") {
+			t.Errorf("call %s of %s has parent %q, not a script's", ev.CallID, ev.Tool, ev.ParentID)
+		}
+	}
+}
