@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -459,5 +460,50 @@ func TestScriptWaitsForTheApprovalQueue(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the script did not go on after the approval")
+	}
+}
+
+// TestAgentRunsAScript: a runtime agent's model calls run_script; the
+// script's result, and nothing of the calls it made, is what the model
+// reads next; the calls are under the script's call, under the turn.
+func TestAgentRunsAScript(t *testing.T) {
+	e := start(t, `{"roles": {"scripter": [
+	  {"tool_calls": [{"name": "run_script", "arguments": {"script": "files = list_files(path = \".\").splitlines()\nresult = len([f for f in files if f.endswith(\".txt\")])"}}]},
+	  {"final_answer": "{{.Last}}"}
+	]}}`, "", "", "")
+	e.createRole("scripter", "workspace", host.CodeGroup)
+	for _, name := range []string{"a.txt", "b.txt", "c.md"} {
+		if err := os.WriteFile(filepath.Join(e.ws, name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := e.spawn("scripter", "count the text files")
+	reqs := e.requests(a.ID)
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	if !slices.Contains(toolNames(reqs[0]), "run_script") {
+		t.Errorf("the model was not offered run_script: %v", toolNames(reqs[0]))
+	}
+	// The runtime shows the model every result as its envelope: the
+	// script's JSON is its stdout, and nothing else is there.
+	var env toolhost.Result
+	if err := json.Unmarshal([]byte(lastToolResult(reqs[1])), &env); err != nil || !env.OK || env.Stdout != `{"result":2}` || len(env.Meta) != 0 {
+		t.Errorf("the model read %q", lastToolResult(reqs[1]))
+	}
+	var script string
+	for _, ev := range e.events(a.ID, "tool_call.completed") {
+		if ev.Tool == "run_script" {
+			script = ev.CallID
+		}
+	}
+	var inner []string
+	for _, ev := range e.events(a.ID, "tool_call.completed") {
+		if ev.ParentID == script {
+			inner = append(inner, ev.Tool)
+		}
+	}
+	if script == "" || strings.Join(inner, " ") != "list_files" {
+		t.Errorf("script call %q, calls under it %v", script, inner)
 	}
 }
