@@ -251,23 +251,28 @@ func TestScriptBounds(t *testing.T) {
 	e, agent := scripter(t, host.RoleSpec{Code: code}, []string{"workspace"}, func(c *config.Config, _ *host.Options) {
 		c.Code = rules.CodeBounds{Calls: 1000, Parallel: 2}
 	})
+	// The timeout and memory rows get more steps, so that steps do not
+	// stop them first, however slow the machine.
+	unstepped := func(b rules.CodeBounds) *rules.CodeBounds { b.Steps = 1 << 40; return &b }
 	for _, tt := range []struct {
 		name, src string
 		code      toolhost.Code
 		msg       string
+		bounds    *rules.CodeBounds // the role's for this row, when not code
 	}{
-		{"steps", "while True:\n  pass", toolhost.CodePolicy, "code: steps: the script ran more than 100000 steps"},
-		{"timeout", `result = [read_file(path = "a.txt") for i in range(3)]` + "\nwhile True:\n  pass", toolhost.CodeTimeout, ""},
-		{"memory", "l = []\nfor i in range(90000):\n  l.append(\"x\" * 10000)", toolhost.CodePolicy, "code: memory: the script grew the heap by more than 67108864 bytes"},
-		{"calls", `result = [read_file(path = "a.txt") for i in range(6)]`, toolhost.CodePolicy, "code: calls: the script made more than 5 tool calls"},
-		{"parallel calls", `result = parallel([("read_file", {"path": "a.txt"})] * 6)`, toolhost.CodePolicy, "code: calls: the script made more than 5 tool calls"},
-		{"output", `result = "x" * 2000`, toolhost.CodePolicy, "code: output: the script returned 2013 bytes, more than 1000"},
-		{"printed", "for i in range(200):\n  print(\"0123456789\")", toolhost.CodePolicy, "code: output: the script printed more than 1000 bytes"},
+		{"steps", "while True:\n  pass", toolhost.CodePolicy, "code: steps: the script ran more than 100000 steps", nil},
+		{"timeout", `result = [read_file(path = "a.txt") for i in range(3)]` + "\nwhile True:\n  pass", toolhost.CodeTimeout, "code: timeout: the script ran longer than 300ms",
+			unstepped(rules.CodeBounds{Timeout: 300 * time.Millisecond})},
+		{"memory", "l = []\nwhile True:\n  l.append(\"x\" * 10000)", toolhost.CodePolicy, "code: memory: the script grew the heap by more than 67108864 bytes",
+			unstepped(rules.CodeBounds{Memory: 64 << 20, Timeout: time.Minute})},
+		{"calls", `result = [read_file(path = "a.txt") for i in range(6)]`, toolhost.CodePolicy, "code: calls: the script made more than 5 tool calls", nil},
+		{"parallel calls", `result = parallel([("read_file", {"path": "a.txt"})] * 6)`, toolhost.CodePolicy, "code: calls: the script made more than 5 tool calls", nil},
+		{"output", `result = "x" * 2000`, toolhost.CodePolicy, "code: output: the script returned 2013 bytes, more than 1000", nil},
+		{"printed", "for i in range(200):\n  print(\"0123456789\")", toolhost.CodePolicy, "code: output: the script printed more than 1000 bytes", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.name == "timeout" {
-				// Steps would stop it first: a role with more.
-				if _, err := e.h.Roles().Update(context.Background(), "scripter", host.RoleUpdate{Code: &rules.CodeBounds{Steps: 1 << 40, Timeout: 300 * time.Millisecond}}); err != nil {
+			if tt.bounds != nil {
+				if _, err := e.h.Roles().Update(context.Background(), "scripter", host.RoleUpdate{Code: tt.bounds}); err != nil {
 					t.Fatal(err)
 				}
 				defer func() { _, _ = e.h.Roles().Update(context.Background(), "scripter", host.RoleUpdate{Code: &code}) }()
