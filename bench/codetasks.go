@@ -30,10 +30,9 @@ type codeTask struct {
 	// pages are served by codePages) and returns the expected answer.
 	Fixture func(ws string) (string, error)
 	// Next is the call-by-call model: given the results of every step so
-	// far (each step's calls' results, in order, as stdout or structured
-	// content), the next step's calls, or, when it has what it needs,
-	// the answer.
-	Next func(base string, steps [][]toolOutput) ([]toolCall, string, error)
+	// far (the stdout of each step's calls, in order), the next step's
+	// calls, or, when it has what it needs, the answer.
+	Next func(base string, steps [][]string) ([]toolCall, string, error)
 	// Script is the one script the model writes instead, for base.
 	Script func(base string) string
 	// Answer turns the script's result (run_script's "result") into the
@@ -45,13 +44,6 @@ type codeTask struct {
 type toolCall struct {
 	Name string
 	Args map[string]any
-}
-
-// toolOutput is what a call gave the model: its stdout, and its structured
-// content when the tool has one.
-type toolOutput struct {
-	Stdout     string
-	Structured json.RawMessage
 }
 
 // codeTasks are the tasks, in the report's order.
@@ -66,12 +58,12 @@ var todoTask = codeTask{
 			"Answer as: N TODOs; the most in FILE (M)."
 	},
 	Fixture: writeTodos,
-	Next: func(_ string, steps [][]toolOutput) ([]toolCall, string, error) {
+	Next: func(_ string, steps [][]string) ([]toolCall, string, error) {
 		if len(steps) == 0 {
 			return []toolCall{{"search_files", map[string]any{"pattern": "TODO", "path": "todo", "literal": true}}}, "", nil
 		}
 		counts := map[string]int{}
-		for line := range strings.Lines(steps[0][0].Stdout) {
+		for line := range strings.Lines(steps[0][0]) {
 			path, _, ok := strings.Cut(line, ":")
 			if !ok {
 				return nil, "", fmt.Errorf("search_files: a line without a path: %q", line)
@@ -180,25 +172,25 @@ var largestTask = codeTask{
 			"Answer as: logs/NAME, N bytes, then its first 3 lines, each on a line of its own."
 	},
 	Fixture: writeLogs,
-	Next: func(_ string, steps [][]toolOutput) ([]toolCall, string, error) {
+	Next: func(_ string, steps [][]string) ([]toolCall, string, error) {
 		switch len(steps) {
 		case 0:
 			return []toolCall{{"list_files", map[string]any{"path": "logs"}}}, "", nil
 		case 1:
 			var calls []toolCall
-			for _, name := range strings.Fields(steps[0][0].Stdout) {
+			for _, name := range strings.Fields(steps[0][0]) {
 				calls = append(calls, toolCall{"read_file", map[string]any{"path": "logs/" + name}})
 			}
 			return calls, "", nil
 		}
-		names := strings.Fields(steps[0][0].Stdout)
+		names := strings.Fields(steps[0][0])
 		best := 0
 		for i, out := range steps[1] {
-			if len(out.Stdout) > len(steps[1][best].Stdout) {
+			if len(out) > len(steps[1][best]) {
 				best = i
 			}
 		}
-		return nil, largestAnswer("logs/"+names[best], steps[1][best].Stdout), nil
+		return nil, largestAnswer("logs/"+names[best], steps[1][best]), nil
 	},
 	Script: func(string) string {
 		return `best, text = "", ""
@@ -272,13 +264,13 @@ var titlesTask = codeTask{
 			"one a line, as: PATH: TITLE."
 	},
 	Fixture: func(string) (string, error) { return titlesAnswer(codePageTitles()), nil },
-	Next: func(base string, steps [][]toolOutput) ([]toolCall, string, error) {
+	Next: func(base string, steps [][]string) ([]toolCall, string, error) {
 		var bodies []string
 		for _, step := range steps {
 			for _, out := range step {
 				var r struct{ Body string }
-				if err := json.Unmarshal(out.Structured, &r); err != nil {
-					return nil, "", fmt.Errorf("http_request's structured content %s: %w", out.Structured, err)
+				if err := json.Unmarshal([]byte(out), &r); err != nil {
+					return nil, "", fmt.Errorf("http_request's result %.200s: %w", out, err)
 				}
 				bodies = append(bodies, r.Body)
 			}

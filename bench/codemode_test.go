@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCodeMode does the three code-mode tasks each way once, through the
+// agent runtime on a host with the workspace and network modules built
+// here, as the bench does: every way must reach the task's answer (the
+// measurement fails otherwise), and its section and summary lines render.
+func TestCodeMode(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"workspace", "network"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "../plugins/"+name).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", name, err, out)
+		}
+	}
+	res, err := measureCodeMode(context.Background(), dir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tasks) != len(codeTasks) {
+		t.Fatalf("%d tasks measured", len(res.Tasks))
+	}
+	for _, task := range res.Tasks {
+		if len(task.Runs) != len(codeWays) {
+			t.Fatalf("%s: %d ways", task.Name, len(task.Runs))
+		}
+		for _, r := range task.Runs {
+			if r.Turns < 2 || r.Calls < 1 || r.Defs <= 0 || r.Said <= 0 || r.Read <= 0 || r.Prompt <= r.tokens()-r.Said {
+				t.Errorf("%s, %s: %+v", task.Name, r.Way, r)
+			}
+		}
+	}
+	for _, task := range res.Tasks {
+		for _, r := range task.Runs {
+			t.Logf("%s %s turns %d calls %d defs %d said %d read %d tok %d prompt %d", task.Name, r.Way, r.Turns, r.Calls, r.Defs, r.Said, r.Read, r.tokens(), r.Prompt)
+		}
+	}
+	var lines []string
+	res.checks(func(name, fig, base string, v, maxV, minV float64) {
+		lines = append(lines, fmt.Sprintf("%s: %s / %s = %.3f (target %.2f)", name, fig, base, v, maxV))
+	})
+	var b strings.Builder
+	res.write(func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) })
+	if len(lines) != 2*len(codeTasks) || !strings.Contains(b.String(), "| titles of 10 local pages | "+wayScript+" |") {
+		t.Fatalf("summary %q; section:\n%s", lines, b.String())
+	}
+	t.Logf("%s\n%s", strings.Join(lines, "\n"), b.String())
+}
