@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,7 +61,10 @@ type codeRun struct {
 	Said   int // what the model wrote: its tool calls as JSON ({name, arguments}; a script in its arguments) and its answer
 	Read   int // the tool results, as the runtime hands them to the model, each once
 	Prompt int // every request whole (system prompt, tools, conversation), summed: what a chat API bills as prompt tokens
-	Answer string
+	// ScriptDef is run_script's definition's share of Defs.
+	ScriptDef int
+	Moves     []string // each turn's calls ("read_file×50"), or "answer"
+	Answer    string
 }
 
 // tokens are the tokens reaching the model: definitions, calls and
@@ -87,7 +91,8 @@ func measureCodeMode(ctx context.Context, pluginDir, tmp string) (*codeResult, e
 	defer pages.Close()
 	// The runtime's bounds are raised so that the one-call-a-turn way
 	// (52 turns on the largest-file task, its conversation resent each
-	// turn) runs to its answer, uncompressed, as the others do.
+	// turn) runs to its answer, uncompressed, as the others do; a script's
+	// calls, 50 by default, so that the largest-file script makes its 51.
 	body := fmt.Sprintf(`plugin_dir = %q
 builtin "workspace" {
   config {
@@ -98,6 +103,9 @@ builtin "network" {
   config {
     allow_hosts = ["127.0.0.1"]
   }
+}
+code {
+  calls = 100
 }
 runtime {
   max_turns      = 200
@@ -228,6 +236,11 @@ func (p *codePlayer) complete(req *model.Request) (*model.Response, error) {
 	}
 	p.run.Prompt += whole
 	p.run.Defs += tokencount.JSON(req.Tools)
+	for _, t := range req.Tools {
+		if t.Name == "run_script" {
+			p.run.ScriptDef += tokencount.JSON(t)
+		}
+	}
 	// The results of the last turn's calls: the messages after its own.
 	first := len(req.Messages)
 	for first > 0 && req.Messages[first-1].Role == model.RoleTool {
@@ -267,6 +280,7 @@ func (p *codePlayer) complete(req *model.Request) (*model.Response, error) {
 	}
 	msg := model.Message{Role: model.RoleAssistant, Content: answer}
 	said, _ := tokencount.Count(answer)
+	p.run.Moves = append(p.run.Moves, move(calls))
 	if len(calls) > 0 {
 		type sent struct {
 			Name      string `json:"name"`
@@ -287,6 +301,45 @@ func (p *codePlayer) complete(req *model.Request) (*model.Response, error) {
 	}
 	p.run.Said += said
 	return &model.Response{Message: msg, Usage: model.Usage{PromptTokens: whole, CompletionTokens: said}}, nil
+}
+
+// move names a turn's calls: "search_files", "read_file×50" (the same
+// tool's calls counted), "answer" for none.
+func move(calls []toolCall) string {
+	if len(calls) == 0 {
+		return "answer"
+	}
+	var parts []string
+	for i := 0; i < len(calls); {
+		j := i + 1
+		for j < len(calls) && calls[j].Name == calls[i].Name {
+			j++
+		}
+		part := calls[i].Name
+		if j-i > 1 {
+			part += fmt.Sprintf("×%d", j-i)
+		}
+		parts, i = append(parts, part), j
+	}
+	return strings.Join(parts, " + ")
+}
+
+// transcript is a run's moves, turn by turn, a run of the same move in
+// successive turns counted: "list_files → 50 turns of read_file → answer".
+func (r codeRun) transcript() string {
+	var parts []string
+	for i := 0; i < len(r.Moves); {
+		j := i + 1
+		for j < len(r.Moves) && r.Moves[j] == r.Moves[i] {
+			j++
+		}
+		part := r.Moves[i]
+		if j-i > 1 {
+			part = fmt.Sprintf("%d turns of %s", j-i, part)
+		}
+		parts, i = append(parts, part), j
+	}
+	return strings.Join(parts, " → ")
 }
 
 // script is the scripted way's move: the script first, then the answer
@@ -331,8 +384,8 @@ func (c *codeResult) write(p func(string, ...any)) {
 		"answer); the tool results as the runtime hands them over, each once. The task's prompt and the role's system prompt are the same " +
 		"every way and left out. Turns are model requests up to the final answer, that one included. The last column is every request " +
 		"counted whole, as a chat API bills prompt tokens (the conversation resent each turn).\n")
-	p("| task | way | turns | calls | definitions | calls, script, answer | results | tokens | one script / this | billed prompt tokens |")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("| task | way | turns, each turn's calls | calls | definitions | calls, script, answer | results | tokens | one script / this | billed prompt tokens |")
+	p("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, t := range c.Tasks {
 		script := t.Runs[len(t.Runs)-1]
 		for _, r := range t.Runs {
@@ -341,7 +394,20 @@ func (c *codeResult) write(p func(string, ...any)) {
 				ratio = fmt.Sprintf("%s tokens, %s turns", formatRatio(float64(script.tokens())/float64(r.tokens())),
 					formatRatio(float64(script.Turns)/float64(r.Turns)))
 			}
-			p("| %s | %s | %d | %d | %d | %d | %d | %d | %s | %d |", t.Name, r.Way, r.Turns, r.Calls, r.Defs, r.Said, r.Read, r.tokens(), ratio, r.Prompt)
+			p("| %s | %s | %d: %s | %d | %d | %d | %d | %d | %s | %d |", t.Name, r.Way, r.Turns, r.transcript(), r.Calls, r.Defs, r.Said, r.Read, r.tokens(), ratio, r.Prompt)
 		}
 	}
+	// What the scripted way would cost were run_script offered alone:
+	// the role names the groups whose tools its scripts call, so their
+	// definitions are offered too, and run_script's lists them again.
+	var alone []string
+	for _, t := range c.Tasks {
+		calls, script := t.Runs[0], t.Runs[len(t.Runs)-1]
+		only := script.tokens() - script.Defs + script.ScriptDef
+		alone = append(alone, fmt.Sprintf("%s %d (%s of call by call)", t.Name, only, formatRatio(float64(only)/float64(calls.tokens()))))
+	}
+	script := c.Tasks[0].Runs[len(c.Tasks[0].Runs)-1]
+	p("\nThe scripted role names the code group beside the workspace and network groups its scripts call, so each of its turns carries "+
+		"their definitions and run_script's (%d tokens a turn, the functions listed again in its description). Were run_script offered alone, "+
+		"the scripted way would cost: %s.\n", script.ScriptDef/script.Turns, strings.Join(alone, "; "))
 }

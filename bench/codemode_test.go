@@ -37,11 +37,6 @@ func TestCodeMode(t *testing.T) {
 			}
 		}
 	}
-	for _, task := range res.Tasks {
-		for _, r := range task.Runs {
-			t.Logf("%s %s turns %d calls %d defs %d said %d read %d tok %d prompt %d", task.Name, r.Way, r.Turns, r.Calls, r.Defs, r.Said, r.Read, r.tokens(), r.Prompt)
-		}
-	}
 	var lines []string
 	res.checks(func(name, fig, base string, v, maxV, minV float64) {
 		lines = append(lines, fmt.Sprintf("%s: %s / %s = %.3f (target %.2f)", name, fig, base, v, maxV))
