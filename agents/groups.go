@@ -10,10 +10,12 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/plugins/artifact"
+	"github.com/toolhost/toolhost/plugins/codemode"
 	"github.com/toolhost/toolhost/plugins/console"
 	"github.com/toolhost/toolhost/plugins/contextgroup"
 	"github.com/toolhost/toolhost/plugins/org"
 	"github.com/toolhost/toolhost/plugins/toolsearch"
+	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/sdk"
 	"github.com/toolhost/toolhost/store"
 )
@@ -21,12 +23,12 @@ import (
 // groups are the built-in groups the runtime provides under reserved ids.
 func (rt *Runtime) groups() []*sdk.Group {
 	svc := builtins{rt}
-	return []*sdk.Group{org.Group(svc), artifact.Group(svc), contextgroup.Group(svc), console.Group(svc), toolsearch.Group(rt.h.Agents())}
+	return []*sdk.Group{org.Group(svc), artifact.Group(svc), contextgroup.Group(svc), console.Group(svc), toolsearch.Group(rt.h.Agents()), codemode.Group(svc)}
 }
 
 // builtins is the runtime as its built-in groups see it: it implements
 // [org.Service], [artifact.Service], [contextgroup.Service] (in
-// context.go) and [console.Service].
+// context.go), [console.Service] and [codemode.Service].
 type builtins struct{ rt *Runtime }
 
 // RoleNamed finds a role by its name.
@@ -142,6 +144,24 @@ func (b builtins) DataDir() string { return b.rt.h.Store().Dir() }
 
 // Console returns where console_print writes: [Options.Console].
 func (b builtins) Console() io.Writer { return b.rt.opts.Console }
+
+// Tools lists the tools an agent or a role may call: [host.Host.Tools].
+func (b builtins) Tools(q host.ToolQuery) (host.ToolList, error) { return b.rt.h.Tools(q) }
+
+// Call runs a call through the host's pipeline: [host.Host.Call].
+func (b builtins) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	return b.rt.h.Call(ctx, req)
+}
+
+// CodeBounds returns the bounds of the role's scripts: its code block's
+// over the config's over the defaults.
+func (b builtins) CodeBounds(role string) rules.CodeBounds {
+	bounds := b.rt.h.Config().Code.Over(rules.DefaultCodeBounds())
+	if r, err := b.rt.h.Roles().Get(role); err == nil {
+		bounds = r.Code.Over(bounds)
+	}
+	return bounds
+}
 
 // Emit records an event in the host's store.
 func (b builtins) Emit(e store.Event) { b.rt.h.Events().Emit(e) }

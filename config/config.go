@@ -49,6 +49,9 @@ type Config struct {
 	WebsiteURL string
 	// Limits bounds tool calls and their output.
 	Limits Limits
+	// Code bounds code mode's scripts for every role, from the `code`
+	// block; a role's own code block overrides it attribute by attribute.
+	Code CodeBounds
 	// Plugins are the plugin and builtin blocks, in file order.
 	Plugins []Plugin
 	// Roles are the role blocks, in file order.

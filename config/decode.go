@@ -20,6 +20,7 @@ var rootSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "data_dir"}, {Name: "plugin_dir"}, {Name: "workspace"}, {Name: "website_url"}, {Name: "log_format"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "limits"},
+		{Type: "code"},
 		{Type: "executor"},
 		{Type: "auth"},
 		{Type: "tools"},
@@ -118,6 +119,9 @@ func (d *decoder) decodeFile(cfg *Config, src []byte, filename string) hcl.Diagn
 	attr(d, content.Attributes, "log_format", &cfg.LogFormat, oneOf("text", "json"))
 	if blk := d.onlyBlock(content.Blocks.OfType("limits")); blk != nil {
 		d.limits(&cfg.Limits, blk.Body)
+	}
+	if blk := d.onlyBlock(content.Blocks.OfType("code")); blk != nil {
+		cfg.Code = d.code(blk.Body)
 	}
 	if blk := d.onlyBlock(content.Blocks.OfType("auth")); blk != nil {
 		auth, diags := blk.Body.Content(authSchema)

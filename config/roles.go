@@ -37,6 +37,9 @@ type Role struct {
 	Rules []Rule `json:",omitempty"`
 	// Limits are the role's limit blocks, in file order.
 	Limits []Limit `json:",omitempty"`
+	// Code bounds the role's scripts (its code block), over the config's
+	// code block.
+	Code CodeBounds `json:",omitzero"`
 	// Pos is where the block is declared, "file:line,col".
 	Pos string
 	// RulePos and LimitPos are where each of Rules and Limits is declared,
@@ -73,7 +76,7 @@ var (
 
 var roleSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "description"}, {Name: "prompt"}, {Name: "tool_groups"}, {Name: "deferred_groups"}},
-	Blocks:     []hcl.BlockHeaderSchema{{Type: "tools"}, {Type: "rule", LabelNames: []string{"name"}}, {Type: "limit", LabelNames: []string{"target"}}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "tools"}, {Type: "rule", LabelNames: []string{"name"}}, {Type: "limit", LabelNames: []string{"target"}}, {Type: "code"}},
 }
 
 var ruleSchema = &hcl.BodySchema{
@@ -121,6 +124,9 @@ func (d *decoder) role(blk *hcl.Block, declared map[string]hcl.Range) Role {
 		var attrs hcl.Attributes
 		r.Tools, attrs = d.tools(blk.Body)
 		attr(d, attrs, "read_only", &r.ReadOnlyTools, asIs)
+	}
+	if blk := d.onlyBlock(blocks["code"]); blk != nil {
+		r.Code = d.code(blk.Body)
 	}
 	names := map[string]hcl.Range{}
 	for _, blk := range blocks["rule"] {

@@ -113,7 +113,10 @@ type viewTool struct {
 // one of its groups but how it reaches them (load_tools changes only which
 // definitions the agent's own requests carry). A tool the role's rules deny
 // whatever its arguments is left out; one they refuse or send for approval
-// for some arguments says so in its description.
+// for some arguments says so in its description. The code group
+// ([CodeGroup]) is only a role's that names it (not every group's, nor
+// root's), read-only or not, since a script calls only the role's other
+// tools; its run_script's description lists those tools (describeCode).
 func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy) *view {
 	v := &view{snap: s, rev: rev, tools: map[string]viewTool{}}
 	ids, allow, deny := s.ids, global.Allow, global.Deny
@@ -135,7 +138,8 @@ func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy
 		}
 		v.rules, v.limits = compileRules(role.Rules), role.Limits
 	}
-	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == ToolSearchGroup })
+	namesCode := role != nil && slices.Contains(role.ToolGroups, CodeGroup)
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == ToolSearchGroup || id == CodeGroup && !namesCode })
 	if len(deferred) > 0 {
 		ids = append(ids, ToolSearchGroup)
 		slices.Sort(ids)
@@ -147,7 +151,7 @@ func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy
 		}
 		for _, t := range g.Spec.Tools {
 			if s.owner[t.Name] != g || mentions(deny, t.Name, g) || (t.Optional && !mentions(allow, t.Name, g)) ||
-				(readOnly && id != ToolSearchGroup && !readOnlyHint(t)) {
+				(readOnly && id != ToolSearchGroup && id != CodeGroup && !readOnlyHint(t)) {
 				continue
 			}
 			listed, notes := v.rules.listing(t.Name, id)
@@ -172,17 +176,20 @@ func compile(s *snapshot, rev uint64, role *store.Role, global config.ToolPolicy
 				v.eager = append(v.eager, d)
 			}
 		}
+		v.describeCode(v.eager)
 	}
+	v.describeCode(v.defs)
 	return v
 }
 
 // everyTool builds the view of every served tool, whatever the policy: what
 // a model would see without roles, to compare token costs against.
-// tool_search, which only roles deferring groups get, is not among them.
+// tool_search, which only roles deferring groups get, and code, which only
+// roles naming it get, are not among them.
 func everyTool(s *snapshot) *view {
 	v := &view{snap: s, role: "*", tools: map[string]viewTool{}}
 	for _, id := range s.ids {
-		if id == ToolSearchGroup {
+		if id == ToolSearchGroup || id == CodeGroup {
 			continue
 		}
 		g := s.groups[id]
@@ -389,7 +396,8 @@ func (v *view) details() {
 }
 
 // offered is what an agent that loaded these of the view's deferred tools
-// is offered: the eager definitions and those.
+// is offered: the eager definitions and those, run_script's description
+// naming those it may call.
 func (v *view) offered(loaded map[string]bool) []ToolDefinition {
 	if len(loaded) == 0 {
 		return v.eager
@@ -400,6 +408,7 @@ func (v *view) offered(loaded map[string]bool) []ToolDefinition {
 			out = append(out, d)
 		}
 	}
+	v.describeCode(out)
 	return out
 }
 

@@ -555,7 +555,7 @@ func (h *Host) reconcileRoles(ctx context.Context) error {
 	declared := make([]store.Role, len(h.cfg.Roles))
 	for i, r := range h.cfg.Roles {
 		declared[i] = store.Role{Name: r.Name, Description: r.Description, Prompt: r.Prompt, ToolGroups: r.ToolGroups,
-			Deferred: r.DeferredGroups, Allow: r.Tools.Allow, Deny: r.Tools.Deny, ReadOnlyTools: r.ReadOnlyTools, Rules: r.Rules, Limits: r.Limits}
+			Deferred: r.DeferredGroups, Allow: r.Tools.Allow, Deny: r.Tools.Deny, ReadOnlyTools: r.ReadOnlyTools, Rules: r.Rules, Limits: r.Limits, Code: r.Code}
 	}
 	changed, err := h.store.ReconcileConfigRoles(ctx, declared)
 	if err != nil {

@@ -54,12 +54,15 @@ type Role struct {
 	// tools and condition match a call decides it (deny, approve, allow).
 	Rules []rules.Rule `json:"rules,omitempty"`
 	// Limits bound the calls of the role's agents, per agent.
-	Limits       []rules.Limit `json:"limits,omitempty"`
-	CreatedBy    string        `json:"createdBy"`
-	CreatedAt    time.Time     `json:"createdAt"`
-	Status       string        `json:"status"`
-	LLMServiceID string        `json:"llmServiceId"`
-	Source       Source        `json:"source"`
+	Limits []rules.Limit `json:"limits,omitempty"`
+	// Code bounds the scripts of the role's agents (code mode's
+	// run_script), over the config's code block.
+	Code         rules.CodeBounds `json:"code,omitzero"`
+	CreatedBy    string           `json:"createdBy"`
+	CreatedAt    time.Time        `json:"createdAt"`
+	Status       string           `json:"status"`
+	LLMServiceID string           `json:"llmServiceId"`
+	Source       Source           `json:"source"`
 }
 
 // ReadOnly says whether the role may be edited at run time, and if not, why.
@@ -73,11 +76,11 @@ func (r *Role) ReadOnly() (bool, string) {
 	return false, ""
 }
 
-const roleColumns = `id, name, description, prompt, tool_groups, tools_allow, tools_deny, created_by, created_at, status, llm_service_id, source, deferred_groups, tools_read_only, rules, limits`
+const roleColumns = `id, name, description, prompt, tool_groups, tools_allow, tools_deny, created_by, created_at, status, llm_service_id, source, deferred_groups, tools_read_only, rules, limits, code`
 
 // ensureRoot creates the root role and the root agent when missing.
 func (s *Store) ensureRoot(ctx context.Context) error {
-	_, err := s.db.exec(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, '["org_management"]', '[]', '[]', 'system', ?, 'active', '', 'store', '[]', FALSE, '[]', '[]') ON CONFLICT DO NOTHING`,
+	_, err := s.db.exec(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, '["org_management"]', '[]', '[]', 'system', ?, 'active', '', 'store', '[]', FALSE, '[]', '[]', '{}') ON CONFLICT DO NOTHING`,
 		RootRoleID, RootRole, "The root of the organisation: creates roles and agents and hands out work.",
 		"You are the root agent. You do not do tasks yourself: you find or create roles, spawn agents for them and send them work.", now())
 	if err == nil {
@@ -95,8 +98,8 @@ type scanner interface{ Scan(dest ...any) error }
 func scanRole(row scanner) (Role, error) {
 	var r Role
 	var groups sql.NullString
-	var allow, deny, deferred, created, rs, ls string
-	err := row.Scan(&r.ID, &r.Name, &r.Description, &r.Prompt, &groups, &allow, &deny, &r.CreatedBy, &created, &r.Status, &r.LLMServiceID, &r.Source, &deferred, &r.ReadOnlyTools, &rs, &ls)
+	var allow, deny, deferred, created, rs, ls, code string
+	err := row.Scan(&r.ID, &r.Name, &r.Description, &r.Prompt, &groups, &allow, &deny, &r.CreatedBy, &created, &r.Status, &r.LLMServiceID, &r.Source, &deferred, &r.ReadOnlyTools, &rs, &ls, &code)
 	if err != nil {
 		return r, err
 	}
@@ -119,6 +122,9 @@ func scanRole(row scanner) (Role, error) {
 	}
 	if err == nil {
 		err = json.Unmarshal([]byte(ls), &r.Limits)
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(code), &r.Code)
 	}
 	return r, err
 }
@@ -158,23 +164,23 @@ func (s *Store) CreateRole(ctx context.Context, r Role) (Role, error) {
 }
 
 func insertRole(ctx context.Context, tx db, r Role) error {
-	_, err := tx.exec(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.exec(ctx, `INSERT INTO roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Name, r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny),
-		r.CreatedBy, stamp(r.CreatedAt), r.Status, r.LLMServiceID, r.Source, listJSON(r.Deferred), r.ReadOnlyTools, listJSON(r.Rules), listJSON(r.Limits))
+		r.CreatedBy, stamp(r.CreatedAt), r.Status, r.LLMServiceID, r.Source, listJSON(r.Deferred), r.ReadOnlyTools, listJSON(r.Rules), listJSON(r.Limits), codeJSON(r.Code))
 	return err
 }
 
 // UpdateRole stores every editable field of r (description, prompt, tool
 // groups, allow, deny, read-only tools, deferred groups, rules, limits,
-// status, LLM service), found by its id.
+// code bounds, status, LLM service), found by its id.
 func (s *Store) UpdateRole(ctx context.Context, r Role) error {
 	return s.tx(ctx, func(tx db) error { return updateRole(ctx, tx, r) })
 }
 
 func updateRole(ctx context.Context, tx db, r Role) error {
-	res, err := tx.exec(ctx, `UPDATE roles SET description = ?, prompt = ?, tool_groups = ?, tools_allow = ?, tools_deny = ?, tools_read_only = ?, deferred_groups = ?, rules = ?, limits = ?, status = ?, llm_service_id = ?, source = ? WHERE id = ?`,
+	res, err := tx.exec(ctx, `UPDATE roles SET description = ?, prompt = ?, tool_groups = ?, tools_allow = ?, tools_deny = ?, tools_read_only = ?, deferred_groups = ?, rules = ?, limits = ?, code = ?, status = ?, llm_service_id = ?, source = ? WHERE id = ?`,
 		r.Description, r.Prompt, groupsJSON(r.ToolGroups), listJSON(r.Allow), listJSON(r.Deny), r.ReadOnlyTools, listJSON(r.Deferred),
-		listJSON(r.Rules), listJSON(r.Limits), r.Status, r.LLMServiceID, r.Source, r.ID)
+		listJSON(r.Rules), listJSON(r.Limits), codeJSON(r.Code), r.Status, r.LLMServiceID, r.Source, r.ID)
 	if err != nil {
 		return fmt.Errorf("store: update role %q: %w", r.Name, err)
 	}
@@ -266,7 +272,13 @@ func sameDeclaration(old, d Role) bool {
 	return old.Source == SourceConfig && old.Description == d.Description && old.Prompt == d.Prompt &&
 		groupsJSON(old.ToolGroups) == groupsJSON(d.ToolGroups) && listJSON(old.Allow) == listJSON(d.Allow) && listJSON(old.Deny) == listJSON(d.Deny) &&
 		old.ReadOnlyTools == d.ReadOnlyTools && listJSON(old.Deferred) == listJSON(d.Deferred) &&
-		listJSON(old.Rules) == listJSON(d.Rules) && listJSON(old.Limits) == listJSON(d.Limits)
+		listJSON(old.Rules) == listJSON(d.Rules) && listJSON(old.Limits) == listJSON(d.Limits) && old.Code == d.Code
+}
+
+// codeJSON encodes a role's code bounds.
+func codeJSON(b rules.CodeBounds) string {
+	out, _ := json.Marshal(b)
+	return string(out)
 }
 
 // groupsJSON encodes tool groups, nil (not configured) as SQL NULL.

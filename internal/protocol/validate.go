@@ -26,7 +26,7 @@ var (
 )
 
 // reservedGroupIDs are the ids only first-party modules and the runtime may use.
-var reservedGroupIDs = []string{"org_management", "artifact", "workspace", "command", "network", "context", "console", "tool_search"}
+var reservedGroupIDs = []string{"org_management", "artifact", "workspace", "command", "network", "context", "console", "tool_search", "code"}
 
 // ReservedGroupIDs returns the group ids only first-party modules and the
 // agent runtime may provide: a new slice on each call, the caller's to change.

@@ -1,0 +1,60 @@
+// Package codemode is the code group: its one tool, run_script, runs a
+// Starlark script whose functions are the caller's other tools, so that a
+// model does in one call what would take it many, and gets back only what
+// the script returns. Every call a script makes is the caller's own call
+// through the host's pipeline ([host.Host.Call]): role, validation, rules,
+// call limits, approvals, redaction and events as for any call, with the
+// script's call as its parent. It runs in-process, registered by the agent
+// runtime ([github.com/toolhost/toolhost/agents]) under its reserved id
+// ([host.CodeGroup]); only roles that name the group get it.
+package codemode
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/codemode"
+	"github.com/toolhost/toolhost/rules"
+	"github.com/toolhost/toolhost/sdk"
+)
+
+// Service is what the code group needs of the host: the caller's tools,
+// the pipeline that calls them, and the bounds of the caller's role.
+type Service interface {
+	// Tools lists the tools an agent or a role may call ([host.Host.Tools]).
+	Tools(q host.ToolQuery) (host.ToolList, error)
+	// Call runs one call through the pipeline ([host.Host.Call]).
+	Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error)
+	// CodeBounds returns the bounds of a script of the role: its code
+	// block's over the config's over [rules.DefaultCodeBounds].
+	CodeBounds(role string) rules.CodeBounds
+}
+
+// MaxTimeout is the longest a script may run, whatever its role says: it
+// is run_script's own timeout in the pipeline.
+const MaxTimeout = time.Hour
+
+// description is run_script's description before the host appends the
+// functions of the caller's tools (internal/codemode.Describe).
+const description = `Run a Starlark (Python-like) script that calls your tools and returns only what you need: one call instead of many.
+Each function below is one of your tools, taking its arguments by name: r = read_file(path="a.go"). It returns the tool's structured content (a dict) when it has one, else its text; a call that fails returns {"error": {"code": ..., "message": ...}} instead: test it with failed(r).
+call("tool", arg=...) calls a tool by name; parallel([("tool", {"arg": ...}), ...]) runs calls at once and returns their results in order; json.encode/json.decode convert JSON; print() writes text you get back.
+Set result = ... at the top level: it reaches you as JSON {"result": ..., "printed": "..."}. Example:
+r = read_file(path="go.mod")
+result = r if failed(r) else r["content"].splitlines()[0]
+No load(), files, network or host but through these functions, no recursion; the script is bounded in steps, time, memory, tool calls and output. A tool's function is its name with every character but letters, digits and "_" as "_"; one whose name is a Starlark keyword, a builtin or another tool's function name is only call("tool", ...).`
+
+type runArgs struct {
+	Script string `json:"script" jsonschema:"the Starlark script; set result = ... to return a value"`
+}
+
+// Group returns the code group, running scripts over svc.
+func Group(svc Service) *sdk.Group {
+	return &sdk.Group{ID: host.CodeGroup, Description: "Code mode: run a script that calls your tools and returns only what you need.", Tools: []sdk.Tool{
+		sdk.NewTool(codemode.Tool, description, func(ctx context.Context, r *sdk.Request[runArgs]) (*sdk.Result, error) {
+			return run(ctx, svc, r.Call, r.Args.Script), nil
+		}, sdk.Title("Run a script"), sdk.Timeout(MaxTimeout)),
+	}}
+}

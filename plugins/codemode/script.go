@@ -1,0 +1,230 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/codemode"
+	"github.com/toolhost/toolhost/rules"
+	starjson "go.starlark.net/lib/json"
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+)
+
+// fileOptions let a script loop and branch at its top level (result = …
+// is set there) and use sets; recursion stays off.
+var fileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true}
+
+// memoryEvery is how often a script's memory bound is checked.
+const memoryEvery = 5 * time.Millisecond
+
+// script is one run of run_script.
+type script struct {
+	svc    Service
+	caller toolhost.CallContext
+	bounds rules.CodeBounds
+	ctx    context.Context
+	thread *starlark.Thread
+	tools  map[string]bool   // the tools it may call, by name
+	fns    map[string]string // its functions' names, to the tools'
+
+	calls   atomic.Int64
+	printed strings.Builder
+	cancel  context.CancelFunc
+	mu      sync.Mutex
+	// stopped is why the script was stopped, the first reason only: a
+	// *toolhost.Error naming the bound, the timeout or the cancellation.
+	stopped error
+}
+
+// run runs src for the caller and returns run_script's result.
+func run(ctx context.Context, svc Service, caller toolhost.CallContext, src string) *toolhost.Result {
+	s := &script{svc: svc, caller: caller, bounds: svc.CodeBounds(caller.Role)}
+	if err := s.listTools(); err != nil {
+		return toolhost.ErrorResult(err)
+	}
+	var cancelTimeout context.CancelFunc
+	ctx, cancelTimeout = context.WithTimeout(ctx, s.bounds.Timeout)
+	defer cancelTimeout()
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	defer s.cancel()
+	s.thread = &starlark.Thread{
+		Name:  "run_script",
+		Print: s.print,
+		Load: func(*starlark.Thread, string) (starlark.StringDict, error) {
+			return nil, errors.New("load() is not available: a script has only its tools' functions, call, parallel, failed and json")
+		},
+		OnMaxSteps: func(*starlark.Thread) {
+			s.stop(bound("steps", "the script ran more than %d steps", s.bounds.Steps))
+		},
+	}
+	s.thread.SetMaxExecutionSteps(uint64(s.bounds.Steps))
+	stopAfter := context.AfterFunc(s.ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.stop(toolhost.Errorf(toolhost.CodeTimeout, "code: timeout: the script ran longer than %v", s.bounds.Timeout))
+		} else {
+			s.stop(toolhost.Errorf(toolhost.CodeCancelled, "code: the script's call was cancelled"))
+		}
+	})
+	defer stopAfter()
+	watched := make(chan struct{})
+	defer close(watched)
+	go s.watchMemory(watched)
+
+	globals, err := starlark.ExecFileOptions(fileOptions, s.thread, "script", src, s.predeclared())
+	if err == nil {
+		err = s.stoppedErr() // a bound reached in the last step, or by a builtin's error the script caught
+	}
+	if err != nil {
+		return s.failed(err)
+	}
+	out := map[string]any{}
+	if v, ok := globals["result"]; ok && v != starlark.None {
+		enc, err := encode(v)
+		if err != nil {
+			return s.failed(toolhost.Errorf(toolhost.CodeValidation, "code: result: %v", err))
+		}
+		out["result"] = json.RawMessage(enc)
+	}
+	if s.printed.Len() > 0 {
+		out["printed"] = s.printed.String()
+	}
+	text, _ := json.Marshal(out)
+	if len(text) > s.bounds.Output {
+		return s.failed(bound("output", "the script returned %d bytes, more than %d", len(text), s.bounds.Output))
+	}
+	var structured map[string]any
+	_ = json.Unmarshal(text, &structured)
+	return &toolhost.Result{OK: true, Stdout: string(text), Meta: map[string]any{toolhost.MetaStructuredContent: structured}}
+}
+
+// bound is the error of a script that reached one of its bounds: policy,
+// its message naming the bound.
+func bound(name, format string, args ...any) error {
+	return toolhost.Errorf(toolhost.CodePolicy, "code: %s: %s", name, fmt.Sprintf(format, args...))
+}
+
+// stop stops the script for err, unless it was stopped already: its
+// thread ends at its next step, its calls in flight are cancelled.
+func (s *script) stop(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped == nil {
+		s.stopped = err
+		s.thread.Cancel(err.Error())
+		s.cancel()
+	}
+}
+
+// stoppedErr is why the script was stopped, or nil.
+func (s *script) stoppedErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
+
+// failed is run_script's result when the script fails: the bound it
+// reached, or its own error (a syntax error is validation, a runtime one
+// tool_exec), with what it printed.
+func (s *script) failed(err error) *toolhost.Result {
+	if stop := s.stoppedErr(); stop != nil {
+		err = stop
+	}
+	var te *toolhost.Error
+	var ev *starlark.EvalError
+	switch {
+	case errors.As(err, &te):
+	case errors.As(err, &ev):
+		err = toolhost.Errorf(toolhost.CodeToolExec, "code: %s", ev.Backtrace())
+	default: // it did not parse or resolve
+		err = toolhost.Errorf(toolhost.CodeValidation, "code: %v", err)
+	}
+	res := toolhost.ErrorResult(err)
+	res.Stdout = s.printed.String()
+	return res
+}
+
+// print keeps what the script prints, up to the output bound.
+func (s *script) print(_ *starlark.Thread, msg string) {
+	if s.printed.Len()+len(msg)+1 > s.bounds.Output {
+		s.stop(bound("output", "the script printed more than %d bytes", s.bounds.Output))
+		return
+	}
+	s.printed.WriteString(msg)
+	s.printed.WriteByte('\n')
+}
+
+// watchMemory stops the script when the host's heap has grown by more
+// than the memory bound since the script started, until done is closed.
+// Starlark counts no allocations, so this is what bounds a script's
+// memory: coarse (it sees the whole process, and what one step allocates
+// before the next check), but it stops a script that keeps growing.
+func (s *script) watchMemory(done <-chan struct{}) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	base := sample[0].Value.Uint64()
+	t := time.NewTicker(memoryEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		metrics.Read(sample)
+		if grown := int64(sample[0].Value.Uint64()) - int64(base); grown > s.bounds.Memory {
+			s.stop(bound("memory", "the script grew the heap by more than %d bytes", s.bounds.Memory))
+			return
+		}
+	}
+}
+
+// listTools finds the tools the caller may call, those of its role's
+// deferred groups included, but the code group's.
+func (s *script) listTools() error {
+	q := host.ToolQuery{Agent: s.caller.AgentID, Unloaded: true}
+	if q.Agent == "" {
+		q.Role = s.caller.Role
+	}
+	list, err := s.svc.Tools(q)
+	if err != nil {
+		return err
+	}
+	s.tools = map[string]bool{}
+	var names []string
+	for _, d := range list.Tools {
+		if list.Meta[d.Function.Name].Group != host.CodeGroup {
+			s.tools[d.Function.Name] = true
+			names = append(names, d.Function.Name)
+		}
+	}
+	s.fns = codemode.Functions(names)
+	return nil
+}
+
+// predeclared are the script's globals: a function per tool, call,
+// parallel, failed and json.
+func (s *script) predeclared() starlark.StringDict {
+	d := starlark.StringDict{"json": starjson.Module}
+	for fn, tool := range s.fns {
+		d[fn] = starlark.NewBuiltin(fn, func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			if len(args) > 0 {
+				return nil, fmt.Errorf("%s: takes its arguments by name, as %s(name = value)", b.Name(), b.Name())
+			}
+			return s.callOne(tool, kwargs)
+		})
+	}
+	d["call"] = starlark.NewBuiltin("call", s.callBuiltin)
+	d["parallel"] = starlark.NewBuiltin("parallel", s.parallel)
+	d["failed"] = starlark.NewBuiltin("failed", failedBuiltin)
+	return d
+}
