@@ -131,7 +131,7 @@ runtime {
 	defer rt.Close()
 	// The roles, once the runtime has registered the code group.
 	for _, r := range []host.RoleSpec{{Name: "code-calls", ToolGroups: []string{"workspace", "network"}},
-		{Name: "code-script", ToolGroups: []string{"code", "workspace", "network"}}} {
+		{Name: "code-script", ToolGroups: []string{host.CodeGroup, "workspace", "network"}}} {
 		if _, err := h.Roles().Create(ctx, r); err != nil {
 			return nil, err
 		}
