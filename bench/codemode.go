@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/agents/model"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/codemode"
 	"github.com/toolhost/toolhost/internal/tokencount"
 )
 
@@ -167,7 +168,7 @@ func (m *codeModel) play(ctx context.Context, rt *agents.Runtime, h *host.Host, 
 	m.mu.Lock()
 	m.cur = p
 	m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	a, err := rt.Spawn(ctx, agents.SpawnRequest{Role: p.role, Task: p.task.Prompt(p.base)})
 	if err != nil {
@@ -237,7 +238,7 @@ func (p *codePlayer) complete(req *model.Request) (*model.Response, error) {
 	p.run.Prompt += whole
 	p.run.Defs += tokencount.JSON(req.Tools)
 	for _, t := range req.Tools {
-		if t.Name == "run_script" {
+		if t.Name == codemode.Tool {
 			p.run.ScriptDef += tokencount.JSON(t)
 		}
 	}
@@ -346,7 +347,7 @@ func (r codeRun) transcript() string {
 // from its result.
 func (p *codePlayer) script() ([]toolCall, string, error) {
 	if len(p.cur) == 0 {
-		return []toolCall{{"run_script", map[string]any{"script": p.task.Script(p.base)}}}, "", nil
+		return []toolCall{{codemode.Tool, map[string]any{"script": p.task.Script(p.base)}}}, "", nil
 	}
 	var out struct {
 		Result json.RawMessage `json:"result"`

@@ -35,6 +35,9 @@ func TestCodeMode(t *testing.T) {
 			if r.Turns < 2 || r.Calls < 1 || r.Defs <= 0 || r.Said <= 0 || r.Read <= 0 || r.Prompt <= r.tokens()-r.Said {
 				t.Errorf("%s, %s: %+v", task.Name, r.Way, r)
 			}
+			if r.Way == wayScript && (r.transcript() != "run_script → answer" || r.ScriptDef <= 0) {
+				t.Errorf("%s, the script: %d tokens of run_script's definition, %s", task.Name, r.ScriptDef, r.transcript())
+			}
 		}
 	}
 	var lines []string
@@ -43,7 +46,8 @@ func TestCodeMode(t *testing.T) {
 	})
 	var b strings.Builder
 	res.write(func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) })
-	if len(lines) != 2*len(codeTasks) || !strings.Contains(b.String(), "| titles of 10 local pages | "+wayScript+" |") {
+	if len(lines) != 2*len(codeTasks) || !strings.Contains(b.String(), "| 52: list_files → 50 turns of read_file → answer |") ||
+		!strings.Contains(b.String(), "| 3: http_request → http_request×10 → answer |") {
 		t.Fatalf("summary %q; section:\n%s", lines, b.String())
 	}
 	t.Logf("%s\n%s", strings.Join(lines, "\n"), b.String())
