@@ -14,13 +14,6 @@ import (
 // one; what neither says is [rules.DefaultCodeBounds]'s.
 type CodeBounds = rules.CodeBounds
 
-// maxCodeTimeout is the longest timeout a code block may give a script:
-// run_script's own timeout in the pipeline (plugins/codemode.MaxTimeout).
-const maxCodeTimeout = time.Hour
-
-// maxCodeParallel bounds a code block's parallel.
-const maxCodeParallel = 64
-
 var codeSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "steps"}, {Name: "timeout"}, {Name: "memory"}, {Name: "calls"}, {Name: "output"}, {Name: "parallel"}},
 }
@@ -38,8 +31,8 @@ func (d *decoder) code(body hcl.Body) CodeBounds {
 	})
 	attr(d, content.Attributes, "timeout", &b.Timeout, func(s string) (time.Duration, error) {
 		t, err := duration(s)
-		if err == nil && t > maxCodeTimeout {
-			err = fmt.Errorf("%q is longer than %v, the most a script may run", s, maxCodeTimeout)
+		if err == nil && t > rules.MaxCodeTimeout {
+			err = fmt.Errorf("%q is longer than %v, the most a script may run", s, rules.MaxCodeTimeout)
 		}
 		return t, err
 	})
@@ -50,8 +43,8 @@ func (d *decoder) code(body hcl.Body) CodeBounds {
 	})
 	attr(d, content.Attributes, "calls", &b.Calls, positive)
 	attr(d, content.Attributes, "parallel", &b.Parallel, func(n int) (int, error) {
-		if n <= 0 || n > maxCodeParallel {
-			return 0, fmt.Errorf("%d is not from 1 to %d", n, maxCodeParallel)
+		if n <= 0 || n > rules.MaxCodeParallel {
+			return 0, fmt.Errorf("%d is not from 1 to %d", n, rules.MaxCodeParallel)
 		}
 		return n, nil
 	})

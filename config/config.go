@@ -51,7 +51,7 @@ type Config struct {
 	Limits Limits
 	// Code bounds code mode's scripts for every role, from the `code`
 	// block; a role's own code block overrides it attribute by attribute.
-	Code CodeBounds
+	Code CodeBounds `json:",omitzero"`
 	// Plugins are the plugin and builtin blocks, in file order.
 	Plugins []Plugin
 	// Roles are the role blocks, in file order.

@@ -223,9 +223,11 @@ type RoleSpec struct {
 	ReadOnlyTools bool `json:"readOnlyTools,omitempty"`
 	// Rules and Limits are the role's (see [store.Role.Rules]); each rule's
 	// condition must compile.
-	Rules     []rules.Rule  `json:"rules,omitempty"`
-	Limits    []rules.Limit `json:"limits,omitempty"`
-	CreatedBy string        `json:"createdBy,omitempty"`
+	Rules  []rules.Rule  `json:"rules,omitempty"`
+	Limits []rules.Limit `json:"limits,omitempty"`
+	// Code bounds the role's scripts (see [store.Role.Code]).
+	Code      rules.CodeBounds `json:"code,omitzero"`
+	CreatedBy string           `json:"createdBy,omitempty"`
 }
 
 // Create stores a new, editable role. Its name must be free and valid,
@@ -245,7 +247,7 @@ func (rs Roles) Create(ctx context.Context, spec RoleSpec) (store.Role, error) {
 	if err := h.checkDeferred(spec.ToolGroups, spec.DeferredGroups); err != nil {
 		return store.Role{}, err
 	}
-	if err := checkRoleRules(spec.Rules, spec.Limits); err != nil {
+	if err := checkRoleRules(spec.Rules, spec.Limits, spec.Code); err != nil {
 		return store.Role{}, err
 	}
 	h.dir.edit.Lock()
@@ -253,7 +255,7 @@ func (rs Roles) Create(ctx context.Context, spec RoleSpec) (store.Role, error) {
 	r, err := h.store.CreateRole(ctx, store.Role{
 		Name: spec.Name, Description: spec.Description, Prompt: spec.Prompt, ToolGroups: dedupe(spec.ToolGroups),
 		Deferred: dedupe(spec.DeferredGroups), Allow: spec.Allow, Deny: spec.Deny, ReadOnlyTools: spec.ReadOnlyTools, CreatedBy: spec.CreatedBy,
-		Rules: spec.Rules, Limits: spec.Limits,
+		Rules: spec.Rules, Limits: spec.Limits, Code: spec.Code,
 	})
 	if errors.Is(err, store.ErrExists) {
 		return r, &toolhost.Error{Code: toolhost.CodeValidation, Message: fmt.Sprintf("name: a role named %q already exists", spec.Name), Err: err}
@@ -284,6 +286,8 @@ type RoleUpdate struct {
 	// Rules and Limits replace the role's, in order.
 	Rules  *[]rules.Rule
 	Limits *[]rules.Limit
+	// Code replaces the role's code bounds.
+	Code *rules.CodeBounds
 }
 
 // Update edits a role created at run time; the root role and config
@@ -313,7 +317,8 @@ func (rs Roles) Update(ctx context.Context, name string, u RoleUpdate) (store.Ro
 	set(&r.ReadOnlyTools, u.ReadOnlyTools)
 	set(&r.Rules, u.Rules)
 	set(&r.Limits, u.Limits)
-	if err := checkRoleRules(r.Rules, r.Limits); err != nil {
+	set(&r.Code, u.Code)
+	if err := checkRoleRules(r.Rules, r.Limits, r.Code); err != nil {
 		return store.Role{}, err
 	}
 	h.dir.edit.Lock()

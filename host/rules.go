@@ -191,11 +191,14 @@ func (c *call) markRule(payload map[string]any) {
 }
 
 // checkRoleRules refuses, with validation naming the rule or limit and its
-// field ("rules[0] \"no_sudo\": when: …"), a role's rules or limits that
-// are not valid.
-func checkRoleRules(rs []rules.Rule, ls []rules.Limit) error {
+// field ("rules[0] \"no_sudo\": when: …"), a role's rules, limits or
+// code bounds ("code: timeout: …") that are not valid.
+func checkRoleRules(rs []rules.Rule, ls []rules.Limit, code rules.CodeBounds) error {
 	if _, err := rules.Check(rs, ls); err != nil {
 		return toolhost.Errorf(toolhost.CodeValidation, "%v", err)
+	}
+	if err := code.Check(); err != nil {
+		return toolhost.Errorf(toolhost.CodeValidation, "code: %v", err)
 	}
 	return nil
 }

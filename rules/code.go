@@ -1,6 +1,10 @@
 package rules
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // CodeBounds bound one script of code mode's run_script (a config's or a
 // role's code block): each field zero means "not said here", so that a
@@ -8,21 +12,28 @@ import "time"
 // ([CodeBounds.Over]), and [DefaultCodeBounds] fills in the rest.
 type CodeBounds struct {
 	// Steps is the most Starlark execution steps a script may run.
-	Steps int64 `json:"steps,omitempty"`
+	Steps int64
 	// Timeout is the longest a script may run, its inner calls (and their
-	// approvals) included.
-	Timeout time.Duration `json:"timeout,omitempty"`
+	// approvals) included; at most [MaxCodeTimeout].
+	Timeout time.Duration
 	// Memory is the most the host's Go heap may grow, in bytes, while the
 	// script runs (checked every few milliseconds).
-	Memory int64 `json:"memory,omitempty"`
+	Memory int64
 	// Calls is the most tool calls a script may make.
-	Calls int `json:"calls,omitempty"`
+	Calls int
 	// Output is the most bytes the script may return: its result and what
 	// it printed, as the JSON the model gets.
-	Output int `json:"output,omitempty"`
-	// Parallel is the most of a script's parallel() calls that run at once.
-	Parallel int `json:"parallel,omitempty"`
+	Output int
+	// Parallel is the most of a script's parallel() calls that run at
+	// once; at most [MaxCodeParallel].
+	Parallel int
 }
+
+// The largest [CodeBounds.Timeout] and [CodeBounds.Parallel].
+const (
+	MaxCodeTimeout  = time.Hour
+	MaxCodeParallel = 64
+)
 
 // DefaultCodeBounds returns the bounds of a script whose role and config
 // say none.
@@ -46,4 +57,61 @@ func (b CodeBounds) Over(under CodeBounds) CodeBounds {
 		Output:   int(pick(int64(b.Output), int64(under.Output))),
 		Parallel: int(pick(int64(b.Parallel), int64(under.Parallel))),
 	}
+}
+
+// Check says which bound is out of range, or nil: none may be negative,
+// Timeout and Parallel not above their maximum.
+func (b CodeBounds) Check() error {
+	switch {
+	case b.Steps < 0:
+		return fmt.Errorf("steps: %d must not be negative", b.Steps)
+	case b.Timeout < 0 || b.Timeout > MaxCodeTimeout:
+		return fmt.Errorf("timeout: %v is not from 0 (the default) to %v", b.Timeout, MaxCodeTimeout)
+	case b.Memory < 0:
+		return fmt.Errorf("memory: %d must not be negative", b.Memory)
+	case b.Calls < 0:
+		return fmt.Errorf("calls: %d must not be negative", b.Calls)
+	case b.Output < 0:
+		return fmt.Errorf("output: %d must not be negative", b.Output)
+	case b.Parallel < 0 || b.Parallel > MaxCodeParallel:
+		return fmt.Errorf("parallel: %d is not from 0 (the default) to %d", b.Parallel, MaxCodeParallel)
+	}
+	return nil
+}
+
+type codeJSON struct {
+	Steps    int64  `json:"steps,omitempty"`
+	Timeout  string `json:"timeout,omitempty"`
+	Memory   int64  `json:"memory,omitempty"`
+	Calls    int    `json:"calls,omitempty"`
+	Output   int    `json:"output,omitempty"`
+	Parallel int    `json:"parallel,omitempty"`
+}
+
+// MarshalJSON writes the bounds a block says as {"steps", "timeout",
+// "memory", "calls", "output", "parallel"}, timeout as a duration such as
+// "30s", memory and output in bytes; those it leaves zero are left out.
+func (b CodeBounds) MarshalJSON() ([]byte, error) {
+	j := codeJSON{Steps: b.Steps, Memory: b.Memory, Calls: b.Calls, Output: b.Output, Parallel: b.Parallel}
+	if b.Timeout > 0 {
+		j.Timeout = b.Timeout.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what [CodeBounds.MarshalJSON] writes.
+func (b *CodeBounds) UnmarshalJSON(data []byte) error {
+	var j codeJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*b = CodeBounds{Steps: j.Steps, Memory: j.Memory, Calls: j.Calls, Output: j.Output, Parallel: j.Parallel}
+	if j.Timeout != "" {
+		d, err := time.ParseDuration(j.Timeout)
+		if err != nil {
+			return fmt.Errorf("timeout: %q is not a duration such as \"30s\" or \"1m\"", j.Timeout)
+		}
+		b.Timeout = d
+	}
+	return nil
 }

@@ -112,7 +112,8 @@ func (s *Server) getRole(w http.ResponseWriter, r *http.Request) {
 // clears the groups (every group is then available), "deferredGroups": null
 // or [] defers none, "readOnlyTools": true keeps only the role's read-only
 // tools (null or false: all), "rules" and "limits" replace the role's
-// (null or []: none), an absent field is left as it is.
+// (null or []: none), "code" replaces its code bounds (null or {}: the
+// config's), an absent field is left as it is.
 func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
 	var fields map[string]json.RawMessage
 	if !decode(w, r, maxRoleBody, &fields) {
@@ -140,8 +141,10 @@ func (s *Server) updateRole(w http.ResponseWriter, r *http.Request) {
 			u.Rules, err = field[[]rules.Rule](raw)
 		case "limits":
 			u.Limits, err = field[[]rules.Limit](raw)
+		case "code":
+			u.Code, err = field[rules.CodeBounds](raw)
 		default:
-			err = errors.New("not a field that can be changed (description, prompt, toolGroups, deferredGroups, allow, deny, readOnlyTools, rules, limits)")
+			err = errors.New("not a field that can be changed (description, prompt, toolGroups, deferredGroups, allow, deny, readOnlyTools, rules, limits, code)")
 		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, toolhost.Errorf(toolhost.CodeValidation, "%s: %v", name, err))

@@ -11,7 +11,6 @@ package codemode
 
 import (
 	"context"
-	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
@@ -32,10 +31,6 @@ type Service interface {
 	CodeBounds(role string) rules.CodeBounds
 }
 
-// MaxTimeout is the longest a script may run, whatever its role says: it
-// is run_script's own timeout in the pipeline.
-const MaxTimeout = time.Hour
-
 // description is run_script's description before the host appends the
 // functions of the caller's tools (internal/codemode.Describe).
 const description = `Run a Starlark (Python-like) script that calls your tools and returns only what you need: one call instead of many.
@@ -55,6 +50,6 @@ func Group(svc Service) *sdk.Group {
 	return &sdk.Group{ID: host.CodeGroup, Description: "Code mode: run a script that calls your tools and returns only what you need.", Tools: []sdk.Tool{
 		sdk.NewTool(codemode.Tool, description, func(ctx context.Context, r *sdk.Request[runArgs]) (*sdk.Result, error) {
 			return run(ctx, svc, r.Call, r.Args.Script), nil
-		}, sdk.Title("Run a script"), sdk.Timeout(MaxTimeout)),
+		}, sdk.Title("Run a script"), sdk.Timeout(rules.MaxCodeTimeout)),
 	}}
 }

@@ -1,0 +1,14 @@
+code {
+  steps    = 0
+  timeout  = "2h"
+  memory   = "0B"
+  calls    = -1
+  output   = "lots"
+  parallel = 65
+}
+
+role "scripter" {
+  code {
+    wall = "1m"
+  }
+}
