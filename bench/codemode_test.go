@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/proctest"
 )
 
 // TestCodeMode does the three code-mode tasks each way once, through the
@@ -15,10 +15,8 @@ import (
 // measurement fails otherwise), and its section and summary lines render.
 func TestCodeMode(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"workspace", "network"} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "../plugins/"+name).CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", name, err, out)
-		}
+	if err := proctest.BuildModules("..", dir, "workspace", "network"); err != nil {
+		t.Fatal(err)
 	}
 	res, err := measureCodeMode(context.Background(), dir, t.TempDir())
 	if err != nil {
