@@ -220,7 +220,7 @@ type codePlayer struct {
 	steps      [][]string // each finished step's results (stdout), in call order
 	cur        []string   // the results of the step under way
 	pending    []toolCall // its calls not made yet (one a turn)
-	stepCalls  int        // its calls
+	stepCalls  int        // how many calls the step under way makes
 	run        codeRun
 	err        error
 	nextCallID int
