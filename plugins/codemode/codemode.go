@@ -34,12 +34,12 @@ type Service interface {
 // description is run_script's description before the host appends the
 // functions of the caller's tools (internal/codemode.Describe).
 const description = `Run a Starlark (Python-like) script that calls your tools and returns only what you need: one call instead of many.
-Each function below is one of your tools, taking its arguments by name: r = read_file(path="a.go"). It returns the tool's structured content (a dict) when it has one, else its text; a call that fails returns {"error": {"code": ..., "message": ...}} instead: test it with failed(r).
-call("tool", arg=...) calls a tool by name; parallel([("tool", {"arg": ...}), ...]) runs calls at once and returns their results in order; json.encode/json.decode convert JSON; print() writes text you get back.
-Set result = ... at the top level: it reaches you as JSON {"result": ..., "printed": "..."}. Example:
+Each function below is one of your tools, taking its arguments by name; it returns the tool's structured content (a dict) if it has one, else its text. A call that fails returns {"error": {"code": ..., "message": ...}}: test with failed(r).
+call("tool", arg=...) calls a tool by its name; parallel([("tool", {"arg": ...}), ...]) runs calls at once, results in order; json.encode/decode; print() output comes back too.
+Set result = ... at the top level; you get {"result": ..., "printed": "..."} as JSON. Example:
 r = read_file(path="go.mod")
-result = r if failed(r) else r["content"].splitlines()[0]
-No load(), files, network or host but through these functions, no recursion; the script is bounded in steps, time, memory, tool calls and output. A tool's function is its name with every character but letters, digits and "_" as "_"; one whose name is a Starlark keyword, a builtin or another tool's function name is only call("tool", ...).`
+result = r["error"] if failed(r) else r.splitlines()[0]
+No load(), recursion, files, network or host but through these functions; steps, time, memory, calls and output are bounded. A function's name is its tool's with characters other than letters, digits and "_" as "_"; a tool whose name is a keyword, builtin or another's function is only call("tool", ...).`
 
 type runArgs struct {
 	Script string `json:"script" jsonschema:"the Starlark script; set result = ... to return a value"`
