@@ -3,13 +3,14 @@
 // tool calls it asks for through the host's execution pipeline and repeats
 // until a final answer, within limits. It registers in-process, under
 // their reserved ids, the built-in tool groups defined under plugins/
-// (org_management, artifact, context, console, tool_search: see
+// (org_management, artifact, context, console, tool_search, code: see
 // [github.com/toolhost/toolhost/plugins/org],
 // [github.com/toolhost/toolhost/plugins/artifact],
 // [github.com/toolhost/toolhost/plugins/contextgroup],
-// [github.com/toolhost/toolhost/plugins/console] and
-// [github.com/toolhost/toolhost/plugins/toolsearch]), and serves what they
-// need of it: agents, roles, artifacts and conversations.
+// [github.com/toolhost/toolhost/plugins/console],
+// [github.com/toolhost/toolhost/plugins/toolsearch] and
+// [github.com/toolhost/toolhost/plugins/codemode]), and serves what they
+// need of it: agents, roles, artifacts, conversations and the pipeline.
 //
 // Agents are persisted in the host's store: their status, conversation and
 // mailbox survive a restart, and a server adopts the agents no live process
