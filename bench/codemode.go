@@ -360,14 +360,17 @@ func (p *codePlayer) script() ([]toolCall, string, error) {
 }
 
 // checks are the code-mode lines of the summary: per task, one script
-// against call by call with parallel calls (the fairer baseline).
+// against call by call with parallel calls (the fairer baseline), and,
+// without a target, its turns against call by call one call a turn.
 func (c *codeResult) checks(add func(name, fig, base string, v, maxV, minV float64)) {
 	for _, t := range c.Tasks {
-		calls, script := t.Runs[0], t.Runs[2]
+		calls, oneByOne, script := t.Runs[0], t.Runs[1], t.Runs[2]
 		add(fmt.Sprintf("code mode, %s: tokens, one script / call by call (goal ≥ 60 %% fewer)", t.Name),
 			fmt.Sprint(script.tokens()), fmt.Sprint(calls.tokens()), float64(script.tokens())/float64(calls.tokens()), codeTokensGoal, 0)
 		add(fmt.Sprintf("code mode, %s: model turns, one script / call by call (goal a third)", t.Name),
 			fmt.Sprint(script.Turns), fmt.Sprint(calls.Turns), float64(script.Turns)/float64(calls.Turns), codeTurnsGoal, 0)
+		add(fmt.Sprintf("code mode, %s: model turns, one script / call by call one call a turn", t.Name),
+			fmt.Sprint(script.Turns), fmt.Sprint(oneByOne.Turns), float64(script.Turns)/float64(oneByOne.Turns), 0, 0)
 	}
 }
 

@@ -44,7 +44,7 @@ func TestCodeMode(t *testing.T) {
 	})
 	var b strings.Builder
 	res.write(func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) })
-	if len(lines) != 2*len(codeTasks) || !strings.Contains(b.String(), "| 52: list_files → 50 turns of read_file → answer |") ||
+	if len(lines) != 3*len(codeTasks) || !strings.Contains(b.String(), "| 52: list_files → 50 turns of read_file → answer |") ||
 		!strings.Contains(b.String(), "| 3: http_request → http_request×10 → answer |") {
 		t.Fatalf("summary %q; section:\n%s", lines, b.String())
 	}
