@@ -191,6 +191,8 @@ func TestCredentials(t *testing.T) {
 		{name: "developer: the role list", method: "GET", path: "/api/roles", token: dev, status: 403, code: toolhost.CodePolicy, message: devTools},
 		{name: "developer: another role", method: "GET", path: "/api/roles/root", token: dev, status: 403, code: toolhost.CodePolicy},
 		{name: "developer: widen its own role", method: "PUT", path: "/api/roles/developer", token: dev, body: `{"toolGroups":[]}`, status: 403, code: toolhost.CodePolicy},
+		{name: "developer: raise its own script bounds", method: "PUT", path: "/api/roles/developer", token: dev, body: `{"code":{"calls":1000000}}`, status: 403, code: toolhost.CodePolicy},
+		{name: "no token: script bounds", method: "PUT", path: "/api/roles/developer", body: `{"code":{"calls":1000000}}`, status: 401, code: toolhost.CodePolicy},
 		{name: "developer: create a role", method: "POST", path: "/api/roles", token: dev, body: `{"name":"mine"}`, status: 403, code: toolhost.CodePolicy},
 		{name: "developer: delete its role", method: "DELETE", path: "/api/roles/developer", token: dev, status: 403, code: toolhost.CodePolicy},
 		{name: "developer: a call as the operator", method: "POST", path: "/api/call", token: dev, body: callAs(""), status: 403, code: toolhost.CodePolicy, message: "every group"},

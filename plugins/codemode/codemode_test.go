@@ -1,0 +1,129 @@
+package codemode_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/plugins/codemode"
+	"github.com/toolhost/toolhost/rules"
+	"github.com/toolhost/toolhost/sdk"
+)
+
+// service serves the tools of a group in-process, as a host would list
+// and call them, recording the requests it was sent.
+type service struct {
+	group *sdk.Group
+	mu    sync.Mutex
+	sent  []toolhost.CallRequest
+}
+
+func (s *service) Tools(host.ToolQuery) (host.ToolList, error) {
+	spec, err := s.group.Describe(context.Background(), &toolhost.DescribeRequest{})
+	if err != nil {
+		return host.ToolList{}, err
+	}
+	out := host.ToolList{Meta: map[string]host.ToolMeta{}}
+	for _, t := range spec.Tools {
+		out.Tools = append(out.Tools, host.ToolDefinition{Type: "function", Function: host.Function{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}})
+		out.Meta[t.Name] = host.ToolMeta{Group: spec.ID}
+	}
+	return out, nil
+}
+
+func (s *service) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	s.mu.Lock()
+	s.sent = append(s.sent, *req)
+	s.mu.Unlock()
+	return s.group.Call(ctx, req)
+}
+
+func (s *service) CodeBounds(string) rules.CodeBounds { return rules.DefaultCodeBounds() }
+
+type pathArgs struct {
+	Path string `json:"path"`
+}
+
+type stat struct {
+	Size int `json:"size"`
+}
+
+func files() *sdk.Group {
+	return &sdk.Group{ID: "files", Tools: []sdk.Tool{
+		sdk.NewTool("cat", "Print a file.", func(_ context.Context, r *sdk.Request[pathArgs]) (*sdk.Result, error) {
+			if r.Args.Path == "missing" {
+				return sdk.Fail(sdk.Text("partial"), sdk.CodeToolExec, "no such file"), nil
+			}
+			return sdk.Text("contents of " + r.Args.Path), nil
+		}),
+		sdk.NewStructuredTool("stat", "Stat a file.", func(_ context.Context, r *sdk.Request[pathArgs]) (stat, error) {
+			return stat{Size: len(r.Args.Path)}, nil
+		}),
+	}}
+}
+
+// run runs src through the code group as agent_1's call script-1.
+func run(t *testing.T, svc *service, src string) *toolhost.Result {
+	t.Helper()
+	args, _ := json.Marshal(map[string]string{"script": src})
+	res, err := codemode.Group(svc).Call(context.Background(), &toolhost.CallRequest{Tool: "run_script", Arguments: args,
+		Context: toolhost.CallContext{CallID: "script-1", AgentID: "agent_1", Role: "r", Credential: "token/r/1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestRunScript(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		stdout    string        // of a script that succeeds, or what a failed one printed
+		code      toolhost.Code // of one that fails
+		msg       string
+	}{
+		{"text and structured content", `result = [cat(path = "a"), stat(path = "abc")]`, `{"result":["contents of a",{"size":3}]}`, "", ""},
+		{"a failed call as a value", `r = cat(path = "missing")` + "\nresult = [failed(r), r]", `{"result":[true,{"error":{"code":"tool_exec","message":"no such file"},"output":"partial"}]}`, "", ""},
+		{"failed on other values", `result = [failed({}), failed("error"), failed({"error": 1})]`, `{"result":[false,false,false]}`, "", ""},
+		{"printed only", `print("hi")`, `{"printed":"hi\n"}`, "", ""},
+		{"nothing", `x = 1`, `{}`, "", ""},
+		{"call by name", `result = call("stat", path = "ab")["size"]`, `{"result":2}`, "", ""},
+		{"json", `result = json.decode(json.encode({"a": [1, 2]}))`, `{"result":{"a":[1,2]}}`, "", ""},
+		{"a syntax error", `result = (`, "", toolhost.CodeValidation, "code: script:1:"},
+		{"an error while it runs", "print(\"before\")\nresult = 1 // 0", "before\n", toolhost.CodeToolExec, "floored division by zero"},
+		{"arguments by position", `result = cat("a")`, "", toolhost.CodeToolExec, "cat: takes its arguments by name"},
+		{"a result that is not JSON", "def f():\n  pass\nresult = f", "", toolhost.CodeValidation, "code: result: "},
+		{"parallel's items", `result = parallel([("cat",)])`, "", toolhost.CodeToolExec, "parallel: item 0: want a pair"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := run(t, &service{group: files()}, tt.src)
+			switch {
+			case tt.code == "" && (!res.OK || res.Stdout != tt.stdout):
+				t.Errorf("%+v %q, want %s", res.Error, res.Stdout, tt.stdout)
+			case tt.code != "" && (res.OK || res.Error.Code != tt.code || !strings.Contains(res.Error.Message, tt.msg) || res.Stdout != tt.stdout):
+				t.Errorf("%+v %q, want %s %q and %q", res.Error, res.Stdout, tt.code, tt.msg, tt.stdout)
+			}
+		})
+	}
+}
+
+// TestInnerCallsAreTheCallers: a script's calls carry its caller's
+// context, a new call id each, and its call id as their parent.
+func TestInnerCallsAreTheCallers(t *testing.T) {
+	svc := &service{group: files()}
+	if res := run(t, svc, `result = parallel([(cat, {"path": "a"}), ("stat", {"path": "b"})])`); !res.OK {
+		t.Fatalf("%+v", res.Error)
+	}
+	if len(svc.sent) != 2 {
+		t.Fatalf("sent %d calls", len(svc.sent))
+	}
+	for _, req := range svc.sent {
+		cc := req.Context
+		if cc.CallID != "" || cc.ParentID != "script-1" || cc.AgentID != "agent_1" || cc.Role != "r" || cc.Credential != "token/r/1" {
+			t.Errorf("%s: context %+v", req.Tool, cc)
+		}
+	}
+}

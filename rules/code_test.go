@@ -1,0 +1,49 @@
+package rules_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/rules"
+)
+
+func TestCodeBounds(t *testing.T) {
+	role := rules.CodeBounds{Calls: 5, Timeout: 30 * time.Second}
+	cfg := rules.CodeBounds{Calls: 20, Output: 100}
+	got := role.Over(cfg).Over(rules.DefaultCodeBounds())
+	want := rules.CodeBounds{Steps: 1_000_000, Timeout: 30 * time.Second, Memory: 256 << 20, Calls: 5, Output: 100, Parallel: 4}
+	if got != want {
+		t.Errorf("Over = %+v, want %+v", got, want)
+	}
+	b, err := json.Marshal(role)
+	if err != nil || string(b) != `{"timeout":"30s","calls":5}` {
+		t.Fatalf("JSON %s %v", b, err)
+	}
+	var back rules.CodeBounds
+	if err := json.Unmarshal(b, &back); err != nil || back != role {
+		t.Errorf("back from JSON: %+v %v", back, err)
+	}
+	if err := json.Unmarshal([]byte(`{"timeout":"soon"}`), &back); err == nil || !strings.Contains(err.Error(), `timeout: "soon" is not a duration`) {
+		t.Errorf("a bad timeout: %v", err)
+	}
+	for _, tt := range []struct {
+		b   rules.CodeBounds
+		msg string
+	}{
+		{rules.CodeBounds{}, ""},
+		{rules.DefaultCodeBounds(), ""},
+		{rules.CodeBounds{Steps: -1}, "steps: -1 must not be negative"},
+		{rules.CodeBounds{Timeout: 2 * time.Hour}, "timeout: 2h0m0s is not from 0 (the default) to 1h0m0s"},
+		{rules.CodeBounds{Memory: -1}, "memory: -1 must not be negative"},
+		{rules.CodeBounds{Calls: -1}, "calls: -1 must not be negative"},
+		{rules.CodeBounds{Output: -1}, "output: -1 must not be negative"},
+		{rules.CodeBounds{Parallel: 65}, "parallel: 65 is not from 0 (the default) to 64"},
+	} {
+		err := tt.b.Check()
+		if (err == nil) != (tt.msg == "") || err != nil && err.Error() != tt.msg {
+			t.Errorf("Check(%+v) = %v, want %q", tt.b, err, tt.msg)
+		}
+	}
+}
