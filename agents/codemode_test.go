@@ -420,3 +420,44 @@ func TestCodeModeAttacks(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptWaitsForTheApprovalQueue: with the host's queue as its
+// approver, a script's call that needs approval waits in the queue, as
+// the agent's own would, until the operator decides.
+func TestScriptWaitsForTheApprovalQueue(t *testing.T) {
+	spec := host.RoleSpec{Rules: []rules.Rule{{Name: "ask", Tools: []string{"read_file"}, Action: rules.Approve, Reason: "reads are asked"}}}
+	e, agent := scripter(t, spec, []string{"workspace"}, func(_ *config.Config, o *host.Options) { o.Approver = nil })
+	done := make(chan map[string]any, 1)
+	go func() {
+		res, out := e.runScript(agent, "waiting", `result = read_file(path = "a.txt").strip()`)
+		if !res.OK {
+			t.Errorf("run_script: %+v", res.Error)
+		}
+		done <- out
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	var pending []host.ApprovalRequest
+	for len(pending) == 0 && time.Now().Before(deadline) {
+		pending = e.h.Approvals().Pending()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(pending) != 1 || pending[0].Tool != "read_file" || pending[0].AgentID != agent || pending[0].Rule != "ask" {
+		t.Fatalf("pending: %+v", pending)
+	}
+	select {
+	case out := <-done:
+		t.Fatalf("the script ended before the decision: %v", out)
+	default:
+	}
+	if err := e.h.Approvals().Decide(pending[0].ID, host.Decision{Kind: host.Approve}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case out := <-done:
+		if out["result"] != "line of a.txt" {
+			t.Errorf("result: %v", out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the script did not go on after the approval")
+	}
+}

@@ -127,3 +127,10 @@ func TestInnerCallsAreTheCallers(t *testing.T) {
 		}
 	}
 }
+
+func TestResultKeepsMarkup(t *testing.T) {
+	res := run(t, &service{group: files()}, `result = "<a href='x'>&</a>"`)
+	if !res.OK || res.Stdout != `{"result":"<a href='x'>&</a>"}` {
+		t.Errorf("%+v %s", res.Error, res.Stdout)
+	}
+}

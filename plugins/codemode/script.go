@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,7 +83,7 @@ func run(ctx context.Context, svc Service, caller toolhost.CallContext, src stri
 
 	globals, err := starlark.ExecFileOptions(fileOptions, s.thread, "script", src, s.predeclared())
 	if err == nil {
-		err = s.stoppedErr() // a bound reached in the last step, or by a builtin's error the script caught
+		err = s.stoppedErr() // a bound passed after its last step: the memory watchdog, a last print
 	}
 	if err != nil {
 		return s.failed(err)
@@ -98,13 +99,23 @@ func run(ctx context.Context, svc Service, caller toolhost.CallContext, src stri
 	if s.printed.Len() > 0 {
 		out["printed"] = s.printed.String()
 	}
-	text, _ := json.Marshal(out)
+	text := compactJSON(out)
 	if len(text) > s.bounds.Output {
 		return s.failed(bound("output", "the script returned %d bytes, more than %d", len(text), s.bounds.Output))
 	}
 	var structured map[string]any
 	_ = json.Unmarshal(text, &structured)
 	return &toolhost.Result{OK: true, Stdout: string(text), Meta: map[string]any{toolhost.MetaStructuredContent: structured}}
+}
+
+// compactJSON is v as JSON on one line, "<", ">" and "&" as they are: what
+// the model reads, as short as it can be.
+func compactJSON(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // a map of a RawMessage from Starlark's json.encode and a string
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // bound is the error of a script that reached one of its bounds: policy,
