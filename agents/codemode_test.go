@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -250,23 +251,28 @@ func TestScriptBounds(t *testing.T) {
 	e, agent := scripter(t, host.RoleSpec{Code: code}, []string{"workspace"}, func(c *config.Config, _ *host.Options) {
 		c.Code = rules.CodeBounds{Calls: 1000, Parallel: 2}
 	})
+	// The timeout and memory rows get more steps, so that steps do not
+	// stop them first, however slow the machine.
+	unstepped := func(b rules.CodeBounds) *rules.CodeBounds { b.Steps = 1 << 40; return &b }
 	for _, tt := range []struct {
 		name, src string
 		code      toolhost.Code
 		msg       string
+		bounds    *rules.CodeBounds // the role's for this row, when not code
 	}{
-		{"steps", "while True:\n  pass", toolhost.CodePolicy, "code: steps: the script ran more than 100000 steps"},
-		{"timeout", `result = [read_file(path = "a.txt") for i in range(3)]` + "\nwhile True:\n  pass", toolhost.CodeTimeout, ""},
-		{"memory", "l = []\nfor i in range(90000):\n  l.append(\"x\" * 10000)", toolhost.CodePolicy, "code: memory: the script grew the heap by more than 67108864 bytes"},
-		{"calls", `result = [read_file(path = "a.txt") for i in range(6)]`, toolhost.CodePolicy, "code: calls: the script made more than 5 tool calls"},
-		{"parallel calls", `result = parallel([("read_file", {"path": "a.txt"})] * 6)`, toolhost.CodePolicy, "code: calls: the script made more than 5 tool calls"},
-		{"output", `result = "x" * 2000`, toolhost.CodePolicy, "code: output: the script returned 2013 bytes, more than 1000"},
-		{"printed", "for i in range(200):\n  print(\"0123456789\")", toolhost.CodePolicy, "code: output: the script printed more than 1000 bytes"},
+		{"steps", "while True:\n  pass", toolhost.CodePolicy, "code: steps: the script ran more than 100000 steps", nil},
+		{"timeout", `result = [read_file(path = "a.txt") for i in range(3)]` + "\nwhile True:\n  pass", toolhost.CodeTimeout, "code: timeout: the script ran longer than 300ms",
+			unstepped(rules.CodeBounds{Timeout: 300 * time.Millisecond})},
+		{"memory", "l = []\nwhile True:\n  l.append(\"x\" * 10000)", toolhost.CodePolicy, "code: memory: the script grew the heap by more than 67108864 bytes",
+			unstepped(rules.CodeBounds{Memory: 64 << 20, Timeout: time.Minute})},
+		{"calls", `result = [read_file(path = "a.txt") for i in range(6)]`, toolhost.CodePolicy, "code: calls: the script made more than 5 tool calls", nil},
+		{"parallel calls", `result = parallel([("read_file", {"path": "a.txt"})] * 6)`, toolhost.CodePolicy, "code: calls: the script made more than 5 tool calls", nil},
+		{"output", `result = "x" * 2000`, toolhost.CodePolicy, "code: output: the script returned 2013 bytes, more than 1000", nil},
+		{"printed", "for i in range(200):\n  print(\"0123456789\")", toolhost.CodePolicy, "code: output: the script printed more than 1000 bytes", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.name == "timeout" {
-				// Steps would stop it first: a role with more.
-				if _, err := e.h.Roles().Update(context.Background(), "scripter", host.RoleUpdate{Code: &rules.CodeBounds{Steps: 1 << 40, Timeout: 300 * time.Millisecond}}); err != nil {
+			if tt.bounds != nil {
+				if _, err := e.h.Roles().Update(context.Background(), "scripter", host.RoleUpdate{Code: tt.bounds}); err != nil {
 					t.Fatal(err)
 				}
 				defer func() { _, _ = e.h.Roles().Update(context.Background(), "scripter", host.RoleUpdate{Code: &code}) }()
@@ -459,5 +465,50 @@ func TestScriptWaitsForTheApprovalQueue(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the script did not go on after the approval")
+	}
+}
+
+// TestAgentRunsAScript: a runtime agent's model calls run_script; the
+// script's result, and nothing of the calls it made, is what the model
+// reads next; the calls are under the script's call, under the turn.
+func TestAgentRunsAScript(t *testing.T) {
+	e := start(t, `{"roles": {"scripter": [
+	  {"tool_calls": [{"name": "run_script", "arguments": {"script": "files = list_files(path = \".\").splitlines()\nresult = len([f for f in files if f.endswith(\".txt\")])"}}]},
+	  {"final_answer": "{{.Last}}"}
+	]}}`, "", "", "")
+	e.createRole("scripter", "workspace", host.CodeGroup)
+	for _, name := range []string{"a.txt", "b.txt", "c.md"} {
+		if err := os.WriteFile(filepath.Join(e.ws, name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := e.spawn("scripter", "count the text files")
+	reqs := e.requests(a.ID)
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	if !slices.Contains(toolNames(reqs[0]), "run_script") {
+		t.Errorf("the model was not offered run_script: %v", toolNames(reqs[0]))
+	}
+	// The runtime shows the model every result as its envelope: the
+	// script's JSON is its stdout, and nothing else is there.
+	var env toolhost.Result
+	if err := json.Unmarshal([]byte(lastToolResult(reqs[1])), &env); err != nil || !env.OK || env.Stdout != `{"result":2}` || len(env.Meta) != 0 {
+		t.Errorf("the model read %q", lastToolResult(reqs[1]))
+	}
+	var script string
+	for _, ev := range e.events(a.ID, "tool_call.completed") {
+		if ev.Tool == "run_script" {
+			script = ev.CallID
+		}
+	}
+	var inner []string
+	for _, ev := range e.events(a.ID, "tool_call.completed") {
+		if ev.ParentID == script {
+			inner = append(inner, ev.Tool)
+		}
+	}
+	if script == "" || strings.Join(inner, " ") != "list_files" {
+		t.Errorf("script call %q, calls under it %v", script, inner)
 	}
 }

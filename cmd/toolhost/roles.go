@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/rules"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -229,6 +231,10 @@ func printRole(w io.Writer, r store.Role) {
 	}
 	if r.ReadOnlyTools {
 		fmt.Fprintln(w, "tools:       read-only (only those marked readOnlyHint)")
+	}
+	if r.Code != (rules.CodeBounds{}) {
+		code, _ := json.Marshal(r.Code)
+		fmt.Fprintf(w, "code:        %s (bounds of its scripts, over the config's)\n", code)
 	}
 	fmt.Fprintf(w, "description: %s\nprompt:      %s\ncreated:     %s by %s\n", r.Description, r.Prompt, r.CreatedAt.Format("2006-01-02 15:04:05Z07:00"), r.CreatedBy)
 	if ro, why := r.ReadOnly(); ro {

@@ -49,7 +49,8 @@ type script struct {
 
 // run runs src for the caller and returns run_script's result.
 func run(ctx context.Context, svc Service, caller toolhost.CallContext, src string) *toolhost.Result {
-	s := &script{svc: svc, caller: caller, bounds: svc.CodeBounds(caller.Role)}
+	// Over the defaults again: a bound no one set would be no bound.
+	s := &script{svc: svc, caller: caller, bounds: svc.CodeBounds(caller.Role).Over(rules.DefaultCodeBounds())}
 	if err := s.listTools(); err != nil {
 		return toolhost.ErrorResult(err)
 	}
