@@ -15,10 +15,11 @@ import (
 // The three tasks of the code-mode measurement, written (fixtures, expected
 // answers, the calls a competent model makes one turn at a time, and the
 // script it writes instead) and committed before anything was measured,
-// and not changed to suit the figures since. Each is done twice on the same
-// host through the agent runtime: call by call with the workspace and
-// network tools, and with one run_script. Both ways reach the same typed
-// answer, formatted by the same function, which must equal the fixture's.
+// and not changed to suit the figures since. Each is done on the same host
+// through the agent runtime call by call with the workspace and network
+// tools, and with one run_script (bench/codemode.go). Every way reaches the
+// same typed answer, formatted by the same function, which must equal the
+// fixture's.
 
 // codeTask is one task.
 type codeTask struct {
