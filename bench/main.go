@@ -15,7 +15,8 @@
 // protocol eras and behind the peer gateways supergateway and mcp-proxy, the
 // events/s of the event writer on SQLite and PostgreSQL,
 // `toolhost serve` cold start, plugin kill and restart, Host.Tools, the RSS of
-// the host and its plugins, and what the sandbox adds to a command.
+// the host and its plugins, what the sandbox adds to a command, and the
+// tokens and model turns code mode saves on three tasks (bench/codetasks.go).
 package main
 
 import (
@@ -68,7 +69,7 @@ func main() {
 	flag.StringVar(&o.trace, "trace", "", "write a Go execution trace of the no-op call phase to this file, each call a region named after its path "+
 		"and each batch of the event writers a region (go tool trace FILE: user-defined regions)")
 	flag.StringVar(&o.paths, "paths", "", "a regular expression: call the no-op tool only through the paths whose names it matches (such as '^MCP HTTP' or 'Host.Call$'), "+
-		"measure nothing else (but events/s and retention when it matches \""+eventsName+"\" or \""+retentionName+"\") and write no report "+
+		"measure nothing else (but events/s, retention and code mode when it matches \""+eventsName+"\", \""+retentionName+"\" or \""+codeModeName+"\") and write no report "+
 		"but a partial one when -out is given, and is not docs/BENCHMARKS.md")
 	flag.StringVar(&o.concs, "conc", "1,8,32,64", "the numbers of concurrent callers of the call phase, comma-separated")
 	flag.StringVar(&o.peerConcs, "peer-conc", "1,16", "the numbers of concurrent callers of its paths against peer gateways (server-everything behind our front, "+
@@ -154,7 +155,7 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return fmt.Errorf("-paths: %w", err)
 		}
-		all := append(slices.Clone(callPaths), eventsName, retentionName)
+		all := append(slices.Clone(callPaths), eventsName, retentionName, codeModeName)
 		if !slices.ContainsFunc(all, re.MatchString) {
 			return fmt.Errorf("-paths %q matches none of %q", o.paths, all)
 		}
@@ -233,6 +234,12 @@ func run(ctx context.Context, o options) error {
 		logf("retention: a pass over %d old events while %d callers call the no-op tool", o.events/2, retentionCallers)
 		if rep.Retention, err = measureRetention(ctx, tmp, exe.noop, pg, o.events/2, o.calls); err != nil {
 			return fmt.Errorf("retention: %w", err)
+		}
+	}
+	if want == nil || want(codeModeName) {
+		logf("code mode: %d tasks, call by call and with one script", len(codeTasks))
+		if rep.Code, err = measureCodeMode(ctx, filepath.Join(root, "bin/plugins"), tmp); err != nil {
+			return fmt.Errorf("code mode: %w", err)
 		}
 	}
 	if want != nil { // a study of some paths: no report, or a partial one

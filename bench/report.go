@@ -30,6 +30,7 @@ type report struct {
 	Sandbox    *sandboxResult
 	Context    *contextResult
 	Search     *searchResult
+	Code       *codeResult      // nil when not measured
 	Events     *eventsResult    // nil when not measured
 	Retention  *retentionResult // nil when not measured
 	Postgres   string           // the PostgreSQL server of -pg-dsn (pgCluster.About); "" when there was none
@@ -272,6 +273,9 @@ func (r *report) checks() []checked {
 	if s := r.Search; s != nil {
 		s.checks(add)
 	}
+	if c := r.Code; c != nil {
+		c.checks(add)
+	}
 	at(pathAPI, pathRaw, 1, .5, 0, 0)
 	return out
 }
@@ -328,7 +332,7 @@ func (r *report) write(w io.Writer) {
 		"(CPU, and the heap at its end): clients, in-process hosts and our HTTP server. " +
 		"`-trace FILE` writes a Go execution trace of that phase, each call a region named after its path and each batch of the event writers one too: " +
 		"`go tool trace FILE` shows, under user-defined regions, what the slowest calls waited for (the scheduler, GC, a batch). " +
-		"A `-paths` matching `" + eventsName + "` runs section 8, events/s, as well.\n")
+		"A `-paths` matching `" + eventsName + "` runs section 8, events/s, as well; one matching `" + codeModeName + "` runs section 7c alone (`go run ./bench -paths 'code mode'`, after scripts/build).\n")
 
 	p("## Summary: ratios against targets\n")
 	p("| comparison | measured | baseline | ratio | target | |\n|---|---:|---:|---:|---:|:-:|")
@@ -604,6 +608,9 @@ func (r *report) writeRest(p func(string, ...any)) {
 	}
 	if s := r.Search; s != nil {
 		s.write(p)
+	}
+	if c := r.Code; c != nil {
+		c.write(p)
 	}
 	r.writeEvents(p)
 	r.writeRetention(p)
