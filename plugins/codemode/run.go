@@ -100,9 +100,12 @@ func (h *proc) start() error {
 }
 
 // stop kills the runner, if it still runs, cancels and waits for the
-// calls in flight, and reaps the runner.
+// calls in flight, and reaps the runner. A runner reaped already is not
+// killed: its process group's id may be another's by now.
 func (h *proc) stop() {
-	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	if h.cmd.ProcessState == nil {
+		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	}
 	_ = h.stdin.Close()
 	h.cancel()
 	h.wg.Wait()
@@ -112,10 +115,7 @@ func (h *proc) stop() {
 // send writes v as one line to the runner. A runner gone is seen where
 // its output ends.
 func (h *proc) send(v any) {
-	line, err := json.Marshal(v)
-	if err != nil {
-		line, _ = json.Marshal(answerMsg{Value: callValue(nil, err)})
-	}
+	line, _ := json.Marshal(v) // of strings, numbers and valid JSON
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
 	_, _ = h.stdin.Write(append(line, '\n'))
