@@ -3,8 +3,11 @@ package codemode
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
@@ -58,5 +61,48 @@ func TestHostTrustsNoRunner(t *testing.T) {
 				t.Errorf("%+v, want %s %q", res.Error, tt.code, tt.msg)
 			}
 		})
+	}
+}
+
+// gauge serves every call after a while, recording how many ran at once.
+type gauge struct {
+	echo
+	mu        sync.Mutex
+	now, most int
+}
+
+func (g *gauge) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.Result, error) {
+	g.mu.Lock()
+	g.now++
+	g.most = max(g.most, g.now)
+	g.mu.Unlock()
+	select {
+	case <-time.After(20 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	g.now--
+	g.mu.Unlock()
+	return g.echo.Call(ctx, req)
+}
+
+// TestHostHoldsTheParallelBound: a runner that asks for more calls at
+// once than the parallel bound gets them one at a time.
+func TestHostHoldsTheParallelBound(t *testing.T) {
+	g := &gauge{}
+	bounds := rules.CodeBounds{Parallel: 1}.Over(rules.DefaultCodeBounds())
+	var lines strings.Builder
+	for i := 1; i <= 4; i++ {
+		fmt.Fprintf(&lines, `{"id":%d,"tool":"cat","args":{}}`+"\n", i)
+	}
+	lines.WriteString(`{"end":true}` + "\n")
+	h := &proc{svc: g, bounds: bounds, ctx: context.Background(), tools: map[string]bool{"cat": true},
+		sem: make(chan struct{}, 1), stdin: discard{}, stdout: bufio.NewReader(strings.NewReader(lines.String()))}
+	if res := h.serve(); !res.OK {
+		t.Fatalf("%+v", res.Error)
+	}
+	h.wg.Wait()
+	if g.most != 1 {
+		t.Errorf("%d calls ran at once, want 1", g.most)
 	}
 }
