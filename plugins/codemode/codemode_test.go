@@ -148,6 +148,7 @@ func TestMemoryBound(t *testing.T) {
 	for _, tt := range []struct{ name, src string }{
 		{"one step", `x = [0] * 40000000`},
 		{"join", "s = \"x\" * 1000000\nt = \",\".join([s] * 1000)"},
+		{"a builtin", `x = list(range(40000000))`},
 		{"doubling", "s = \"x\" * 1024\nfor i in range(30):\n  s = s + s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
