@@ -16,8 +16,9 @@ type CodeBounds struct {
 	// Timeout is the longest a script may run, its inner calls (and their
 	// approvals) included; at most [MaxCodeTimeout].
 	Timeout time.Duration
-	// Memory is the most the host's Go heap may grow, in bytes, while the
-	// script runs (checked every few milliseconds).
+	// Memory is the most memory, in bytes, the script's runner process
+	// may take beyond what its runtime holds at its start: the kernel
+	// refuses it more (plugins/codemode).
 	Memory int64
 	// Calls is the most tool calls a script may make.
 	Calls int

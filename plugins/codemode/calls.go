@@ -78,21 +78,20 @@ func (s *script) parallel(_ *starlark.Thread, b *starlark.Builtin, args starlark
 	if err := s.count(len(calls)); err != nil {
 		return nil, err
 	}
-	results := make([]*toolhost.Result, len(calls))
-	errs := make([]error, len(calls))
+	results := make([]json.RawMessage, len(calls))
 	sem := make(chan struct{}, s.bounds.Parallel)
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i], errs[i] = s.do(c)
+			results[i] = s.do(c)
 		})
 	}
 	wg.Wait()
 	out := make([]starlark.Value, len(calls))
 	for i := range calls {
-		v, err := s.value(results[i], errs[i])
+		v, err := s.value(results[i])
 		if err != nil {
 			return nil, err
 		}
@@ -135,11 +134,14 @@ func (s *script) prepare(tool string, kwargs []starlark.Tuple) (called, error) {
 	if err != nil {
 		return called{}, fmt.Errorf("%s: arguments: %v", tool, err)
 	}
+	if len(args) > maxArgs {
+		return called{}, fmt.Errorf("%s: arguments: %d bytes as JSON, more than %d", tool, len(args), maxArgs)
+	}
 	return called{tool: tool, args: args}, nil
 }
 
 // count takes n calls from the script's calls bound, or stops the script
-// when they are more than it has left.
+// when they are more than it has left. The host counts them again.
 func (s *script) count(n int) error {
 	if used := s.calls.Add(int64(n)); used > int64(s.bounds.Calls) {
 		err := bound("calls", "the script made more than %d tool calls", s.bounds.Calls)
@@ -149,55 +151,56 @@ func (s *script) count(n int) error {
 	return nil
 }
 
-// do makes a call through the pipeline as the script's caller, with the
-// script's call as its parent.
-func (s *script) do(c called) (*toolhost.Result, error) {
-	cc := s.caller
-	cc.CallID, cc.ParentID = "", s.caller.CallID
-	return s.svc.Call(s.ctx, &toolhost.CallRequest{Tool: c.tool, Arguments: []byte(c.args), Context: cc})
+// do asks the host to make a call, and waits for what it returns to the
+// script.
+func (s *script) do(c called) json.RawMessage {
+	return s.conn.call(c.tool, c.args)
 }
 
-// value is what a call returns to the script: the structured content of
-// a result that has it, else its text; the error of a call that failed,
-// refused or not, as errorValue. A script stopped meanwhile stops here.
-func (s *script) value(res *toolhost.Result, err error) (starlark.Value, error) {
+// value is what a call returns to the script, decoded from the host's
+// JSON. A script stopped meanwhile stops here.
+func (s *script) value(v json.RawMessage) (starlark.Value, error) {
 	if stop := s.stoppedErr(); stop != nil {
 		return nil, stop
 	}
+	return decode(v)
+}
+
+// callValue is what a call returns to a script, as JSON: the structured
+// content of a result that has it, else its text; the error of a call
+// that failed, refused or not, as {"error": {"code", "message"}}, and
+// "output" when the tool wrote some (a command that exited non-zero).
+func callValue(res *toolhost.Result, err error) json.RawMessage {
+	type failure struct {
+		Error  toolhost.ErrorInfo `json:"error"`
+		Output string             `json:"output,omitempty"`
+	}
+	var v any
 	switch {
 	case err != nil:
 		info := toolhost.InfoOf(err)
-		return errorValue(info.Code, info.Message, ""), nil
+		v = failure{Error: toolhost.ErrorInfo{Code: info.Code, Message: info.Message}}
 	case !res.OK:
 		info := res.Error
 		if info == nil {
 			info = &toolhost.ErrorInfo{Code: toolhost.CodeToolExec, Message: "the tool failed"}
 		}
-		return errorValue(info.Code, info.Message, res.Stdout), nil
+		v = failure{Error: toolhost.ErrorInfo{Code: info.Code, Message: info.Message}, Output: res.Stdout}
+	default:
+		v = res.Stdout
+		if sc, ok := res.Meta[toolhost.MetaStructuredContent]; ok {
+			v = sc
+		}
 	}
-	if sc, ok := res.Meta[toolhost.MetaStructuredContent]; ok {
-		return decode(sc)
+	out, merr := json.Marshal(v)
+	if merr != nil {
+		out, _ = json.Marshal(failure{Error: toolhost.ErrorInfo{Code: toolhost.CodeInternal, Message: "the result is not JSON: " + merr.Error()}})
 	}
-	return starlark.String(res.Stdout), nil
-}
-
-// errorValue is a failed call as a script sees it: {"error": {"code",
-// "message"}}, and "output" when the tool wrote some (a command that
-// exited non-zero).
-func errorValue(code toolhost.Code, msg, output string) starlark.Value {
-	e := starlark.NewDict(2)
-	_ = e.SetKey(starlark.String("code"), starlark.String(code))
-	_ = e.SetKey(starlark.String("message"), starlark.String(msg))
-	d := starlark.NewDict(2)
-	_ = d.SetKey(starlark.String("error"), e)
-	if output != "" {
-		_ = d.SetKey(starlark.String("output"), starlark.String(output))
-	}
-	return d
+	return out
 }
 
 // failedBuiltin is failed(value): whether value is a failed call's
-// (errorValue).
+// ({"error": {"code": …, "message": …}}).
 func failedBuiltin(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var v starlark.Value
 	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &v); err != nil {
@@ -228,12 +231,7 @@ func encode(v starlark.Value) (string, error) {
 	return string(out.(starlark.String)), nil
 }
 
-// decode is a JSON value (as encoding/json decodes it) as a Starlark value
-// (Starlark's json.decode).
-func decode(x any) (starlark.Value, error) {
-	text, err := json.Marshal(x)
-	if err != nil {
-		return nil, err
-	}
+// decode is a JSON text as a Starlark value (Starlark's json.decode).
+func decode(text json.RawMessage) (starlark.Value, error) {
 	return starlark.Call(&starlark.Thread{Name: "decode"}, starjson.Module.Members["decode"], starlark.Tuple{starlark.String(text)}, nil)
 }

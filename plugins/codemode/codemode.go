@@ -4,9 +4,12 @@
 // the script returns. Every call a script makes is the caller's own call
 // through the host's pipeline ([host.Host.Call]): role, validation, rules,
 // call limits, approvals, redaction and events as for any call, with the
-// script's call as its parent. It runs in-process, registered by the agent
-// runtime ([github.com/toolhost/toolhost/agents]) under its reserved id
-// ([host.CodeGroup]); only roles that name the group get it.
+// script's call as its parent. The group runs in-process, registered by
+// the agent runtime ([github.com/toolhost/toolhost/agents]) under its
+// reserved id ([host.CodeGroup]); only roles that name the group get it.
+// Each script's interpreter runs in a runner process, the host's binary
+// re-executed with TOOLHOST_CODE_RUNNER set (this package's init runs it),
+// whose memory the kernel bounds; the host serves its calls.
 package codemode
 
 import (

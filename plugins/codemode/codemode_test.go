@@ -3,6 +3,8 @@ package codemode_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,9 +19,10 @@ import (
 // service serves the tools of a group in-process, as a host would list
 // and call them, recording the requests it was sent.
 type service struct {
-	group *sdk.Group
-	mu    sync.Mutex
-	sent  []toolhost.CallRequest
+	group  *sdk.Group
+	bounds rules.CodeBounds // over the defaults
+	mu     sync.Mutex
+	sent   []toolhost.CallRequest
 }
 
 func (s *service) Tools(host.ToolQuery) (host.ToolList, error) {
@@ -42,7 +45,9 @@ func (s *service) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhos
 	return s.group.Call(ctx, req)
 }
 
-func (s *service) CodeBounds(string) rules.CodeBounds { return rules.DefaultCodeBounds() }
+func (s *service) CodeBounds(string) rules.CodeBounds {
+	return s.bounds.Over(rules.DefaultCodeBounds())
+}
 
 type pathArgs struct {
 	Path string `json:"path"`
@@ -67,7 +72,7 @@ func files() *sdk.Group {
 }
 
 // run runs src through the code group as agent_1's call script-1.
-func run(t *testing.T, svc *service, src string) *toolhost.Result {
+func run(t testing.TB, svc *service, src string) *toolhost.Result {
 	t.Helper()
 	args, _ := json.Marshal(map[string]string{"script": src})
 	res, err := codemode.Group(svc).Call(context.Background(), &toolhost.CallRequest{Tool: "run_script", Arguments: args,
@@ -132,5 +137,64 @@ func TestResultKeepsMarkup(t *testing.T) {
 	res := run(t, &service{group: files()}, `result = "<a href='x'>&</a>"`)
 	if !res.OK || res.Stdout != `{"result":"<a href='x'>&</a>"}` {
 		t.Errorf("%+v %s", res.Error, res.Stdout)
+	}
+}
+
+// TestMemoryBound: a script that allocates more than its memory bound,
+// in one step or in a few, fails naming the bound, and the memory is not
+// the host's: this process's peak resident set barely grows.
+func TestMemoryBound(t *testing.T) {
+	svc := &service{group: files(), bounds: rules.CodeBounds{Memory: 64 << 20, Steps: 1 << 40}}
+	for _, tt := range []struct{ name, src string }{
+		{"one step", `x = [0] * 40000000`},
+		{"join", "s = \"x\" * 1000000\nt = \",\".join([s] * 1000)"},
+		{"a builtin", `x = list(range(40000000))`},
+		{"doubling", "s = \"x\" * 1024\nfor i in range(30):\n  s = s + s"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := peakRSS(t)
+			res := run(t, svc, tt.src)
+			if res.OK || res.Error.Code != toolhost.CodePolicy || res.Error.Message != "code: memory: the script needed more than 64MiB" {
+				t.Fatalf("%+v", res.Error)
+			}
+			if grown := peakRSS(t) - before; grown > 100<<20 {
+				t.Errorf("this process's peak RSS grew by %d MiB", grown>>20)
+			}
+		})
+	}
+	// The runner that ran out of memory took nothing with it.
+	if res := run(t, svc, `result = cat(path = "a")`); !res.OK || res.Stdout != `{"result":"contents of a"}` {
+		t.Errorf("%+v %s", res.Error, res.Stdout)
+	}
+}
+
+// peakRSS is this process's peak resident set size (VmHWM), in bytes.
+func peakRSS(t *testing.T) int64 {
+	t.Helper()
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/self/status")
+	return 0
+}
+
+// BenchmarkRunScript is the latency of a trivial script making one inner
+// call.
+func BenchmarkRunScript(b *testing.B) {
+	svc := &service{group: files()}
+	for b.Loop() {
+		if res := run(b, svc, `result = cat(path = "a")`); !res.OK {
+			b.Fatalf("%+v", res.Error)
+		}
 	}
 }

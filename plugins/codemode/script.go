@@ -1,20 +1,14 @@
 package codemode
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/toolhost/toolhost"
-	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/internal/codemode"
 	"github.com/toolhost/toolhost/rules"
 	starjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
@@ -25,40 +19,30 @@ import (
 // is set there) and use sets; recursion stays off.
 var fileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true}
 
-// memoryEvery is how often a script's memory bound is checked.
-const memoryEvery = 5 * time.Millisecond
-
-// script is one run of run_script.
+// script is one run of run_script's interpreter, in the runner process:
+// its calls and what it prints go to the host over conn.
 type script struct {
-	svc    Service
-	caller toolhost.CallContext
+	conn   *conn
 	bounds rules.CodeBounds
-	ctx    context.Context
 	thread *starlark.Thread
 	tools  map[string]bool   // the tools it may call, by name
 	fns    map[string]string // its functions' names, to the tools'
 
 	calls   atomic.Int64
-	printed strings.Builder
-	cancel  context.CancelFunc
 	mu      sync.Mutex
+	printed strings.Builder // what it printed, as the host keeps it too
 	// stopped is why the script was stopped, the first reason only: a
-	// *toolhost.Error naming the bound, the timeout or the cancellation.
+	// *toolhost.Error naming the bound.
 	stopped error
 }
 
-// run runs src for the caller and returns run_script's result.
-func run(ctx context.Context, svc Service, caller toolhost.CallContext, src string) *toolhost.Result {
-	// Over the defaults again: a bound no one set would be no bound.
-	s := &script{svc: svc, caller: caller, bounds: svc.CodeBounds(caller.Role).Over(rules.DefaultCodeBounds())}
-	if err := s.listTools(); err != nil {
-		return toolhost.ErrorResult(err)
+// interpret runs the script of start and returns the encoded value of its
+// result ("" for none), or why it failed.
+func interpret(c *conn, start *startMsg) (string, error) {
+	s := &script{conn: c, bounds: start.Bounds, tools: map[string]bool{}, fns: start.Functions}
+	for _, t := range start.Tools {
+		s.tools[t] = true
 	}
-	var cancelTimeout context.CancelFunc
-	ctx, cancelTimeout = context.WithTimeout(ctx, s.bounds.Timeout)
-	defer cancelTimeout()
-	s.ctx, s.cancel = context.WithCancel(ctx)
-	defer s.cancel()
 	s.thread = &starlark.Thread{
 		Name:  "run_script",
 		Print: s.print,
@@ -70,53 +54,27 @@ func run(ctx context.Context, svc Service, caller toolhost.CallContext, src stri
 		},
 	}
 	s.thread.SetMaxExecutionSteps(uint64(s.bounds.Steps))
-	stopAfter := context.AfterFunc(s.ctx, func() {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			s.stop(toolhost.Errorf(toolhost.CodeTimeout, "code: timeout: the script ran longer than %v", s.bounds.Timeout))
-		} else {
-			s.stop(toolhost.Errorf(toolhost.CodeCancelled, "code: the script's call was cancelled"))
-		}
-	})
-	defer stopAfter()
-	watched := make(chan struct{})
-	defer close(watched)
-	go s.watchMemory(watched)
-
-	globals, err := starlark.ExecFileOptions(fileOptions, s.thread, "script", src, s.predeclared())
+	globals, err := starlark.ExecFileOptions(fileOptions, s.thread, "script", start.Script, s.predeclared())
 	if err == nil {
-		err = s.stoppedErr() // a bound passed after its last step: the memory watchdog, a last print
+		err = s.stoppedErr() // a bound passed after its last step: a last print
 	}
 	if err != nil {
-		return s.failed(err)
+		return "", s.failed(err)
 	}
-	out := map[string]any{}
-	if v, ok := globals["result"]; ok && v != starlark.None {
-		enc, err := encode(v)
-		if err != nil {
-			return s.failed(toolhost.Errorf(toolhost.CodeValidation, "code: result: %v", err))
-		}
-		out["result"] = json.RawMessage(enc)
+	v, ok := globals["result"]
+	if !ok || v == starlark.None {
+		return "", nil
 	}
-	if s.printed.Len() > 0 {
-		out["printed"] = s.printed.String()
+	enc, err := encode(v)
+	if err != nil {
+		return "", toolhost.Errorf(toolhost.CodeValidation, "code: result: %v", err)
 	}
-	text := compactJSON(out)
-	if len(text) > s.bounds.Output {
-		return s.failed(bound("output", "the script returned %d bytes, more than %d", len(text), s.bounds.Output))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := checkReply(reply(json.RawMessage(enc), s.printed.String()), s.bounds.Output); err != nil {
+		return "", err
 	}
-	var structured map[string]any
-	_ = json.Unmarshal(text, &structured)
-	return &toolhost.Result{OK: true, Stdout: string(text), Meta: map[string]any{toolhost.MetaStructuredContent: structured}}
-}
-
-// compactJSON is v as JSON on one line, "<", ">" and "&" as they are: what
-// the model reads, as short as it can be.
-func compactJSON(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // a map of a RawMessage from Starlark's json.encode and a string
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return enc, nil
 }
 
 // bound is the error of a script that reached one of its bounds: policy,
@@ -126,14 +84,13 @@ func bound(name, format string, args ...any) error {
 }
 
 // stop stops the script for err, unless it was stopped already: its
-// thread ends at its next step, its calls in flight are cancelled.
+// thread ends at its next step.
 func (s *script) stop(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped == nil {
 		s.stopped = err
 		s.thread.Cancel(err.Error())
-		s.cancel()
 	}
 }
 
@@ -144,83 +101,39 @@ func (s *script) stoppedErr() error {
 	return s.stopped
 }
 
-// failed is run_script's result when the script fails: the bound it
-// reached, or its own error (a syntax error is validation, a runtime one
-// tool_exec), with what it printed.
-func (s *script) failed(err error) *toolhost.Result {
+// failed is the error of a script that fails: the bound it reached, or
+// its own error (a syntax error is validation, a runtime one tool_exec).
+func (s *script) failed(err error) error {
 	if stop := s.stoppedErr(); stop != nil {
-		err = stop
+		return stop
 	}
 	var te *toolhost.Error
 	var ev *starlark.EvalError
 	switch {
 	case errors.As(err, &te):
+		return err
 	case errors.As(err, &ev):
-		err = toolhost.Errorf(toolhost.CodeToolExec, "code: %s", ev.Backtrace())
+		return toolhost.Errorf(toolhost.CodeToolExec, "code: %s", ev.Backtrace())
 	default: // it did not parse or resolve
-		err = toolhost.Errorf(toolhost.CodeValidation, "code: %v", err)
+		return toolhost.Errorf(toolhost.CodeValidation, "code: %v", err)
 	}
-	res := toolhost.ErrorResult(err)
-	res.Stdout = s.printed.String()
-	return res
 }
 
-// print keeps what the script prints, up to the output bound.
+// print sends what the script prints to the host, up to the output
+// bound.
 func (s *script) print(_ *starlark.Thread, msg string) {
-	if s.printed.Len()+len(msg)+1 > s.bounds.Output {
-		s.stop(bound("output", "the script printed more than %d bytes", s.bounds.Output))
+	s.mu.Lock()
+	over := s.printed.Len()+len(msg)+1 > s.bounds.Output
+	if !over {
+		s.printed.WriteString(msg)
+		s.printed.WriteByte('\n')
+	}
+	s.mu.Unlock()
+	if over {
+		s.stop(printedTooMuch(s.bounds.Output))
 		return
 	}
-	s.printed.WriteString(msg)
-	s.printed.WriteByte('\n')
-}
-
-// watchMemory stops the script when the host's heap has grown by more
-// than the memory bound since the script started, until done is closed.
-// Starlark counts no allocations, so this is what bounds a script's
-// memory: coarse (it sees the whole process, and what one step allocates
-// before the next check), but it stops a script that keeps growing.
-func (s *script) watchMemory(done <-chan struct{}) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(sample)
-	base := sample[0].Value.Uint64()
-	t := time.NewTicker(memoryEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
-		metrics.Read(sample)
-		if grown := int64(sample[0].Value.Uint64()) - int64(base); grown > s.bounds.Memory {
-			s.stop(bound("memory", "the script grew the heap by more than %d bytes", s.bounds.Memory))
-			return
-		}
-	}
-}
-
-// listTools finds the tools the caller may call, those of its role's
-// deferred groups included, but the code group's.
-func (s *script) listTools() error {
-	q := host.ToolQuery{Agent: s.caller.AgentID, Unloaded: true}
-	if q.Agent == "" {
-		q.Role = s.caller.Role
-	}
-	list, err := s.svc.Tools(q)
-	if err != nil {
-		return err
-	}
-	s.tools = map[string]bool{}
-	var names []string
-	for _, d := range list.Tools {
-		if list.Meta[d.Function.Name].Group != host.CodeGroup {
-			s.tools[d.Function.Name] = true
-			names = append(names, d.Function.Name)
-		}
-	}
-	s.fns = codemode.Functions(names)
-	return nil
+	s.conn.send(&runnerMsg{Print: &msg})
 }
 
 // predeclared are the script's globals: a function per tool, call,
