@@ -347,7 +347,7 @@ func TestRunScriptDescription(t *testing.T) {
 		return ""
 	}
 	d := describe()
-	for _, want := range []string{"\nFunctions:\n", "\nread_file(path: str, limit: int = None, offset: int = None) # Read lines of a text file", "\nfind_tools(query: str, limit: int = None)"} {
+	for _, want := range []string{"\nFunctions:\n", "\nread_file(path: str, limit: int = None, offset: int = None)\n", "\nfind_tools(query: str, limit: int = None)"} {
 		if !strings.Contains(d, want) {
 			t.Errorf("the description has no %q:\n%s", want, d)
 		}

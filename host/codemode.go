@@ -26,7 +26,7 @@ func (v *view) describeCode(defs []ToolDefinition) {
 	var fns []codemode.Def
 	for _, d := range defs {
 		if v.tools[d.Function.Name].group.Spec.ID != CodeGroup {
-			fns = append(fns, codemode.Def{Name: d.Function.Name, Description: d.Function.Description, Parameters: d.Function.Parameters})
+			fns = append(fns, codemode.Def{Name: d.Function.Name, Parameters: d.Function.Parameters})
 		}
 	}
 	defs[i].Function.Description = codemode.Describe(v.tools[codemode.Tool].spec.Description, fns)

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toolhost/toolhost/internal/toolsearch"
 	"go.starlark.net/starlark"
 )
 
@@ -70,15 +69,15 @@ func Functions(tools []string) map[string]string {
 
 // Def is a tool a script may call, as the catalogue shows it.
 type Def struct {
-	Name        string
-	Description string
-	Parameters  json.RawMessage
+	Name       string
+	Parameters json.RawMessage
 }
 
 // Describe returns run_script's description: base, then one line per
 // tool a script may call, its function's signature (from its input
-// schema: required parameters first, optional ones "= None") and the
-// first sentence of its description.
+// schema: required parameters first, optional ones "= None"). What each
+// tool does is its own definition's, which the caller is offered beside
+// run_script: the signatures say only how a script calls them.
 func Describe(base string, defs []Def) string {
 	names := make([]string, len(defs))
 	for i, d := range defs {
@@ -109,10 +108,6 @@ func Describe(base string, defs []Def) string {
 		}
 		b.WriteString(params(d.Parameters))
 		b.WriteString(")")
-		if s := toolsearch.FirstSentence(d.Description); s != "" {
-			b.WriteString(" # ")
-			b.WriteString(s)
-		}
 	}
 	return b.String()
 }

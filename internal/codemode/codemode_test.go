@@ -20,11 +20,11 @@ func TestFunctions(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	defs := []Def{
-		{Name: "read_file", Description: "Read a file. Then more.", Parameters: json.RawMessage(`{"type":"object","properties":{"offset":{"type":"integer"},"path":{"type":"string"},"all":{"type":["boolean","null"]}},"required":["path"]}`)},
-		{Name: "len", Description: "Measure.", Parameters: json.RawMessage(`{"type":"object","properties":{"of":{"type":"string"}},"required":["of"]}`)},
+		{Name: "read_file", Parameters: json.RawMessage(`{"type":"object","properties":{"offset":{"type":"integer"},"path":{"type":"string"},"all":{"type":["boolean","null"]}},"required":["path"]}`)},
+		{Name: "len", Parameters: json.RawMessage(`{"type":"object","properties":{"of":{"type":"string"}},"required":["of"]}`)},
 		{Name: "ping", Parameters: json.RawMessage(`{"type":"object"}`)},
 	}
-	want := "Base.\nFunctions:\nread_file(path: str, all: bool|None = None, offset: int = None) # Read a file.\ncall(\"len\", of: str) # Measure.\nping()"
+	want := "Base.\nFunctions:\nread_file(path: str, all: bool|None = None, offset: int = None)\ncall(\"len\", of: str)\nping()"
 	if got := Describe("Base.", defs); got != want {
 		t.Errorf("Describe =\n%s\nwant\n%s", got, want)
 	}

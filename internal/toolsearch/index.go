@@ -161,7 +161,7 @@ func newIndex(docs []Doc, p params) *Index {
 	var total [numFields]float64
 	df := map[string]int{}
 	for i, d := range docs {
-		ix.docs[i] = entry{name: d.Name, group: d.Group, line: FirstSentence(d.Description)}
+		ix.docs[i] = entry{name: d.Name, group: d.Group, line: firstSentence(d.Description)}
 		ix.byName[strings.ToLower(d.Name)] = append(ix.byName[strings.ToLower(d.Name)], int32(i))
 		var texts [numFields][]string
 		texts[fieldName] = []string{d.Name}
@@ -405,9 +405,9 @@ func schemaTexts(raw json.RawMessage, nested bool) (names, descs []string) {
 	return names, descs
 }
 
-// FirstSentence is the first line of a description, cut after its first
+// firstSentence is the first line of a description, cut after its first
 // sentence (". " or a line's end) and at 200 characters.
-func FirstSentence(desc string) string {
+func firstSentence(desc string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(desc), "\n")
 	line = strings.TrimSpace(line)
 	if i := strings.Index(line, ". "); i >= 0 {

@@ -176,8 +176,8 @@ func TestFirstSentence(t *testing.T) {
 		{"", ""},
 		{long, strings.TrimSpace(long[:199]) + "…"},
 	} {
-		if got := FirstSentence(tc.in); got != tc.want {
-			t.Errorf("FirstSentence(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := firstSentence(tc.in); got != tc.want {
+			t.Errorf("firstSentence(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -37,7 +37,7 @@ type Service interface {
 // description is run_script's description before the host appends the
 // functions of the caller's tools (internal/codemode.Describe).
 const description = `Run a Starlark (Python-like) script that calls your tools and returns only what you need: one call instead of many.
-Each function below is one of your tools, taking its arguments by name; it returns the tool's structured content (a dict) if it has one, else its text. A call that fails returns {"error": {"code": ..., "message": ...}}: test with failed(r).
+Each function below is one of your tools (what it does: its own definition), taking its arguments by name; it returns the tool's structured content (a dict) if it has one, else its text. A call that fails returns {"error": {"code": ..., "message": ...}}: test with failed(r).
 call("tool", arg=...) calls a tool by its name; parallel([("tool", {"arg": ...}), ...]) runs calls at once, results in order; json.encode/decode; print() output comes back too.
 Set result = ... at the top level; you get {"result": ..., "printed": "..."} as JSON. Example:
 r = read_file(path="go.mod")
