@@ -3,6 +3,7 @@ package codemode_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -132,5 +133,40 @@ func TestResultKeepsMarkup(t *testing.T) {
 	res := run(t, &service{group: files()}, `result = "<a href='x'>&</a>"`)
 	if !res.OK || res.Stdout != `{"result":"<a href='x'>&</a>"}` {
 		t.Errorf("%+v %s", res.Error, res.Stdout)
+	}
+}
+
+// TestDeepValues: a value nested deeper than 64 levels fails the script
+// with the bound's error, where it would leave the script (its result) or
+// be written or read recursively (str, repr, print, json), never
+// recursing through it nor dropping it silently.
+func TestDeepValues(t *testing.T) {
+	nest := func(n int) string { return fmt.Sprintf("x = []\nfor i in range(%d):\n    x = [x]\n", n) }
+	for _, tt := range []struct {
+		name, src string
+		msg       string // of the error; "" when the script succeeds
+	}{
+		{"a result at the bound", nest(63) + "result = x", ""},
+		{"a deep result", nest(2000) + "result = x", "code: output: the result nests 2001 levels, more than 64"},
+		{"a very deep result", nest(10000) + "result = x", "code: output: the result nests 10001 levels, more than 64"},
+		{"a result in a dict", nest(100) + `result = {"a": x}`, "code: output: the result nests 102 levels, more than 64"},
+		{"deep JSON decoded", `x = json.decode("[" * 100000 + "]" * 100000)` + "\nresult = 1", "code: depth: json.decode's input nests 100000 levels, more than 64"},
+		{"deep JSON as the result", `result = json.decode("[" * 100000 + "]" * 100000)`, "code: depth: json.decode's input nests 100000 levels"},
+		{"JSON at the bound", `result = len(json.decode("[" * 64 + "]" * 64))`, ""},
+		{"json.encode", nest(100000) + "y = json.encode(x)", "code: depth: json.encode's argument nests 100001 levels, more than 64"},
+		{"str", nest(100000) + "y = str(x)", "code: depth: str's argument nests 100001 levels"},
+		{"repr", nest(100000) + "y = repr((x, 1))", "code: depth: repr's argument nests 100002 levels"},
+		{"print", nest(100000) + "print(1, x)", "code: depth: print's argument nests 100001 levels"},
+		{"print of a value that holds itself", "x = [1]\nx.append(x)\nprint(x)\nresult = len(x)", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := run(t, &service{group: files()}, tt.src)
+			switch {
+			case tt.msg == "" && !res.OK:
+				t.Errorf("%+v", res.Error)
+			case tt.msg != "" && (res.OK || res.Error.Code != toolhost.CodePolicy || !strings.Contains(res.Error.Message, tt.msg)):
+				t.Errorf("%+v %.200q, want policy %q", res.Error, res.Stdout, tt.msg)
+			}
+		})
 	}
 }

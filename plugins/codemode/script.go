@@ -16,7 +16,6 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/codemode"
 	"github.com/toolhost/toolhost/rules"
-	starjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 )
@@ -91,6 +90,9 @@ func run(ctx context.Context, svc Service, caller toolhost.CallContext, src stri
 	}
 	out := map[string]any{}
 	if v, ok := globals["result"]; ok && v != starlark.None {
+		if err := tooDeep("output", "the result", v); err != nil {
+			return s.failed(err)
+		}
 		enc, err := encode(v)
 		if err != nil {
 			return s.failed(toolhost.Errorf(toolhost.CodeValidation, "code: result: %v", err))
@@ -224,9 +226,9 @@ func (s *script) listTools() error {
 }
 
 // predeclared are the script's globals: a function per tool, call,
-// parallel, failed and json.
+// parallel, failed, json, and str, repr and print bounded in depth.
 func (s *script) predeclared() starlark.StringDict {
-	d := starlark.StringDict{"json": starjson.Module}
+	d := shallowBuiltins()
 	for fn, tool := range s.fns {
 		d[fn] = starlark.NewBuiltin(fn, func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			if len(args) > 0 {
