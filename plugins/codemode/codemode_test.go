@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
@@ -18,9 +19,10 @@ import (
 // service serves the tools of a group in-process, as a host would list
 // and call them, recording the requests it was sent.
 type service struct {
-	group *sdk.Group
-	mu    sync.Mutex
-	sent  []toolhost.CallRequest
+	group  *sdk.Group
+	bounds rules.CodeBounds // over the defaults
+	mu     sync.Mutex
+	sent   []toolhost.CallRequest
 }
 
 func (s *service) Tools(host.ToolQuery) (host.ToolList, error) {
@@ -43,7 +45,9 @@ func (s *service) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhos
 	return s.group.Call(ctx, req)
 }
 
-func (s *service) CodeBounds(string) rules.CodeBounds { return rules.DefaultCodeBounds() }
+func (s *service) CodeBounds(string) rules.CodeBounds {
+	return s.bounds.Over(rules.DefaultCodeBounds())
+}
 
 type pathArgs struct {
 	Path string `json:"path"`
@@ -168,5 +172,25 @@ func TestDeepValues(t *testing.T) {
 				t.Errorf("%+v %.200q, want policy %q", res.Error, res.Stdout, tt.msg)
 			}
 		})
+	}
+}
+
+// TestTimeoutDuringACall: a script whose time is up while a call of it
+// runs fails with the timeout, though the call returned its own timeout
+// error (which the script could return as its result) at the deadline,
+// its own timer, as a plugin's, having fired before the script's.
+func TestTimeoutDuringACall(t *testing.T) {
+	g := &sdk.Group{ID: "slow", Tools: []sdk.Tool{
+		sdk.NewTool("wait", "Wait until the call's deadline.", func(ctx context.Context, _ *sdk.Request[struct{}]) (*sdk.Result, error) {
+			dl, _ := ctx.Deadline()
+			<-time.After(time.Until(dl)) // the plugin's own timer
+			return sdk.Fail(&sdk.Result{}, sdk.CodeTimeout, "the command timed out"), nil
+		}),
+	}}
+	for i := range 20 {
+		res := run(t, &service{group: g, bounds: rules.CodeBounds{Timeout: 20 * time.Millisecond}}, "r = wait()\nresult = r")
+		if res.OK || res.Error.Code != toolhost.CodeTimeout || res.Error.Message != "code: timeout: the script ran longer than 20ms" {
+			t.Fatalf("run %d: %+v %s", i, res.Error, res.Stdout)
+		}
 	}
 }

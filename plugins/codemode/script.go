@@ -44,6 +44,10 @@ type script struct {
 	// stopped is why the script was stopped, the first reason only: a
 	// *toolhost.Error naming the bound, the timeout or the cancellation.
 	stopped error
+
+	// deadline is done when the script's time is up or its call is
+	// cancelled; ctx, under it, also when the script is stopped.
+	deadline context.Context
 }
 
 // run runs src for the caller and returns run_script's result.
@@ -54,9 +58,9 @@ func run(ctx context.Context, svc Service, caller toolhost.CallContext, src stri
 		return toolhost.ErrorResult(err)
 	}
 	var cancelTimeout context.CancelFunc
-	ctx, cancelTimeout = context.WithTimeout(ctx, s.bounds.Timeout)
+	s.deadline, cancelTimeout = context.WithTimeout(ctx, s.bounds.Timeout)
 	defer cancelTimeout()
-	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.ctx, s.cancel = context.WithCancel(s.deadline)
 	defer s.cancel()
 	s.thread = &starlark.Thread{
 		Name:  "run_script",
@@ -69,13 +73,7 @@ func run(ctx context.Context, svc Service, caller toolhost.CallContext, src stri
 		},
 	}
 	s.thread.SetMaxExecutionSteps(uint64(s.bounds.Steps))
-	stopAfter := context.AfterFunc(s.ctx, func() {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			s.stop(toolhost.Errorf(toolhost.CodeTimeout, "code: timeout: the script ran longer than %v", s.bounds.Timeout))
-		} else {
-			s.stop(toolhost.Errorf(toolhost.CodeCancelled, "code: the script's call was cancelled"))
-		}
-	})
+	stopAfter := context.AfterFunc(s.ctx, s.ended)
 	defer stopAfter()
 	watched := make(chan struct{})
 	defer close(watched)
@@ -139,8 +137,27 @@ func (s *script) stop(err error) {
 	}
 }
 
-// stoppedErr is why the script was stopped, or nil.
+// ended stops the script if its deadline is done: for the timeout if
+// its time is up, else for the cancellation of its call. Its time is up
+// when the clock says so, though the deadline's timer may not have fired
+// yet: a call whose own timer fired first (a plugin's) returns at the
+// deadline.
+func (s *script) ended() {
+	dl, _ := s.deadline.Deadline()
+	switch {
+	case errors.Is(s.deadline.Err(), context.DeadlineExceeded) || !time.Now().Before(dl):
+		s.stop(toolhost.Errorf(toolhost.CodeTimeout, "code: timeout: the script ran longer than %v", s.bounds.Timeout))
+	case s.deadline.Err() != nil:
+		s.stop(toolhost.Errorf(toolhost.CodeCancelled, "code: the script's call was cancelled"))
+	}
+}
+
+// stoppedErr is why the script was stopped, or nil. A deadline done
+// stops it here too, the function that watches for it may not have run
+// yet: a call that returned because the time was up, or a script that
+// ended after it, is never a success.
 func (s *script) stoppedErr() error {
+	s.ended()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stopped
