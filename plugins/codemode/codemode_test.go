@@ -194,3 +194,22 @@ func TestTimeoutDuringACall(t *testing.T) {
 		}
 	}
 }
+
+// TestLongErrors: a script's error message, its own or Starlark's naming
+// a value of it, is cut to the output bound, saying so.
+func TestLongErrors(t *testing.T) {
+	const bound = 4096
+	for _, src := range []string{
+		`fail("a" * 1000000)`,
+		`x = {}["a" * 1000000]`,
+		`x = int("a" * 1000000)`,
+		`x = getattr(1, "a" * 1000000)`,
+		"def f(n):\n    fail(\"a\" * n)\nf(1000000)",
+	} {
+		res := run(t, &service{group: files(), bounds: rules.CodeBounds{Output: bound}}, src)
+		if res.OK || res.Error.Code != toolhost.CodeToolExec || len(res.Error.Message) > bound+200 ||
+			!strings.HasSuffix(res.Error.Message, "more than the output bound of 4096)") {
+			t.Errorf("%s: %d bytes: %.100s … %.200s", src, len(res.Error.Message), res.Error.Message, res.Error.Message[max(0, len(res.Error.Message)-200):])
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/codemode"
+	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/rules"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -180,8 +181,20 @@ func (s *script) failed(err error) *toolhost.Result {
 		err = toolhost.Errorf(toolhost.CodeValidation, "code: %v", err)
 	}
 	res := toolhost.ErrorResult(err)
+	res.Error.Message = cutMessage(res.Error.Message, s.bounds.Output)
 	res.Stdout = s.printed.String()
 	return res
+}
+
+// cutMessage keeps the beginning of an error message, at most n bytes of
+// it, saying so when it cuts it: a script's own error (fail's text,
+// Starlark's naming a value the script made) is as long as the script
+// makes it.
+func cutMessage(msg string, n int) string {
+	if len(msg) <= n {
+		return msg
+	}
+	return fmt.Sprintf("%s … (cut: the message had %d bytes, more than the output bound of %d)", output.Limit(msg, 0, n, false).Text, len(msg), n)
 }
 
 // print keeps what the script prints, up to the output bound.
