@@ -213,3 +213,16 @@ func TestLongErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputBoundAfterRedaction: the output bound holds for the text as
+// the host returns it, redacted, which can be longer than the script's.
+func TestOutputBoundAfterRedaction(t *testing.T) {
+	svc := &service{group: files(), bounds: rules.CodeBounds{Output: 4096}}
+	res := run(t, svc, `result = ["K_KEY=a"] * 400`)
+	if res.OK || res.Error.Code != toolhost.CodePolicy || !strings.Contains(res.Error.Message, "code: output: the script returned") {
+		t.Errorf("%+v, %d bytes", res.Error, len(res.Stdout))
+	}
+	if res := run(t, svc, `result = ["K_KEY=a"] * 100`); !res.OK {
+		t.Errorf("%+v", res.Error)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/codemode"
 	"github.com/toolhost/toolhost/internal/output"
+	"github.com/toolhost/toolhost/redact"
 	"github.com/toolhost/toolhost/rules"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -102,8 +103,10 @@ func run(ctx context.Context, svc Service, caller toolhost.CallContext, src stri
 		out["printed"] = s.printed.String()
 	}
 	text := compactJSON(out)
-	if len(text) > s.bounds.Output {
-		return s.failed(bound("output", "the script returned %d bytes, more than %d", len(text), s.bounds.Output))
+	// As the host will return it too: redaction may make it longer.
+	shown, _ := redact.String(string(text))
+	if n := max(len(text), len(shown)); n > s.bounds.Output {
+		return s.failed(bound("output", "the script returned %d bytes, more than %d", n, s.bounds.Output))
 	}
 	var structured map[string]any
 	_ = json.Unmarshal(text, &structured)
