@@ -161,6 +161,7 @@ func TestDeepValues(t *testing.T) {
 		{"str", nest(100000) + "y = str(x)", "code: depth: str's argument nests 100001 levels"},
 		{"repr", nest(100000) + "y = repr((x, 1))", "code: depth: repr's argument nests 100002 levels"},
 		{"print", nest(100000) + "print(1, x)", "code: depth: print's argument nests 100001 levels"},
+		{"a tuple and a slice of it", "x = ()\nfor i in range(100):\n    x = (1, x)\nresult = (x[:1], x)", "code: output: the result nests 102 levels, more than 64"},
 		{"print of a value that holds itself", "x = [1]\nx.append(x)\nprint(x)\nresult = len(x)", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

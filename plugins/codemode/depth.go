@@ -79,9 +79,11 @@ func children(v starlark.Value) (any, []starlark.Value) {
 		return v, kids
 	case starlark.Tuple:
 		if len(v) == 0 {
-			return nil, nil
+			return tupleKey{}, nil
 		}
-		return &v[0], v
+		// Its first element's address and its length: a slice of a
+		// tuple shares the tuple's elements.
+		return tupleKey{&v[0], len(v)}, v
 	case *starlark.Dict:
 		var kids []starlark.Value
 		for _, kv := range v.Items() {
@@ -99,6 +101,12 @@ func children(v starlark.Value) (any, []starlark.Value) {
 		return v, kids
 	}
 	return nil, nil
+}
+
+// tupleKey is a tuple's identity.
+type tupleKey struct {
+	first *starlark.Value
+	n     int
 }
 
 // tooDeep is the error of a value, what names it, nested deeper than
