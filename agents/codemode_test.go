@@ -401,6 +401,9 @@ func TestCodeModeAttacks(t *testing.T) {
 		{"a tool outside the role", `result = call("run_command", command = "touch ` + outside + `")`, toolhost.CodeToolExec, "not one of your tools"},
 		{"past the call limit in parallel", `result = [r["error"]["code"] for r in parallel([("list_files", {"path": "."})] * 6) if failed(r)]`, "", `["rate_limited","rate_limited","rate_limited","rate_limited"]`},
 		{"forging a parent", `result = read_file(path = "a.txt", parent_id = "someone-else")`, "", "validation"},
+		{"a deep result", "x = []\nfor i in range(10000):\n  x = [x]\nprint(1)\nresult = x", toolhost.CodePolicy, "code: output: the result nests 10001 levels, more than 64"},
+		{"deep JSON", `x = json.decode("[" * 100000 + "]" * 100000)` + "\nresult = 1", toolhost.CodePolicy, "code: depth: json.decode's input nests 100000 levels, more than 64"},
+		{"a long error", `fail("a" * 1000000)`, toolhost.CodeToolExec, "bytes, more than the output bound of 32768)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			id := "attack-" + strings.ReplaceAll(tt.name, " ", "-")

@@ -628,8 +628,9 @@ func redactError(err error) error {
 	return err
 }
 
-// maxEventArgs bounds the arguments recorded in a tool_call.started event.
-const maxEventArgs = 4 << 10
+// maxEventText bounds the arguments recorded in a tool_call.started event
+// and the error message in a tool_call.failed one.
+const maxEventText = 4 << 10
 
 func (c *call) event(typ string, payload map[string]any) store.Event {
 	e := store.Event{Type: typ, CallID: c.req.Context.CallID, AgentID: c.req.Context.AgentID, Role: c.req.Context.Role,
@@ -648,7 +649,7 @@ func (c *call) event(typ string, payload map[string]any) store.Event {
 
 func (c *call) emitStarted() {
 	args, redacted := redact.JSON(c.req.Arguments)
-	cut := output.Limit(string(args), 0, maxEventArgs, false)
+	cut := output.Limit(string(args), 0, maxEventText, false)
 	payload := map[string]any{"arguments": cut.Text, "channel": c.req.Context.Channel, "run": c.h.runID, "host": c.h.hostID}
 	if c.traceID != "" {
 		payload["trace_id"] = c.traceID
@@ -690,7 +691,11 @@ func (c *call) emitEnded() {
 		code, msg = c.res.Error.Code, c.res.Error.Message
 		payload["exit_code"] = c.res.ExitCode
 	}
-	payload["error"], payload["code"], payload["error_class"] = msg, code, errorClass(code)
+	cut := output.Limit(msg, 0, maxEventText, false)
+	if cut.Bytes || cut.Lines {
+		payload["error_truncated"] = true
+	}
+	payload["error"], payload["code"], payload["error_class"] = cut.Text, code, errorClass(code)
 	c.h.events.Emit(c.event(store.EventCallFailed, payload))
 }
 

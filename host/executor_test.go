@@ -66,8 +66,10 @@ func (p *probe) Call(ctx context.Context, req *toolhost.CallRequest) (*toolhost.
 	case "leak":
 		res.Stdout = "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789\nok"
 		res.Meta = map[string]any{"token": "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB"}
-	case "fail":
-		return toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeToolExec, "it broke")), nil
+	case "fail": // with n bytes more of message
+		var n struct{ N int }
+		_ = json.Unmarshal(req.Arguments, &n)
+		return toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeToolExec, "it broke%s", strings.Repeat("x", n.N))), nil
 	case "structured": // structured content of the size asked, with short text
 		var n struct{ N int }
 		_ = json.Unmarshal(req.Arguments, &n)
@@ -664,6 +666,23 @@ func TestEventsOfCalls(t *testing.T) {
 		t.Fatalf("started = %+v", started[0])
 	}
 	_ = p
+}
+
+// TestEventKeepsLongErrorsCut: the error message a tool_call.failed
+// event records is cut at 4 KiB, as arguments are, and marked so.
+func TestEventKeepsLongErrorsCut(t *testing.T) {
+	h, _ := probeHost(t, nil, nil)
+	do(h, "fail", `{"n":1000000}`, "long-1")
+	if err := h.Events().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	events, err := h.Events().List(context.Background(), store.EventFilter{Call: "long-1", Type: store.EventCallFailed})
+	if err != nil || len(events) != 1 {
+		t.Fatalf("%d events, %v", len(events), err)
+	}
+	if msg, _ := events[0].Payload["error"].(string); len(msg) != 4<<10 || !strings.HasPrefix(msg, "it brokex") || events[0].Payload["error_truncated"] != true {
+		t.Errorf("error of %d bytes, truncated %v", len(msg), events[0].Payload["error_truncated"])
+	}
 }
 
 // TestCloseEndsCallsInFlight: a call running when the host closes ends

@@ -100,11 +100,12 @@ func (b CodeBounds) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON reads what [CodeBounds.MarshalJSON] writes.
+// UnmarshalJSON reads what [CodeBounds.MarshalJSON] writes, and nothing
+// else: another key, or one of those spelled otherwise, is an error.
 func (b *CodeBounds) UnmarshalJSON(data []byte) error {
 	var j codeJSON
-	if err := json.Unmarshal(data, &j); err != nil {
-		return err
+	if err := strictJSON(data, &j); err != nil {
+		return fmt.Errorf("code: %w", err)
 	}
 	*b = CodeBounds{Steps: j.Steps, Memory: j.Memory, Calls: j.Calls, Output: j.Output, Parallel: j.Parallel}
 	if j.Timeout != "" {

@@ -54,6 +54,16 @@ type Rule struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// UnmarshalJSON reads a rule's fields, and nothing else: another key, or
+// one of them spelled otherwise, is an error.
+func (r *Rule) UnmarshalJSON(b []byte) error {
+	type fields Rule // without this method
+	if err := strictJSON(b, (*fields)(r)); err != nil {
+		return fmt.Errorf("rule: %w", err)
+	}
+	return nil
+}
+
 // Limit is a role's `limit "TARGET" {}`: at most Calls calls per period
 // Per, per agent of the role, of its target.
 type Limit struct {
@@ -102,12 +112,13 @@ func (l Limit) MarshalJSON() ([]byte, error) {
 	return json.Marshal(limitJSON{l.Target, l.Calls, l.Per.String(), by})
 }
 
-// UnmarshalJSON reads what [Limit.MarshalJSON] writes; per is a duration such as
-// "1m" or "30s".
+// UnmarshalJSON reads what [Limit.MarshalJSON] writes, and nothing else
+// (another key, or one of those spelled otherwise, is an error); per is a
+// duration such as "1m" or "30s".
 func (l *Limit) UnmarshalJSON(b []byte) error {
 	var j limitJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
+	if err := strictJSON(b, &j); err != nil {
+		return fmt.Errorf("limit: %w", err)
 	}
 	if err := CheckBy(j.By); err != nil {
 		return fmt.Errorf("by: %w", err)

@@ -251,6 +251,12 @@ func TestCreateRoleRefused(t *testing.T) {
 		{"a deferred group not the role's", `{"name":"new","toolGroups":["console"],"deferredGroups":["artifact"]}`, "deferredGroups", `deferred group "artifact" is not one of the role's tool groups`},
 		{"groups not a list", `{"name":"new","toolGroups":"console"}`, "request body", `field "toolGroups": a JSON string cannot be a []string`},
 		{"an unknown field", `{"name":"new","groups":["console"]}`, "request body", `unknown field "groups"`},
+		{"an unknown field of code", `{"name":"new","code":{"bogus":1}}`, "request body", `code: unknown field "bogus"`},
+		{"a field of code spelled otherwise", `{"name":"new","code":{"calls":5,"Calls":7,"CALLS":9}}`, "request body", `code: unknown field "CALLS"`},
+		{"an unknown field of a limit", `{"name":"new","limits":[{"target":"*","calls":1,"per":"1m","bogus":2}]}`, "request body", `limit: unknown field "bogus"`},
+		{"a field of a limit spelled otherwise", `{"name":"new","limits":[{"target":"*","Calls":1,"per":"1m"}]}`, "request body", `limit: unknown field "Calls"`},
+		{"an unknown field of a rule", `{"name":"new","rules":[{"name":"r","action":"deny","bogus":1}]}`, "request body", `rule: unknown field "bogus"`},
+		{"a field of a rule spelled otherwise", `{"name":"new","rules":[{"name":"r","Action":"deny"}]}`, "request body", `rule: unknown field "Action"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var e apiError

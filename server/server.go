@@ -8,7 +8,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/agents"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/mcp/jsondepth"
 	"github.com/toolhost/toolhost/internal/mcp/mcpfront"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -212,9 +212,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	// Its top levels indented only: the text of a deeply nested value (a
+	// tool's structured content) grows as the value does.
+	if b, err := jsondepth.MarshalIndent(v); err == nil {
+		_, _ = w.Write(append(b, '\n'))
+	}
 }
 
 // writeError writes err as {"error": {"code", "message"}}.

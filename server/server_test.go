@@ -198,3 +198,20 @@ func TestErrorsAreJSON(t *testing.T) {
 		t.Fatalf("POST /api/groups = %d allow %q %+v (%v), want 405", resp.StatusCode, resp.Header.Get("Allow"), body, err)
 	}
 }
+
+// TestWriteJSONDeepValue: an answer holding a deeply nested value (a
+// tool's structured content, a call's story) is indented at its top
+// levels only, so its size grows as the value's does, not with the
+// square of its depth; it still decodes to the value.
+func TestWriteJSONDeepValue(t *testing.T) {
+	var v any = []any{}
+	for range 2000 {
+		v = []any{v}
+	}
+	compact, _ := json.Marshal(map[string]any{"result": v})
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusOK, map[string]any{"result": v})
+	if body := rec.Body.Bytes(); len(body) > 2*len(compact) || !json.Valid(body) {
+		t.Fatalf("%d bytes for %d compact", len(body), len(compact))
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/gcpolicy"
+	"github.com/toolhost/toolhost/internal/mcp/jsondepth"
 	"github.com/toolhost/toolhost/internal/output"
 	"github.com/toolhost/toolhost/internal/protocol"
 	"github.com/toolhost/toolhost/store"
@@ -191,9 +192,9 @@ func printList[T any](w io.Writer, items []T, asJSON bool, header string, row fu
 }
 
 func printJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	if b, err := jsondepth.MarshalIndent(v); err == nil {
+		_, _ = w.Write(append(b, '\n'))
+	}
 }
 
 // validateUsage is `toolhost validate`.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/mcp/jsondepth"
 	"github.com/toolhost/toolhost/server"
 	"github.com/toolhost/toolhost/store"
 )
@@ -190,7 +191,7 @@ func writeStory(ctx context.Context, st *store.Store, id string, asJSON bool, w 
 		return err
 	}
 	if asJSON {
-		b, err := json.MarshalIndent(s, "", "  ")
+		b, err := jsondepth.MarshalIndent(s)
 		fmt.Fprintln(w, string(b))
 		return err
 	}

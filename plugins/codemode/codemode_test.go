@@ -3,11 +3,13 @@ package codemode_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
@@ -196,5 +198,93 @@ func BenchmarkRunScript(b *testing.B) {
 		if res := run(b, svc, `result = cat(path = "a")`); !res.OK {
 			b.Fatalf("%+v", res.Error)
 		}
+	}
+}
+
+// TestDeepValues: a value nested deeper than 64 levels fails the script
+// with the bound's error, where it would leave the script (its result) or
+// be written or read recursively (str, repr, print, json), never
+// recursing through it nor dropping it silently.
+func TestDeepValues(t *testing.T) {
+	nest := func(n int) string { return fmt.Sprintf("x = []\nfor i in range(%d):\n    x = [x]\n", n) }
+	for _, tt := range []struct {
+		name, src string
+		msg       string // of the error; "" when the script succeeds
+	}{
+		{"a result at the bound", nest(63) + "result = x", ""},
+		{"a deep result", nest(2000) + "result = x", "code: output: the result nests 2001 levels, more than 64"},
+		{"a very deep result", nest(10000) + "result = x", "code: output: the result nests 10001 levels, more than 64"},
+		{"a result in a dict", nest(100) + `result = {"a": x}`, "code: output: the result nests 102 levels, more than 64"},
+		{"deep JSON decoded", `x = json.decode("[" * 100000 + "]" * 100000)` + "\nresult = 1", "code: depth: json.decode's input nests 100000 levels, more than 64"},
+		{"deep JSON as the result", `result = json.decode("[" * 100000 + "]" * 100000)`, "code: depth: json.decode's input nests 100000 levels"},
+		{"JSON at the bound", `result = len(json.decode("[" * 64 + "]" * 64))`, ""},
+		{"json.encode", nest(100000) + "y = json.encode(x)", "code: depth: json.encode's argument nests 100001 levels, more than 64"},
+		{"str", nest(100000) + "y = str(x)", "code: depth: str's argument nests 100001 levels"},
+		{"repr", nest(100000) + "y = repr((x, 1))", "code: depth: repr's argument nests 100002 levels"},
+		{"print", nest(100000) + "print(1, x)", "code: depth: print's argument nests 100001 levels"},
+		{"a tuple and a slice of it", "x = ()\nfor i in range(100):\n    x = (1, x)\nresult = (x[:1], x)", "code: output: the result nests 102 levels, more than 64"},
+		{"print of a value that holds itself", "x = [1]\nx.append(x)\nprint(x)\nresult = len(x)", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := run(t, &service{group: files()}, tt.src)
+			switch {
+			case tt.msg == "" && !res.OK:
+				t.Errorf("%+v", res.Error)
+			case tt.msg != "" && (res.OK || res.Error.Code != toolhost.CodePolicy || !strings.Contains(res.Error.Message, tt.msg)):
+				t.Errorf("%+v %.200q, want policy %q", res.Error, res.Stdout, tt.msg)
+			}
+		})
+	}
+}
+
+// TestTimeoutDuringACall: a script whose time is up while a call of it
+// runs fails with the timeout, though the call returned its own timeout
+// error (which the script could return as its result) at the deadline,
+// its own timer, as a plugin's, having fired before the script's.
+func TestTimeoutDuringACall(t *testing.T) {
+	g := &sdk.Group{ID: "slow", Tools: []sdk.Tool{
+		sdk.NewTool("wait", "Wait until the call's deadline.", func(ctx context.Context, _ *sdk.Request[struct{}]) (*sdk.Result, error) {
+			dl, _ := ctx.Deadline()
+			<-time.After(time.Until(dl)) // the plugin's own timer
+			return sdk.Fail(&sdk.Result{}, sdk.CodeTimeout, "the command timed out"), nil
+		}),
+	}}
+	for i := range 5 {
+		res := run(t, &service{group: g, bounds: rules.CodeBounds{Timeout: time.Second}}, "r = wait()\nresult = r")
+		if res.OK || res.Error.Code != toolhost.CodeTimeout || res.Error.Message != "code: timeout: the script ran longer than 1s" {
+			t.Fatalf("run %d: %+v %s", i, res.Error, res.Stdout)
+		}
+	}
+}
+
+// TestLongErrors: a script's error message, its own or Starlark's naming
+// a value of it, is cut to the output bound, saying so.
+func TestLongErrors(t *testing.T) {
+	const bound = 4096
+	for _, src := range []string{
+		`fail("a" * 1000000)`,
+		`x = {}["a" * 1000000]`,
+		`x = int("a" * 1000000)`,
+		`x = getattr(1, "a" * 1000000)`,
+		"def f(n):\n    fail(\"a\" * n)\nf(1000000)",
+	} {
+		res := run(t, &service{group: files(), bounds: rules.CodeBounds{Output: bound}}, src)
+		if res.OK || res.Error.Code != toolhost.CodeToolExec || len(res.Error.Message) > bound+200 ||
+			!strings.HasSuffix(res.Error.Message, "more than the output bound of 4096)") {
+			t.Errorf("%s: %d bytes: %.100s … %.200s", src, len(res.Error.Message), res.Error.Message, res.Error.Message[max(0, len(res.Error.Message)-200):])
+		}
+	}
+}
+
+// TestOutputBoundAfterRedaction: the output bound holds for the text as
+// the host returns it, redacted, which can be longer than the script's.
+func TestOutputBoundAfterRedaction(t *testing.T) {
+	svc := &service{group: files(), bounds: rules.CodeBounds{Output: 4096}}
+	res := run(t, svc, `result = ["K_KEY=a"] * 400`)
+	if res.OK || res.Error.Code != toolhost.CodePolicy || !strings.Contains(res.Error.Message, "code: output: the script returned") {
+		t.Errorf("%+v, %d bytes", res.Error, len(res.Stdout))
+	}
+	if res := run(t, svc, `result = ["K_KEY=a"] * 100`); !res.OK {
+		t.Errorf("%+v", res.Error)
 	}
 }

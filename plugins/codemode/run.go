@@ -20,6 +20,8 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/codemode"
+	"github.com/toolhost/toolhost/internal/output"
+	"github.com/toolhost/toolhost/redact"
 	"github.com/toolhost/toolhost/rules"
 )
 
@@ -185,6 +187,12 @@ func (h *proc) call(id int64, tool string, args json.RawMessage) {
 // its error's code is one a script fails with, its result within the
 // output bound.
 func (h *proc) end(m *runnerMsg) *toolhost.Result {
+	if h.timedOut() {
+		// A call that returned because the time was up (its plugin's own
+		// timer firing first), which the script returned or went on
+		// from, is no success.
+		return h.failed(h.timeout())
+	}
 	if m.Error != nil {
 		switch m.Error.Code {
 		case toolhost.CodeValidation, toolhost.CodeToolExec, toolhost.CodePolicy:
@@ -207,10 +215,10 @@ func (h *proc) end(m *runnerMsg) *toolhost.Result {
 // kernel, or the kernel's OOM killer), else what became of it.
 func (h *proc) died() *toolhost.Result {
 	_ = h.cmd.Wait()
-	if err := h.ctx.Err(); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return h.failed(toolhost.Errorf(toolhost.CodeTimeout, "code: timeout: the script ran longer than %v", h.bounds.Timeout))
-		}
+	if h.timedOut() {
+		return h.failed(h.timeout())
+	}
+	if h.ctx.Err() != nil {
 		return h.failed(toolhost.Errorf(toolhost.CodeCancelled, "code: the script's call was cancelled"))
 	}
 	stderr := h.stderr.String()
@@ -223,6 +231,18 @@ func (h *proc) died() *toolhost.Result {
 	return h.failed(toolhost.Errorf(toolhost.CodeInternal, "code: the script's runner ended (%v) before the script: %s", h.cmd.ProcessState, first))
 }
 
+// timedOut reports whether the script's time is up: by the clock, though
+// its deadline's timer may not have fired yet.
+func (h *proc) timedOut() bool {
+	dl, ok := h.ctx.Deadline()
+	return errors.Is(h.ctx.Err(), context.DeadlineExceeded) || ok && !time.Now().Before(dl)
+}
+
+// timeout is the timeout bound's error.
+func (h *proc) timeout() error {
+	return toolhost.Errorf(toolhost.CodeTimeout, "code: timeout: the script ran longer than %v", h.bounds.Timeout)
+}
+
 // broken is run_script's result when the runner sent what a runner does
 // not: the host stops it and trusts nothing of it.
 func (h *proc) broken(format string, args ...any) *toolhost.Result {
@@ -230,11 +250,23 @@ func (h *proc) broken(format string, args ...any) *toolhost.Result {
 }
 
 // failed is run_script's result when the script fails for err, with what
-// it printed so far.
+// it printed so far, its message cut to the output bound (cutMessage).
 func (h *proc) failed(err error) *toolhost.Result {
 	res := toolhost.ErrorResult(err)
+	res.Error.Message = cutMessage(res.Error.Message, h.bounds.Output)
 	res.Stdout = h.printed.String()
 	return res
+}
+
+// cutMessage keeps the beginning of an error message, at most n bytes of
+// it, saying so when it cuts it: a script's own error (fail's text,
+// Starlark's naming a value the script made) is as long as the script
+// makes it.
+func cutMessage(msg string, n int) string {
+	if len(msg) <= n {
+		return msg
+	}
+	return fmt.Sprintf("%s … (cut: the message had %d bytes, more than the output bound of %d)", output.Limit(msg, 0, n, false).Text, len(msg), n)
 }
 
 // outOfMemory are what a runner refused address space writes as it dies:
@@ -304,10 +336,12 @@ func reply(result json.RawMessage, printed string) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// checkReply is the output bound's error when text is longer than it.
+// checkReply is the output bound's error when text is longer than it, as
+// the host returns it: redacted, which can make it longer.
 func checkReply(text []byte, output int) error {
-	if len(text) > output {
-		return bound("output", "the script returned %d bytes, more than %d", len(text), output)
+	shown, _ := redact.String(string(text))
+	if n := max(len(text), len(shown)); n > output {
+		return bound("output", "the script returned %d bytes, more than %d", n, output)
 	}
 	return nil
 }

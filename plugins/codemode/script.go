@@ -10,7 +10,6 @@ import (
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/rules"
-	starjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 )
@@ -64,6 +63,9 @@ func interpret(c *conn, start *startMsg) (string, error) {
 	v, ok := globals["result"]
 	if !ok || v == starlark.None {
 		return "", nil
+	}
+	if err := tooDeep("output", "the result", v); err != nil {
+		return "", err
 	}
 	enc, err := encode(v)
 	if err != nil {
@@ -137,9 +139,9 @@ func (s *script) print(_ *starlark.Thread, msg string) {
 }
 
 // predeclared are the script's globals: a function per tool, call,
-// parallel, failed and json.
+// parallel, failed, json, and str, repr and print bounded in depth.
 func (s *script) predeclared() starlark.StringDict {
-	d := starlark.StringDict{"json": starjson.Module}
+	d := shallowBuiltins()
 	for fn, tool := range s.fns {
 		d[fn] = starlark.NewBuiltin(fn, func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			if len(args) > 0 {

@@ -1,5 +1,6 @@
-// Package jsondepth measures how deeply JSON nests, without decoding it, and
-// holds the one bound toolhost puts on that nesting for MCP.
+// Package jsondepth measures how deeply JSON nests, without decoding it,
+// holds the one bound toolhost puts on that nesting for MCP, and lays out
+// JSON for people indenting only its top levels.
 package jsondepth
 
 // Max is how deeply the MCP JSON toolhost reads and offers may nest objects

@@ -1,6 +1,8 @@
 package jsondepth
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -27,5 +29,26 @@ func TestOf(t *testing.T) {
 		if got := Of([]byte(tt.raw)); got != tt.want {
 			t.Errorf("Of(%.40q) = %d, want %d", tt.raw, got, tt.want)
 		}
+	}
+}
+
+// TestIndent: down to its levels Indent writes what json.Indent does;
+// deeper, compact; and deep JSON grows linearly.
+func TestIndent(t *testing.T) {
+	for _, src := range []string{`{}`, `[]`, `1`, `"a{,:}"`, `{"a":[1,{"b":"c\"]"}],"d":{},"e":[],"f":[[[]]]}`, `[{"x":null},true,"\\"]`} {
+		var want bytes.Buffer
+		if err := json.Indent(&want, []byte(src), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got := Indent(nil, []byte(src), IndentLevels); string(got) != want.String() {
+			t.Errorf("%s:\n%s\nwant\n%s", src, got, want.String())
+		}
+	}
+	if got, want := string(Indent(nil, []byte(`{"a":{"b":[1,2]},"c":3}`), 1)), "{\n  \"a\": {\"b\":[1,2]},\n  \"c\": 3\n}"; got != want {
+		t.Errorf("one level:\n%s\nwant\n%s", got, want)
+	}
+	deep := []byte(strings.Repeat("[", 5000) + strings.Repeat("]", 5000))
+	if got := Indent(nil, deep, IndentLevels); len(got) > 2*len(deep)+IndentLevels*IndentLevels*4 {
+		t.Errorf("%d levels indented: %d bytes", 5000, len(got))
 	}
 }
