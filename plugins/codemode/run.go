@@ -303,6 +303,7 @@ type capped struct {
 	buf bytes.Buffer
 }
 
+// Write keeps what fits of p and reports all of it written.
 func (c *capped) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -312,6 +313,7 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String is what was kept.
 func (c *capped) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
