@@ -380,18 +380,24 @@ func TestCoalesce(t *testing.T) {
 		running.Add(-1)
 	})
 	for round := range 20 {
+		// The latest time a trigger was called at, taken before the call:
+		// a run that starts after the call began may still start before
+		// the round ends (the time after wg.Wait would be too late).
+		var last atomic.Int64
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
 				for range 100 {
+					now := time.Now().UnixNano()
+					for old := last.Load(); now > old && !last.CompareAndSwap(old, now); old = last.Load() {
+					}
 					trigger()
 				}
 			})
 		}
 		wg.Wait()
-		last := time.Now().UnixNano()
 		proctest.Eventually(t, fmt.Sprintf("round %d: a run began after the last trigger, and ended", round), func() bool {
-			return lastStart.Load() >= last && running.Load() == 0
+			return lastStart.Load() >= last.Load() && running.Load() == 0
 		})
 	}
 	// A run takes 1 ms and the triggers of a round come in far less (more
