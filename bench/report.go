@@ -791,7 +791,7 @@ var sdkCost = struct {
 	// as released and as patched: one run of each build, one after the
 	// other (-paths 'everything \(20' -calls 4000 -rounds 4)
 	ours, floor [2][2]int
-	// per call of BenchmarkGatewayCall in 2026-07-28, as released, since
+	// per call of BenchmarkGatewayCall in the stateless era, as released, since
 	// the front answers plain sessionless calls itself and before: bytes
 	// and objects each; measured on directDate
 	direct     [4]int
@@ -832,9 +832,9 @@ func writeSDKCost(p func(string, ...any)) {
 			c.floor[i][0], c.floor[i][1], float64(c.floor[i][1])/float64(c.floor[i][0]))
 	}
 	p("\nSince then the front answers a plain sessionless `tools/call` itself, without the session the SDK makes for each "+
-		"sessionless request (docs/mcp.md), and the SDK as released allocates less on that path: in 2026-07-28, `BenchmarkGatewayCall` "+
+		"sessionless request (docs/mcp.md), and the SDK as released allocates less on that path: in %s, `BenchmarkGatewayCall` "+
 		"allocates %s and %d objects per call, against %s and %d before (%s, three runs each, the same in each run); the 2025 "+
-		"sessions are the SDK's as before.\n", kib(c.direct[0]), c.direct[1], kib(c.direct[2]), c.direct[3], c.directDate)
+		"sessions are the SDK's as before.\n", mcpversion.Stateless, kib(c.direct[0]), c.direct[1], kib(c.direct[2]), c.direct[3], c.directDate)
 }
 
 // kib writes n bytes in KiB.
