@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -101,10 +102,19 @@ func (b CodeBounds) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads what [CodeBounds.MarshalJSON] writes, and nothing
-// else: another key, or one of those spelled otherwise, is an error.
+// else: another key, or one of those spelled otherwise, is an error; a
+// value of the wrong JSON type is one naming its bound ("steps: a JSON
+// number 1.5 is not a whole number").
 func (b *CodeBounds) UnmarshalJSON(data []byte) error {
 	var j codeJSON
 	if err := strictJSON(data, &j); err != nil {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			want := "a whole number"
+			if te.Field == "timeout" {
+				want = `a duration such as "30s"`
+			}
+			return fmt.Errorf("%s: a JSON %s is not %s", te.Field, te.Value, want)
+		}
 		return fmt.Errorf("code: %w", err)
 	}
 	*b = CodeBounds{Steps: j.Steps, Memory: j.Memory, Calls: j.Calls, Output: j.Output, Parallel: j.Parallel}

@@ -28,6 +28,15 @@ func TestCodeBounds(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"timeout":"soon"}`), &back); err == nil || !strings.Contains(err.Error(), `timeout: "soon" is not a duration`) {
 		t.Errorf("a bad timeout: %v", err)
 	}
+	for body, msg := range map[string]string{
+		`{"steps":1.5}`:     "steps: a JSON number 1.5 is not a whole number",
+		`{"memory":"1GiB"}`: "memory: a JSON string is not a whole number",
+		`{"timeout":30}`:    `timeout: a JSON number is not a duration such as "30s"`,
+	} {
+		if err := json.Unmarshal([]byte(body), &back); err == nil || err.Error() != msg {
+			t.Errorf("%s: %v, want %s", body, err, msg)
+		}
+	}
 	for _, tt := range []struct {
 		b   rules.CodeBounds
 		msg string

@@ -32,11 +32,23 @@ type apiRole struct {
 	// DeclaredIn is where this host's config file declares the role (see
 	// [host.Host.RoleDeclaredAt]); none for a role made at run time.
 	DeclaredIn *host.RoleDeclaration `json:"declaredIn,omitempty"`
+	// CodeDefaults are the script bounds the role gets where its own Code
+	// says nothing (see [rules.CodeBounds.Over]).
+	CodeDefaults codeDefaults `json:"codeDefaults"`
+}
+
+// codeDefaults are where a role's script bounds come from when it does
+// not say them: the config's top-level code block (only what it says),
+// and, under it, [rules.DefaultCodeBounds].
+type codeDefaults struct {
+	Config  rules.CodeBounds `json:"config"`
+	BuiltIn rules.CodeBounds `json:"builtIn"`
 }
 
 func (s *Server) roleJSON(r store.Role) apiRole {
 	ro, why := s.h.Roles().ReadOnly(r)
-	out := apiRole{Role: r, ReadOnly: ro, ReadOnlyReason: why, BuiltIn: r.ID == store.RootRoleID}
+	out := apiRole{Role: r, ReadOnly: ro, ReadOnlyReason: why, BuiltIn: r.ID == store.RootRoleID,
+		CodeDefaults: codeDefaults{Config: s.h.Config().Code, BuiltIn: rules.DefaultCodeBounds()}}
 	if d, ok := s.h.Roles().Declared(r.Name); ok && r.Source == store.SourceConfig {
 		out.DeclaredIn = &d
 	}
