@@ -247,7 +247,7 @@ func storedGroups(t *testing.T, h *host.Host, name string) []string {
 
 func TestUIFiles(t *testing.T) {
 	srv := newServer(t)
-	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/agents.js": "text/javascript", "/ui/roles.js": "text/javascript", "/ui/rules.js": "text/javascript", "/ui/overview.js": "text/javascript", "/ui/events.js": "text/javascript", "/ui/app.css": "text/css"} {
+	for path, want := range map[string]string{"/": "text/html", "/ui/app.js": "text/javascript", "/ui/agents.js": "text/javascript", "/ui/roles.js": "text/javascript", "/ui/rules.js": "text/javascript", "/ui/code.js": "text/javascript", "/ui/overview.js": "text/javascript", "/ui/events.js": "text/javascript", "/ui/app.css": "text/css"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)

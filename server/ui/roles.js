@@ -14,7 +14,7 @@ let createdRole = null;
 
 // ROLE_FIELDS are the fields of the role form, by the name an API error
 // starts with ("name: …", "toolGroups: …").
-const ROLE_FIELDS = { name: '#role-name', description: '#role-description', prompt: '#role-prompt', toolGroups: '#group-list', deferredGroups: '#group-list', rules: '#rule-list', limits: '#limit-list' };
+const ROLE_FIELDS = { name: '#role-name', description: '#role-description', prompt: '#role-prompt', toolGroups: '#group-list', deferredGroups: '#group-list', rules: '#rule-list', limits: '#limit-list', code: '#code-bounds' };
 
 // groupChips shows a role's tool groups (null: all groups), marking those
 // in deferred, whose tools its agents load on demand.
@@ -59,7 +59,7 @@ function lockBadge(r) {
 function declaredAt(d) { return d.line ? `${d.file}:${d.line}` : d.file; }
 
 // savedSummary says what a role saved holds: its groups, those loaded on
-// demand, its tool policy, its rules and limits.
+// demand, its tool policy, its rules and limits, the script bounds it sets.
 function savedSummary(r) {
   const n = (k, word) => `${k} ${word}${k === 1 ? '' : 's'}`;
   const parts = [r.toolGroups === null || r.toolGroups === undefined ? 'all tool groups'
@@ -67,6 +67,8 @@ function savedSummary(r) {
   if ((r.deferredGroups || []).length) parts.push(r.deferredGroups.length + ' loaded on demand');
   if (r.readOnlyTools) parts.push('policy: reads only');
   parts.push(n((r.rules || []).length, 'rule'), n((r.limits || []).length, 'limit'));
+  const own = Object.keys(r.code || {}).length;
+  if (own) parts.push(n(own, 'script bound') + ' of its own');
   return parts.join(', ');
 }
 
@@ -255,11 +257,13 @@ async function roleEditor(main, v, role, groups) {
 
   const sameSet = (a, b) => a.slice().sort().join(',') === b.slice().sort().join(',');
   function dirty() {
-    return !sameSet(selected(), saved || []) || !sameSet(selectedDeferred(), savedDeferred) || readsOnly.checked !== savedReadsOnly || rulesEd.dirty();
+    return !sameSet(selected(), saved || []) || !sameSet(selectedDeferred(), savedDeferred) || readsOnly.checked !== savedReadsOnly ||
+      rulesEd.dirty() || (codeEd !== null && codeEd.dirty());
   }
 
   function changed() {
     showDefer();
+    if (codeEd) codeEd.groupsChanged(selected());
     notice.hidden = selected().length !== 0;
     showDirty();
     updateTokens();
@@ -273,6 +277,8 @@ async function roleEditor(main, v, role, groups) {
 
   // The role's rules and limits, saved with the rest.
   const rulesEd = rulesEditor(role, ro, showDirty);
+  // Its script bounds, saved with the rest; set once the role is made.
+  const codeEd = draft ? null : codeEditor(role, ro, showDirty);
 
   // The new role's name, description and prompt.
   const nameIn = h('input', { type: 'text', id: 'role-name', name: 'name', required: true, autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. reviewer' });
@@ -284,7 +290,7 @@ async function roleEditor(main, v, role, groups) {
   function showSaveError(e) {
     errorEl.textContent = e instanceof APIError ? e.message : String(e.message || e);
     errorEl.hidden = false;
-    if (rulesEd.showError(e.message || '')) return;
+    if (rulesEd.showError(e.message || '') || (codeEd && codeEd.showError(e.message || ''))) return;
     const m = /^(\w+): /.exec(e.message || '');
     const field = m && ROLE_FIELDS[m[1]] && $(ROLE_FIELDS[m[1]], main);
     if (field) {
@@ -300,6 +306,7 @@ async function roleEditor(main, v, role, groups) {
     errorEl.hidden = true;
     for (const el of $$('[aria-invalid]', main)) el.removeAttribute('aria-invalid');
     rulesEd.clearErrors();
+    if (codeEd) codeEd.clearErrors();
     save.disabled = true;
     status.textContent = draft ? 'Creating…' : 'Saving…';
     status.className = 'status';
@@ -311,11 +318,13 @@ async function roleEditor(main, v, role, groups) {
         location.hash = roleHref(r.name);
         return;
       }
+      body.code = codeEd.value();
       const r = await api('PUT', '/api/roles/' + encodeURIComponent(role.name), body, v.signal);
       saved = r.toolGroups;
       savedDeferred = r.deferredGroups || [];
       savedReadsOnly = !!r.readOnlyTools;
       rulesEd.reset(r);
+      codeEd.reset(r);
       showCurrent();
       updateEager();
       status.textContent = 'Saved';
@@ -361,7 +370,8 @@ async function roleEditor(main, v, role, groups) {
         h('ul', { id: 'group-list', class: 'group-list' },
           ordered.map((g) => groupCard(g, false)),
           missing.map((id) => groupCard({ id, tools: [] }, true))),
-        rulesEd.els),
+        rulesEd.els,
+        codeEd ? codeEd.el : null),
       h('aside', { class: 'card cost' },
         h('h3', {}, 'Token cost of the selection'),
         h('div', {}, tokensEl),

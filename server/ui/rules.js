@@ -32,15 +32,35 @@ function alwaysDenies(rules, tool, group) {
 
 let fieldSeq = 0;
 
-// field is a labelled input with, below it, the box for its error, named
-// by the input's aria-describedby.
-function field(label, input, hint) {
+// fieldError gives input an id and returns the box for its error, named by
+// the input's aria-describedby.
+function fieldError(input) {
   const id = 'rf-' + (++fieldSeq);
   input.id = id;
-  const err = h('div', { class: 'field-error', id: id + '-error', role: 'alert', hidden: true });
   input.setAttribute('aria-describedby', id + '-error');
+  return h('div', { class: 'field-error', id: id + '-error', role: 'alert', hidden: true });
+}
+
+// field is a labelled input with, below it, the box for its error.
+function field(label, input, hint) {
+  const err = fieldError(input);
   return h('div', { class: 'field ' + input.className.replace(/^(rule|limit)-/, 'field-') },
-    h('label', { for: id }, label), input, hint ? h('span', { class: 'muted small' }, hint) : null, err);
+    h('label', { for: input.id }, label), input, hint ? h('span', { class: 'muted small' }, hint) : null, err);
+}
+
+// markField shows msg in the error box of input (fieldError), marks the
+// input and focuses it.
+function markField(input, ...msg) {
+  const err = document.getElementById(input.getAttribute('aria-describedby'));
+  fill(err, msg);
+  err.hidden = false;
+  input.setAttribute('aria-invalid', 'true');
+  input.focus();
+}
+
+// clearFieldErrors empties and hides the error boxes in roots.
+function clearFieldErrors(...roots) {
+  for (const root of roots) for (const el of $$('.field-error', root)) { fill(el); el.hidden = true; }
 }
 
 // caret shows the line of expr at line, column (1-based) with a caret
@@ -173,19 +193,6 @@ function rulesEditor(role, ro, changed) {
     };
   }
 
-  function clearErrors() {
-    for (const el of [...$$('.field-error', ruleList), ...$$('.field-error', limitList)]) { fill(el); el.hidden = true; }
-  }
-
-  // mark shows msg under input, marks it and focuses it.
-  function mark(input, ...msg) {
-    const err = document.getElementById(input.getAttribute('aria-describedby'));
-    fill(err, msg);
-    err.hidden = false;
-    input.setAttribute('aria-invalid', 'true');
-    input.focus();
-  }
-
   // showError marks the field an API error names: `rules[1] "x": when: …`
   // or `limits[0]: per: …` (the when's line and column shown under it), or
   // the limits whose per is not a duration (an error that names no index).
@@ -196,13 +203,13 @@ function rulesEditor(role, ro, changed) {
       const input = rows[+m[2]] && $(`.${m[1] === 'rules' ? 'rule' : 'limit'}-${m[3]}`, rows[+m[2]]);
       if (!input) return false;
       const pos = m[3] === 'when' && /^line (\d+), column (\d+) of the expression: /.exec(m[4]);
-      mark(input, m[4], pos ? caret(input.value.trim(), +pos[1], +pos[2]) : null); // the when as sent
+      markField(input, m[4], pos ? caret(input.value.trim(), +pos[1], +pos[2]) : null); // the when as sent
       return true;
     }
     const d = /^(?:limits|request body): per: ("(?:[^"\\]|\\.)*") is not a duration/.exec(message);
     if (!d) return false;
     const bad = $$('input.limit-per', limitList).filter((p) => p.value.trim() === JSON.parse(d[1]));
-    bad.reverse().forEach((p) => mark(p, message.replace(/^(limits|request body): per: /, '')));
+    bad.reverse().forEach((p) => markField(p, message.replace(/^(limits|request body): per: /, '')));
     return bad.length !== 0;
   }
 
@@ -258,7 +265,7 @@ function rulesEditor(role, ro, changed) {
       show();
     },
     showError,
-    clearErrors,
+    clearErrors: () => clearFieldErrors(ruleList, limitList),
   };
 }
 
