@@ -152,30 +152,65 @@ role "conformance" {
 		{"direct", direct, ""},
 		{"toolhost", srv.base + "/mcp/conformance", token},
 	}
+	// Each era's scenarios in one run of the suite a target, all four runs
+	// (and each extension scenario's own, run at no era) at once: a node
+	// process costs about a second of CPU, and the suite runs a batch's
+	// scenarios in a few seconds, so that one process a scenario took
+	// most of this test's two minutes.
 	start := time.Now()
-	t.Run("scenarios", func(t *testing.T) {
+	type batch struct {
+		era       string
+		scenarios []conformanceScenario
+	}
+	var batches []batch
+	for _, era := range conformanceEras {
+		b := batch{era: era}
 		for _, s := range list {
-			t.Run(s.String(), func(t *testing.T) {
-				t.Parallel()
-				// Both targets at once: a run mostly waits on the
-				// scenario's own pauses, so this halves the time at go
-				// test's default parallelism (GOMAXPROCS).
-				runs := make([]conformanceRun, len(targets))
-				var wg sync.WaitGroup
-				for i, target := range targets {
-					proxy, dir := newWireProxy(t, target.endpoint, target.token), t.TempDir()
-					wg.Go(func() { runs[i] = runConformance(node, suite, proxy, dir, s) })
-				}
-				wg.Wait()
-				for i, target := range targets {
-					t.Run(target.name, func(t *testing.T) {
-						runs[i].report(t)
-						if i > 0 {
-							runs[i].succeedsAs(t, runs[0], targets[0].name)
+			if !s.extension && s.era == era {
+				b.scenarios = append(b.scenarios, s)
+			}
+		}
+		batches = append(batches, b)
+	}
+	for _, s := range list {
+		if s.extension {
+			batches = append(batches, batch{scenarios: []conformanceScenario{s}})
+		}
+	}
+	runs := make([][]map[string]conformanceRun, len(batches)) // by batch, then target: by scenario
+	var wg sync.WaitGroup
+	for i, b := range batches {
+		runs[i] = make([]map[string]conformanceRun, len(targets))
+		for j, target := range targets {
+			proxy, dir := newWireProxy(t, target.endpoint, target.token), t.TempDir()
+			wg.Go(func() { runs[i][j] = runConformance(node, suite, proxy, dir, b.era, b.scenarios) })
+		}
+	}
+	wg.Wait()
+	t.Run("scenarios", func(t *testing.T) {
+		for i, b := range batches {
+			for _, s := range b.scenarios {
+				t.Run(s.String(), func(t *testing.T) {
+					failed := false
+					for j, target := range targets {
+						t.Run(target.name, func(t *testing.T) {
+							r := runs[i][j][s.name]
+							r.report(t)
+							if j > 0 {
+								r.succeedsAs(t, runs[i][0][s.name], targets[0].name)
+							}
+							failed = failed || t.Failed()
+						})
+					}
+					if failed { // what went over the wire, the scenario run alone
+						for _, target := range targets {
+							proxy, dir := newWireProxy(t, target.endpoint, target.token), t.TempDir()
+							alone := runConformance(node, suite, proxy, dir, b.era, []conformanceScenario{s})[s.name]
+							t.Logf("%s, the scenario run alone: %d checks failed\n%s", target.name, alone.failures(), exchangesString(alone.exchanges))
 						}
-					})
-				}
-			})
+					}
+				})
+			}
 		}
 	})
 	t.Logf("%d scenario runs a target in %s", len(list), time.Since(start).Round(time.Second))
@@ -209,8 +244,9 @@ func startConformServer(t *testing.T, bin string) string {
 	return strings.TrimSpace(line)
 }
 
-// conformanceRun is what one run of a scenario gave: the suite's checks,
-// its output and exit, the exchanges through the proxy, or why there are
+// conformanceRun is what a scenario's run gave: the suite's checks, the
+// output and exit of the suite's process (shared by a batch), the
+// exchanges through the proxy (of a scenario run alone), or why there are
 // no checks.
 type conformanceRun struct {
 	checks []struct {
@@ -223,44 +259,90 @@ type conformanceRun struct {
 	exchanges []exchange
 }
 
-// runConformance runs one scenario at its era through proxy, with dir for
-// the suite's results (it may run on any goroutine).
-func runConformance(node, suite string, proxy *wireProxy, dir string, s conformanceScenario) (r conformanceRun) {
-	args := []string{suite, "server", "--url", proxy.URL, "--scenario", s.name, "-o", dir}
-	if !s.extension { // the suite skips an extension's scenario at any --spec-version
-		args = append(args, "--spec-version", s.era)
+// conformanceDir is the name of the directory the suite writes a
+// scenario's checks.json into: server-NAME-TIMESTAMP.
+var conformanceDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT`)
+
+// runConformance runs the scenarios through proxy in one process of the
+// suite, with dir for its results (it may run on any goroutine): one by
+// its name, or every scenario the suite has at era (--suite all), which
+// must include them. It returns each scenario's run.
+func runConformance(node, suite string, proxy *wireProxy, dir, era string, scenarios []conformanceScenario) map[string]conformanceRun {
+	args := []string{suite, "server", "--url", proxy.URL, "-o", dir}
+	if len(scenarios) == 1 {
+		args = append(args, "--scenario", scenarios[0].name)
+	} else {
+		args = append(args, "--suite", "all")
+	}
+	if era != "" { // the suite skips an extension's scenario at any --spec-version
+		args = append(args, "--spec-version", era)
 	}
 	cmd := exec.Command(node, args...)
 	cmd.Dir = dir
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
-	r.runErr = runWithin(cmd, 2*proctest.Patience)
-	r.output, r.exchanges = output.String(), proxy.recorded(0)
-	files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
-	if len(files) != 1 {
-		r.err = fmt.Errorf("checks.json: %q", files)
-		return r
+	runErr := runWithin(cmd, 4*proctest.Patience)
+	found := map[string]string{}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if m := conformanceDir.FindStringSubmatch(e.Name()); m != nil {
+			if _, dup := found[m[1]]; dup {
+				found[m[1]] = "" // two: neither is the scenario's
+				continue
+			}
+			found[m[1]] = filepath.Join(dir, e.Name(), "checks.json")
+		}
 	}
-	b, err := os.ReadFile(files[0])
-	if err == nil {
-		err = json.Unmarshal(b, &r.checks)
+	var exchanges []exchange // a batch's are every scenario's, mixed
+	if len(scenarios) == 1 {
+		exchanges = proxy.recorded(0)
 	}
-	r.err = err
-	return r
+	out := map[string]conformanceRun{}
+	failed := false
+	for _, s := range scenarios {
+		r := conformanceRun{output: output.String(), exchanges: exchanges}
+		if file := found[s.name]; file == "" {
+			r.err = fmt.Errorf("the suite wrote no one checks.json of %s (its results of %d scenarios: %q)", s.name, len(found), slices.Sorted(maps.Keys(found)))
+		} else if b, err := os.ReadFile(file); err != nil {
+			r.err = err
+		} else {
+			r.err = json.Unmarshal(b, &r.checks)
+		}
+		failed = failed || r.failures() > 0
+		out[s.name] = r
+	}
+	// The process's exit is a scenario's when it ran alone; that of a batch
+	// in which none of the scenarios failed a check is every scenario's.
+	if len(scenarios) == 1 || !failed {
+		for name, r := range out {
+			r.runErr = runErr
+			out[name] = r
+		}
+	}
+	return out
 }
 
-// report fails t on each check the suite reports as a FAILURE (with what
-// went over the wire), and on a run that made no check or exited with an
-// error without a failed check; it logs the others.
+// failures is how many of the run's checks the suite reports as a FAILURE.
+func (r conformanceRun) failures() int {
+	n := 0
+	for _, c := range r.checks {
+		if c.Status == "FAILURE" {
+			n++
+		}
+	}
+	return n
+}
+
+// report fails t on each check the suite reports as a FAILURE, and on a
+// run that made no check or exited with an error without a failed check;
+// it logs the others.
 func (r conformanceRun) report(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("%v (the suite: %v)\n%s", r.err, r.runErr, clip(r.output, 8000))
 	}
-	failed := false
 	for _, c := range r.checks {
 		switch c.Status {
 		case "FAILURE":
-			failed = true
 			t.Errorf("%s (%s): %s\n  details: %s", c.ID, c.Description, c.ErrorMessage, clip(string(c.Details), 2000))
 		case "WARNING":
 			t.Logf("warning: %s (%s): %s", c.ID, c.Description, c.ErrorMessage)
@@ -268,11 +350,8 @@ func (r conformanceRun) report(t *testing.T) {
 			t.Logf("%s: %s", strings.ToLower(c.Status), c.ID)
 		}
 	}
-	if r.runErr != nil && !failed {
+	if r.runErr != nil && r.failures() == 0 {
 		t.Errorf("the suite exited with %v but reported no failed check\n%s", r.runErr, clip(r.output, 8000))
-	}
-	if failed {
-		t.Logf("%s", exchangesString(r.exchanges))
 	}
 	if len(r.checks) == 0 {
 		t.Errorf("no checks\n%s", clip(r.output, 8000))
