@@ -253,7 +253,7 @@ func TestScriptBounds(t *testing.T) {
 	})
 	// The timeout and memory rows get more steps, so that steps do not
 	// stop them first, however slow the machine.
-	unstepped := func(b rules.CodeBounds) *rules.CodeBounds { b.Steps = 1 << 40; return &b }
+	unstepped := func(b rules.CodeBounds) *rules.CodeBounds { b.Steps = rules.MaxCodeSteps; return &b }
 	for _, tt := range []struct {
 		name, src string
 		code      toolhost.Code

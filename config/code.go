@@ -23,12 +23,7 @@ func (d *decoder) code(body hcl.Body) CodeBounds {
 	var b CodeBounds
 	content, diags := body.Content(codeSchema)
 	d.add(diags)
-	attr(d, content.Attributes, "steps", &b.Steps, func(n int64) (int64, error) {
-		if n <= 0 {
-			return 0, fmt.Errorf("%d must be greater than 0", n)
-		}
-		return n, nil
-	})
+	attr(d, content.Attributes, "steps", &b.Steps, upTo[int64](rules.MaxCodeSteps))
 	attr(d, content.Attributes, "timeout", &b.Timeout, func(s string) (time.Duration, error) {
 		t, err := duration(s)
 		if err == nil && t > rules.MaxCodeTimeout {
@@ -41,23 +36,29 @@ func (d *decoder) code(body hcl.Body) CodeBounds {
 		n, err := codeBytes(s)
 		return int(n), err
 	})
-	attr(d, content.Attributes, "calls", &b.Calls, positive)
-	attr(d, content.Attributes, "parallel", &b.Parallel, func(n int) (int, error) {
-		if n <= 0 || n > rules.MaxCodeParallel {
-			return 0, fmt.Errorf("%d is not from 1 to %d", n, rules.MaxCodeParallel)
-		}
-		return n, nil
-	})
+	attr(d, content.Attributes, "calls", &b.Calls, upTo(rules.MaxCodeCalls))
+	attr(d, content.Attributes, "parallel", &b.Parallel, upTo(rules.MaxCodeParallel))
 	return b
 }
 
-// codeBytes reads a code block's byte size: at least 1 byte, at most 1 TiB.
+// upTo returns a reader of a whole number from 1 to limit.
+func upTo[T int | int64](limit T) func(T) (T, error) {
+	return func(n T) (T, error) {
+		if n < 1 || n > limit {
+			return 0, fmt.Errorf("%d is not from 1 to %d", n, limit)
+		}
+		return n, nil
+	}
+}
+
+// codeBytes reads a code block's byte size: at least 1 byte, at most
+// rules.MaxCodeBytes (1 TiB).
 func codeBytes(s string) (int64, error) {
 	n, err := byteSize(s, "")
 	switch {
 	case err != nil:
 		return 0, err
-	case n < 1 || n > 1<<40:
+	case n < 1 || n > rules.MaxCodeBytes:
 		return 0, fmt.Errorf("%q is not from 1 byte to 1TiB", s)
 	}
 	return n, nil

@@ -31,9 +31,14 @@ type CodeBounds struct {
 	Parallel int
 }
 
-// The largest [CodeBounds.Timeout] and [CodeBounds.Parallel].
+// The largest of each bound. Every one is a whole number a JSON reader
+// holding numbers as doubles (a browser) reads exactly, and the byte
+// bounds leave room to add to them.
 const (
+	MaxCodeSteps    = 1_000_000_000_000
 	MaxCodeTimeout  = time.Hour
+	MaxCodeBytes    = 1 << 40 // memory and output
+	MaxCodeCalls    = 1_000_000
 	MaxCodeParallel = 64
 )
 
@@ -61,22 +66,22 @@ func (b CodeBounds) Over(under CodeBounds) CodeBounds {
 	}
 }
 
-// Check says which bound is out of range, or nil: none may be negative,
-// Timeout and Parallel not above their maximum.
+// Check says which bound is out of range, or nil: each is from 0 (the
+// default) to its maximum (MaxCode...).
 func (b CodeBounds) Check() error {
-	switch {
-	case b.Steps < 0:
-		return fmt.Errorf("steps: %d must not be negative", b.Steps)
-	case b.Timeout < 0 || b.Timeout > MaxCodeTimeout:
+	for _, c := range []struct {
+		name     string
+		v, limit int64
+	}{
+		{"steps", b.Steps, MaxCodeSteps}, {"memory", b.Memory, MaxCodeBytes}, {"calls", int64(b.Calls), MaxCodeCalls},
+		{"output", int64(b.Output), MaxCodeBytes}, {"parallel", int64(b.Parallel), MaxCodeParallel},
+	} {
+		if c.v < 0 || c.v > c.limit {
+			return fmt.Errorf("%s: %d is not from 0 (the default) to %d", c.name, c.v, c.limit)
+		}
+	}
+	if b.Timeout < 0 || b.Timeout > MaxCodeTimeout {
 		return fmt.Errorf("timeout: %v is not from 0 (the default) to %v", b.Timeout, MaxCodeTimeout)
-	case b.Memory < 0:
-		return fmt.Errorf("memory: %d must not be negative", b.Memory)
-	case b.Calls < 0:
-		return fmt.Errorf("calls: %d must not be negative", b.Calls)
-	case b.Output < 0:
-		return fmt.Errorf("output: %d must not be negative", b.Output)
-	case b.Parallel < 0 || b.Parallel > MaxCodeParallel:
-		return fmt.Errorf("parallel: %d is not from 0 (the default) to %d", b.Parallel, MaxCodeParallel)
 	}
 	return nil
 }

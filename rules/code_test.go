@@ -43,11 +43,16 @@ func TestCodeBounds(t *testing.T) {
 	}{
 		{rules.CodeBounds{}, ""},
 		{rules.DefaultCodeBounds(), ""},
-		{rules.CodeBounds{Steps: -1}, "steps: -1 must not be negative"},
+		{rules.CodeBounds{Steps: rules.MaxCodeSteps, Timeout: time.Hour, Memory: 1 << 40, Calls: rules.MaxCodeCalls, Output: 1 << 40, Parallel: 64}, ""},
+		{rules.CodeBounds{Steps: -1}, "steps: -1 is not from 0 (the default) to 1000000000000"},
+		{rules.CodeBounds{Steps: 1<<63 - 1}, "steps: 9223372036854775807 is not from 0 (the default) to 1000000000000"},
 		{rules.CodeBounds{Timeout: 2 * time.Hour}, "timeout: 2h0m0s is not from 0 (the default) to 1h0m0s"},
-		{rules.CodeBounds{Memory: -1}, "memory: -1 must not be negative"},
-		{rules.CodeBounds{Calls: -1}, "calls: -1 must not be negative"},
-		{rules.CodeBounds{Output: -1}, "output: -1 must not be negative"},
+		{rules.CodeBounds{Memory: -1}, "memory: -1 is not from 0 (the default) to 1099511627776"},
+		{rules.CodeBounds{Memory: 1<<40 + 1}, "memory: 1099511627777 is not from 0 (the default) to 1099511627776"},
+		{rules.CodeBounds{Calls: -1}, "calls: -1 is not from 0 (the default) to 1000000"},
+		{rules.CodeBounds{Calls: 1_000_001}, "calls: 1000001 is not from 0 (the default) to 1000000"},
+		{rules.CodeBounds{Output: -1}, "output: -1 is not from 0 (the default) to 1099511627776"},
+		{rules.CodeBounds{Output: 1<<63 - 1}, "output: 9223372036854775807 is not from 0 (the default) to 1099511627776"},
 		{rules.CodeBounds{Parallel: 65}, "parallel: 65 is not from 0 (the default) to 64"},
 	} {
 		err := tt.b.Check()

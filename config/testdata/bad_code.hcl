@@ -9,6 +9,9 @@ code {
 
 role "scripter" {
   code {
-    wall = "1m"
+    wall   = "1m"
+    steps  = 1000000000001
+    calls  = 1000001
+    memory = "1025GiB"
   }
 }

@@ -257,6 +257,16 @@ func TestTimeoutDuringACall(t *testing.T) {
 	}
 }
 
+// TestTimeoutBeforeTheRunner: a time so short that it is up before the
+// script's runner has started fails the script with the timeout, as a
+// longer one does, not as the host's own error.
+func TestTimeoutBeforeTheRunner(t *testing.T) {
+	res := run(t, &service{group: &sdk.Group{ID: "none"}, bounds: rules.CodeBounds{Timeout: time.Nanosecond}}, "result = 1")
+	if res.OK || res.Error.Code != toolhost.CodeTimeout || res.Error.Message != "code: timeout: the script ran longer than 1ns" {
+		t.Fatalf("%+v %s", res.Error, res.Stdout)
+	}
+}
+
 // TestLongErrors: a script's error message, its own or Starlark's naming
 // a value of it, is cut to the output bound, saying so.
 func TestLongErrors(t *testing.T) {

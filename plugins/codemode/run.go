@@ -48,6 +48,11 @@ func run(ctx context.Context, svc Service, caller toolhost.CallContext, src stri
 		h.tools[t] = true
 	}
 	if err := h.start(); err != nil {
+		// A time so short (the bound's least is 1ns) that it was up before
+		// the runner started is the timeout still.
+		if h.timedOut() {
+			return toolhost.ErrorResult(h.timeout())
+		}
 		return toolhost.ErrorResult(toolhost.Errorf(toolhost.CodeInternal, "code: the script's runner did not start: %v", err))
 	}
 	defer h.stop()
