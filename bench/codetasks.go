@@ -12,10 +12,13 @@ import (
 	"strings"
 )
 
-// The three tasks of the code-mode measurement, written (fixtures, expected
-// answers, the calls a competent model makes one turn at a time, and the
-// script it writes instead) and committed before anything was measured,
-// and not changed to suit the figures since. Each is done on the same host
+// The tasks of the code-mode measurement, each written (fixture, expected
+// answer, the calls a competent model makes one turn at a time, and the
+// script it writes instead) and committed before it was measured, and not
+// changed to suit the figures since: the first three before anything was
+// measured; issuesTask after the first measurement showed that one call
+// of search_files does todoTask, which is therefore no multi-step task
+// (codeResult.checks holds such a task to no goal). Each is done on the same host
 // through the agent runtime call by call with the workspace and network
 // tools, and with one run_script (bench/codemode.go). Every way reaches the
 // same typed answer, formatted by the same function, which must equal the
@@ -48,7 +51,7 @@ type toolCall struct {
 }
 
 // codeTasks are the tasks, in the report's order.
-var codeTasks = []codeTask{todoTask, largestTask, titlesTask}
+var codeTasks = []codeTask{todoTask, largestTask, titlesTask, issuesTask}
 
 // todoTask: count the TODO comments across 20 files of Go and notes, and
 // name the file holding the most. A competent model searches once.
@@ -398,10 +401,186 @@ func codePages() http.Handler {
 		})
 	}
 	index.WriteString("</ul>\n")
+	mux.Handle("GET /api/issues", codeIssuesAPI())
 	home := page("Example Docs", index.String(), false)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, home)
 	})
 	return mux
+}
+
+// issuesTask: count the open issues of a local tracker's API, which gives
+// 25 a page over 12 pages, each naming the next by an opaque cursor, and
+// name the open one of the highest priority. Each page's cursor comes from
+// the page before, so call by call takes a turn a page, parallel calls or
+// not; a script walks the pages in one call.
+var issuesTask = codeTask{
+	Name: "open issues over 12 pages of an API",
+	Prompt: func(base string) string {
+		return "The issue tracker at " + base + "/api/issues lists its issues as JSON, 25 a page; each page gives the path of the next in " +
+			"\"next\" (null on the last). How many issues are open, and which open issue has the highest priority (1 is the highest; " +
+			"the lowest id among equals)? Answer as: N open; the highest priority: #ID TITLE (priority P)."
+	},
+	Fixture: func(string) (string, error) { return issuesAnswer(codeIssues()), nil },
+	Next: func(base string, steps [][]string) ([]toolCall, string, error) {
+		next := "/api/issues"
+		var all []codeIssue
+		for _, step := range steps {
+			var r struct{ Body string }
+			if err := json.Unmarshal([]byte(step[0]), &r); err != nil {
+				return nil, "", fmt.Errorf("http_request's result %.200s: %w", step[0], err)
+			}
+			var page codeIssuePage
+			if err := json.Unmarshal([]byte(r.Body), &page); err != nil {
+				return nil, "", fmt.Errorf("a page of issues %.200s: %w", r.Body, err)
+			}
+			all, next = append(all, page.Issues...), page.Next
+		}
+		if next != "" {
+			return []toolCall{{"http_request", map[string]any{"url": base + next}}}, "", nil
+		}
+		return nil, issuesAnswer(all), nil
+	},
+	Script: func(base string) string {
+		return fmt.Sprintf(`base = %q
+path, count, best = "/api/issues", 0, None
+for _ in range(1000):
+    page = json.decode(http_request(url = base + path)["body"])
+    for i in page["issues"]:
+        if i["state"] == "open":
+            count += 1
+            if best == None or [i["priority"], i["id"]] < [best["priority"], best["id"]]:
+                best = i
+    path = page["next"]
+    if path == None:
+        break
+result = {"open": count, "best": best}
+`, base)
+	},
+	Answer: func(result json.RawMessage) (string, error) {
+		var r struct {
+			Open int
+			Best codeIssue
+		}
+		if err := json.Unmarshal(result, &r); err != nil {
+			return "", fmt.Errorf("the script's result %s: %w", result, err)
+		}
+		return issuesSummary(r.Open, r.Best), nil
+	},
+}
+
+// codeIssue is an issue of the tracker's API, as it gives it.
+type codeIssue struct {
+	ID        int      `json:"id"`
+	Title     string   `json:"title"`
+	State     string   `json:"state"`
+	Priority  int      `json:"priority"`
+	Assignee  string   `json:"assignee"`
+	Labels    []string `json:"labels"`
+	Comments  int      `json:"comments"`
+	CreatedAt string   `json:"created_at"`
+	UpdatedAt string   `json:"updated_at"`
+	URL       string   `json:"url"`
+}
+
+// codeIssuePage is a page of the tracker's API.
+type codeIssuePage struct {
+	Issues []codeIssue `json:"issues"`
+	Next   string      `json:"next"` // "" (null) on the last page
+}
+
+// MarshalJSON gives next as null on the last page.
+func (p codeIssuePage) MarshalJSON() ([]byte, error) {
+	var next any
+	if p.Next != "" {
+		next = p.Next
+	}
+	return json.Marshal(struct {
+		Issues []codeIssue `json:"issues"`
+		Next   any         `json:"next"`
+	}{p.Issues, next})
+}
+
+// issuesAnswer counts the open issues and finds the open one of the
+// highest priority (the lowest id among equals).
+func issuesAnswer(issues []codeIssue) string {
+	count, best := 0, codeIssue{}
+	for _, i := range issues {
+		if i.State != "open" {
+			continue
+		}
+		count++
+		if best.ID == 0 || i.Priority < best.Priority || i.Priority == best.Priority && i.ID < best.ID {
+			best = i
+		}
+	}
+	return issuesSummary(count, best)
+}
+
+// issuesSummary formats the task's answer.
+func issuesSummary(open int, best codeIssue) string {
+	return fmt.Sprintf("%d open; the highest priority: #%d %s (priority %d)", open, best.ID, best.Title, best.Priority)
+}
+
+// codeIssues are the tracker's 300 issues, in the API's order (newest
+// first).
+func codeIssues() []codeIssue {
+	rng := rand.New(rand.NewPCG(4, 300))
+	verbs := []string{"Crash when", "Slow response when", "Wrong total when", "Timeout when", "Missing log line when", "Bad error message when"}
+	whats := []string{"the queue is full", "a config file is empty", "two agents share a key", "the database restarts",
+		"a token expires mid-call", "a plugin exits", "the page is reloaded", "an approval times out"}
+	people := []string{"ana", "bo", "chen", "dara", "eli", ""}
+	labels := []string{"bug", "perf", "docs", "api", "ui", "store"}
+	out := make([]codeIssue, 300)
+	for k := range out {
+		id := 1200 - k*3 - rng.IntN(3)
+		state := "closed"
+		if rng.IntN(5) < 2 {
+			state = "open"
+		}
+		i := codeIssue{ID: id, Title: verbs[rng.IntN(len(verbs))] + " " + whats[rng.IntN(len(whats))], State: state,
+			Priority: 1 + rng.IntN(5), Assignee: people[rng.IntN(len(people))], Comments: rng.IntN(12),
+			CreatedAt: fmt.Sprintf("2026-%02d-%02dT%02d:%02d:00Z", 1+k/30%9, 1+rng.IntN(28), rng.IntN(24), rng.IntN(60)),
+			URL:       fmt.Sprintf("/issues/%d", id)}
+		i.UpdatedAt = i.CreatedAt
+		for range 1 + rng.IntN(2) {
+			if l := labels[rng.IntN(len(labels))]; !slices.Contains(i.Labels, l) {
+				i.Labels = append(i.Labels, l)
+			}
+		}
+		out[k] = i
+	}
+	return out
+}
+
+// codeIssuesAPI serves codeIssues 25 a page: /api/issues is the first
+// page, and each page names the next by a cursor that says nothing of
+// where it leads.
+func codeIssuesAPI() http.Handler {
+	issues := codeIssues()
+	const perPage = 25
+	cursors := map[string]int{} // cursor: the page's first issue
+	rng := rand.New(rand.NewPCG(5, 12))
+	next := map[int]string{} // a page's first issue: its cursor
+	for first := perPage; first < len(issues); first += perPage {
+		c := fmt.Sprintf("%016x", rng.Uint64())
+		cursors[c], next[first] = first, c
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		first := 0
+		if c := r.URL.Query().Get("cursor"); c != "" {
+			var ok bool
+			if first, ok = cursors[c]; !ok {
+				http.Error(w, `{"error":"unknown cursor"}`, http.StatusBadRequest)
+				return
+			}
+		}
+		page := codeIssuePage{Issues: issues[first:min(first+perPage, len(issues))]}
+		if c, ok := next[first+perPage]; ok {
+			page.Next = "/api/issues?cursor=" + c
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(page)
+	})
 }
