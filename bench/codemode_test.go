@@ -9,7 +9,7 @@ import (
 	"github.com/toolhost/toolhost/internal/proctest"
 )
 
-// TestCodeMode does the three code-mode tasks each way once, through the
+// TestCodeMode does the code-mode tasks each way once, through the
 // agent runtime on a host with the workspace and network modules built
 // here, as the bench does: every way must reach the task's answer (the
 // measurement fails otherwise), and its section and summary lines render.
@@ -39,13 +39,22 @@ func TestCodeMode(t *testing.T) {
 		}
 	}
 	var lines []string
+	goals := 0
 	res.checks(func(name, fig, base string, v, maxV, minV float64) {
 		lines = append(lines, fmt.Sprintf("%s: %s / %s = %.3f (target %.2f)", name, fig, base, v, maxV))
+		if maxV > 0 {
+			goals++
+		}
 	})
+	// One search_files does the TODO task: it alone is held to no goal.
+	if goals != 2*(len(codeTasks)-1) {
+		t.Errorf("%d goals in the summary, want two for each multi-step task", goals)
+	}
 	var b strings.Builder
 	res.write(func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) })
 	if len(lines) != 3*len(codeTasks) || !strings.Contains(b.String(), "| 52: list_files → 50 turns of read_file → answer |") ||
-		!strings.Contains(b.String(), "| 3: http_request → http_request×10 → answer |") {
+		!strings.Contains(b.String(), "| 3: http_request → http_request×10 → answer |") ||
+		!strings.Contains(b.String(), "| 13: 12 turns of http_request → answer |") {
 		t.Fatalf("summary %q; section:\n%s", lines, b.String())
 	}
 	t.Logf("%s\n%s", strings.Join(lines, "\n"), b.String())
