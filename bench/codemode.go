@@ -396,7 +396,7 @@ func (c *codeResult) write(p func(string, ...any)) {
 	var single []string
 	for _, t := range c.Tasks {
 		if !t.multiStep() {
-			single = append(single, t.Name)
+			single = append(single, "the task \""+t.Name+"\"")
 		}
 	}
 	p("%d tasks (`bench/codetasks.go`), each written and committed with its fixture, expected answer, the call-by-call "+
