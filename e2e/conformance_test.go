@@ -132,6 +132,26 @@ func TestConformance(t *testing.T) {
 	}
 	list = slices.DeleteFunc(list, func(s conformanceScenario) bool { return conformanceExcluded[s.name] != "" })
 
+	bin := filepath.Join(t.TempDir(), "conformserver")
+	build(t, "../internal/mcp/mcptest/conformserver/cmd", bin)
+	srv := newServe(t, fmt.Sprintf(`
+data_dir = "data"
+mcp_server "conform" {
+  command         = %q
+  client_requests = ["logging", "elicitation", "sampling", "roots"]
+}
+role "conformance" {
+  tool_groups = ["conform"]
+}
+`, bin))
+	srv.start()
+	token := srv.roleToken("conformance", "conformance", "")
+	direct := startConformServer(t, bin)
+
+	targets := []struct{ name, endpoint, token string }{
+		{"direct", direct, ""},
+		{"toolhost", srv.base + "/mcp/conformance", token},
+	}
 	// Each era's scenarios in one run of the suite a target (and each
 	// extension scenario in one of its own, run at no era): a node process
 	// costs about a second of CPU, and the suite runs a batch's scenarios
@@ -160,24 +180,6 @@ func TestConformance(t *testing.T) {
 		if s.extension {
 			batches = append(batches, batch{scenarios: []conformanceScenario{s}})
 		}
-	}
-
-	bin := filepath.Join(t.TempDir(), "conformserver")
-	build(t, "../internal/mcp/mcptest/conformserver/cmd", bin)
-	srv := newServe(t, fmt.Sprintf(`
-data_dir = "data"
-mcp_server "conform" {
-  command         = %q
-  client_requests = ["logging", "elicitation", "sampling", "roots"]
-}
-role "conformance" {
-  tool_groups = ["conform"]
-}
-`, bin))
-	srv.start()
-	targets := []struct{ name, endpoint, token string }{
-		{"direct", startConformServer(t, bin), ""},
-		{"toolhost", srv.base + "/mcp/conformance", srv.roleToken("conformance", "conformance", "")},
 	}
 	runs := make([][]map[string]conformanceRun, len(batches)) // by batch, then target: by scenario
 	var wg sync.WaitGroup
