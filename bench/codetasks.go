@@ -272,11 +272,11 @@ var titlesTask = codeTask{
 		var bodies []string
 		for _, step := range steps {
 			for _, out := range step {
-				var r struct{ Body string }
-				if err := json.Unmarshal([]byte(out), &r); err != nil {
-					return nil, "", fmt.Errorf("http_request's result %.200s: %w", out, err)
+				body, err := httpBody(out)
+				if err != nil {
+					return nil, "", err
 				}
-				bodies = append(bodies, r.Body)
+				bodies = append(bodies, body)
 			}
 		}
 		switch len(steps) {
@@ -312,6 +312,15 @@ result = titles
 		}
 		return titlesAnswer(titles), nil
 	},
+}
+
+// httpBody returns the body of an http_request result (its stdout).
+func httpBody(out string) (string, error) {
+	var r struct{ Body string }
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		return "", fmt.Errorf("http_request's result %.200s: %w", out, err)
+	}
+	return r.Body, nil
 }
 
 // titlesAnswer formats the pages' paths and titles, one a line.
@@ -427,15 +436,18 @@ var issuesTask = codeTask{
 		next := "/api/issues"
 		var all []codeIssue
 		for _, step := range steps {
-			var r struct{ Body string }
-			if err := json.Unmarshal([]byte(step[0]), &r); err != nil {
-				return nil, "", fmt.Errorf("http_request's result %.200s: %w", step[0], err)
+			body, err := httpBody(step[0])
+			if err != nil {
+				return nil, "", err
 			}
 			var page codeIssuePage
-			if err := json.Unmarshal([]byte(r.Body), &page); err != nil {
-				return nil, "", fmt.Errorf("a page of issues %.200s: %w", r.Body, err)
+			if err := json.Unmarshal([]byte(body), &page); err != nil {
+				return nil, "", fmt.Errorf("a page of issues %.200s: %w", body, err)
 			}
-			all, next = append(all, page.Issues...), page.Next
+			all, next = append(all, page.Issues...), ""
+			if page.Next != nil {
+				next = *page.Next
+			}
 		}
 		if next != "" {
 			return []toolCall{{"http_request", map[string]any{"url": base + next}}}, "", nil
@@ -487,19 +499,7 @@ type codeIssue struct {
 // codeIssuePage is a page of the tracker's API.
 type codeIssuePage struct {
 	Issues []codeIssue `json:"issues"`
-	Next   string      `json:"next"` // "" (null) on the last page
-}
-
-// MarshalJSON gives next as null on the last page.
-func (p codeIssuePage) MarshalJSON() ([]byte, error) {
-	var next any
-	if p.Next != "" {
-		next = p.Next
-	}
-	return json.Marshal(struct {
-		Issues []codeIssue `json:"issues"`
-		Next   any         `json:"next"`
-	}{p.Issues, next})
+	Next   *string     `json:"next"` // null on the last page
 }
 
 // issuesAnswer counts the open issues and finds the open one of the
@@ -578,7 +578,8 @@ func codeIssuesAPI() http.Handler {
 		}
 		page := codeIssuePage{Issues: issues[first:min(first+perPage, len(issues))]}
 		if c, ok := next[first+perPage]; ok {
-			page.Next = "/api/issues?cursor=" + c
+			path := "/api/issues?cursor=" + c
+			page.Next = &path
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(page)
