@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -225,9 +227,10 @@ func sameAsked(t *testing.T, what string, direct, through any) {
 // withoutMeta is v as JSON, without what the protocol's era or the
 // gateway's scope sets — the top-level _meta, resultType (2026-07-28's),
 // ttlMs and cacheScope (a role's answers are private to it) — and with an
-// elicitation's mode "" made "form", its default, and clock times
-// (server-everything's dynamic resources say when they were made, base64
-// aside) made one.
+// elicitation's mode "" made "form", its default, and clock times made one:
+// server-everything's dynamic resources say when they were made, in their
+// text and inside a blob's base64, and the two calls compared may fall in
+// different seconds.
 func withoutMeta(v any) string {
 	var m map[string]any
 	_ = json.Unmarshal([]byte(jsonString(v)), &m)
@@ -237,7 +240,29 @@ func withoutMeta(v any) string {
 	if m["mode"] == "" {
 		m["mode"] = "form"
 	}
-	return clockTime.ReplaceAllString(jsonString(m), "TIME")
+	return clockTime.ReplaceAllString(jsonString(blobTimes(m)), "TIME")
+}
+
+// blobTimes is v with every text "blob" (base64 of UTF-8) decoded and its
+// clock times made one; binary blobs stay as they are.
+func blobTimes(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if s, ok := e.(string); ok && k == "blob" {
+				if b, err := base64.StdEncoding.DecodeString(s); err == nil && utf8.Valid(b) {
+					v[k] = "text: " + clockTime.ReplaceAllString(string(b), "TIME")
+				}
+				continue
+			}
+			v[k] = blobTimes(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = blobTimes(e)
+		}
+	}
+	return v
 }
 
 // clockTime is a time of day as Node.js's toLocaleTimeString writes it.
@@ -384,6 +409,32 @@ func faithfulResources(t *testing.T, ds, ts *mcp.ClientSession) {
 		}
 		if withoutMeta(g) != withoutMeta(w) {
 			t.Errorf("%s through toolhost:\n%s\nwant:\n%s", uri, clip(withoutMeta(g), 2000), clip(withoutMeta(w), 2000))
+		}
+	}
+}
+
+// TestWithoutMetaClockTimes: two answers of server-everything made a second
+// apart, in the text and inside a text blob, compare equal; a binary blob
+// and any other difference still count.
+func TestWithoutMetaClockTimes(t *testing.T) {
+	blob := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	res := func(text, b string) map[string]any {
+		return map[string]any{"content": []any{
+			map[string]any{"type": "text", "text": text},
+			map[string]any{"type": "resource", "resource": map[string]any{"uri": "demo://x", "blob": b}},
+		}}
+	}
+	a := res("made at 12:28:02\u202fPM", blob("a blob created at 12:28:02 PM"))
+	b := res("made at 12:28:03\u202fPM", blob("a blob created at 12:28:03 PM"))
+	if withoutMeta(a) != withoutMeta(b) {
+		t.Errorf("a second apart, still different:\n%s\n%s", withoutMeta(a), withoutMeta(b))
+	}
+	for _, c := range []map[string]any{
+		res("made at 12:28:02\u202fPM", blob("another blob created at 12:28:02 PM")),
+		res("made at 12:28:02\u202fPM", base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe, 1})),
+	} {
+		if withoutMeta(a) == withoutMeta(c) {
+			t.Errorf("a real difference hidden:\n%s", withoutMeta(c))
 		}
 	}
 }
