@@ -175,6 +175,7 @@ type callRig struct {
 	spreads []spread     // how the round-robin paths' work spread over their hosts, recorded as the rig closes
 	closers []func()
 	traced  bool // an execution trace is on (-trace): each call is a region
+	rrRun   int  // requests in a row the round-robin proxy sends to one host (-rr-run)
 }
 
 // call returns path i's call, in a region of the execution trace named
@@ -199,8 +200,9 @@ func (r *callRig) Close() {
 
 // newCallRig starts the paths whose names want accepts (all of them with a
 // nil want), in the report's order; the PostgreSQL ones only when pg is not
-// nil, each on a fresh database of pg.
-func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster, want func(path string) bool) (_ *callRig, err error) {
+// nil, each on a fresh database of pg; the round-robin proxy sends rrRun
+// requests in a row to each host.
+func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster, want func(path string) bool, rrRun int) (_ *callRig, err error) {
 	if want == nil {
 		want = func(string) bool { return true }
 	}
@@ -208,7 +210,7 @@ func newCallRig(ctx context.Context, tmp string, exe executables, pg *pgCluster,
 		accepts := want
 		want = func(path string) bool { return !isPGPath(path) && accepts(path) }
 	}
-	r := &callRig{}
+	r := &callRig{rrRun: rrRun}
 	defer func() {
 		if err != nil {
 			r.Close()

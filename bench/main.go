@@ -54,6 +54,7 @@ type options struct {
 	peerConcs string // those of its peer paths, comma-separated
 	pgDSN     string // a PostgreSQL server for the PostgreSQL paths and events/s, "" to skip them
 	events    int    // events written per engine by the events/s measurement
+	rrRun     int    // requests in a row the round-robin proxy sends to one host
 }
 
 func main() {
@@ -77,6 +78,8 @@ func main() {
 	flag.StringVar(&o.pgDSN, "pg-dsn", "", "a postgres:// URL of a PostgreSQL server on which the bench may create and drop databases "+
 		"(scripts/bench starts one with scripts/dev-postgres): the PostgreSQL call paths and events/s run on it; without it they are skipped")
 	flag.IntVar(&o.events, "events", 200000, "events written per engine (SQLite, PostgreSQL) by the events/s measurement")
+	flag.IntVar(&o.rrRun, "rr-run", 1, "requests in a row the round-robin proxy sends to one host before the next (only with -paths): "+
+		"1, the default, alternates hosts at each request; larger runs tell what hosts taking turns on the same cores costs from what the shared store does")
 	flag.BoolVar(&o.quick, "quick", false, "a smoke run with small counts; the report says so")
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { o.outGiven = o.outGiven || f.Name == "out" })
@@ -149,6 +152,12 @@ func run(ctx context.Context, o options) error {
 	if rep.Plan.PeerConcs, err = parseConcs("peer-conc", o.peerConcs); err != nil {
 		return err
 	}
+	switch {
+	case o.rrRun < 1:
+		return fmt.Errorf("-rr-run %d: want at least 1", o.rrRun)
+	case o.rrRun > 1 && o.paths == "":
+		return fmt.Errorf("-rr-run %d needs -paths: the full report's round-robin paths alternate hosts at each request", o.rrRun)
+	}
 	var want func(string) bool
 	if o.paths != "" {
 		re, err := regexp.Compile(o.paths)
@@ -172,7 +181,7 @@ func run(ctx context.Context, o options) error {
 	rig := &callRig{}
 	if wantCalls {
 		logf("no-op calls (%d per path at c≥8, %d rounds)", o.calls, o.rounds)
-		if rig, err = newCallRig(ctx, tmp, exe, pg, want); err != nil {
+		if rig, err = newCallRig(ctx, tmp, exe, pg, want, o.rrRun); err != nil {
 			return err
 		}
 	}

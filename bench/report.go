@@ -493,14 +493,19 @@ func (r *report) writeBalanced(p func(string, ...any)) {
 		"database. The one host is the two's baseline (the same proxy, client and database), so the 2 hosts / 1 rows are what "+
 		"spreading a client's requests over hosts costs, two hosts and their plugin processes on the same cores as everything "+
 		"else, not what hosts on separate machines would add. They run at the concurrencies of `-conc` and `-peer-conc` (16, the "+
-		"throughput target's, is one of the latter).", pathRR1, pathRR2, pathOursHTTP26, mcpversion.Stateless)
+		"throughput target's, is one of the latter)."+
+		" `-rr-run N` with `-paths` sends N requests in a row to each host instead, which tells what hosts taking turns on the same cores costs from what the shared database does (docs/several-hosts.md, \"What spreading a client over hosts costs\").", pathRR1, pathRR2, pathOursHTTP26, mcpversion.Stateless)
 	for _, s := range r.Spreads {
 		ran := "" // when the hosts' calls were not counted
 		if s.Calls != nil {
 			ran = fmt.Sprintf(", which ran %s no-op calls (their `tool_call.started` events, by the `host` they name)", joinCounts(s.Calls))
 		}
-		p("  In this run, %s: the proxy sent %s HTTP requests to the hosts in turn (warm-up, discovery and calls)%s; "+
-			"it logged %d errors (none failed a call: the bench stops at the first).", s.Path, joinCounts(s.Requests), ran, s.Errors)
+		turn := "in turn"
+		if s.Run > 1 {
+			turn = fmt.Sprintf("%d in a row to each (`-rr-run %d`)", s.Run, s.Run)
+		}
+		p("  In this run, %s: the proxy sent %s HTTP requests to the hosts %s (warm-up, discovery and calls)%s; "+
+			"it logged %d errors (none failed a call: the bench stops at the first).", s.Path, joinCounts(s.Requests), turn, ran, s.Errors)
 	}
 }
 
@@ -718,7 +723,7 @@ func (r *report) summary(w io.Writer) {
 		}
 	}
 	for _, s := range r.Spreads {
-		fmt.Fprintf(w, "  %s: requests per host %v, calls per host %v, proxy errors %d\n", s.Path, s.Requests, s.Calls, s.Errors)
+		fmt.Fprintf(w, "  %s: requests per host %v (%d in a row), calls per host %v, proxy errors %d\n", s.Path, s.Requests, s.Run, s.Calls, s.Errors)
 	}
 	if r.Postgres == "" {
 		fmt.Fprintln(w, "  PostgreSQL: not measured (no -pg-dsn)")

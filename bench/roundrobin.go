@@ -48,10 +48,11 @@ func balancedIndex(path string) int {
 }
 
 // roundRobin is a reverse proxy sending each request to the next of its
-// backends in turn, and counting the requests each was sent and the errors
-// it met.
+// backends in turn (or each run of requests: see -rr-run), and counting the
+// requests each was sent and the errors it met.
 type roundRobin struct {
 	backends []*url.URL
+	run      uint64         // requests in a row sent to one backend before the next
 	sent     []atomic.Int64 // by backend
 	next     atomic.Uint64
 	errors   errorCount
@@ -71,10 +72,14 @@ func (e *errorCount) Write(p []byte) (int, error) {
 }
 
 // newRoundRobin returns a round-robin proxy over the backends, base URLs
-// such as http://127.0.0.1:8741, keeping as many idle connections to each
-// as the bench's clients keep to a server.
-func newRoundRobin(backends ...string) (*roundRobin, error) {
-	rr := &roundRobin{sent: make([]atomic.Int64, len(backends))}
+// such as http://127.0.0.1:8741, sending run requests in a row to each (1:
+// each request to the next) and keeping as many idle connections to each as
+// the bench's clients keep to a server.
+func newRoundRobin(run int, backends ...string) (*roundRobin, error) {
+	if run < 1 {
+		return nil, fmt.Errorf("a run of %d requests per backend, want at least 1", run)
+	}
+	rr := &roundRobin{run: uint64(run), sent: make([]atomic.Int64, len(backends))}
 	for _, b := range backends {
 		u, err := url.Parse(b)
 		if err != nil {
@@ -84,7 +89,7 @@ func newRoundRobin(backends ...string) (*roundRobin, error) {
 	}
 	rr.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			i := (rr.next.Add(1) - 1) % uint64(len(rr.backends))
+			i := (rr.next.Add(1) - 1) / rr.run % uint64(len(rr.backends))
 			rr.sent[i].Add(1)
 			pr.SetURL(rr.backends[i])
 		},
@@ -109,6 +114,7 @@ func (rr *roundRobin) counts() []int64 {
 // spread is how one round-robin path's work spread over its hosts.
 type spread struct {
 	Path     string
+	Run      int     // requests in a row the proxy sent to one host (-rr-run)
 	Requests []int64 // HTTP requests the proxy sent to each host, in the proxy's order
 	Calls    []int64 // no-op calls each host ran (its tool_call.started events), most first; nil when not counted
 	Errors   int64   // the proxy's errors (errorCount)
@@ -151,7 +157,7 @@ func (r *callRig) addBalancedPath(ctx context.Context, tmp string, exe executabl
 		if rr == nil {
 			return
 		}
-		s := spread{Path: b.path, Requests: rr.counts(), Errors: rr.errors.Load()}
+		s := spread{Path: b.path, Run: r.rrRun, Requests: rr.counts(), Errors: rr.errors.Load()}
 		calls, err := pgCounts(context.Background(), dsn, `SELECT count(*) FROM events WHERE type = $1
 			GROUP BY payload::jsonb->>'host' ORDER BY 1 DESC`, store.EventCallStarted)
 		if err != nil {
@@ -179,7 +185,7 @@ func (r *callRig) addBalancedPath(ctx context.Context, tmp string, exe executabl
 	if runs, err := pgCounts(ctx, dsn, `SELECT count(DISTINCT host_id) FROM host_runs WHERE ended_at = ''`); err != nil || runs[0] != int64(b.hosts) {
 		return fmt.Errorf("want %d hosts running on the database, have %v (%v)", b.hosts, runs, err)
 	}
-	if rr, err = newRoundRobin(backends...); err != nil {
+	if rr, err = newRoundRobin(r.rrRun, backends...); err != nil {
 		return err
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

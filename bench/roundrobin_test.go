@@ -10,7 +10,8 @@ import (
 )
 
 // TestRoundRobin: the proxy sends each request to the next backend in
-// turn, the request's path and headers passed on, and counts them.
+// turn (or each run of -rr-run requests), the request's path and headers
+// passed on, and counts them; a run under 1 is refused.
 func TestRoundRobin(t *testing.T) {
 	var backends []string
 	for _, name := range []string{"a", "b"} {
@@ -20,32 +21,45 @@ func TestRoundRobin(t *testing.T) {
 		defer srv.Close()
 		backends = append(backends, srv.URL)
 	}
-	rr, err := newRoundRobin(backends...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httptest.NewServer(rr)
-	defer proxy.Close()
-	client := benchHTTPClient("secret")
-	var got []string
-	for range 5 {
-		resp, err := client.Get(proxy.URL + "/mcp/bench")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, string(body))
-	}
 	a, b := "a /mcp/bench Bearer secret", "b /mcp/bench Bearer secret"
-	if want := []string{a, b, a, b, a}; !slices.Equal(got, want) {
-		t.Errorf("answers %q, want %q", got, want)
+	for _, c := range []struct {
+		run    int
+		want   []string
+		counts []int64
+	}{
+		{1, []string{a, b, a, b, a}, []int64{3, 2}},
+		{2, []string{a, a, b, b, a}, []int64{3, 2}},
+		{3, []string{a, a, a, b, b}, []int64{3, 2}},
+	} {
+		rr, err := newRoundRobin(c.run, backends...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httptest.NewServer(rr)
+		defer proxy.Close()
+		client := benchHTTPClient("secret")
+		var got []string
+		for range 5 {
+			resp, err := client.Get(proxy.URL + "/mcp/bench")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(body))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("run %d: answers %q, want %q", c.run, got, c.want)
+		}
+		if counts := rr.counts(); !slices.Equal(counts, c.counts) {
+			t.Errorf("run %d: counts %v, want %v", c.run, counts, c.counts)
+		}
 	}
-	if counts := rr.counts(); !slices.Equal(counts, []int64{3, 2}) {
-		t.Errorf("counts %v, want [3 2]", counts)
+	if _, err := newRoundRobin(0, backends...); err == nil {
+		t.Error("a run of 0 requests accepted")
 	}
 }
 
