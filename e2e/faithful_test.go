@@ -240,26 +240,27 @@ func withoutMeta(v any) string {
 	if m["mode"] == "" {
 		m["mode"] = "form"
 	}
-	return clockTime.ReplaceAllString(jsonString(blobTimes(m)), "TIME")
+	return clockTime.ReplaceAllString(jsonString(blobTexts(m)), "TIME")
 }
 
-// blobTimes is v with every text "blob" (base64 of UTF-8) decoded and its
-// clock times made one; binary blobs stay as they are.
-func blobTimes(v any) any {
+// blobTexts is v with every text "blob" (base64 of UTF-8) decoded, so that
+// the clock times in it are made one with the rest; binary blobs stay as
+// they are.
+func blobTexts(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
 			if s, ok := e.(string); ok && k == "blob" {
 				if b, err := base64.StdEncoding.DecodeString(s); err == nil && utf8.Valid(b) {
-					v[k] = "text: " + clockTime.ReplaceAllString(string(b), "TIME")
+					v[k] = "text: " + string(b)
 				}
 				continue
 			}
-			v[k] = blobTimes(e)
+			v[k] = blobTexts(e)
 		}
 	case []any:
 		for i, e := range v {
-			v[i] = blobTimes(e)
+			v[i] = blobTexts(e)
 		}
 	}
 	return v
